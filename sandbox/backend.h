@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The backend contract (conventions 3.2). A backend turns its part of the
+ * Linux wrapper plan (core/linux-plan.h) into kernel objects:
+ *
+ *   prepare  parent: every allocation, library call and file opening
+ *            (Landlock ruleset fd, seccomp BPF, O_PATH fds for mounts,
+ *            synthetic mount points). Returns 0 or -errno with *reterr set
+ *            (malloc'ed, one line naming the mechanism and the fix).
+ *   apply    child, between fork and exec: system calls only, no
+ *            allocation, async-signal-safe. Returns 0 or -errno; the
+ *            supervisor reports "<backend name>: <strerror>" through the
+ *            error pipe and exits 125.
+ *   finish   parent, after the child has exited: undo host-side effects
+ *            (remove synthetic mount points). NULL-safe state. Optional.
+ *   destroy  parent: free the state. NULL-safe.
+ *
+ * Backends stack; the supervisor walks cd_backends[] in order for prepare
+ * and apply. Order matters: namespaces (mounts need capabilities), then
+ * capabilities, then Landlock (needs no_new_privs, set by the supervisor
+ * just before), then seccomp last (it forbids mount and friends).
+ */
+
+#include "core/linux-plan.h"
+
+struct cd_backend_state;
+
+struct cd_backend {
+	const char *name; /* "namespaces", "capabilities", "landlock", "seccomp" */
+	int (*prepare)(const struct cd_linux_plan *lp, struct cd_backend_state **ret_state,
+		       char **reterr);
+	int (*apply)(struct cd_backend_state *s);
+	void (*finish)(struct cd_backend_state *s);
+	void (*destroy)(struct cd_backend_state *s);
+};
+
+extern const struct cd_backend cd_backend_namespaces;
+extern const struct cd_backend cd_backend_caps;
+extern const struct cd_backend cd_backend_landlock;
+extern const struct cd_backend cd_backend_seccomp;
+
+/* NULL-terminated, in apply order. */
+extern const struct cd_backend *const cd_backends[];
+
+/* ---- probing (sandbox/linux/probe.c) ---- */
+
+typedef enum cd_probe_what {
+	CD_PROBE_LANDLOCK = 1u << 0,
+	CD_PROBE_SECCOMP = 1u << 1,
+	CD_PROBE_USERNS = 1u << 2,
+	CD_PROBE_ALL = 0xffu,
+} cd_probe_what;
+
+/*
+ * Fast host facts for building a plan (a few syscalls and sysctl reads; no
+ * fork). Honours the test hook CORDON_TEST_DISABLE=landlock,userns,seccomp
+ * (comma list), which can only make features look absent, never present.
+ */
+void cd_linux_probe_host(cd_probe_what what, struct cd_linux_host *ret);
+
+struct cd_probe_item {
+	char *name;   /* "landlock", "seccomp", "user namespaces", ... */
+	bool ok;
+	char *detail; /* "ABI 7 (rights: ...)", "blocked by kernel.apparmor_restrict_unprivileged_userns=1" */
+	char *fix;    /* NULL when ok */
+};
+
+struct cd_probe {
+	struct cd_linux_host host;
+	struct cd_probe_item *items;
+	size_t n_items;
+};
+
+/*
+ * Full probe for `cordon probe`: Landlock ABI and errata, seccomp (filter
+ * and the actions in use), user namespaces (tested for real in a forked
+ * child, with the reason when blocked: sysctl, AppArmor, seccomp), pid and
+ * network namespaces, cgroup v2, no_new_privs. Never fails; items say what
+ * could not be determined.
+ */
+struct cd_probe *cd_linux_probe_full(void);
+struct cd_probe *cd_probe_free(struct cd_probe *p);

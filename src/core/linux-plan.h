@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The Linux wrapper as data: what Landlock rules, seccomp rules, namespaces
+ * and mounts a plan needs on a host with given facts. Pure and OS-free, so
+ * `cordon explain --backend linux` works on any host and the rules are
+ * unit-tested; sandbox/linux/ turns this into kernel objects.
+ *
+ * Landlock constants are the kernel's uapi values (stable ABI), carried here
+ * because Debian 12's <linux/landlock.h> stops at ABI 2.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/plan.h"
+
+/* clang-format off */
+#define CD_LL_FS_EXECUTE        (1ULL << 0)
+#define CD_LL_FS_WRITE_FILE     (1ULL << 1)
+#define CD_LL_FS_READ_FILE      (1ULL << 2)
+#define CD_LL_FS_READ_DIR       (1ULL << 3)
+#define CD_LL_FS_REMOVE_DIR     (1ULL << 4)
+#define CD_LL_FS_REMOVE_FILE    (1ULL << 5)
+#define CD_LL_FS_MAKE_CHAR      (1ULL << 6)
+#define CD_LL_FS_MAKE_DIR       (1ULL << 7)
+#define CD_LL_FS_MAKE_REG       (1ULL << 8)
+#define CD_LL_FS_MAKE_SOCK      (1ULL << 9)
+#define CD_LL_FS_MAKE_FIFO      (1ULL << 10)
+#define CD_LL_FS_MAKE_BLOCK     (1ULL << 11)
+#define CD_LL_FS_MAKE_SYM       (1ULL << 12)
+#define CD_LL_FS_REFER          (1ULL << 13) /* ABI 2 */
+#define CD_LL_FS_TRUNCATE       (1ULL << 14) /* ABI 3 */
+#define CD_LL_FS_IOCTL_DEV      (1ULL << 15) /* ABI 5 */
+#define CD_LL_NET_BIND_TCP      (1ULL << 0)  /* ABI 4 */
+#define CD_LL_NET_CONNECT_TCP   (1ULL << 1)  /* ABI 4 */
+#define CD_LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
+#define CD_LL_SCOPE_SIGNAL      (1ULL << 1)  /* ABI 6 */
+#define CD_LL_MAX_ABI           7
+/* clang-format on */
+
+/* Rights the kernel at `abi` knows (0 for abi 0). */
+uint64_t cd_ll_fs_rights_for_abi(unsigned abi);
+uint64_t cd_ll_net_rights_for_abi(unsigned abi);
+uint64_t cd_ll_scopes_for_abi(unsigned abi);
+/* Rights that make sense on a non-directory (file) rule. */
+#define CD_LL_FS_FILE_RIGHTS                                                                       \
+	(CD_LL_FS_EXECUTE | CD_LL_FS_WRITE_FILE | CD_LL_FS_READ_FILE | CD_LL_FS_TRUNCATE |         \
+	 CD_LL_FS_IOCTL_DEV)
+#define CD_LL_FS_READ_RIGHTS (CD_LL_FS_EXECUTE | CD_LL_FS_READ_FILE | CD_LL_FS_READ_DIR)
+/* Space-separated right names for a mask, e.g. "execute read_file read_dir". Static buffer
+ * not used: returns malloc'ed. */
+char *cd_ll_fs_rights_names(uint64_t mask);
+char *cd_ll_net_rights_names(uint64_t mask);
+char *cd_ll_scopes_names(uint64_t mask);
+
+/* Facts about the host the wrapper is built for (from the probe, or assumed by explain). */
+struct cd_linux_host {
+	unsigned landlock_abi; /* 0 = Landlock unavailable */
+	bool seccomp;          /* seccomp filters available */
+	bool userns;           /* unprivileged (or privileged) user namespaces usable */
+	bool is_root;          /* euid 0 with CAP_SYS_ADMIN: mount ns without a user ns */
+};
+
+typedef enum cd_degrade_flags {
+	CD_DEGRADE_PROTECTED_METADATA = 1u << 0, /* run without ro carve-outs when no mount ns */
+} cd_degrade_flags;
+
+struct cd_linux_opts {
+	unsigned min_landlock_abi; /* refuse below this (default 1) */
+	cd_degrade_flags degraded; /* explicit opt-downs */
+};
+
+struct cd_ll_rule {
+	const char *path;  /* borrowed from the plan */
+	uint64_t allowed;  /* already masked by the handled rights and by file/dir */
+	bool is_dir;
+};
+
+enum cd_sc_action {
+	CD_SC_EPERM,
+	CD_SC_ENOSYS,
+	CD_SC_ACTION_COUNT,
+};
+
+enum cd_sc_cmp {
+	CD_SC_ALWAYS,         /* unconditional */
+	CD_SC_ARG_MASKED_EQ,  /* (arg & mask) == value */
+	CD_SC_ARG_NE,         /* arg != value (full 64-bit compare) */
+	CD_SC_ARG_NOT_IN2,    /* arg != value && arg != value2 (two allowed values) */
+	CD_SC_CMP_COUNT,
+};
+
+typedef enum cd_sc_when {
+	CD_SC_BASELINE = 1u << 0,       /* every sandboxed (MANAGED/EXTERNAL) run */
+	CD_SC_NET_RESTRICTED = 1u << 1, /* only when the network is restricted */
+} cd_sc_when;
+
+struct cd_sc_rule {
+	const char *syscall; /* libseccomp name */
+	enum cd_sc_action action;
+	enum cd_sc_cmp cmp;
+	unsigned arg;        /* argument index for the comparison */
+	uint64_t mask;
+	uint64_t value;
+	uint64_t value2;
+	cd_sc_when when;
+	const char *why;     /* one line for explain */
+};
+
+/* The full table (baseline + network rules), terminated by syscall == NULL. */
+extern const struct cd_sc_rule cd_sc_rules[];
+
+enum cd_mount_op {
+	CD_MOUNT_RO_BIND,   /* bind path on itself read-only (existing path) */
+	CD_MOUNT_RW_BIND,   /* bind path on itself writable again (under an ro bind) */
+	CD_MOUNT_MASK_DIR,  /* missing path: create an empty directory mount point, mount a read-only
+			       empty tmpfs (mode 0555) on it; removed after the run */
+	CD_MOUNT_OP_COUNT,
+};
+
+struct cd_mount {
+	enum cd_mount_op op;
+	const char *path; /* borrowed from the plan */
+	const char *why;  /* borrowed */
+};
+
+struct cd_linux_plan {
+	const struct cd_plan *plan; /* borrowed */
+	bool sandboxed;             /* false: DISABLED profile, plain spawn */
+	/* Landlock */
+	bool landlock;              /* a ruleset is applied */
+	unsigned landlock_abi;      /* ABI used (the host's, capped at CD_LL_MAX_ABI) */
+	uint64_t ll_handled_fs;
+	uint64_t ll_handled_net;
+	uint64_t ll_scoped;
+	struct cd_ll_rule *ll_rules;
+	size_t n_ll_rules;
+	/* seccomp */
+	bool seccomp;
+	cd_sc_when sc_when;         /* which rule groups apply */
+	/* namespaces */
+	bool user_ns;               /* unshare(CLONE_NEWUSER) (not root) */
+	bool mount_ns;              /* unshare(CLONE_NEWNS) */
+	struct cd_mount *mounts;    /* in the order to perform them */
+	size_t n_mounts;
+	/* Reported degradations, NULL-terminated (e.g. "protected metadata NOT enforced: ...") */
+	char **degraded;
+	char **notes;
+};
+
+/*
+ * Build the Linux wrapper plan. Refusals (return -EOPNOTSUPP with *reterr a
+ * malloc'ed one-line reason naming the mechanism and the fix):
+ *  - Landlock ABI below opts->min_landlock_abi (including 0) for a plan that
+ *    restricts the file system;
+ *  - no seccomp for a sandboxed plan;
+ *  - carve-outs needing a mount namespace on a host without user namespaces
+ *    (and not root), unless CD_DEGRADE_PROTECTED_METADATA;
+ *  - deny carve-outs or glob entries (deny masks are not implemented yet);
+ *  - CD_NET_MANAGED (no proxy yet).
+ */
+int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *host,
+			const struct cd_linux_opts *opts, struct cd_linux_plan **ret, char **reterr);
+struct cd_linux_plan *cd_linux_plan_free(struct cd_linux_plan *lp);
+
+const char *cd_mount_op_name(enum cd_mount_op op);

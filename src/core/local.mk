@@ -1,0 +1,9 @@
+# The OS-free core: policy model, binding, plans, tables. No OS headers (check-core-portable).
+noinst_LIBRARIES += libcdcore.a
+libcdcore_a_SOURCES = \
+	src/core/util.c src/core/util.h \
+	src/core/json.c src/core/json.h \
+	src/core/pathuri.c src/core/pathuri.h \
+	src/core/profile.c src/core/profile.h \
+	src/core/plan.c src/core/plan.h \
+	src/core/linux-plan.c src/core/linux-plan.h

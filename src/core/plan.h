@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Binding and precedence: a profile plus this host's facts (cwd, workspace
+ * roots, $TMPDIR, a file-system shim) becomes a plan: a sorted list of
+ * canonical absolute paths, each with its effective access and the reason.
+ * OS-free: every file-system question goes through struct cd_fs_ops, so the
+ * rules are unit-tested against a fake tree.
+ *
+ * Rules (design.md 3, reference 3.3 and 3.5):
+ *  - :workspace_roots binds only to the given roots (none given: the entries
+ *    vanish, with a note); :tmpdir to $TMPDIR when set, non-empty, absolute;
+ *    :slash_tmp to /tmp when it is a directory; :root to "/"; :minimal to the
+ *    platform's existing system directories; unknown kinds are ignored with
+ *    a note.
+ *  - Every bound path is canonicalised by walking it one component at a time
+ *    (lstat + readlink through the shim, at most 40 links). The walk records
+ *    every symlink it crosses. If a crossed symlink lies inside a region the
+ *    plan makes writable, the sandboxed side could have planted it: the plan
+ *    is refused ("crosses symlink L inside writable root W").
+ *  - Most specific entry wins (more components); ties deny > write > read;
+ *    no match is deny.
+ *  - Protected metadata: under every writable path other than "/", the names
+ *    .git, .codex and .agents are read-only unless an entry with write access
+ *    names that exact path; a ".git" file holding "gitdir: X" protects X (and
+ *    X's "commondir" target) too. Missing names are protected as well
+ *    (type CD_FT_MISSING: the backend masks them so they cannot be created).
+ *    A protected name that is a symlink is refused.
+ *  - An implicit "/dev/null" write path is always present in MANAGED plans.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/profile.h"
+
+enum cd_file_type {
+	CD_FT_MISSING,
+	CD_FT_DIR,
+	CD_FT_REG,
+	CD_FT_SYMLINK,
+	CD_FT_OTHER, /* device, fifo, socket */
+	CD_FT_COUNT,
+};
+
+/* File-system shim. All paths are absolute. */
+struct cd_fs_ops {
+	void *ctx;
+	/* Type of path without following a final symlink. A missing path (ENOENT
+	 * or ENOTDIR) is success with CD_FT_MISSING. Other errors: -errno. */
+	int (*lstat_type)(void *ctx, const char *path, enum cd_file_type *ret);
+	/* Target of a symlink, malloc'ed. -errno on failure. */
+	int (*readlink)(void *ctx, const char *path, char **ret);
+	/* Read at most max bytes of a regular file, malloc'ed, NUL-terminated. */
+	int (*read_file)(void *ctx, const char *path, size_t max, char **ret, size_t *ret_len);
+};
+
+/* The real shim over lstat/readlink/open (lives outside core: src/fs-ops.c). */
+extern const struct cd_fs_ops cd_fs_ops_host;
+
+enum cd_origin {
+	CD_ORIGIN_ENTRY,     /* a profile entry (entry_index says which) */
+	CD_ORIGIN_PROTECTED, /* protected metadata under a writable path */
+	CD_ORIGIN_GITDIR,    /* target of a "gitdir:" pointer (or its commondir) */
+	CD_ORIGIN_IMPLICIT,  /* /dev/null */
+	CD_ORIGIN_COUNT,
+};
+
+struct cd_plan_path {
+	char *path;            /* canonical, absolute, normal (cd_path_is_normal) */
+	enum cd_access access; /* effective access for this path and below, until a more specific one */
+	enum cd_file_type type;/* at bind time: MISSING, DIR, REG or OTHER (never SYMLINK) */
+	enum cd_origin origin;
+	int entry_index;       /* index into profile->entries, -1 when not from an entry */
+	char *why;             /* human reason, e.g. "entry 2 (:workspace_roots, write)" or
+				  "protected metadata under writable /w" */
+	/* Access of the nearest enclosing plan path (CD_ACCESS_DENY when none:
+	 * no match is deny). */
+	enum cd_access parent_access;
+	/* The path narrows its parent (parent write -> read/deny, parent read ->
+	 * deny): Landlock cannot express it; it needs a mount-namespace carve-out. */
+	bool carve_out;
+};
+
+struct cd_plan {
+	enum cd_profile_type type;
+	enum cd_network network;
+	/* No file-system restriction at all: DISABLED, EXTERNAL, MANAGED with
+	 * file_system unrestricted, or "/" writable with nothing narrower. */
+	bool fs_unrestricted;
+	bool full_read; /* "/" is readable (read or write) */
+	char *cwd;      /* canonical command cwd */
+	struct cd_plan_path *paths; /* sorted by path (strcmp), unique */
+	size_t n_paths;
+	char **notes;   /* NULL-terminated; human notes (skipped entries, ...) */
+	bool has_carve_outs;
+	bool has_deny_carve_outs; /* a deny path under a readable/writable region */
+	bool has_globs;           /* glob_pattern deny entries present (need expansion) */
+};
+
+struct cd_bind_input {
+	const char *cwd;                        /* absolute; required */
+	const char *const *workspace_roots;     /* absolute; may be empty */
+	size_t n_workspace_roots;
+	const char *tmpdir;                     /* $TMPDIR or NULL */
+	const char *const *minimal_paths;       /* platform defaults, NULL-terminated; NULL = Linux set */
+	const struct cd_fs_ops *ops;            /* required */
+};
+
+/* Linux's :minimal set (only existing ones are bound). */
+extern const char *const cd_minimal_paths_linux[];
+
+/*
+ * Bind and resolve. 0 on success; -EINVAL (refusal: symlink crossing, bad
+ * root, protected symlink, ...) or -ELOOP/-errno with *reterr a malloc'ed
+ * one-line reason.
+ */
+int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in,
+		  struct cd_plan **ret, char **reterr);
+struct cd_plan *cd_plan_free(struct cd_plan *plan);
+
+/*
+ * Effective access of an arbitrary canonical absolute path under the plan
+ * (nearest enclosing plan path; deny when none). fs_unrestricted plans give
+ * write. If ret_rule is not NULL it receives the deciding plan path or NULL.
+ */
+enum cd_access cd_plan_access(const struct cd_plan *plan, const char *path,
+			      const struct cd_plan_path **ret_rule);
+
+/*
+ * Canonicalise an absolute path through the shim (exposed for tests and for
+ * the CLI's --cwd handling). The result is normal; a missing tail is kept
+ * literally. *ret_links receives a NULL-terminated list of the symlinks
+ * crossed (their own paths), may be NULL. -ELOOP after 40 links.
+ */
+int cd_canonicalize(const struct cd_fs_ops *ops, const char *path, char **ret,
+		    char ***ret_links, enum cd_file_type *ret_type);
+
+const char *cd_file_type_name(enum cd_file_type t); /* "missing", "directory", "file", ... */
+const char *cd_origin_name(enum cd_origin o);

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "core/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+static CD_NORETURN void oom(void)
+{
+	fputs("cordon: out of memory\n", stderr);
+	abort();
+}
+
+void cd_cleanup_freep(void *p)
+{
+	free(*(void **)p);
+}
+
+void *cd_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *cd_xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *cd_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *cd_xreallocarray(void *p, size_t nmemb, size_t size)
+{
+	if (size && nmemb > SIZE_MAX / size)
+		oom();
+	return cd_xrealloc(p, nmemb * size);
+}
+
+char *cd_xstrdup(const char *s)
+{
+	return cd_xstrndup(s, strlen(s));
+}
+
+char *cd_xstrndup(const char *s, size_t n)
+{
+	char *p = cd_xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *cd_xvasprintf(const char *fmt, va_list ap)
+{
+	va_list aq;
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		oom();
+	char *p = cd_xmalloc((size_t)n + 1);
+	vsnprintf(p, (size_t)n + 1, fmt, ap);
+	return p;
+}
+
+char *cd_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *p = cd_xvasprintf(fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+static void strbuf_reserve(struct cd_strbuf *sb, size_t extra)
+{
+	if (extra > SIZE_MAX - sb->len - 1)
+		oom();
+	size_t need = sb->len + extra + 1;
+	if (need <= sb->cap)
+		return;
+	size_t cap = sb->cap ? sb->cap : 64;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	sb->buf = cd_xrealloc(sb->buf, cap);
+	sb->cap = cap;
+}
+
+void cd_strbuf_append_n(struct cd_strbuf *sb, const char *s, size_t n)
+{
+	strbuf_reserve(sb, n);
+	memcpy(sb->buf + sb->len, s, n);
+	sb->len += n;
+	sb->buf[sb->len] = '\0';
+}
+
+void cd_strbuf_append(struct cd_strbuf *sb, const char *s)
+{
+	cd_strbuf_append_n(sb, s, strlen(s));
+}
+
+void cd_strbuf_append_c(struct cd_strbuf *sb, char c)
+{
+	cd_strbuf_append_n(sb, &c, 1);
+}
+
+void cd_strbuf_printf(struct cd_strbuf *sb, const char *fmt, ...)
+{
+	va_list ap, aq;
+	va_start(ap, fmt);
+	va_copy(aq, ap);
+	int n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		oom();
+	strbuf_reserve(sb, (size_t)n);
+	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	sb->len += (size_t)n;
+	va_end(ap);
+}
+
+void cd_strbuf_append_json_string(struct cd_strbuf *sb, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	cd_strbuf_append_c(sb, '"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		switch (c) {
+		case '"':
+			cd_strbuf_append_n(sb, "\\\"", 2);
+			break;
+		case '\\':
+			cd_strbuf_append_n(sb, "\\\\", 2);
+			break;
+		case '\n':
+			cd_strbuf_append_n(sb, "\\n", 2);
+			break;
+		case '\r':
+			cd_strbuf_append_n(sb, "\\r", 2);
+			break;
+		case '\t':
+			cd_strbuf_append_n(sb, "\\t", 2);
+			break;
+		default:
+			if (c < 0x20 || c == 0x7f) {
+				char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+				cd_strbuf_append_n(sb, e, 6);
+			} else {
+				cd_strbuf_append_c(sb, (char)c);
+			}
+		}
+	}
+	cd_strbuf_append_c(sb, '"');
+}
+
+char *cd_strbuf_steal(struct cd_strbuf *sb)
+{
+	char *p = sb->buf ? sb->buf : cd_xstrdup("");
+	sb->buf = NULL;
+	sb->len = sb->cap = 0;
+	return p;
+}
+
+void cd_strbuf_done(struct cd_strbuf *sb)
+{
+	free(sb->buf);
+	sb->buf = NULL;
+	sb->len = sb->cap = 0;
+}
+
+size_t cd_strv_length(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+void cd_strv_push_take(char ***v, char *s)
+{
+	size_t n = cd_strv_length(*v);
+	*v = cd_xreallocarray(*v, n + 2, sizeof(char *));
+	(*v)[n] = s;
+	(*v)[n + 1] = NULL;
+}
+
+void cd_strv_push(char ***v, const char *s)
+{
+	cd_strv_push_take(v, cd_xstrdup(s));
+}
+
+char **cd_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+	return NULL;
+}
+
+int cd_parse_u64(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*ret = v;
+	return 0;
+}
+
+bool cd_path_is_normal(const char *path)
+{
+	if (!path || path[0] != '/')
+		return false;
+	if (path[1] == '\0')
+		return true;
+	const char *p = path;
+	while (*p) {
+		/* p points at a '/' */
+		const char *c = p + 1;
+		const char *e = strchr(c, '/');
+		size_t n = e ? (size_t)(e - c) : strlen(c);
+		if (n == 0)
+			return false; /* "//" or trailing "/" */
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!e)
+			break;
+		p = e;
+	}
+	return true;
+}
+
+char *cd_path_join(const char *a, const char *b)
+{
+	size_t la = strlen(a);
+	while (la > 0 && a[la - 1] == '/')
+		la--;
+	while (*b == '/')
+		b++;
+	if (!*b)
+		return la ? cd_xstrndup(a, la) : cd_xstrdup("/");
+	return cd_xasprintf("%.*s/%s", (int)la, a, b);
+}
+
+size_t cd_path_depth(const char *p)
+{
+	size_t n = 0;
+	if (cd_streq(p, "/"))
+		return 0;
+	for (; *p; p++)
+		if (*p == '/')
+			n++;
+	return n;
+}
+
+bool cd_path_is_beneath(const char *child, const char *parent)
+{
+	if (cd_streq(parent, "/"))
+		return child[0] == '/';
+	size_t n = strlen(parent);
+	return strncmp(child, parent, n) == 0 && (child[n] == '\0' || child[n] == '/');
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Small OS-free helpers shared by the whole tree: allocation that dies on
+ * OOM (the bwrap model: a supervisor that cannot allocate cannot do anything
+ * useful), a growable string buffer, NULL-terminated string vectors and the
+ * cleanup attributes.
+ */
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CD_UNUSED	  __attribute__((unused))
+#define CD_PRINTF(a, b)	  __attribute__((format(printf, a, b)))
+#define CD_NORETURN	  __attribute__((noreturn))
+#define CD_ARRAY_SIZE(x)  (sizeof(x) / sizeof((x)[0]))
+#define CD_CLEANUP(f)	  __attribute__((cleanup(f)))
+
+/* Take ownership out of a variable that has a cleanup attribute. */
+#define cd_steal_pointer(pp)                                                                       \
+	({                                                                                         \
+		__typeof__(*(pp)) _cd_tmp = *(pp);                                                 \
+		*(pp) = NULL;                                                                      \
+		_cd_tmp;                                                                           \
+	})
+
+void cd_cleanup_freep(void *p);
+#define cleanup_free CD_CLEANUP(cd_cleanup_freep)
+
+/* Allocators: never return NULL; print a message and abort on OOM. */
+void *cd_xmalloc(size_t n);
+void *cd_xcalloc(size_t nmemb, size_t size);
+void *cd_xrealloc(void *p, size_t n);
+/* Grow an array of nmemb elements of size: reallocarray with OOM abort. */
+void *cd_xreallocarray(void *p, size_t nmemb, size_t size);
+char *cd_xstrdup(const char *s);
+char *cd_xstrndup(const char *s, size_t n);
+char *cd_xasprintf(const char *fmt, ...) CD_PRINTF(1, 2);
+char *cd_xvasprintf(const char *fmt, va_list ap) CD_PRINTF(1, 0);
+
+static inline bool cd_streq(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+
+static inline bool cd_startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Growable NUL-terminated byte buffer. Zero-initialise before use. */
+struct cd_strbuf {
+	char *buf;   /* NULL until the first append; always NUL-terminated after */
+	size_t len;  /* bytes used, excluding the terminating NUL */
+	size_t cap;
+};
+
+void cd_strbuf_append(struct cd_strbuf *sb, const char *s);
+void cd_strbuf_append_n(struct cd_strbuf *sb, const char *s, size_t n);
+void cd_strbuf_append_c(struct cd_strbuf *sb, char c);
+void cd_strbuf_printf(struct cd_strbuf *sb, const char *fmt, ...) CD_PRINTF(2, 3);
+/* Append s as a JSON string literal (quotes and escapes included). */
+void cd_strbuf_append_json_string(struct cd_strbuf *sb, const char *s, size_t n);
+/* Return the buffer (never NULL, "" when empty) and reset sb. Caller frees. */
+char *cd_strbuf_steal(struct cd_strbuf *sb);
+void cd_strbuf_done(struct cd_strbuf *sb);
+
+/* NULL-terminated vector of owned strings. */
+size_t cd_strv_length(char *const *v);
+/* Append a copy of s; *v may be NULL. */
+void cd_strv_push(char ***v, const char *s);
+/* Append s taking ownership. */
+void cd_strv_push_take(char ***v, char *s);
+char **cd_strv_free(char **v);
+
+/* Parse a decimal unsigned integer with full-string and overflow checks. 0 or -EINVAL/-ERANGE. */
+int cd_parse_u64(const char *s, uint64_t *ret);
+
+/* Path helpers (pure string operations; no file system access). */
+/* True if path is absolute and contains no "." or ".." component and no "//". */
+bool cd_path_is_normal(const char *path);
+/* Join a and b with exactly one '/'. */
+char *cd_path_join(const char *a, const char *b);
+/* Number of components: "/" = 0, "/a" = 1, "/a/b" = 2. */
+size_t cd_path_depth(const char *normal_path);
+/* True if child equals parent or lies below it, component-wise ("/a" is not a prefix of "/ab"). */
+bool cd_path_is_beneath(const char *child, const char *parent);

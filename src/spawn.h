@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Spawning one command, sandboxed or not (the supervisor's core; `cordon
+ * run` today, `cordon serve` later).
+ *
+ * The child, in order: new session (setsid), PR_SET_PDEATHSIG(SIGKILL) with
+ * a check that the parent is still the one that forked it, stdio set up,
+ * every other fd closed on exec, each backend's apply (namespaces, caps,
+ * no_new_privs, Landlock, seccomp), chdir, then exec with exactly the given
+ * environment (PATH search in the child's own PATH when argv[0] has no '/').
+ * Any failure before exec travels to the parent over a close-on-exec pipe
+ * as {stage, errno}; the parent then reports it and the exit code is
+ * CD_EXIT_SETUP (125), or CD_EXIT_NOT_FOUND (127) / CD_EXIT_CANNOT_EXEC (126)
+ * when exec itself failed.
+ */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "core/linux-plan.h"
+
+enum cd_exit {
+	CD_EXIT_SETUP = 125,       /* supervisor failed before exec */
+	CD_EXIT_CANNOT_EXEC = 126, /* found but could not be executed */
+	CD_EXIT_NOT_FOUND = 127,   /* command not found */
+	CD_EXIT_SIGNAL_BASE = 128, /* 128+N: killed by signal N */
+};
+
+struct cd_spawn_opts {
+	char *const *argv;   /* non-empty */
+	const char *arg0;    /* argv[0] as the program sees it; NULL = argv[0] */
+	char *const *envp;   /* the exact environment */
+	const char *cwd;     /* NULL = inherit */
+	int stdin_fd;        /* fd to become 0, or -1 to keep the parent's 0 */
+	int stdout_fd;
+	int stderr_fd;
+	const struct cd_linux_plan *lp; /* NULL or !lp->sandboxed: no sandbox */
+};
+
+struct cd_child;
+
+struct cd_spawn_error {
+	int exit_code; /* 125, 126 or 127 */
+	char msg[512]; /* one line: "cannot execute foo: Permission denied",
+			  "landlock: restrict_self failed: Operation not permitted" */
+};
+
+/*
+ * Prepare the backends (parent), fork, apply in the child, exec. On success
+ * returns 0 and *ret is the running child. On failure before or at exec,
+ * returns a negative errno, fills *err, and the child (if any) has been
+ * reaped. Blocks until exec succeeded or failed (the error pipe closes).
+ */
+int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err);
+
+pid_t cd_child_pid(const struct cd_child *c);
+/* A pidfd for the child (pidfd_open), or -1 when unsupported. Owned by c. */
+int cd_child_pidfd(const struct cd_child *c);
+
+/*
+ * Wait for the child (retrying on EINTR), run the backends' finish hooks
+ * and return the exit code as cordon reports it: the status, or 128+N for
+ * signal N.
+ */
+int cd_child_wait(struct cd_child *c);
+/* Convert a waitpid status to the exit code convention. */
+int cd_exit_code_from_status(int status);
+/* Runs finish hooks if not done yet, frees. NULL-safe. */
+struct cd_child *cd_child_free(struct cd_child *c);

@@ -1,0 +1,1 @@
+int cd_fakefs_placeholder;
