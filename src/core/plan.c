@@ -1,2 +1,778 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder */
+/*
+ * Binding and precedence: turn a profile and the host's facts into a plan
+ * of canonical paths. All file-system questions go through struct
+ * cd_fs_ops so every rule here runs against a fake tree in the unit tests.
+ *
+ * Why canonicalise by hand instead of realpath(): the walk must see every
+ * symlink it crosses, because a symlink that a sandboxed process can write
+ * could redirect the next run's binds (the "planted symlink" attack), and a
+ * missing tail must survive as a literal path (protected names that do not
+ * exist yet are still masked).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/plan.h"
+#include "core/util.h"
+
+/* Same bound as the kernel's MAXSYMLINKS. */
+#define MAX_LINKS 40
+/* A ".git" pointer file or "commondir" is one short line; more is not git's. */
+#define GITFILE_MAX 4096
+
+const char *const cd_minimal_paths_linux[] = {
+	"/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64", "/nix/store", "/run/current-system/sw",
+	NULL,
+};
+
+/* clang-format off */
+static const char *const file_type_names[CD_FT_COUNT] = {
+	[CD_FT_MISSING] = "missing",
+	[CD_FT_DIR]     = "directory",
+	[CD_FT_REG]     = "file",
+	[CD_FT_SYMLINK] = "symlink",
+	[CD_FT_OTHER]   = "other",
+};
+
+static const char *const origin_names[CD_ORIGIN_COUNT] = {
+	[CD_ORIGIN_ENTRY]     = "entry",
+	[CD_ORIGIN_PROTECTED] = "protected",
+	[CD_ORIGIN_GITDIR]    = "gitdir",
+	[CD_ORIGIN_IMPLICIT]  = "implicit",
+};
+/* clang-format on */
+
+const char *cd_file_type_name(enum cd_file_type t)
+{
+	return (unsigned)t < CD_FT_COUNT ? file_type_names[t] : NULL;
+}
+
+const char *cd_origin_name(enum cd_origin o)
+{
+	return (unsigned)o < CD_ORIGIN_COUNT ? origin_names[o] : NULL;
+}
+
+/* Permissiveness, for carve-outs: write > read > deny. */
+static int permissiveness(enum cd_access a)
+{
+	switch (a) {
+	case CD_ACCESS_WRITE:
+		return 2;
+	case CD_ACCESS_READ:
+		return 1;
+	case CD_ACCESS_DENY:
+	case CD_ACCESS_COUNT:
+		break;
+	}
+	return 0;
+}
+
+/* Tie rank for the same path: deny > write > read (the enum order). */
+static int tie_rank(enum cd_access a)
+{
+	return (int)a;
+}
+
+/* ---- canonicalisation --------------------------------------------------- */
+
+/* Drop the last component of a canonical path held in sb ("" stands for "/"). */
+static void sb_pop(struct cd_strbuf *sb)
+{
+	while (sb->len > 0 && sb->buf[sb->len - 1] != '/')
+		sb->len--;
+	if (sb->len > 0)
+		sb->len--;
+	if (sb->buf)
+		sb->buf[sb->len] = '\0';
+}
+
+int cd_canonicalize(const struct cd_fs_ops *ops, const char *path, char **ret, char ***ret_links,
+		    enum cd_file_type *ret_type)
+{
+	if (!path || path[0] != '/')
+		return -EINVAL;
+
+	struct cd_strbuf res = { 0 };  /* canonical prefix; "" is "/" */
+	char *rest = cd_xstrdup(path); /* what is left to walk */
+	char **links = NULL;
+	unsigned n_links = 0;
+	/* Components appended literally after a missing or non-directory one. */
+	size_t literal = 0;
+	enum cd_file_type type = CD_FT_DIR;
+	int r = 0;
+
+	const char *p = rest;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		const char *next = p + n;
+
+		if (n == 1 && p[0] == '.') {
+			p = next;
+			continue;
+		}
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			sb_pop(&res);
+			if (literal > 0)
+				literal--;
+			/* Back in the real tree (or still in the literal tail). */
+			type = literal ? CD_FT_MISSING : CD_FT_DIR;
+			p = next;
+			continue;
+		}
+		size_t old_len = res.len;
+		cd_strbuf_append_c(&res, '/');
+		cd_strbuf_append_n(&res, p, n);
+		if (literal) {
+			literal++;
+			type = CD_FT_MISSING;
+			p = next;
+			continue;
+		}
+		enum cd_file_type t = CD_FT_MISSING;
+		r = ops->lstat_type(ops->ctx, res.buf, &t);
+		if (r < 0)
+			goto fail;
+		if (t == CD_FT_SYMLINK) {
+			if (++n_links > MAX_LINKS) {
+				r = -ELOOP;
+				goto fail;
+			}
+			char *target = NULL;
+			r = ops->readlink(ops->ctx, res.buf, &target);
+			if (r < 0)
+				goto fail;
+			if (!*target) {
+				free(target);
+				r = -ENOENT;
+				goto fail;
+			}
+			cd_strv_push(&links, res.buf);
+			/* Relative targets resolve against the link's directory. */
+			res.len = old_len;
+			res.buf[res.len] = '\0';
+			if (target[0] == '/') {
+				res.len = 0;
+				res.buf[0] = '\0';
+			}
+			char *nrest = cd_xasprintf("%s/%s", target, next);
+			free(target);
+			free(rest);
+			rest = nrest;
+			p = rest;
+			continue;
+		}
+		type = t;
+		if (t == CD_FT_MISSING) {
+			literal = 1;
+		} else if (t != CD_FT_DIR) {
+			/* Anything after a non-directory cannot exist. */
+			const char *q = next;
+			while (*q == '/')
+				q++;
+			if (*q)
+				literal = 1;
+		}
+		p = next;
+	}
+
+	free(rest);
+	if (res.len == 0)
+		cd_strbuf_append_c(&res, '/');
+	*ret = cd_strbuf_steal(&res);
+	if (ret_type)
+		*ret_type = type;
+	if (ret_links) {
+		if (!links)
+			links = cd_xcalloc(1, sizeof(char *));
+		*ret_links = links;
+	} else {
+		cd_strv_free(links);
+	}
+	return 0;
+fail:
+	free(rest);
+	cd_strbuf_done(&res);
+	cd_strv_free(links);
+	return r;
+}
+
+/* ---- plan building ------------------------------------------------------ */
+
+struct bound {
+	char *raw; /* the path as named before canonicalisation */
+	char *canon;
+	char **links;	  /* symlinks crossed on the way */
+	bool write_entry; /* bound by an entry with write access */
+};
+
+struct builder {
+	const struct cd_profile *profile;
+	const struct cd_bind_input *in;
+	struct cd_plan *plan;
+	size_t cap;
+	struct bound *bound; /* every canonicalised bind, for the symlink check */
+	size_t n_bound;
+	char *err;
+};
+
+static void bound_done(struct bound *b)
+{
+	free(b->raw);
+	free(b->canon);
+	cd_strv_free(b->links);
+}
+
+static int fail(struct builder *b, int r, const char *fmt, ...) CD_PRINTF(3, 4);
+static int fail(struct builder *b, int r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	free(b->err);
+	b->err = cd_xvasprintf(fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static void note(struct builder *b, const char *fmt, ...) CD_PRINTF(2, 3);
+static void note(struct builder *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cd_strv_push_take(&b->plan->notes, cd_xvasprintf(fmt, ap));
+	va_end(ap);
+}
+
+/* Index of path in the sorted plan, or where it would go (*found false). */
+static size_t find_slot(const struct cd_plan *plan, const char *path, bool *found)
+{
+	size_t lo = 0, hi = plan->n_paths;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(plan->paths[mid].path, path);
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+static struct cd_plan_path *lookup(const struct cd_plan *plan, const char *path)
+{
+	bool found;
+	size_t i = find_slot(plan, path, &found);
+	return found ? &plan->paths[i] : NULL;
+}
+
+/*
+ * Add a path; a path bound twice keeps the entry that wins the tie rule
+ * (deny > write > read), the first one on equal access. Takes why.
+ */
+static void plan_add(struct builder *b, const char *path, enum cd_access access,
+		     enum cd_file_type type, enum cd_origin origin, int entry_index, char *why)
+{
+	struct cd_plan *plan = b->plan;
+	bool found;
+	size_t i = find_slot(plan, path, &found);
+	if (found) {
+		struct cd_plan_path *pp = &plan->paths[i];
+		if (tie_rank(access) > tie_rank(pp->access)) {
+			pp->access = access;
+			pp->origin = origin;
+			pp->entry_index = entry_index;
+			free(pp->why);
+			pp->why = why;
+		} else {
+			free(why);
+		}
+		return;
+	}
+	if (plan->n_paths == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 16;
+		plan->paths = cd_xreallocarray(plan->paths, b->cap, sizeof(*plan->paths));
+	}
+	memmove(&plan->paths[i + 1], &plan->paths[i], (plan->n_paths - i) * sizeof(*plan->paths));
+	plan->paths[i] = (struct cd_plan_path){
+		.path = cd_xstrdup(path),
+		.access = access,
+		.type = type,
+		.origin = origin,
+		.entry_index = entry_index,
+		.why = why,
+		.parent_access = CD_ACCESS_DENY,
+	};
+	plan->n_paths++;
+}
+
+/* Nearest plan path at or above path (path must be normal), or NULL. */
+static const struct cd_plan_path *nearest(const struct cd_plan *plan, const char *path,
+					  bool strict_ancestor)
+{
+	char *buf = cd_xstrdup(path);
+	const struct cd_plan_path *pp = NULL;
+	bool first = true;
+	for (;;) {
+		if (!(first && strict_ancestor))
+			pp = lookup(plan, buf);
+		first = false;
+		if (pp || cd_streq(buf, "/"))
+			break;
+		char *slash = strrchr(buf, '/');
+		if (slash == buf)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	free(buf);
+	return pp;
+}
+
+enum cd_access cd_plan_access(const struct cd_plan *plan, const char *path,
+			      const struct cd_plan_path **ret_rule)
+{
+	if (ret_rule)
+		*ret_rule = NULL;
+	if (plan->fs_unrestricted)
+		return CD_ACCESS_WRITE;
+	if (!path || path[0] != '/')
+		return CD_ACCESS_DENY;
+	const struct cd_plan_path *pp = nearest(plan, path, false);
+	if (ret_rule)
+		*ret_rule = pp;
+	return pp ? pp->access : CD_ACCESS_DENY;
+}
+
+static const char *strerror_short(int r)
+{
+	return r == -ELOOP ? "too many levels of symbolic links" : strerror(-r);
+}
+
+/* Canonicalise raw and remember the symlinks it crossed. *ret stays owned by the builder. */
+static int resolve(struct builder *b, const char *raw, char **ret, enum cd_file_type *ret_type,
+		   bool write_entry)
+{
+	char *canon = NULL;
+	char **links = NULL;
+	int r = cd_canonicalize(b->in->ops, raw, &canon, &links, ret_type);
+	if (r < 0)
+		return fail(b, r, "cannot resolve %s: %s", raw, strerror_short(r));
+	b->bound = cd_xreallocarray(b->bound, b->n_bound + 1, sizeof(*b->bound));
+	b->bound[b->n_bound++] = (struct bound){
+		.raw = cd_xstrdup(raw),
+		.canon = canon,
+		.links = links,
+		.write_entry = write_entry,
+	};
+	*ret = canon;
+	return 0;
+}
+
+static char *entry_label(const struct cd_fs_entry *e)
+{
+	switch (e->kind) {
+	case CD_ENTRY_PATH:
+	case CD_ENTRY_GLOB:
+		return cd_xstrdup(e->path ? e->path : "?");
+	case CD_ENTRY_SPECIAL:
+	case CD_ENTRY_KIND_COUNT:
+		break;
+	}
+	const char *tok = e->special == CD_SPECIAL_UNKNOWN && e->path
+				  ? e->path
+				  : cd_special_token(e->special);
+	if (e->subpath)
+		return cd_xasprintf("%s/%s", tok ? tok : "?", e->subpath);
+	return cd_xstrdup(tok ? tok : "?");
+}
+
+static int bind_path(struct builder *b, size_t idx, const char *raw, const char *label,
+		     bool need_dir)
+{
+	const struct cd_fs_entry *e = &b->profile->entries[idx];
+	char *canon;
+	enum cd_file_type type;
+	int r = resolve(b, raw, &canon, &type, e->access == CD_ACCESS_WRITE);
+	if (r < 0)
+		return r;
+	if (need_dir && type != CD_FT_DIR) {
+		/* Not bound after all: its symlinks do not matter. */
+		bound_done(&b->bound[--b->n_bound]);
+		return 0;
+	}
+	plan_add(b, canon, e->access, type, CD_ORIGIN_ENTRY, (int)idx,
+		 cd_xasprintf("entry %zu (%s, %s)", idx, label, cd_access_name(e->access)));
+	return 0;
+}
+
+static int bind_entry(struct builder *b, size_t idx)
+{
+	const struct cd_fs_entry *e = &b->profile->entries[idx];
+	const struct cd_bind_input *in = b->in;
+	char *label = entry_label(e);
+	int r = 0;
+
+	if (e->kind == CD_ENTRY_PATH) {
+		if (!e->path || e->path[0] != '/')
+			r = fail(b, -EINVAL, "entry %zu: path is not absolute", idx);
+		else
+			r = bind_path(b, idx, e->path, label, false);
+	} else if (e->kind == CD_ENTRY_GLOB) {
+		/* Expanded elsewhere (a scan of the tree); here it only flags the plan. */
+		b->plan->has_globs = true;
+	} else {
+		switch (e->special) {
+		case CD_SPECIAL_ROOT:
+			r = bind_path(b, idx, "/", label, false);
+			break;
+		case CD_SPECIAL_MINIMAL: {
+			const char *const *m =
+				in->minimal_paths ? in->minimal_paths : cd_minimal_paths_linux;
+			for (size_t i = 0; r >= 0 && m[i]; i++)
+				r = bind_path(b, idx, m[i], label, true);
+			break;
+		}
+		case CD_SPECIAL_PROJECT_ROOTS:
+			if (in->n_workspace_roots == 0)
+				note(b,
+				     "%s entry %zu binds to nothing: no workspace roots were given",
+				     label, idx);
+			for (size_t i = 0; r >= 0 && i < in->n_workspace_roots; i++) {
+				char *p = e->subpath
+						  ? cd_path_join(in->workspace_roots[i], e->subpath)
+						  : cd_xstrdup(in->workspace_roots[i]);
+				r = bind_path(b, idx, p, label, false);
+				free(p);
+			}
+			break;
+		case CD_SPECIAL_TMPDIR:
+			if (!in->tmpdir || !*in->tmpdir)
+				note(b, ":tmpdir entry %zu skipped: TMPDIR is not set", idx);
+			else if (in->tmpdir[0] != '/')
+				note(b, ":tmpdir entry %zu skipped: TMPDIR '%s' is not absolute",
+				     idx, in->tmpdir);
+			else
+				r = bind_path(b, idx, in->tmpdir, label, false);
+			break;
+		case CD_SPECIAL_SLASH_TMP: {
+			char *canon = NULL;
+			enum cd_file_type t = CD_FT_MISSING;
+			r = cd_canonicalize(in->ops, "/tmp", &canon, NULL, &t);
+			free(canon);
+			if (r < 0)
+				r = fail(b, r, "cannot resolve /tmp: %s", strerror_short(r));
+			else if (t != CD_FT_DIR)
+				note(b, ":slash_tmp entry %zu skipped: /tmp is not a directory",
+				     idx);
+			else
+				r = bind_path(b, idx, "/tmp", label, false);
+			break;
+		}
+		case CD_SPECIAL_UNKNOWN:
+		case CD_SPECIAL_COUNT:
+			note(b, "unknown special path %s ignored", label);
+			break;
+		}
+	}
+	free(label);
+	return r;
+}
+
+/* Trimmed first line of a small file ("gitdir: X" / commondir), or NULL. */
+static char *read_line(struct builder *b, const char *path)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	if (b->in->ops->read_file(b->in->ops->ctx, path, GITFILE_MAX, &buf, &len) < 0)
+		return NULL;
+	const char *z = memchr(buf, '\0', len);
+	size_t n = z ? (size_t)(z - buf) : len;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
+			 buf[n - 1] == '\t'))
+		n--;
+	buf[n] = '\0';
+	char *nl = strchr(buf, '\n');
+	if (nl)
+		*nl = '\0';
+	return buf;
+}
+
+/* Resolve a git pointer relative to dir; protect it if it is writable. */
+static int protect_git_target(struct builder *b, const char *dir, const char *target,
+			      const char *what, char **ret_canon)
+{
+	char *raw = target[0] == '/' ? cd_xstrdup(target) : cd_path_join(dir, target);
+	char *canon;
+	enum cd_file_type type;
+	*ret_canon = NULL;
+	int r = resolve(b, raw, &canon, &type, false);
+	free(raw);
+	if (r < 0)
+		return r;
+	*ret_canon = cd_xstrdup(canon);
+	if (lookup(b->plan, canon))
+		return 0; /* an entry already decides it */
+	if (cd_plan_access(b->plan, canon, NULL) != CD_ACCESS_WRITE)
+		return 0; /* not writable anyway */
+	plan_add(b, canon, CD_ACCESS_READ, type, CD_ORIGIN_GITDIR, -1,
+		 cd_xasprintf("%s named by %s", what, dir));
+	return 0;
+}
+
+static int protect_gitfile(struct builder *b, const char *dotgit)
+{
+	char *line = read_line(b, dotgit);
+	if (!line || !cd_startswith(line, "gitdir:")) {
+		free(line);
+		return 0;
+	}
+	const char *t = line + strlen("gitdir:");
+	while (*t == ' ' || *t == '\t')
+		t++;
+	char *dir = cd_xstrdup(dotgit);
+	*strrchr(dir, '/') = '\0';
+	if (!*dir)
+		strcpy(dir, "/");
+	char *gitdir = NULL;
+	int r = 0;
+	if (*t) {
+		char *why = cd_xasprintf("gitdir of %s", dotgit);
+		r = protect_git_target(b, dir, t, why, &gitdir);
+		free(why);
+	}
+	free(line);
+	free(dir);
+	if (r < 0 || !gitdir)
+		return r;
+
+	/* A linked worktree's gitdir shares refs and objects through "commondir". */
+	char *cpath = cd_path_join(gitdir, "commondir");
+	enum cd_file_type ct = CD_FT_MISSING;
+	if (b->in->ops->lstat_type(b->in->ops->ctx, cpath, &ct) >= 0 && ct == CD_FT_REG) {
+		char *c = read_line(b, cpath);
+		if (c && *c) {
+			char *common = NULL;
+			char *why = cd_xasprintf("commondir of %s", gitdir);
+			r = protect_git_target(b, gitdir, c, why, &common);
+			free(why);
+			free(common);
+		}
+		free(c);
+	}
+	free(cpath);
+	free(gitdir);
+	return r;
+}
+
+/* Does a write entry name q itself (before canonicalisation)? */
+static bool named_by_write_entry(const struct builder *b, const char *q)
+{
+	for (size_t i = 0; i < b->n_bound; i++)
+		if (b->bound[i].write_entry && cd_streq(b->bound[i].raw, q))
+			return true;
+	return false;
+}
+
+static int protect_metadata(struct builder *b)
+{
+	static const char *const names[] = { ".git", ".codex", ".agents" };
+	char **writable = NULL;
+	int r = 0;
+
+	/* Snapshot: protecting adds paths to the plan while we walk. */
+	for (size_t i = 0; i < b->plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &b->plan->paths[i];
+		if (pp->access == CD_ACCESS_WRITE && !cd_streq(pp->path, "/") &&
+		    pp->type == CD_FT_DIR)
+			cd_strv_push(&writable, pp->path);
+	}
+	for (size_t w = 0; r >= 0 && writable && writable[w]; w++) {
+		for (size_t k = 0; r >= 0 && k < CD_ARRAY_SIZE(names); k++) {
+			char *q = cd_path_join(writable[w], names[k]);
+			/* An entry naming it (write: exempt; read/deny: already a carve-out) decides. */
+			if (lookup(b->plan, q) || named_by_write_entry(b, q)) {
+				free(q);
+				continue;
+			}
+			enum cd_file_type t = CD_FT_MISSING;
+			r = b->in->ops->lstat_type(b->in->ops->ctx, q, &t);
+			if (r < 0) {
+				r = fail(b, r, "cannot inspect %s: %s", q, strerror_short(r));
+			} else if (t == CD_FT_SYMLINK) {
+				r = fail(b, -EINVAL,
+					 "protected path %s is a symlink, which the sandbox could "
+					 "redirect; replace it with a directory or a \"gitdir:\" "
+					 "file",
+					 q);
+			} else {
+				plan_add(b, q, CD_ACCESS_READ, t, CD_ORIGIN_PROTECTED, -1,
+					 cd_xasprintf("protected metadata under writable %s",
+						      writable[w]));
+				if (t == CD_FT_REG && k == 0)
+					r = protect_gitfile(b, q);
+			}
+			free(q);
+		}
+	}
+	cd_strv_free(writable);
+	return r;
+}
+
+/*
+ * A bind that crossed a symlink the sandboxed side can rewrite would follow
+ * whatever that side planted there on the next run.
+ */
+static int check_symlinks(struct builder *b)
+{
+	for (size_t i = 0; i < b->n_bound; i++) {
+		const struct bound *bd = &b->bound[i];
+		for (size_t k = 0; bd->links && bd->links[k]; k++) {
+			const struct cd_plan_path *rule = NULL;
+			if (cd_plan_access(b->plan, bd->links[k], &rule) == CD_ACCESS_WRITE)
+				return fail(b, -EINVAL,
+					    "cannot bind %s: it crosses symlink %s inside writable "
+					    "root "
+					    "%s, which a sandboxed process could have planted",
+					    bd->raw, bd->links[k], rule ? rule->path : "/");
+		}
+	}
+	return 0;
+}
+
+static void finish(struct cd_plan *plan)
+{
+	const struct cd_plan_path *root = lookup(plan, "/");
+	bool narrower = false;
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		struct cd_plan_path *pp = &plan->paths[i];
+		const struct cd_plan_path *parent = nearest(plan, pp->path, true);
+		pp->parent_access = parent ? parent->access : CD_ACCESS_DENY;
+		pp->carve_out = permissiveness(pp->access) < permissiveness(pp->parent_access);
+		if (pp->carve_out) {
+			plan->has_carve_outs = true;
+			if (pp->access == CD_ACCESS_DENY)
+				plan->has_deny_carve_outs = true;
+		}
+		if (pp->access != CD_ACCESS_WRITE)
+			narrower = true;
+	}
+	plan->full_read = root && root->access != CD_ACCESS_DENY;
+	/* Glob denies become paths only after expansion: they still need enforcing. */
+	if (root && root->access == CD_ACCESS_WRITE && !narrower && !plan->has_globs)
+		plan->fs_unrestricted = true;
+}
+
+static void builder_done(struct builder *b)
+{
+	for (size_t i = 0; i < b->n_bound; i++)
+		bound_done(&b->bound[i]);
+	free(b->bound);
+}
+
+int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, struct cd_plan **ret,
+		  char **reterr)
+{
+	struct builder b = { .profile = p, .in = in };
+	int r = 0;
+	*ret = NULL;
+	if (reterr)
+		*reterr = NULL;
+
+	if (!p || !in || !in->ops || !in->cwd)
+		return -EINVAL;
+	b.plan = cd_xcalloc(1, sizeof(*b.plan));
+	b.plan->type = p->type;
+	b.plan->network = p->type == CD_PROFILE_DISABLED ? CD_NET_ENABLED : p->network;
+
+	if (in->cwd[0] != '/') {
+		r = fail(&b, -EINVAL, "cwd %s is not an absolute path", in->cwd);
+		goto out;
+	}
+	for (size_t i = 0; i < in->n_workspace_roots; i++) {
+		const char *w = in->workspace_roots[i];
+		if (!w || w[0] != '/') {
+			r = fail(&b, -EINVAL, "workspace root %s is not an absolute path",
+				 w ? w : "(null)");
+			goto out;
+		}
+	}
+	r = cd_canonicalize(in->ops, in->cwd, &b.plan->cwd, NULL, NULL);
+	if (r < 0) {
+		r = fail(&b, r, "cannot resolve cwd %s: %s", in->cwd, strerror_short(r));
+		goto out;
+	}
+
+	if (p->type != CD_PROFILE_MANAGED || p->fs_unrestricted) {
+		b.plan->fs_unrestricted = true;
+		b.plan->full_read = true;
+		goto out;
+	}
+
+	for (size_t i = 0; r >= 0 && i < p->n_entries; i++)
+		r = bind_entry(&b, i);
+	if (r < 0)
+		goto out;
+
+	/* Every process needs a bit bucket; a deny entry naming it still wins the tie. */
+	enum cd_file_type nt = CD_FT_MISSING;
+	r = in->ops->lstat_type(in->ops->ctx, "/dev/null", &nt);
+	if (r < 0) {
+		r = fail(&b, r, "cannot inspect /dev/null: %s", strerror_short(r));
+		goto out;
+	}
+	plan_add(&b, "/dev/null", CD_ACCESS_WRITE, nt == CD_FT_SYMLINK ? CD_FT_OTHER : nt,
+		 CD_ORIGIN_IMPLICIT, -1, cd_xstrdup("implicit: /dev/null is always writable"));
+
+	r = protect_metadata(&b);
+	if (r < 0)
+		goto out;
+	r = check_symlinks(&b);
+	if (r < 0)
+		goto out;
+	finish(b.plan);
+out:
+	if (!b.plan->notes)
+		b.plan->notes = cd_xcalloc(1, sizeof(char *));
+	builder_done(&b);
+	if (r < 0) {
+		cd_plan_free(b.plan);
+		if (reterr)
+			*reterr = b.err;
+		else
+			free(b.err);
+		return r;
+	}
+	free(b.err);
+	*ret = b.plan;
+	return 0;
+}
+
+struct cd_plan *cd_plan_free(struct cd_plan *plan)
+{
+	if (!plan)
+		return NULL;
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		free(plan->paths[i].path);
+		free(plan->paths[i].why);
+	}
+	free(plan->paths);
+	free(plan->cwd);
+	cd_strv_free(plan->notes);
+	free(plan);
+	return NULL;
+}

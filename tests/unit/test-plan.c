@@ -1,1 +1,952 @@
-/* placeholder */ int main(void){return 77;}
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Binding, canonicalisation, precedence and protected metadata, against
+ * the in-memory tree of fakefs.c.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/plan.h"
+#include "core/profile.h"
+#include "core/util.h"
+#include "fakefs.h"
+
+/* ---- fixtures ----------------------------------------------------------- */
+
+static struct cd_fakefs *fs;
+static struct cd_profile *prof;
+static struct cd_plan *plan;
+static char *err;
+static const char *roots[4];
+static struct cd_bind_input in;
+
+/* A small Debian-like tree with one git workspace. */
+static void setup(void)
+{
+	fs = cd_fakefs_new();
+	cd_fakefs_dir(fs, "/usr/lib64");
+	cd_fakefs_dir(fs, "/usr/bin");
+	cd_fakefs_dir(fs, "/etc");
+	cd_fakefs_symlink(fs, "/bin", "usr/bin");
+	cd_fakefs_symlink(fs, "/lib64", "usr/lib64");
+	cd_fakefs_dir(fs, "/tmp");
+	cd_fakefs_other(fs, "/dev/null");
+	cd_fakefs_dir(fs, "/home/u/ws/.git");
+	cd_fakefs_dir(fs, "/home/u/ws/src");
+	cd_fakefs_dir(fs, "/home/u/other");
+	prof = cd_xcalloc(1, sizeof(*prof));
+	prof->type = CD_PROFILE_MANAGED;
+	prof->network = CD_NET_RESTRICTED;
+	roots[0] = "/home/u/ws";
+	in = (struct cd_bind_input){
+		.cwd = "/home/u/ws",
+		.workspace_roots = roots,
+		.n_workspace_roots = 1,
+		.tmpdir = NULL,
+		.ops = cd_fakefs_ops(fs),
+	};
+	plan = NULL;
+	err = NULL;
+}
+
+static void teardown(void)
+{
+	cd_plan_free(plan);
+	cd_profile_free(prof);
+	cd_fakefs_free(fs);
+	free(err);
+}
+
+static void add_special(enum cd_special s, const char *subpath, enum cd_access a)
+{
+	struct cd_fs_entry e = {
+		.kind = CD_ENTRY_SPECIAL,
+		.special = s,
+		.subpath = (char *)subpath,
+		.access = a,
+	};
+	cd_profile_add_entry(prof, &e);
+}
+
+static void add_path(const char *path, enum cd_access a)
+{
+	struct cd_fs_entry e = { .kind = CD_ENTRY_PATH, .path = (char *)path, .access = a };
+	cd_profile_add_entry(prof, &e);
+}
+
+static void build_ok(void)
+{
+	int r = cd_plan_build(prof, &in, &plan, &err);
+	ck_assert_msg(r == 0, "plan refused (%d): %s", r, err ? err : "(no message)");
+	ck_assert_ptr_nonnull(plan);
+	ck_assert_ptr_nonnull(plan->notes);
+	for (size_t i = 1; i < plan->n_paths; i++)
+		ck_assert_int_lt(strcmp(plan->paths[i - 1].path, plan->paths[i].path), 0);
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		ck_assert(cd_path_is_normal(plan->paths[i].path));
+		ck_assert_int_ne(plan->paths[i].type, CD_FT_SYMLINK);
+		ck_assert_ptr_nonnull(plan->paths[i].why);
+	}
+}
+
+static void build_fails(int want, const char *substr)
+{
+	int r = cd_plan_build(prof, &in, &plan, &err);
+	ck_assert_int_eq(r, want);
+	ck_assert_ptr_null(plan);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(strstr(err, substr), "message '%s' lacks '%s'", err, substr);
+}
+
+static const struct cd_plan_path *find(const char *path)
+{
+	for (size_t i = 0; i < plan->n_paths; i++)
+		if (cd_streq(plan->paths[i].path, path))
+			return &plan->paths[i];
+	return NULL;
+}
+
+static const struct cd_plan_path *get(const char *path)
+{
+	const struct cd_plan_path *pp = find(path);
+	ck_assert_msg(pp, "plan lacks %s", path);
+	return pp;
+}
+
+static bool has_note(const char *substr)
+{
+	for (size_t i = 0; plan->notes[i]; i++)
+		if (strstr(plan->notes[i], substr))
+			return true;
+	return false;
+}
+
+static size_t count_origin(enum cd_origin o)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < plan->n_paths; i++)
+		n += plan->paths[i].origin == o;
+	return n;
+}
+
+/* ---- canonicalisation --------------------------------------------------- */
+
+static void canon_ok(const char *path, const char *want, enum cd_file_type want_type,
+		     size_t want_links)
+{
+	char *out = NULL, **links = NULL;
+	enum cd_file_type t = CD_FT_COUNT;
+	int r = cd_canonicalize(in.ops, path, &out, &links, &t);
+	ck_assert_msg(r == 0, "%s: %d", path, r);
+	ck_assert_str_eq(out, want);
+	ck_assert_int_eq(t, want_type);
+	ck_assert_uint_eq(cd_strv_length(links), want_links);
+	free(out);
+	cd_strv_free(links);
+}
+
+START_TEST(test_canon_plain)
+{
+	canon_ok("/", "/", CD_FT_DIR, 0);
+	canon_ok("/home/u/ws", "/home/u/ws", CD_FT_DIR, 0);
+	canon_ok("//home/./u//ws/", "/home/u/ws", CD_FT_DIR, 0);
+	canon_ok("/home/u/ws/../other", "/home/u/other", CD_FT_DIR, 0);
+	canon_ok("/..", "/", CD_FT_DIR, 0);
+	canon_ok("/dev/null", "/dev/null", CD_FT_OTHER, 0);
+}
+END_TEST
+
+START_TEST(test_canon_missing)
+{
+	canon_ok("/home/u/nope/a/b", "/home/u/nope/a/b", CD_FT_MISSING, 0);
+	/* Going back up out of the missing part reaches real directories again. */
+	canon_ok("/home/u/nope/../ws", "/home/u/ws", CD_FT_DIR, 0);
+	cd_fakefs_file(fs, "/home/u/f", "x");
+	canon_ok("/home/u/f", "/home/u/f", CD_FT_REG, 0);
+	/* A file in the middle makes the rest unreachable: missing. */
+	canon_ok("/home/u/f/x/y", "/home/u/f/x/y", CD_FT_MISSING, 0);
+}
+END_TEST
+
+START_TEST(test_canon_links)
+{
+	char *out = NULL, **links = NULL;
+	enum cd_file_type t;
+	cd_fakefs_symlink(fs, "/home/u/abs", "/etc");
+	cd_fakefs_symlink(fs, "/home/u/rel", "ws/src");
+	cd_fakefs_symlink(fs, "/home/u/up", "../u/./ws");
+	cd_fakefs_symlink(fs, "/home/u/chain", "rel");
+	cd_fakefs_symlink(fs, "/home/u/dangling", "/nowhere/x");
+	canon_ok("/home/u/abs", "/etc", CD_FT_DIR, 1);
+	canon_ok("/home/u/rel/z", "/home/u/ws/src/z", CD_FT_MISSING, 1);
+	canon_ok("/home/u/up/.git", "/home/u/ws/.git", CD_FT_DIR, 1);
+	canon_ok("/home/u/dangling", "/nowhere/x", CD_FT_MISSING, 1);
+	canon_ok("/lib64", "/usr/lib64", CD_FT_DIR, 1);
+
+	ck_assert_int_eq(cd_canonicalize(in.ops, "/home/u/chain/..", &out, &links, &t), 0);
+	ck_assert_str_eq(out, "/home/u/ws");
+	/* The links crossed, by their own paths, in walk order. */
+	ck_assert_uint_eq(cd_strv_length(links), 2);
+	ck_assert_str_eq(links[0], "/home/u/chain");
+	ck_assert_str_eq(links[1], "/home/u/rel");
+	free(out);
+	cd_strv_free(links);
+
+	/* Callers may skip the optional outputs. */
+	ck_assert_int_eq(cd_canonicalize(in.ops, "/bin", &out, NULL, NULL), 0);
+	ck_assert_str_eq(out, "/usr/bin");
+	free(out);
+}
+END_TEST
+
+START_TEST(test_canon_errors)
+{
+	char *out = NULL;
+	char name[32], target[32];
+	ck_assert_int_eq(cd_canonicalize(in.ops, "rel/path", &out, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(cd_canonicalize(in.ops, "", &out, NULL, NULL), -EINVAL);
+
+	cd_fakefs_symlink(fs, "/loop", "/loop");
+	ck_assert_int_eq(cd_canonicalize(in.ops, "/loop", &out, NULL, NULL), -ELOOP);
+	cd_fakefs_symlink(fs, "/pa", "/pb");
+	cd_fakefs_symlink(fs, "/pb", "pa/x");
+	ck_assert_int_eq(cd_canonicalize(in.ops, "/pa", &out, NULL, NULL), -ELOOP);
+
+	/* A chain of exactly 40 links resolves; 41 does not. */
+	for (int i = 0; i < 41; i++) {
+		snprintf(name, sizeof(name), "/c%d", i);
+		snprintf(target, sizeof(target), "c%d", i + 1);
+		cd_fakefs_symlink(fs, name, target);
+	}
+	cd_fakefs_dir(fs, "/c41");
+	ck_assert_int_eq(cd_canonicalize(in.ops, "/c1", &out, NULL, NULL), 0);
+	ck_assert_str_eq(out, "/c41");
+	free(out);
+	ck_assert_int_eq(cd_canonicalize(in.ops, "/c0", &out, NULL, NULL), -ELOOP);
+
+	cd_fakefs_fail(fs, "/etc", EACCES);
+	ck_assert_int_eq(cd_canonicalize(in.ops, "/etc/x", &out, NULL, NULL), -EACCES);
+}
+END_TEST
+
+/* ---- binding ------------------------------------------------------------ */
+
+START_TEST(test_bind_workspace_roots)
+{
+	cd_fakefs_dir(fs, "/srv/b");
+	roots[1] = "/srv/b";
+	roots[2] = "/srv/c"; /* missing: bound as missing */
+	in.n_workspace_roots = 3;
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, "src/gen", CD_ACCESS_DENY);
+	build_ok();
+	const struct cd_plan_path *p = get("/home/u/ws");
+	ck_assert_int_eq(p->access, CD_ACCESS_WRITE);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_ENTRY);
+	ck_assert_int_eq(p->entry_index, 0);
+	ck_assert_int_eq(p->type, CD_FT_DIR);
+	ck_assert_ptr_nonnull(strstr(p->why, ":workspace_roots"));
+	ck_assert_int_eq(get("/srv/b")->access, CD_ACCESS_WRITE);
+	ck_assert_int_eq(get("/srv/c")->type, CD_FT_MISSING);
+	p = get("/home/u/ws/src/gen");
+	ck_assert_int_eq(p->access, CD_ACCESS_DENY);
+	ck_assert_int_eq(p->entry_index, 1);
+	ck_assert_ptr_nonnull(strstr(p->why, ":workspace_roots/src/gen"));
+	ck_assert_int_eq(get("/srv/b/src/gen")->type, CD_FT_MISSING);
+	ck_assert_str_eq(plan->cwd, "/home/u/ws");
+	ck_assert_ptr_null(plan->notes[0]);
+}
+END_TEST
+
+START_TEST(test_bind_no_workspace_roots)
+{
+	in.n_workspace_roots = 0;
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	/* Never falls back to the cwd. */
+	ck_assert_ptr_null(find("/home/u/ws"));
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/x", NULL), CD_ACCESS_READ);
+	ck_assert(has_note(
+		":workspace_roots entry 1 binds to nothing: no workspace roots were given"));
+	/* Only "/" and /dev/null. */
+	ck_assert_uint_eq(plan->n_paths, 2);
+}
+END_TEST
+
+START_TEST(test_bind_tmpdir)
+{
+	add_special(CD_SPECIAL_TMPDIR, NULL, CD_ACCESS_WRITE);
+	cd_fakefs_dir(fs, "/var/tmp/me");
+	in.tmpdir = "/var/tmp/me/";
+	build_ok();
+	ck_assert_int_eq(get("/var/tmp/me")->access, CD_ACCESS_WRITE);
+	ck_assert_ptr_null(plan->notes[0]);
+	plan = cd_plan_free(plan);
+
+	in.tmpdir = NULL;
+	build_ok();
+	ck_assert(has_note(":tmpdir entry 0 skipped: TMPDIR is not set"));
+	ck_assert_ptr_null(find("/var/tmp/me"));
+	plan = cd_plan_free(plan);
+
+	in.tmpdir = "";
+	build_ok();
+	ck_assert(has_note("TMPDIR is not set"));
+	plan = cd_plan_free(plan);
+
+	in.tmpdir = "var/tmp";
+	build_ok();
+	ck_assert(has_note("TMPDIR 'var/tmp' is not absolute"));
+	ck_assert_uint_eq(plan->n_paths, 1); /* /dev/null only */
+}
+END_TEST
+
+START_TEST(test_bind_slash_tmp)
+{
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/tmp")->access, CD_ACCESS_WRITE);
+	ck_assert_ptr_nonnull(strstr(get("/tmp")->why, ":slash_tmp"));
+	plan = cd_plan_free(plan);
+
+	cd_fakefs_free(fs);
+	fs = cd_fakefs_new();
+	in.ops = cd_fakefs_ops(fs);
+	cd_fakefs_dir(fs, "/home/u/ws");
+	build_ok();
+	ck_assert_ptr_null(find("/tmp"));
+	ck_assert(has_note(":slash_tmp entry 0 skipped: /tmp is not a directory"));
+	plan = cd_plan_free(plan);
+
+	cd_fakefs_file(fs, "/tmp", "not a dir");
+	build_ok();
+	ck_assert_ptr_null(find("/tmp"));
+	ck_assert(has_note("/tmp is not a directory"));
+}
+END_TEST
+
+START_TEST(test_bind_minimal)
+{
+	static const char *const mins[] = { "/usr", "/etc", "/nix/store", "/lib64", "/bin", NULL };
+	cd_fakefs_file(fs, "/opt", "a file, not a directory");
+	add_special(CD_SPECIAL_MINIMAL, NULL, CD_ACCESS_READ);
+	in.minimal_paths = mins;
+	build_ok();
+	ck_assert_int_eq(get("/usr")->access, CD_ACCESS_READ);
+	ck_assert_int_eq(get("/etc")->access, CD_ACCESS_READ);
+	/* Symlinked ones bind by their target. */
+	ck_assert_int_eq(get("/usr/lib64")->access, CD_ACCESS_READ);
+	ck_assert_int_eq(get("/usr/bin")->access, CD_ACCESS_READ);
+	ck_assert_ptr_null(find("/nix/store"));
+	ck_assert_ptr_null(find("/lib64"));
+	ck_assert(!plan->full_read);
+	ck_assert_uint_eq(plan->n_paths, 5);
+	plan = cd_plan_free(plan);
+
+	/* The Linux default set, of which this tree has /usr, /etc, /bin, /lib64. */
+	in.minimal_paths = NULL;
+	build_ok();
+	ck_assert_ptr_nonnull(find("/usr"));
+	ck_assert_ptr_nonnull(find("/etc"));
+	ck_assert_ptr_null(find("/lib"));
+	ck_assert_ptr_null(find("/sbin"));
+	ck_assert_uint_eq(plan->n_paths, 5);
+}
+END_TEST
+
+START_TEST(test_bind_unknown_and_glob)
+{
+	struct cd_fs_entry e = {
+		.kind = CD_ENTRY_SPECIAL,
+		.special = CD_SPECIAL_UNKNOWN,
+		.path = (char *)":future_thing",
+		.access = CD_ACCESS_WRITE,
+	};
+	cd_profile_add_entry(prof, &e);
+	e = (struct cd_fs_entry){ .kind = CD_ENTRY_GLOB,
+				  .path = (char *)"**/*.env",
+				  .access = CD_ACCESS_DENY };
+	cd_profile_add_entry(prof, &e);
+	build_ok();
+	ck_assert(has_note("unknown special path :future_thing ignored"));
+	ck_assert(plan->has_globs);
+	ck_assert_uint_eq(plan->n_paths, 1);
+}
+END_TEST
+
+START_TEST(test_bind_input_errors)
+{
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	in.cwd = "relative";
+	build_fails(-EINVAL, "cwd relative is not an absolute path");
+	free(err);
+	err = NULL;
+	in.cwd = "/";
+	roots[0] = "ws";
+	build_fails(-EINVAL, "workspace root ws is not an absolute path");
+}
+END_TEST
+
+START_TEST(test_bind_cwd_canonical)
+{
+	cd_fakefs_symlink(fs, "/w", "home/u/ws");
+	in.cwd = "/w/src";
+	build_ok();
+	ck_assert_str_eq(plan->cwd, "/home/u/ws/src");
+}
+END_TEST
+
+START_TEST(test_bind_dev_null)
+{
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	build_ok();
+	const struct cd_plan_path *p = get("/dev/null");
+	ck_assert_int_eq(p->access, CD_ACCESS_WRITE);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_IMPLICIT);
+	ck_assert_int_eq(p->entry_index, -1);
+	ck_assert_int_eq(p->type, CD_FT_OTHER);
+	plan = cd_plan_free(plan);
+
+	/* An explicit deny still wins the tie. */
+	add_path("/dev/null", CD_ACCESS_DENY);
+	build_ok();
+	p = get("/dev/null");
+	ck_assert_int_eq(p->access, CD_ACCESS_DENY);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_ENTRY);
+}
+END_TEST
+
+START_TEST(test_bind_errors_propagate)
+{
+	cd_fakefs_symlink(fs, "/home/u/loop", "loop");
+	add_path("/home/u/loop/x", CD_ACCESS_READ);
+	build_fails(-ELOOP, "cannot resolve /home/u/loop/x: too many levels of symbolic links");
+	free(err);
+	err = NULL;
+
+	cd_profile_free(prof);
+	prof = cd_xcalloc(1, sizeof(*prof));
+	add_path("/etc/secret", CD_ACCESS_READ);
+	cd_fakefs_fail(fs, "/etc/secret", EACCES);
+	build_fails(-EACCES, "/etc/secret");
+}
+END_TEST
+
+/* ---- precedence --------------------------------------------------------- */
+
+START_TEST(test_precedence_nested)
+{
+	cd_fakefs_dir(fs, "/a/b/c");
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_path("/a/b/c", CD_ACCESS_READ);
+	add_path("/a", CD_ACCESS_WRITE);
+	add_path("/a/b", CD_ACCESS_DENY);
+	build_ok();
+	static const struct {
+		const char *path;
+		enum cd_access want;
+		const char *rule;
+	} table[] = {
+		{ "/", CD_ACCESS_READ, "/" },
+		{ "/etc/passwd", CD_ACCESS_READ, "/" },
+		{ "/a", CD_ACCESS_WRITE, "/a" },
+		{ "/a/x/y", CD_ACCESS_WRITE, "/a" },
+		{ "/ab", CD_ACCESS_READ, "/" }, /* component-wise, not by prefix */
+		{ "/a/b", CD_ACCESS_DENY, "/a/b" },
+		{ "/a/b/d", CD_ACCESS_DENY, "/a/b" },
+		{ "/a/b/c", CD_ACCESS_READ, "/a/b/c" },
+		{ "/a/b/c/d/e", CD_ACCESS_READ, "/a/b/c" },
+		{ "/dev/null", CD_ACCESS_WRITE, "/dev/null" },
+	};
+	for (size_t i = 0; i < CD_ARRAY_SIZE(table); i++) {
+		const struct cd_plan_path *rule = NULL;
+		ck_assert_msg(cd_plan_access(plan, table[i].path, &rule) == table[i].want, "%s",
+			      table[i].path);
+		ck_assert_ptr_nonnull(rule);
+		ck_assert_str_eq(rule->path, table[i].rule);
+	}
+	ck_assert_int_eq(get("/a")->parent_access, CD_ACCESS_READ);
+	ck_assert_int_eq(get("/a/b")->parent_access, CD_ACCESS_WRITE);
+	ck_assert_int_eq(get("/a/b/c")->parent_access, CD_ACCESS_DENY);
+	ck_assert_int_eq(get("/")->parent_access, CD_ACCESS_DENY);
+	ck_assert(!get("/a")->carve_out);
+	ck_assert(get("/a/b")->carve_out);
+	ck_assert(!get("/a/b/c")->carve_out);
+	ck_assert(plan->has_carve_outs);
+	ck_assert(plan->has_deny_carve_outs);
+	ck_assert(plan->full_read);
+	ck_assert(!plan->fs_unrestricted);
+}
+END_TEST
+
+START_TEST(test_precedence_no_match)
+{
+	cd_fakefs_dir(fs, "/data");
+	add_path("/data", CD_ACCESS_READ);
+	build_ok();
+	const struct cd_plan_path *rule = (const void *)1;
+	ck_assert_int_eq(cd_plan_access(plan, "/etc", &rule), CD_ACCESS_DENY);
+	ck_assert_ptr_null(rule);
+	ck_assert_int_eq(cd_plan_access(plan, "/", NULL), CD_ACCESS_DENY);
+	ck_assert_int_eq(cd_plan_access(plan, "/data/x", NULL), CD_ACCESS_READ);
+	ck_assert_int_eq(get("/data")->parent_access, CD_ACCESS_DENY);
+	ck_assert(!get("/data")->carve_out);
+	ck_assert(!plan->full_read);
+	ck_assert(!plan->has_carve_outs);
+	ck_assert(!plan->has_deny_carve_outs);
+}
+END_TEST
+
+/* Same path bound by several entries: deny > write > read, whatever the order. */
+static const enum cd_access tie_orders[][3] = {
+	{ CD_ACCESS_READ, CD_ACCESS_WRITE, CD_ACCESS_DENY },
+	{ CD_ACCESS_DENY, CD_ACCESS_WRITE, CD_ACCESS_READ },
+	{ CD_ACCESS_WRITE, CD_ACCESS_DENY, CD_ACCESS_READ },
+	{ CD_ACCESS_READ, CD_ACCESS_WRITE, CD_ACCESS_READ },
+	{ CD_ACCESS_WRITE, CD_ACCESS_READ, CD_ACCESS_READ },
+	{ CD_ACCESS_READ, CD_ACCESS_READ, CD_ACCESS_READ },
+};
+
+START_TEST(test_precedence_ties)
+{
+	enum cd_access want = CD_ACCESS_READ;
+	int want_index = 0;
+	cd_fakefs_dir(fs, "/data");
+	/* The same directory, named directly, through a symlink and via a workspace root. */
+	cd_fakefs_symlink(fs, "/etc/data-link", "/data");
+	roots[0] = "/data";
+	add_path("/data", tie_orders[_i][0]);
+	add_path("/etc/data-link", tie_orders[_i][1]);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, tie_orders[_i][2]);
+	for (int k = 2; k >= 0; k--) {
+		if ((int)tie_orders[_i][k] >= (int)want) {
+			want = tie_orders[_i][k];
+			want_index = k;
+		}
+	}
+	build_ok();
+	const struct cd_plan_path *p = get("/data");
+	ck_assert_int_eq(p->access, want);
+	/* The winner's reason is kept (the first entry among equals). */
+	ck_assert_int_eq(p->entry_index, want_index);
+	char *why = cd_xasprintf("entry %d ", want_index);
+	ck_assert_ptr_nonnull(strstr(p->why, why));
+	free(why);
+	ck_assert_uint_eq(plan->n_paths, 2 + (want == CD_ACCESS_WRITE ? 3 : 0));
+}
+END_TEST
+
+START_TEST(test_plan_access_unrestricted)
+{
+	prof->type = CD_PROFILE_DISABLED;
+	build_ok();
+	ck_assert_int_eq(cd_plan_access(plan, "/anything", NULL), CD_ACCESS_WRITE);
+}
+END_TEST
+
+/* ---- protected metadata ------------------------------------------------- */
+
+START_TEST(test_protected_basic)
+{
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	const struct cd_plan_path *p = get("/home/u/ws/.git");
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_PROTECTED);
+	ck_assert_int_eq(p->type, CD_FT_DIR);
+	ck_assert_int_eq(p->entry_index, -1);
+	ck_assert_int_eq(p->parent_access, CD_ACCESS_WRITE);
+	ck_assert(p->carve_out);
+	ck_assert_ptr_nonnull(strstr(p->why, "protected metadata under writable /home/u/ws"));
+	/* Missing ones are protected too, so they cannot be created. */
+	p = get("/home/u/ws/.codex");
+	ck_assert_int_eq(p->type, CD_FT_MISSING);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert_int_eq(get("/home/u/ws/.agents")->type, CD_FT_MISSING);
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/.git/config", NULL), CD_ACCESS_READ);
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/src/x.c", NULL), CD_ACCESS_WRITE);
+	ck_assert(plan->has_carve_outs);
+	ck_assert(!plan->has_deny_carve_outs);
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_PROTECTED), 3);
+}
+END_TEST
+
+START_TEST(test_protected_not_under_root_or_files)
+{
+	cd_fakefs_file(fs, "/home/u/notes.txt", "x");
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_WRITE);
+	add_path("/home/u/notes.txt", CD_ACCESS_WRITE);
+	cd_fakefs_dir(fs, "/.git");
+	build_ok();
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_PROTECTED), 0);
+	ck_assert_ptr_null(find("/.git"));
+	/* "/" writable with nothing narrower: no restriction at all. */
+	ck_assert(plan->fs_unrestricted);
+	ck_assert(plan->full_read);
+}
+END_TEST
+
+START_TEST(test_protected_explicit_entries)
+{
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	/* An explicit write exempts .git; an explicit deny on .codex stays a deny. */
+	add_special(CD_SPECIAL_PROJECT_ROOTS, ".git", CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, ".codex", CD_ACCESS_DENY);
+	build_ok();
+	const struct cd_plan_path *p = get("/home/u/ws/.git");
+	ck_assert_int_eq(p->access, CD_ACCESS_WRITE);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_ENTRY);
+	ck_assert(!p->carve_out);
+	p = get("/home/u/ws/.codex");
+	ck_assert_int_eq(p->access, CD_ACCESS_DENY);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_ENTRY);
+	ck_assert(plan->has_deny_carve_outs);
+	ck_assert_int_eq(get("/home/u/ws/.agents")->origin, CD_ORIGIN_PROTECTED);
+	/* .git is a writable directory now, so it gets protected names of its own. */
+	ck_assert_int_eq(get("/home/u/ws/.git/.git")->origin, CD_ORIGIN_PROTECTED);
+}
+END_TEST
+
+START_TEST(test_protected_workspace_write_shape)
+{
+	/* The built-in workspace-write entries: read entries for the names. */
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, ".git", CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, ".codex", CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, ".agents", CD_ACCESS_READ);
+	build_ok();
+	ck_assert_int_eq(get("/home/u/ws/.git")->origin, CD_ORIGIN_ENTRY);
+	ck_assert_int_eq(get("/home/u/ws/.git")->entry_index, 3);
+	ck_assert_int_eq(get("/home/u/ws/.codex")->type, CD_FT_MISSING);
+	/* /tmp is writable too and gets its own protected names. */
+	ck_assert_int_eq(get("/tmp/.git")->origin, CD_ORIGIN_PROTECTED);
+	ck_assert_int_eq(get("/tmp/.codex")->type, CD_FT_MISSING);
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_PROTECTED), 3);
+}
+END_TEST
+
+START_TEST(test_protected_gitdir)
+{
+	/* A linked worktree: .git is a file pointing into the main repo. */
+	cd_fakefs_dir(fs, "/home/u/main/.git/worktrees/wt");
+	cd_fakefs_file(fs, "/home/u/main/.git/worktrees/wt/commondir", "../..\n");
+	cd_fakefs_dir(fs, "/home/u/wt");
+	cd_fakefs_file(fs, "/home/u/wt/.git", "gitdir: ../main/.git/worktrees/wt\n");
+	roots[0] = "/home/u/wt";
+	roots[1] = "/home/u/main";
+	in.n_workspace_roots = 2;
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_path("/home/u/wt", CD_ACCESS_WRITE);
+	add_path("/home/u/main/.git/worktrees", CD_ACCESS_WRITE);
+	build_ok();
+	const struct cd_plan_path *p = get("/home/u/wt/.git");
+	ck_assert_int_eq(p->type, CD_FT_REG);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_PROTECTED);
+	p = get("/home/u/main/.git/worktrees/wt");
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_GITDIR);
+	ck_assert_int_eq(p->type, CD_FT_DIR);
+	ck_assert(p->carve_out);
+	/* commondir ("../..") resolves to /home/u/main/.git: not writable, so not added. */
+	ck_assert_ptr_null(find("/home/u/main/.git"));
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_GITDIR), 1);
+}
+END_TEST
+
+START_TEST(test_protected_gitdir_commondir)
+{
+	cd_fakefs_dir(fs, "/w/repo/.git/worktrees/wt");
+	cd_fakefs_file(fs, "/w/repo/.git/worktrees/wt/commondir", "../..");
+	cd_fakefs_file(fs, "/w/wt/.git", "gitdir: /w/repo/.git/worktrees/wt");
+	roots[0] = "/w";
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_path("/w/wt", CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/w/wt/.git")->type, CD_FT_REG);
+	const struct cd_plan_path *p = get("/w/repo/.git/worktrees/wt");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_GITDIR);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	p = get("/w/repo/.git");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_GITDIR);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert_ptr_nonnull(strstr(p->why, "commondir"));
+	ck_assert_int_eq(cd_plan_access(plan, "/w/repo/.git/objects/ab", NULL), CD_ACCESS_READ);
+	ck_assert_int_eq(cd_plan_access(plan, "/w/repo/src", NULL), CD_ACCESS_WRITE);
+}
+END_TEST
+
+START_TEST(test_protected_gitfile_not_pointer)
+{
+	cd_fakefs_file(fs, "/w/.git", "something else\n");
+	roots[0] = "/w";
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/w/.git")->type, CD_FT_REG);
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_GITDIR), 0);
+}
+END_TEST
+
+static const char *const protected_names[] = { ".git", ".codex", ".agents" };
+
+START_TEST(test_protected_symlink_refused)
+{
+	char *link = cd_xasprintf("/home/u/ws/%s", protected_names[_i]);
+	char *want = cd_xasprintf("protected path %s is a symlink", link);
+	if (_i == 0) {
+		cd_fakefs_free(fs);
+		fs = cd_fakefs_new();
+		in.ops = cd_fakefs_ops(fs);
+		cd_fakefs_dir(fs, "/home/u/ws");
+	}
+	cd_fakefs_dir(fs, "/elsewhere");
+	cd_fakefs_symlink(fs, link, "/elsewhere");
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_fails(-EINVAL, want);
+	ck_assert_ptr_nonnull(strstr(err, "replace it with a directory"));
+	free(err);
+	err = NULL;
+
+	/*
+	 * Granting it write explicitly lifts the protection, but the bind then
+	 * crosses a symlink the sandbox can rewrite: still refused, for that.
+	 */
+	char *sub = cd_xstrdup(protected_names[_i]);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, sub, CD_ACCESS_WRITE);
+	free(sub);
+	free(want);
+	want = cd_xasprintf("crosses symlink %s inside writable root /home/u/ws", link);
+	build_fails(-EINVAL, want);
+	free(err);
+	err = NULL;
+
+	/* Write through a link in a read-only place is fine (fresh tree, no protected link). */
+	prof->entries[1].access = CD_ACCESS_READ;
+	add_path("/ro/link", CD_ACCESS_WRITE);
+	cd_fakefs_free(fs);
+	fs = cd_fakefs_new();
+	in.ops = cd_fakefs_ops(fs);
+	cd_fakefs_dir(fs, "/home/u/ws");
+	cd_fakefs_dir(fs, "/ro/real");
+	cd_fakefs_symlink(fs, "/ro/link", "real");
+	build_ok();
+	ck_assert_int_eq(get("/ro/real")->access, CD_ACCESS_WRITE);
+	ck_assert_int_eq(get("/ro/real/.git")->type, CD_FT_MISSING);
+	free(link);
+	free(want);
+}
+END_TEST
+
+/* ---- symlink safety ----------------------------------------------------- */
+
+START_TEST(test_symlink_planted_in_writable)
+{
+	/* /tmp is writable, so /tmp/ws -> /etc could have been planted by the sandbox. */
+	cd_fakefs_symlink(fs, "/tmp/ws", "/etc");
+	roots[0] = "/tmp/ws";
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_fails(-EINVAL, "cannot bind /tmp/ws: it crosses symlink /tmp/ws inside writable root "
+			     "/tmp, which a sandboxed process could have planted");
+}
+END_TEST
+
+START_TEST(test_symlink_planted_deny_path)
+{
+	/* A read-only carve-out reached through a link in the writable root is unsafe too. */
+	cd_fakefs_dir(fs, "/home/u/ws/real");
+	cd_fakefs_symlink(fs, "/home/u/ws/l", "real");
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_path("/home/u/ws/l/secret", CD_ACCESS_DENY);
+	build_fails(-EINVAL, "crosses symlink /home/u/ws/l inside writable root /home/u/ws");
+}
+END_TEST
+
+START_TEST(test_symlink_in_readonly_allowed)
+{
+	/* /home/link lives in a read-only region: the sandbox cannot replace it. */
+	cd_fakefs_symlink(fs, "/home/link", "u/ws");
+	roots[0] = "/home/link";
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/home/u/ws")->access, CD_ACCESS_WRITE);
+	ck_assert_ptr_null(find("/home/link"));
+	ck_assert_int_eq(get("/home/u/ws/.git")->origin, CD_ORIGIN_PROTECTED);
+}
+END_TEST
+
+START_TEST(test_symlink_in_readonly_carve_out_allowed)
+{
+	/* A link inside a read-only carve-out of a writable root cannot be rewritten. */
+	cd_fakefs_dir(fs, "/home/u/ws/vendor/real");
+	cd_fakefs_symlink(fs, "/home/u/ws/vendor/l", "real");
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_path("/home/u/ws/vendor", CD_ACCESS_READ);
+	add_path("/home/u/ws/vendor/l/x", CD_ACCESS_DENY);
+	build_ok();
+	ck_assert_int_eq(get("/home/u/ws/vendor/real/x")->access, CD_ACCESS_DENY);
+}
+END_TEST
+
+/* ---- whole-plan flags --------------------------------------------------- */
+
+START_TEST(test_unrestricted_types)
+{
+	prof->type = CD_PROFILE_DISABLED;
+	prof->network = CD_NET_RESTRICTED;
+	build_ok();
+	ck_assert(plan->fs_unrestricted);
+	ck_assert(plan->full_read);
+	ck_assert_int_eq(plan->network, CD_NET_ENABLED);
+	ck_assert_uint_eq(plan->n_paths, 0);
+	plan = cd_plan_free(plan);
+
+	prof->type = CD_PROFILE_EXTERNAL;
+	build_ok();
+	ck_assert(plan->fs_unrestricted);
+	ck_assert_int_eq(plan->type, CD_PROFILE_EXTERNAL);
+	ck_assert_int_eq(plan->network, CD_NET_RESTRICTED);
+	plan = cd_plan_free(plan);
+
+	prof->type = CD_PROFILE_MANAGED;
+	prof->fs_unrestricted = true;
+	prof->network = CD_NET_ENABLED;
+	build_ok();
+	ck_assert(plan->fs_unrestricted);
+	ck_assert_int_eq(plan->network, CD_NET_ENABLED);
+	plan = cd_plan_free(plan);
+
+	prof->fs_unrestricted = false;
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_TMPDIR, NULL, CD_ACCESS_WRITE);
+	in.tmpdir = "/tmp";
+	build_ok();
+	/* The workspace root brings protected read names: narrower than write. */
+	ck_assert(!plan->fs_unrestricted);
+	ck_assert(plan->full_read);
+	plan = cd_plan_free(plan);
+
+	in.n_workspace_roots = 0;
+	in.tmpdir = NULL;
+	build_ok();
+	ck_assert(plan->fs_unrestricted);
+	ck_assert_int_eq(cd_plan_access(plan, "/etc", NULL), CD_ACCESS_WRITE);
+	ck_assert(has_note(":tmpdir entry 2 skipped"));
+	ck_assert(has_note(":workspace_roots entry 1 binds to nothing"));
+	plan = cd_plan_free(plan);
+
+	/* A glob deny still has to be enforced after expansion. */
+	struct cd_fs_entry e = { .kind = CD_ENTRY_GLOB,
+				 .path = (char *)"**/.env",
+				 .access = CD_ACCESS_DENY };
+	cd_profile_add_entry(prof, &e);
+	build_ok();
+	ck_assert(plan->has_globs);
+	ck_assert(!plan->fs_unrestricted);
+	ck_assert(plan->full_read);
+}
+END_TEST
+
+START_TEST(test_flags_read_under_deny)
+{
+	add_path("/home/u/ws", CD_ACCESS_READ);
+	add_path("/home/u/ws/src", CD_ACCESS_DENY);
+	add_path("/home/u/ws/src/pub", CD_ACCESS_READ);
+	build_ok();
+	ck_assert(get("/home/u/ws/src")->carve_out);
+	ck_assert(!get("/home/u/ws/src/pub")->carve_out);
+	ck_assert_int_eq(get("/home/u/ws/src/pub")->parent_access, CD_ACCESS_DENY);
+	ck_assert(plan->has_deny_carve_outs);
+	ck_assert(!plan->full_read);
+	ck_assert(!plan->fs_unrestricted);
+	/* Read-only regions get no protected names. */
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_PROTECTED), 0);
+}
+END_TEST
+
+/* ---- runner ------------------------------------------------------------- */
+
+static Suite *plan_suite(void)
+{
+	Suite *s = suite_create("plan");
+	TCase *tc;
+
+	tc = tcase_create("canonicalize");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_canon_plain);
+	tcase_add_test(tc, test_canon_missing);
+	tcase_add_test(tc, test_canon_links);
+	tcase_add_test(tc, test_canon_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bind");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_bind_workspace_roots);
+	tcase_add_test(tc, test_bind_no_workspace_roots);
+	tcase_add_test(tc, test_bind_tmpdir);
+	tcase_add_test(tc, test_bind_slash_tmp);
+	tcase_add_test(tc, test_bind_minimal);
+	tcase_add_test(tc, test_bind_unknown_and_glob);
+	tcase_add_test(tc, test_bind_input_errors);
+	tcase_add_test(tc, test_bind_cwd_canonical);
+	tcase_add_test(tc, test_bind_dev_null);
+	tcase_add_test(tc, test_bind_errors_propagate);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("precedence");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_precedence_nested);
+	tcase_add_test(tc, test_precedence_no_match);
+	tcase_add_loop_test(tc, test_precedence_ties, 0, (int)CD_ARRAY_SIZE(tie_orders));
+	tcase_add_test(tc, test_plan_access_unrestricted);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("protected");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_protected_basic);
+	tcase_add_test(tc, test_protected_not_under_root_or_files);
+	tcase_add_test(tc, test_protected_explicit_entries);
+	tcase_add_test(tc, test_protected_workspace_write_shape);
+	tcase_add_test(tc, test_protected_gitdir);
+	tcase_add_test(tc, test_protected_gitdir_commondir);
+	tcase_add_test(tc, test_protected_gitfile_not_pointer);
+	tcase_add_loop_test(tc, test_protected_symlink_refused, 0,
+			    (int)CD_ARRAY_SIZE(protected_names));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("symlinks");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_symlink_planted_in_writable);
+	tcase_add_test(tc, test_symlink_planted_deny_path);
+	tcase_add_test(tc, test_symlink_in_readonly_allowed);
+	tcase_add_test(tc, test_symlink_in_readonly_carve_out_allowed);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("flags");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_unrestricted_types);
+	tcase_add_test(tc, test_flags_read_under_deny);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(plan_suite());
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
