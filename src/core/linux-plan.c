@@ -1,2 +1,574 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder */
+#include "core/linux-plan.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+/*
+ * Landlock ABI tables. Each ABI adds rights (or, for ABI 4, 6 and 7, other
+ * mechanisms) to the previous one, so a cumulative switch is enough. A newer
+ * kernel than cordon knows is treated as the newest ABI cordon knows:
+ * handling rights the kernel knows but cordon does not name is impossible,
+ * and using only the known ones is what the kernel expects from old binaries.
+ */
+#define LL_FS_ABI1_RIGHTS ((1ULL << 13) - 1) /* execute .. make_sym */
+
+static unsigned cap_abi(unsigned abi)
+{
+	return abi > CD_LL_MAX_ABI ? CD_LL_MAX_ABI : abi;
+}
+
+uint64_t cd_ll_fs_rights_for_abi(unsigned abi)
+{
+	uint64_t r = 0;
+
+	switch (cap_abi(abi)) {
+	case 7:
+	case 6:
+	case 5:
+		r |= CD_LL_FS_IOCTL_DEV;
+		/* fall through */
+	case 4:
+	case 3:
+		r |= CD_LL_FS_TRUNCATE;
+		/* fall through */
+	case 2:
+		r |= CD_LL_FS_REFER;
+		/* fall through */
+	case 1:
+		r |= LL_FS_ABI1_RIGHTS;
+		break;
+	default:
+		break;
+	}
+	return r;
+}
+
+uint64_t cd_ll_net_rights_for_abi(unsigned abi)
+{
+	return cap_abi(abi) >= 4 ? CD_LL_NET_BIND_TCP | CD_LL_NET_CONNECT_TCP : 0;
+}
+
+uint64_t cd_ll_scopes_for_abi(unsigned abi)
+{
+	return cap_abi(abi) >= 6 ? CD_LL_SCOPE_ABSTRACT_UNIX_SOCKET | CD_LL_SCOPE_SIGNAL : 0;
+}
+
+/* Names indexed by bit number, in the kernel's order. */
+static const char *const ll_fs_names[] = {
+	"execute",   "write_file", "read_file", "read_dir",  "remove_dir", "remove_file",
+	"make_char", "make_dir",   "make_reg",	"make_sock", "make_fifo",  "make_block",
+	"make_sym",  "refer",	   "truncate",	"ioctl_dev",
+};
+static const char *const ll_net_names[] = { "bind_tcp", "connect_tcp" };
+static const char *const ll_scope_names[] = { "abstract_unix_socket", "signal" };
+
+static char *mask_names(uint64_t mask, const char *const *names, size_t n)
+{
+	struct cd_strbuf sb = { 0 };
+	uint64_t unknown = 0;
+
+	for (unsigned b = 0; b < 64; b++) {
+		uint64_t bit = 1ULL << b;
+		if (!(mask & bit))
+			continue;
+		if (b >= n) {
+			unknown |= bit;
+			continue;
+		}
+		if (sb.len)
+			cd_strbuf_append_c(&sb, ' ');
+		cd_strbuf_append(&sb, names[b]);
+	}
+	/* Bits cordon has no name for are still shown, never silently dropped. */
+	if (unknown)
+		cd_strbuf_printf(&sb, "%s0x%llx", sb.len ? " " : "", (unsigned long long)unknown);
+	return cd_strbuf_steal(&sb);
+}
+
+char *cd_ll_fs_rights_names(uint64_t mask)
+{
+	return mask_names(mask, ll_fs_names, CD_ARRAY_SIZE(ll_fs_names));
+}
+
+char *cd_ll_net_rights_names(uint64_t mask)
+{
+	return mask_names(mask, ll_net_names, CD_ARRAY_SIZE(ll_net_names));
+}
+
+char *cd_ll_scopes_names(uint64_t mask)
+{
+	return mask_names(mask, ll_scope_names, CD_ARRAY_SIZE(ll_scope_names));
+}
+
+/*
+ * The seccomp deny list. Landlock and the mount carve-outs confine paths;
+ * this table closes the doors around them: syscalls that reach other
+ * processes' memory, bypass the path and socket checks (io_uring, handles),
+ * change the mount table or namespaces the carve-outs live in, or touch
+ * kernel-global state. Everything not listed is allowed: cordon runs
+ * arbitrary developer tools, so an allow list would break them.
+ */
+#define DENY(name, why_)                                                       \
+	{                                                                      \
+		.syscall = (name), .action = CD_SC_EPERM, .cmp = CD_SC_ALWAYS, \
+		.when = CD_SC_BASELINE, .why = (why_)                          \
+	}
+
+#define AF_UNIX_VALUE	1ULL
+#define TIOCSTI_VALUE	0x5412ULL
+#define TIOCLINUX_VALUE 0x541CULL
+#define PER_LINUX_VALUE 0ULL
+#define PER_QUERY_VALUE 0xffffffffULL
+
+const struct cd_sc_rule cd_sc_rules[] = {
+	DENY("ptrace", "debugging other processes"),
+	DENY("process_vm_readv", "reading other processes' memory"),
+	DENY("process_vm_writev", "writing other processes' memory"),
+	DENY("io_uring_setup", "io_uring bypasses socket and path rules"),
+	DENY("io_uring_enter", "io_uring bypasses socket and path rules"),
+	DENY("io_uring_register", "io_uring bypasses socket and path rules"),
+	DENY("keyctl", "kernel keyrings are not namespaced"),
+	DENY("add_key", "kernel keyrings are not namespaced"),
+	DENY("request_key", "kernel keyrings are not namespaced"),
+	DENY("bpf", "loading BPF programs into the kernel"),
+	DENY("perf_event_open", "performance monitoring leaks other processes' activity"),
+	DENY("userfaultfd", "userfaultfd widens kernel race exploits"),
+	DENY("kexec_load", "loading a new kernel"),
+	DENY("kexec_file_load", "loading a new kernel"),
+	DENY("init_module", "loading kernel modules"),
+	DENY("finit_module", "loading kernel modules"),
+	DENY("delete_module", "unloading kernel modules"),
+	DENY("swapon", "changing system swap"),
+	DENY("swapoff", "changing system swap"),
+	DENY("reboot", "rebooting the host"),
+	DENY("acct", "switching process accounting"),
+	DENY("mount", "changing mounts would undo read-only carve-outs"),
+	DENY("umount2", "unmounting would expose masked paths"),
+	DENY("mount_setattr", "changing mounts would undo read-only carve-outs"),
+	DENY("move_mount", "changing mounts would undo read-only carve-outs"),
+	DENY("open_tree", "changing mounts would undo read-only carve-outs"),
+	DENY("fsopen", "creating mounts"),
+	DENY("fsconfig", "creating mounts"),
+	DENY("fsmount", "creating mounts"),
+	DENY("fspick", "reconfiguring mounts"),
+	DENY("pivot_root", "changing the root mount"),
+	DENY("chroot", "changing the root directory"),
+	DENY("setns", "entering other namespaces"),
+	DENY("name_to_handle_at", "file handles bypass path rules"),
+	DENY("open_by_handle_at", "file handles bypass path rules"),
+	DENY("lookup_dcookie", "resolving kernel directory cookies"),
+	DENY("quotactl", "changing disk quotas"),
+	{
+		.syscall = "unshare",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_ANY,
+		.arg = 0,
+		.mask = CD_SC_NS_FLAGS,
+		.when = CD_SC_BASELINE,
+		.why = "new namespaces would give the power to undo the sandbox",
+	},
+	{
+		.syscall = "clone",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_ANY,
+		.arg = 0,
+		.mask = CD_SC_NS_FLAGS,
+		.when = CD_SC_BASELINE,
+		.why = "new namespaces would give the power to undo the sandbox",
+	},
+	{
+		/* clone3 passes its flags in memory, out of seccomp's sight.
+		 * ENOSYS (not EPERM) makes glibc and musl fall back to clone. */
+		.syscall = "clone3",
+		.action = CD_SC_ENOSYS,
+		.cmp = CD_SC_ALWAYS,
+		.when = CD_SC_BASELINE,
+		.why = "clone3 hides its flags from the filter; libc falls back to clone",
+	},
+	{
+		/* Only the default persona and the query are allowed: other
+		 * personas (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, ...) weaken
+		 * the process's own exploit mitigations. */
+		.syscall = "personality",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_NOT_IN2,
+		.arg = 0,
+		.value = PER_LINUX_VALUE,
+		.value2 = PER_QUERY_VALUE,
+		.when = CD_SC_BASELINE,
+		.why = "personality flags disable exploit mitigations",
+	},
+	{
+		/* The kernel takes the ioctl command as a 32-bit int, so the
+		 * compare must ignore the upper half (CVE-2019-10063). */
+		.syscall = "ioctl",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_EQ,
+		.arg = 1,
+		.mask = 0xffffffffULL,
+		.value = TIOCSTI_VALUE,
+		.when = CD_SC_BASELINE,
+		.why = "TTY input injection (CVE-2017-5226)",
+	},
+	{
+		.syscall = "ioctl",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_EQ,
+		.arg = 1,
+		.mask = 0xffffffffULL,
+		.value = TIOCLINUX_VALUE,
+		.when = CD_SC_BASELINE,
+		.why = "virtual console input injection (TIOCLINUX)",
+	},
+	{
+		/* Landlock (ABI 4+) only covers TCP; the socket family check
+		 * also stops UDP, raw, netlink, vsock, ... */
+		.syscall = "socket",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_NE,
+		.arg = 0,
+		.value = AF_UNIX_VALUE,
+		.when = CD_SC_NET_RESTRICTED,
+		.why = "network restricted: only AF_UNIX sockets",
+	},
+	{
+		.syscall = "socketpair",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_NE,
+		.arg = 0,
+		.value = AF_UNIX_VALUE,
+		.when = CD_SC_NET_RESTRICTED,
+		.why = "network restricted: only AF_UNIX sockets",
+	},
+	{ .syscall = NULL },
+};
+
+const char *cd_sc_action_name(enum cd_sc_action a)
+{
+	switch (a) {
+	case CD_SC_EPERM:
+		return "EPERM";
+	case CD_SC_ENOSYS:
+		return "ENOSYS";
+	case CD_SC_ACTION_COUNT:
+		break;
+	}
+	return NULL;
+}
+
+const char *cd_mount_op_name(enum cd_mount_op op)
+{
+	switch (op) {
+	case CD_MOUNT_RO_BIND:
+		return "ro-bind";
+	case CD_MOUNT_RW_BIND:
+		return "rw-bind";
+	case CD_MOUNT_MASK_DIR:
+		return "mask-dir";
+	case CD_MOUNT_OP_COUNT:
+		break;
+	}
+	return NULL;
+}
+
+struct cd_linux_plan *cd_linux_plan_free(struct cd_linux_plan *lp)
+{
+	if (!lp)
+		return NULL;
+	free(lp->ll_rules);
+	free(lp->mounts);
+	cd_strv_free(lp->degraded);
+	cd_strv_free(lp->notes);
+	free(lp);
+	return NULL;
+}
+
+static void linux_plan_freep(struct cd_linux_plan **lp)
+{
+	cd_linux_plan_free(*lp);
+}
+
+static int refuse(char **reterr, char *msg)
+{
+	if (reterr)
+		*reterr = msg;
+	else
+		free(msg);
+	return -EOPNOTSUPP;
+}
+
+/* First Linux release with each Landlock ABI, for the refusal's hint. */
+static const char *ll_abi_kernel(unsigned abi)
+{
+	static const char *const k[] = { "5.13", "5.13", "5.19", "6.2",
+					 "6.7",	 "6.10", "6.12", "6.15" };
+	return abi < CD_ARRAY_SIZE(k) ? k[abi] : "?";
+}
+
+static int check_landlock(const struct cd_linux_host *host, unsigned min, char **reterr)
+{
+	if (host->landlock_abi == 0)
+		return refuse(
+			reterr,
+			cd_xasprintf("Landlock is not available (ABI 0, cordon needs ABI >= %u): "
+				     "boot with lsm=...,landlock or use a kernel >= %s with "
+				     "CONFIG_SECURITY_LANDLOCK=y",
+				     min, ll_abi_kernel(min)));
+	if (host->landlock_abi < min)
+		return refuse(
+			reterr,
+			cd_xasprintf("Landlock ABI %u found, but ABI >= %u is required: use a "
+				     "kernel >= %s or lower the minimum Landlock ABI",
+				     host->landlock_abi, min, ll_abi_kernel(min)));
+	return 0;
+}
+
+static void push_mount(struct cd_linux_plan *lp, enum cd_mount_op op, const struct cd_plan_path *pp)
+{
+	struct cd_mount *m;
+
+	lp->mounts = cd_xreallocarray(lp->mounts, lp->n_mounts + 1, sizeof(*lp->mounts));
+	m = &lp->mounts[lp->n_mounts++];
+	m->op = op;
+	m->path = pp->path;
+	m->why = pp->why;
+}
+
+/* Parents first, so a later mount lands on top of (inside) an earlier one. */
+static int mount_cmp(const void *a, const void *b)
+{
+	const struct cd_mount *x = a, *y = b;
+	size_t dx = cd_path_depth(x->path), dy = cd_path_depth(y->path);
+
+	if (dx != dy)
+		return dx < dy ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Innermost read-only mount (RO_BIND or MASK_DIR) strictly above path, or NULL. */
+static const struct cd_mount *ro_mount_above(const struct cd_linux_plan *lp, size_t n,
+					     const char *path)
+{
+	const struct cd_mount *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct cd_mount *m = &lp->mounts[i];
+		if (m->op == CD_MOUNT_RW_BIND || cd_streq(m->path, path) ||
+		    !cd_path_is_beneath(path, m->path))
+			continue;
+		if (!best || cd_path_depth(m->path) > cd_path_depth(best->path))
+			best = m;
+	}
+	return best;
+}
+
+/*
+ * A writable path whose nearest plan ancestor is read-only and which lies
+ * inside a read-only mount: it needs a rw bind (or cannot have one).
+ */
+static const struct cd_mount *rewidened_in_ro_mount(const struct cd_linux_plan *lp,
+						    const struct cd_plan_path *pp)
+{
+	if (pp->access != CD_ACCESS_WRITE || pp->parent_access != CD_ACCESS_READ)
+		return NULL;
+	return ro_mount_above(lp, lp->n_mounts, pp->path);
+}
+
+static void add_mounts(struct cd_linux_plan *lp)
+{
+	const struct cd_plan *plan = lp->plan;
+
+	/* Read-only carve-outs inside writable regions: Landlock only adds
+	 * rights down the tree, so narrowing needs a read-only mount. */
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+		if (!pp->carve_out || pp->access != CD_ACCESS_READ ||
+		    pp->parent_access != CD_ACCESS_WRITE)
+			continue;
+		push_mount(lp, pp->type == CD_FT_MISSING ? CD_MOUNT_MASK_DIR : CD_MOUNT_RO_BIND,
+			   pp);
+	}
+
+	/* Writable paths re-widened inside a read-only carve-out. A writable
+	 * path under a merely read-only Landlock region needs no mount. */
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+		const struct cd_mount *above;
+
+		/* Look only at the read-only mounts: rw binds added in this
+		 * loop are skipped by ro_mount_above() anyway. */
+		above = rewidened_in_ro_mount(lp, pp);
+		if (!above)
+			continue;
+		if (pp->type == CD_FT_MISSING || above->op == CD_MOUNT_MASK_DIR) {
+			cd_strv_push_take(
+				&lp->notes,
+				cd_xasprintf("%s does not exist: it cannot be made writable "
+					     "inside read-only %s and stays read-only",
+					     pp->path, above->path));
+			continue;
+		}
+		push_mount(lp, CD_MOUNT_RW_BIND, pp);
+	}
+
+	if (lp->n_mounts > 1)
+		qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
+}
+
+/* "P1, P2, P3, ..." naming the first few mount paths. */
+static char *mount_paths_list(const struct cd_linux_plan *lp)
+{
+	struct cd_strbuf sb = { 0 };
+	const size_t max = 3;
+
+	for (size_t i = 0; i < lp->n_mounts && i < max; i++)
+		cd_strbuf_printf(&sb, "%s%s", i ? ", " : "", lp->mounts[i].path);
+	if (lp->n_mounts > max)
+		cd_strbuf_append(&sb, ", ...");
+	return cd_strbuf_steal(&sb);
+}
+
+static void add_ll_rules(struct cd_linux_plan *lp)
+{
+	const struct cd_plan *plan = lp->plan;
+
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+		struct cd_ll_rule *r;
+		uint64_t allowed;
+
+		if (pp->access != CD_ACCESS_READ && pp->access != CD_ACCESS_WRITE)
+			continue;
+		if (pp->type == CD_FT_MISSING) {
+			/* Landlock rules need an open fd; a missing path inherits
+			 * whatever its nearest existing ancestor grants. Paths
+			 * inside read-only mounts got their own note already. */
+			if (!pp->carve_out && !rewidened_in_ro_mount(lp, pp))
+				cd_strv_push_take(
+					&lp->notes,
+					cd_xasprintf("%s does not exist: no Landlock rule for it",
+						     pp->path));
+			continue;
+		}
+		allowed = pp->access == CD_ACCESS_READ ? CD_LL_FS_READ_RIGHTS : lp->ll_handled_fs;
+		allowed &= lp->ll_handled_fs;
+		/* The kernel rejects directory-only rights on a file rule. */
+		if (pp->type != CD_FT_DIR)
+			allowed &= CD_LL_FS_FILE_RIGHTS;
+
+		lp->ll_rules =
+			cd_xreallocarray(lp->ll_rules, lp->n_ll_rules + 1, sizeof(*lp->ll_rules));
+		r = &lp->ll_rules[lp->n_ll_rules++];
+		r->path = pp->path;
+		r->allowed = allowed;
+		r->is_dir = pp->type == CD_FT_DIR;
+	}
+}
+
+int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *host,
+			const struct cd_linux_opts *opts, struct cd_linux_plan **ret, char **reterr)
+{
+	CD_CLEANUP(linux_plan_freep) struct cd_linux_plan *lp = NULL;
+	unsigned min_abi = opts && opts->min_landlock_abi ? opts->min_landlock_abi : 1;
+	cd_degrade_flags degraded = opts ? opts->degraded : 0;
+	bool net_restricted;
+	int r;
+
+	assert(plan);
+	assert(ret);
+	*ret = NULL;
+	if (reterr)
+		*reterr = NULL;
+
+	lp = cd_xcalloc(1, sizeof(*lp));
+	lp->plan = plan;
+
+	if (plan->type == CD_PROFILE_DISABLED) {
+		*ret = cd_steal_pointer(&lp);
+		return 0;
+	}
+	assert(host);
+	lp->sandboxed = true;
+
+	/* Refusals that no host could satisfy come first. */
+	if (plan->network == CD_NET_MANAGED)
+		return refuse(reterr, cd_xstrdup("managed network needs cordon's network proxy, "
+						 "which this build does not have yet; use "
+						 "--network restricted or enabled"));
+	if (plan->has_deny_carve_outs || plan->has_globs)
+		return refuse(reterr,
+			      cd_xstrdup("deny entries inside readable paths need deny "
+					 "masks, which cordon does not enforce yet; remove "
+					 "the entry or make the enclosing path unreadable"));
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		/* Fail closed even if the plan forgot to flag it. */
+		if (plan->paths[i].carve_out && plan->paths[i].access == CD_ACCESS_DENY)
+			return refuse(
+				reterr,
+				cd_xasprintf("deny entry %s inside a readable path needs a deny "
+					     "mask, which cordon does not enforce yet; remove "
+					     "the entry or make the enclosing path unreadable",
+					     plan->paths[i].path));
+	}
+
+	if (!host->seccomp)
+		return refuse(reterr, cd_xstrdup("seccomp is not available on this kernel "
+						 "(CONFIG_SECCOMP_FILTER); cordon cannot sandbox "
+						 "here"));
+	net_restricted = plan->network == CD_NET_RESTRICTED;
+	lp->seccomp = true;
+	lp->sc_when = CD_SC_BASELINE | (net_restricted ? CD_SC_NET_RESTRICTED : 0);
+
+	if (plan->fs_unrestricted) {
+		*ret = cd_steal_pointer(&lp);
+		return 0;
+	}
+
+	r = check_landlock(host, min_abi, reterr);
+	if (r < 0)
+		return r;
+	lp->landlock = true;
+	lp->landlock_abi = cap_abi(host->landlock_abi);
+	lp->ll_handled_fs = cd_ll_fs_rights_for_abi(lp->landlock_abi);
+	/* A second layer under the seccomp socket-family rule. */
+	lp->ll_handled_net = net_restricted ? cd_ll_net_rights_for_abi(lp->landlock_abi) : 0;
+	lp->ll_scoped = cd_ll_scopes_for_abi(lp->landlock_abi);
+	/* Mounts first: the rule notes refer to them. */
+	add_mounts(lp);
+	add_ll_rules(lp);
+	if (lp->n_mounts > 0 && !host->userns && !host->is_root) {
+		cleanup_free char *list = mount_paths_list(lp);
+
+		if (!(degraded & CD_DEGRADE_PROTECTED_METADATA))
+			return refuse(
+				reterr,
+				cd_xasprintf("protected paths inside writable roots (%s) need a "
+					     "mount namespace, but user namespaces are "
+					     "unavailable on this host; enable them (sysctl "
+					     "kernel.unprivileged_userns_clone=1 / "
+					     "user.max_user_namespaces > 0, or an AppArmor "
+					     "profile allowing userns) or pass "
+					     "--allow-degraded=protected-metadata",
+					     list));
+		cd_strv_push_take(
+			&lp->degraded,
+			cd_xasprintf("protected metadata NOT enforced: user namespaces are "
+				     "unavailable; .git, .codex and .agents under writable "
+				     "roots are writable (%s)",
+				     list));
+		free(lp->mounts);
+		lp->mounts = NULL;
+		lp->n_mounts = 0;
+	}
+	lp->mount_ns = lp->n_mounts > 0;
+	lp->user_ns = lp->mount_ns && !host->is_root;
+
+	*ret = cd_steal_pointer(&lp);
+	return 0;
+}

@@ -90,8 +90,26 @@ enum cd_sc_cmp {
 	CD_SC_ARG_MASKED_EQ,  /* (arg & mask) == value */
 	CD_SC_ARG_NE,         /* arg != value (full 64-bit compare) */
 	CD_SC_ARG_NOT_IN2,    /* arg != value && arg != value2 (two allowed values) */
+	/*
+	 * (arg & mask) != 0: any of the flag bits in mask is set. libseccomp's
+	 * SCMP_CMP_MASKED_EQ cannot say "!= 0" in one comparison, so a backend
+	 * compiling this with libseccomp emits one rule per set bit b of mask,
+	 * each SCMP_CMP_MASKED_EQ(b, b); the rules are OR-ed by the filter.
+	 */
+	CD_SC_ARG_MASKED_ANY,
 	CD_SC_CMP_COUNT,
 };
+
+/*
+ * clone(2)/unshare(2) flags that create namespaces: CLONE_NEWNS,
+ * CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
+ * CLONE_NEWNET, CLONE_NEWTIME (uapi values, spelled out so the core needs no
+ * <linux/sched.h>). A new user namespace would hand the sandboxed side the
+ * capabilities to remount or otherwise escape the mount carve-outs.
+ */
+#define CD_SC_NS_FLAGS                                                                             \
+	(0x00020000ULL | 0x02000000ULL | 0x04000000ULL | 0x08000000ULL | 0x10000000ULL |           \
+	 0x20000000ULL | 0x40000000ULL | 0x00000080ULL)
 
 typedef enum cd_sc_when {
 	CD_SC_BASELINE = 1u << 0,       /* every sandboxed (MANAGED/EXTERNAL) run */
@@ -110,8 +128,16 @@ struct cd_sc_rule {
 	const char *why;     /* one line for explain */
 };
 
-/* The full table (baseline + network rules), terminated by syscall == NULL. */
+/*
+ * The full table (baseline + network rules), terminated by syscall == NULL.
+ * Argument indexes are those of the x86_64/aarch64 syscall ABI (clone's
+ * flags are arg0 there; a backend for s390/cris, where clone swaps its first
+ * two arguments, must remap).
+ */
 extern const struct cd_sc_rule cd_sc_rules[];
+
+/* "EPERM", "ENOSYS"; NULL when out of range. */
+const char *cd_sc_action_name(enum cd_sc_action a);
 
 enum cd_mount_op {
 	CD_MOUNT_RO_BIND,   /* bind path on itself read-only (existing path) */

@@ -1,1 +1,807 @@
-/* placeholder */ int main(void){return 77;}
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The Linux wrapper plan as data: Landlock ABI tables, the seccomp table and
+ * cd_linux_plan_build() on hand-built plans (no file system involved).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/linux-plan.h"
+#include "core/util.h"
+
+/* ---- Landlock ABI tables ---- */
+
+/* clang-format off */
+static const uint64_t fs_by_abi[] = {
+	0, 0x1fff, 0x3fff, 0x7fff, 0x7fff, 0xffff, 0xffff, 0xffff, 0xffff,
+};
+static const uint64_t net_by_abi[] = { 0, 0, 0, 0, 3, 3, 3, 3, 3 };
+static const uint64_t scopes_by_abi[] = { 0, 0, 0, 0, 0, 0, 3, 3, 3 };
+/* clang-format on */
+
+START_TEST(test_abi_tables)
+{
+	unsigned abi = (unsigned)_i;
+
+	ck_assert_uint_eq(cd_ll_fs_rights_for_abi(abi), fs_by_abi[abi]);
+	ck_assert_uint_eq(cd_ll_net_rights_for_abi(abi), net_by_abi[abi]);
+	ck_assert_uint_eq(cd_ll_scopes_for_abi(abi), scopes_by_abi[abi]);
+}
+END_TEST
+
+START_TEST(test_abi_tables_named_bits)
+{
+	ck_assert(!(cd_ll_fs_rights_for_abi(1) & CD_LL_FS_REFER));
+	ck_assert(cd_ll_fs_rights_for_abi(2) & CD_LL_FS_REFER);
+	ck_assert(!(cd_ll_fs_rights_for_abi(2) & CD_LL_FS_TRUNCATE));
+	ck_assert(cd_ll_fs_rights_for_abi(3) & CD_LL_FS_TRUNCATE);
+	ck_assert(!(cd_ll_fs_rights_for_abi(4) & CD_LL_FS_IOCTL_DEV));
+	ck_assert(cd_ll_fs_rights_for_abi(5) & CD_LL_FS_IOCTL_DEV);
+	ck_assert_uint_eq(cd_ll_net_rights_for_abi(4), CD_LL_NET_BIND_TCP | CD_LL_NET_CONNECT_TCP);
+	ck_assert_uint_eq(cd_ll_scopes_for_abi(6),
+			  CD_LL_SCOPE_ABSTRACT_UNIX_SOCKET | CD_LL_SCOPE_SIGNAL);
+	/* Far-future kernels behave as the newest ABI cordon knows. */
+	ck_assert_uint_eq(cd_ll_fs_rights_for_abi(1000), cd_ll_fs_rights_for_abi(CD_LL_MAX_ABI));
+	ck_assert_uint_eq(cd_ll_scopes_for_abi(~0u), cd_ll_scopes_for_abi(CD_LL_MAX_ABI));
+}
+END_TEST
+
+static void check_names(char *got, const char *want)
+{
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, want);
+	free(got);
+}
+
+START_TEST(test_rights_names)
+{
+	check_names(cd_ll_fs_rights_names(cd_ll_fs_rights_for_abi(CD_LL_MAX_ABI)),
+		    "execute write_file read_file read_dir remove_dir remove_file make_char "
+		    "make_dir make_reg make_sock make_fifo make_block make_sym refer truncate "
+		    "ioctl_dev");
+	check_names(cd_ll_fs_rights_names(CD_LL_FS_READ_RIGHTS), "execute read_file read_dir");
+	check_names(cd_ll_fs_rights_names(0), "");
+	check_names(cd_ll_fs_rights_names(CD_LL_FS_TRUNCATE | (1ULL << 20)), "truncate 0x100000");
+	check_names(cd_ll_net_rights_names(CD_LL_NET_BIND_TCP | CD_LL_NET_CONNECT_TCP),
+		    "bind_tcp connect_tcp");
+	check_names(cd_ll_net_rights_names(CD_LL_NET_CONNECT_TCP), "connect_tcp");
+	check_names(cd_ll_net_rights_names(0), "");
+	check_names(cd_ll_scopes_names(CD_LL_SCOPE_ABSTRACT_UNIX_SOCKET | CD_LL_SCOPE_SIGNAL),
+		    "abstract_unix_socket signal");
+	check_names(cd_ll_scopes_names(CD_LL_SCOPE_SIGNAL), "signal");
+}
+END_TEST
+
+/* ---- seccomp table ---- */
+
+static size_t sc_count(const char *name)
+{
+	size_t n = 0;
+	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
+		n += cd_streq(r->syscall, name);
+	return n;
+}
+
+static const struct cd_sc_rule *sc_find(const char *name, uint64_t value)
+{
+	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
+		if (cd_streq(r->syscall, name) && r->value == value)
+			return r;
+	return NULL;
+}
+
+START_TEST(test_sc_sanity)
+{
+	size_t n = 0;
+
+	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++, n++) {
+		ck_assert_msg(*r->syscall, "rule %zu has an empty name", n);
+		ck_assert_msg(r->why && *r->why, "%s has no why", r->syscall);
+		ck_assert_msg(!strchr(r->why, '\n'), "%s: why is not one line", r->syscall);
+		ck_assert_int_lt(r->action, CD_SC_ACTION_COUNT);
+		ck_assert_int_lt(r->cmp, CD_SC_CMP_COUNT);
+		ck_assert_msg(r->when == CD_SC_BASELINE || r->when == CD_SC_NET_RESTRICTED,
+			      "%s: bad when %u", r->syscall, (unsigned)r->when);
+		ck_assert_uint_lt(r->arg, 6);
+		if (r->cmp == CD_SC_ARG_MASKED_EQ)
+			ck_assert_uint_eq(r->value & ~r->mask, 0);
+		if (r->cmp == CD_SC_ARG_MASKED_ANY)
+			ck_assert_uint_ne(r->mask, 0);
+		/* No exact duplicates. */
+		for (const struct cd_sc_rule *q = cd_sc_rules; q != r; q++)
+			ck_assert_msg(!(cd_streq(q->syscall, r->syscall) && q->cmp == r->cmp &&
+					q->arg == r->arg && q->mask == r->mask &&
+					q->value == r->value && q->value2 == r->value2),
+				      "duplicate rule for %s", r->syscall);
+	}
+	ck_assert_uint_ge(n, 45);
+	ck_assert_str_eq(cd_sc_action_name(CD_SC_EPERM), "EPERM");
+	ck_assert_str_eq(cd_sc_action_name(CD_SC_ENOSYS), "ENOSYS");
+	ck_assert_ptr_null(cd_sc_action_name(CD_SC_ACTION_COUNT));
+}
+END_TEST
+
+static const char *const required_unconditional[] = {
+	"ptrace",
+	"process_vm_readv",
+	"process_vm_writev",
+	"io_uring_setup",
+	"io_uring_enter",
+	"io_uring_register",
+	"keyctl",
+	"add_key",
+	"request_key",
+	"bpf",
+	"perf_event_open",
+	"userfaultfd",
+	"kexec_load",
+	"kexec_file_load",
+	"init_module",
+	"finit_module",
+	"delete_module",
+	"swapon",
+	"swapoff",
+	"reboot",
+	"acct",
+	"mount",
+	"umount2",
+	"mount_setattr",
+	"move_mount",
+	"open_tree",
+	"fsopen",
+	"fsconfig",
+	"fsmount",
+	"fspick",
+	"pivot_root",
+	"chroot",
+	"setns",
+	"name_to_handle_at",
+	"open_by_handle_at",
+	"lookup_dcookie",
+	"quotactl",
+};
+
+START_TEST(test_sc_required)
+{
+	const char *name = required_unconditional[_i];
+	const struct cd_sc_rule *r = sc_find(name, 0);
+
+	ck_assert_msg(r, "%s missing from cd_sc_rules", name);
+	ck_assert_uint_eq(sc_count(name), 1);
+	ck_assert_int_eq(r->action, CD_SC_EPERM);
+	ck_assert_int_eq(r->cmp, CD_SC_ALWAYS);
+	ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+}
+END_TEST
+
+START_TEST(test_sc_conditional)
+{
+	const struct cd_sc_rule *r;
+	static const char *const ns_calls[] = { "unshare", "clone" };
+
+	ck_assert_uint_eq(CD_SC_NS_FLAGS, 0x7e020080ULL);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(ns_calls); i++) {
+		ck_assert_uint_eq(sc_count(ns_calls[i]), 1);
+		r = sc_find(ns_calls[i], 0);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_int_eq(r->action, CD_SC_EPERM);
+		ck_assert_int_eq(r->cmp, CD_SC_ARG_MASKED_ANY);
+		ck_assert_uint_eq(r->arg, 0);
+		ck_assert_uint_eq(r->mask, CD_SC_NS_FLAGS);
+		ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+	}
+
+	ck_assert_uint_eq(sc_count("clone3"), 1);
+	r = sc_find("clone3", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->action, CD_SC_ENOSYS);
+	ck_assert_int_eq(r->cmp, CD_SC_ALWAYS);
+	ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+
+	ck_assert_uint_eq(sc_count("personality"), 1);
+	r = sc_find("personality", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->action, CD_SC_EPERM);
+	ck_assert_int_eq(r->cmp, CD_SC_ARG_NOT_IN2);
+	ck_assert_uint_eq(r->arg, 0);
+	ck_assert_uint_eq(r->value2, 0xffffffffULL);
+
+	/* TIOCSTI and TIOCLINUX, compared on the low 32 bits only. */
+	ck_assert_uint_eq(sc_count("ioctl"), 2);
+	r = sc_find("ioctl", 0x5412);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->cmp, CD_SC_ARG_MASKED_EQ);
+	ck_assert_uint_eq(r->arg, 1);
+	ck_assert_uint_eq(r->mask, 0xffffffffULL);
+	ck_assert_int_eq(r->action, CD_SC_EPERM);
+	ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+	ck_assert_ptr_nonnull(strstr(r->why, "CVE-2017-5226"));
+	r = sc_find("ioctl", 0x541c);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->cmp, CD_SC_ARG_MASKED_EQ);
+	ck_assert_uint_eq(r->arg, 1);
+	ck_assert_uint_eq(r->mask, 0xffffffffULL);
+	ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+}
+END_TEST
+
+START_TEST(test_sc_network)
+{
+	static const char *const names[] = { "socket", "socketpair" };
+	size_t n_net = 0;
+
+	for (size_t i = 0; i < CD_ARRAY_SIZE(names); i++) {
+		const struct cd_sc_rule *r = sc_find(names[i], 1);
+		ck_assert_uint_eq(sc_count(names[i]), 1);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_int_eq(r->cmp, CD_SC_ARG_NE);
+		ck_assert_uint_eq(r->arg, 0);
+		ck_assert_int_eq(r->action, CD_SC_EPERM);
+		ck_assert_uint_eq(r->when, CD_SC_NET_RESTRICTED);
+	}
+	/* Nothing else depends on the network setting. */
+	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
+		n_net += r->when == CD_SC_NET_RESTRICTED;
+	ck_assert_uint_eq(n_net, 2);
+}
+END_TEST
+
+START_TEST(test_mount_op_names)
+{
+	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_RO_BIND), "ro-bind");
+	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_RW_BIND), "rw-bind");
+	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_MASK_DIR), "mask-dir");
+	ck_assert_ptr_null(cd_mount_op_name(CD_MOUNT_OP_COUNT));
+}
+END_TEST
+
+/* ---- plan building on hand-built plans ---- */
+
+#define PP(p, acc, ft, parent, co)                                                             \
+	{                                                                                      \
+		.path = (char *)(p), .access = (acc), .type = (ft), .origin = CD_ORIGIN_ENTRY, \
+		.entry_index = -1, .why = (char *)"why " p, .parent_access = (parent),         \
+		.carve_out = (co)                                                              \
+	}
+
+#define R CD_ACCESS_READ
+#define W CD_ACCESS_WRITE
+#define D CD_ACCESS_DENY
+
+static struct cd_plan_path ro_paths[] = {
+	PP("/", R, CD_FT_DIR, D, false),
+	PP("/dev/null", W, CD_FT_OTHER, R, false),
+	PP("/nonexistent", R, CD_FT_MISSING, R, false),
+};
+
+static struct cd_plan make_plan(struct cd_plan_path *paths, size_t n, enum cd_network net)
+{
+	struct cd_plan p = {
+		.type = CD_PROFILE_MANAGED,
+		.network = net,
+		.full_read = true,
+		.cwd = (char *)"/",
+		.paths = paths,
+		.n_paths = n,
+	};
+	for (size_t i = 0; i < n; i++)
+		p.has_carve_outs |= paths[i].carve_out;
+	return p;
+}
+
+static const struct cd_linux_host host_full = {
+	.landlock_abi = 7,
+	.seccomp = true,
+	.userns = true,
+	.is_root = false,
+};
+
+static struct cd_linux_plan *build_ok(const struct cd_plan *plan, const struct cd_linux_host *h,
+				      const struct cd_linux_opts *o)
+{
+	struct cd_linux_plan *lp = NULL;
+	char *err = NULL;
+	int r = cd_linux_plan_build(plan, h, o, &lp, &err);
+
+	ck_assert_msg(r == 0, "build failed: %d %s", r, err ? err : "(null)");
+	ck_assert_ptr_null(err);
+	ck_assert_ptr_nonnull(lp);
+	ck_assert_ptr_eq(lp->plan, plan);
+	return lp;
+}
+
+/* Build, expect a refusal whose message contains every given substring. */
+static void build_refused(const struct cd_plan *plan, const struct cd_linux_host *h,
+			  const struct cd_linux_opts *o, const char *const *subs)
+{
+	struct cd_linux_plan *lp = (struct cd_linux_plan *)1;
+	char *err = NULL;
+	int r = cd_linux_plan_build(plan, h, o, &lp, &err);
+
+	ck_assert_int_eq(r, -EOPNOTSUPP);
+	ck_assert_ptr_null(lp);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(!strchr(err, '\n'), "multi-line reason: %s", err);
+	for (; *subs; subs++)
+		ck_assert_msg(strstr(err, *subs), "\"%s\" not in \"%s\"", *subs, err);
+	free(err);
+}
+
+static const struct cd_ll_rule *rule_for(const struct cd_linux_plan *lp, const char *path)
+{
+	for (size_t i = 0; i < lp->n_ll_rules; i++)
+		if (cd_streq(lp->ll_rules[i].path, path))
+			return &lp->ll_rules[i];
+	return NULL;
+}
+
+START_TEST(test_build_disabled)
+{
+	struct cd_plan plan = make_plan(NULL, 0, CD_NET_ENABLED);
+	/* No host facts are needed to run unsandboxed, not even seccomp. */
+	struct cd_linux_host none = { 0 };
+	struct cd_linux_plan *lp;
+
+	plan.type = CD_PROFILE_DISABLED;
+	plan.fs_unrestricted = true;
+	lp = build_ok(&plan, &none, NULL);
+	ck_assert(!lp->sandboxed);
+	ck_assert(!lp->landlock);
+	ck_assert(!lp->seccomp);
+	ck_assert(!lp->mount_ns);
+	ck_assert(!lp->user_ns);
+	ck_assert_uint_eq(lp->n_ll_rules, 0);
+	ck_assert_uint_eq(lp->n_mounts, 0);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+static const unsigned ro_abis[] = { 1, 3, 5, 7 };
+
+static void check_read_only(unsigned abi, enum cd_network net)
+{
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), net);
+	struct cd_linux_host h = host_full;
+	struct cd_linux_plan *lp;
+	const struct cd_ll_rule *root, *null;
+	uint64_t fs = cd_ll_fs_rights_for_abi(abi);
+
+	h.landlock_abi = abi;
+	lp = build_ok(&plan, &h, NULL);
+	ck_assert(lp->sandboxed);
+	ck_assert(lp->landlock);
+	ck_assert(lp->seccomp);
+	ck_assert_uint_eq(lp->landlock_abi, abi);
+	ck_assert_uint_eq(lp->ll_handled_fs, fs);
+	if (net == CD_NET_RESTRICTED) {
+		ck_assert_uint_eq(lp->sc_when, CD_SC_BASELINE | CD_SC_NET_RESTRICTED);
+		ck_assert_uint_eq(lp->ll_handled_net,
+				  abi >= 4 ? CD_LL_NET_BIND_TCP | CD_LL_NET_CONNECT_TCP : 0);
+	} else {
+		ck_assert_uint_eq(lp->sc_when, CD_SC_BASELINE);
+		ck_assert_uint_eq(lp->ll_handled_net, 0);
+	}
+	ck_assert_uint_eq(lp->ll_scoped,
+			  abi >= 6 ? CD_LL_SCOPE_ABSTRACT_UNIX_SOCKET | CD_LL_SCOPE_SIGNAL : 0);
+
+	/* The missing path gets no rule (and a note). */
+	ck_assert_uint_eq(lp->n_ll_rules, 2);
+	ck_assert_ptr_null(rule_for(lp, "/nonexistent"));
+	ck_assert_uint_eq(cd_strv_length(lp->notes), 1);
+	ck_assert_ptr_nonnull(strstr(lp->notes[0], "/nonexistent"));
+
+	root = rule_for(lp, "/");
+	ck_assert_ptr_nonnull(root);
+	ck_assert(root->is_dir);
+	ck_assert_uint_eq(root->allowed, CD_LL_FS_EXECUTE | CD_LL_FS_READ_FILE | CD_LL_FS_READ_DIR);
+	ck_assert_ptr_eq(root->path, ro_paths[0].path);
+
+	/* A writable device: file rights only, as many as the ABI handles. */
+	null = rule_for(lp, "/dev/null");
+	ck_assert_ptr_nonnull(null);
+	ck_assert(!null->is_dir);
+	ck_assert_uint_eq(null->allowed, fs & CD_LL_FS_FILE_RIGHTS);
+	ck_assert(null->allowed & CD_LL_FS_WRITE_FILE);
+	ck_assert(!(null->allowed & CD_LL_FS_READ_DIR));
+	ck_assert(!(null->allowed & CD_LL_FS_MAKE_REG));
+	ck_assert(!!(null->allowed & CD_LL_FS_TRUNCATE) == (abi >= 3));
+	ck_assert(!!(null->allowed & CD_LL_FS_IOCTL_DEV) == (abi >= 5));
+
+	ck_assert(!lp->mount_ns);
+	ck_assert(!lp->user_ns);
+	ck_assert_uint_eq(lp->n_mounts, 0);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	cd_linux_plan_free(lp);
+}
+
+START_TEST(test_build_read_only)
+{
+	check_read_only(ro_abis[_i], CD_NET_RESTRICTED);
+	check_read_only(ro_abis[_i], CD_NET_ENABLED);
+}
+END_TEST
+
+START_TEST(test_build_abi_capped)
+{
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+	struct cd_linux_plan *lp;
+
+	h.landlock_abi = CD_LL_MAX_ABI + 5;
+	lp = build_ok(&plan, &h, NULL);
+	ck_assert_uint_eq(lp->landlock_abi, CD_LL_MAX_ABI);
+	ck_assert_uint_eq(lp->ll_handled_fs, cd_ll_fs_rights_for_abi(CD_LL_MAX_ABI));
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_build_read_file_rule)
+{
+	/* Read on a regular file: execute and read_file only. */
+	struct cd_plan_path paths[] = {
+		PP("/etc/hosts", R, CD_FT_REG, D, false),
+		PP("/w", W, CD_FT_DIR, D, false),
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_ENABLED);
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+	const struct cd_ll_rule *r = rule_for(lp, "/etc/hosts");
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert(!r->is_dir);
+	ck_assert_uint_eq(r->allowed, CD_LL_FS_EXECUTE | CD_LL_FS_READ_FILE);
+	r = rule_for(lp, "/w");
+	ck_assert_ptr_nonnull(r);
+	ck_assert(r->is_dir);
+	ck_assert_uint_eq(r->allowed, cd_ll_fs_rights_for_abi(7));
+	ck_assert_uint_eq(lp->n_mounts, 0);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+/*
+ * A workspace-write plan with two roots; strcmp order of the plan differs
+ * from depth order (/a/long/w/.git sorts before /b/.codex).
+ */
+static struct cd_plan_path ww_paths[] = {
+	PP("/", R, CD_FT_DIR, D, false),
+	PP("/a/long/w", W, CD_FT_DIR, R, false),
+	PP("/a/long/w/.agents", R, CD_FT_MISSING, W, true),
+	PP("/a/long/w/.codex", R, CD_FT_MISSING, W, true),
+	PP("/a/long/w/.git", R, CD_FT_DIR, W, true),
+	PP("/b", W, CD_FT_DIR, R, false),
+	PP("/b/.codex", R, CD_FT_MISSING, W, true),
+	PP("/b/.git", R, CD_FT_REG, W, true),
+	PP("/dev/null", W, CD_FT_OTHER, R, false),
+};
+
+static void check_ww_mounts(const struct cd_linux_plan *lp)
+{
+	static const struct {
+		enum cd_mount_op op;
+		const char *path;
+	} want[] = {
+		{ CD_MOUNT_MASK_DIR, "/b/.codex" },
+		{ CD_MOUNT_RO_BIND, "/b/.git" },
+		{ CD_MOUNT_MASK_DIR, "/a/long/w/.agents" },
+		{ CD_MOUNT_MASK_DIR, "/a/long/w/.codex" },
+		{ CD_MOUNT_RO_BIND, "/a/long/w/.git" },
+	};
+
+	ck_assert_uint_eq(lp->n_mounts, CD_ARRAY_SIZE(want));
+	for (size_t i = 0; i < CD_ARRAY_SIZE(want); i++) {
+		ck_assert_str_eq(lp->mounts[i].path, want[i].path);
+		ck_assert_msg(lp->mounts[i].op == want[i].op, "%s: %s", want[i].path,
+			      cd_mount_op_name(lp->mounts[i].op));
+		ck_assert_ptr_nonnull(lp->mounts[i].why);
+		ck_assert_ptr_nonnull(strstr(lp->mounts[i].why, want[i].path));
+	}
+}
+
+START_TEST(test_build_workspace_write)
+{
+	struct cd_plan plan = make_plan(ww_paths, CD_ARRAY_SIZE(ww_paths), CD_NET_RESTRICTED);
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+	const struct cd_ll_rule *r;
+
+	check_ww_mounts(lp);
+	ck_assert(lp->mount_ns);
+	ck_assert(lp->user_ns);
+	ck_assert(lp->landlock);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	/* Existing read carve-outs are Landlock rules too; missing ones are not. */
+	ck_assert_uint_eq(lp->n_ll_rules, 6);
+	r = rule_for(lp, "/a/long/w/.git");
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->allowed, CD_LL_FS_READ_RIGHTS);
+	r = rule_for(lp, "/b/.git");
+	ck_assert_ptr_nonnull(r);
+	ck_assert(!r->is_dir);
+	ck_assert_uint_eq(r->allowed, CD_LL_FS_EXECUTE | CD_LL_FS_READ_FILE);
+	ck_assert_ptr_null(rule_for(lp, "/b/.codex"));
+	/* Missing carve-outs are masked, not reported as notes. */
+	ck_assert_uint_eq(cd_strv_length(lp->notes), 0);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_build_workspace_write_root)
+{
+	/* Root without user namespaces: a mount namespace alone is enough. */
+	struct cd_plan plan = make_plan(ww_paths, CD_ARRAY_SIZE(ww_paths), CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+	struct cd_linux_plan *lp;
+
+	h.is_root = true;
+	h.userns = false;
+	lp = build_ok(&plan, &h, NULL);
+	check_ww_mounts(lp);
+	ck_assert(lp->mount_ns);
+	ck_assert(!lp->user_ns);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	cd_linux_plan_free(lp);
+
+	h.userns = true;
+	lp = build_ok(&plan, &h, NULL);
+	ck_assert(lp->mount_ns);
+	ck_assert(!lp->user_ns);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_build_rewiden)
+{
+	/* Write re-widened inside a read-only carve-out needs a rw bind on
+	 * top of the ro bind; a missing one cannot be and is noted. */
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/w", W, CD_FT_DIR, R, false),
+		PP("/w/.codex", R, CD_FT_MISSING, W, true),
+		PP("/w/.codex/x", W, CD_FT_MISSING, R, false),
+		PP("/w/.git", R, CD_FT_DIR, W, true),
+		PP("/w/.git/gone", W, CD_FT_MISSING, R, false),
+		PP("/w/.git/hooks", W, CD_FT_DIR, R, false),
+		PP("/w/.git/hooks/ro", R, CD_FT_DIR, W, true),
+		PP("/x", W, CD_FT_DIR, R, false),
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_ENABLED);
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+	const struct cd_ll_rule *r;
+
+	ck_assert_uint_eq(lp->n_mounts, 4);
+	ck_assert_str_eq(lp->mounts[0].path, "/w/.codex");
+	ck_assert_int_eq(lp->mounts[0].op, CD_MOUNT_MASK_DIR);
+	ck_assert_str_eq(lp->mounts[1].path, "/w/.git");
+	ck_assert_int_eq(lp->mounts[1].op, CD_MOUNT_RO_BIND);
+	ck_assert_str_eq(lp->mounts[2].path, "/w/.git/hooks");
+	ck_assert_int_eq(lp->mounts[2].op, CD_MOUNT_RW_BIND);
+	ck_assert_str_eq(lp->mounts[3].path, "/w/.git/hooks/ro");
+	ck_assert_int_eq(lp->mounts[3].op, CD_MOUNT_RO_BIND);
+	/* /x is writable under a read-only Landlock region: no mount needed. */
+	ck_assert(lp->mount_ns);
+
+	r = rule_for(lp, "/w/.git/hooks");
+	ck_assert_ptr_nonnull(r);
+	ck_assert_uint_eq(r->allowed, cd_ll_fs_rights_for_abi(7));
+	ck_assert_ptr_nonnull(rule_for(lp, "/x"));
+
+	ck_assert_uint_eq(cd_strv_length(lp->notes), 2);
+	ck_assert_ptr_nonnull(strstr(lp->notes[0], "/w/.codex/x"));
+	ck_assert_ptr_nonnull(strstr(lp->notes[1], "/w/.git/gone"));
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_build_fs_unrestricted)
+{
+	struct cd_plan plan = make_plan(NULL, 0, CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+	struct cd_linux_plan *lp;
+
+	plan.fs_unrestricted = true;
+	/* Landlock is not needed, so its absence is no reason to refuse. */
+	h.landlock_abi = 0;
+	h.userns = false;
+	lp = build_ok(&plan, &h, NULL);
+	ck_assert(lp->sandboxed);
+	ck_assert(!lp->landlock);
+	ck_assert(lp->seccomp);
+	ck_assert_uint_eq(lp->sc_when, CD_SC_BASELINE | CD_SC_NET_RESTRICTED);
+	ck_assert_uint_eq(lp->n_ll_rules, 0);
+	ck_assert_uint_eq(lp->ll_handled_fs, 0);
+	ck_assert(!lp->mount_ns);
+	cd_linux_plan_free(lp);
+
+	plan.type = CD_PROFILE_EXTERNAL;
+	plan.network = CD_NET_ENABLED;
+	lp = build_ok(&plan, &h, NULL);
+	ck_assert(lp->sandboxed);
+	ck_assert(!lp->landlock);
+	ck_assert(lp->seccomp);
+	ck_assert_uint_eq(lp->sc_when, CD_SC_BASELINE);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_refuse_landlock)
+{
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+	struct cd_linux_opts o = { 0 };
+	struct cd_linux_plan *lp;
+
+	h.landlock_abi = 0;
+	build_refused(&plan, &h, NULL,
+		      (const char *const[]){ "Landlock is not available (ABI 0", ">= 1",
+					     "lsm=", "5.13", "CONFIG_SECURITY_LANDLOCK=y", NULL });
+
+	h.landlock_abi = 3;
+	o.min_landlock_abi = 4;
+	build_refused(&plan, &h, &o,
+		      (const char *const[]){ "Landlock ABI 3", ">= 4", "6.7", NULL });
+
+	/* At the minimum exactly: fine. */
+	o.min_landlock_abi = 3;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert_uint_eq(lp->landlock_abi, 3);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_refuse_seccomp)
+{
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+
+	h.seccomp = false;
+	build_refused(
+		&plan, &h, NULL,
+		(const char *const[]){ "seccomp is not available", "CONFIG_SECCOMP_FILTER", NULL });
+	/* Even without any file-system restriction. */
+	plan.fs_unrestricted = true;
+	build_refused(&plan, &h, NULL, (const char *const[]){ "seccomp is not available", NULL });
+}
+END_TEST
+
+START_TEST(test_refuse_managed_network)
+{
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_MANAGED);
+
+	build_refused(&plan, &host_full, NULL,
+		      (const char *const[]){ "managed network needs cordon's network proxy",
+					     "--network restricted or enabled", NULL });
+}
+END_TEST
+
+START_TEST(test_refuse_deny)
+{
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/secret", D, CD_FT_DIR, R, true),
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
+	const char *const msg[] = { "deny entries inside readable paths need deny masks",
+				    "make the enclosing path unreadable", NULL };
+
+	plan.has_deny_carve_outs = true;
+	build_refused(&plan, &host_full, NULL, msg);
+
+	/* A plan that forgot the flag still fails closed. */
+	plan.has_deny_carve_outs = false;
+	build_refused(&plan, &host_full, NULL,
+		      (const char *const[]){ "/secret", "deny mask", NULL });
+
+	/* Glob entries: same refusal. */
+	plan.n_paths = 1;
+	plan.has_globs = true;
+	build_refused(&plan, &host_full, NULL, msg);
+}
+END_TEST
+
+START_TEST(test_refuse_no_userns)
+{
+	struct cd_plan plan = make_plan(ww_paths, CD_ARRAY_SIZE(ww_paths), CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+
+	h.userns = false;
+	build_refused(&plan, &h, NULL,
+		      (const char *const[]){ "protected paths inside writable roots (/b/.codex, "
+					     "/b/.git, /a/long/w/.agents, ...)",
+					     "need a mount namespace",
+					     "kernel.unprivileged_userns_clone=1",
+					     "--allow-degraded=protected-metadata", NULL });
+}
+END_TEST
+
+START_TEST(test_degraded)
+{
+	struct cd_plan plan = make_plan(ww_paths, CD_ARRAY_SIZE(ww_paths), CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+	struct cd_linux_opts o = { .degraded = CD_DEGRADE_PROTECTED_METADATA };
+	struct cd_linux_plan *lp;
+
+	h.userns = false;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert(lp->sandboxed);
+	ck_assert(lp->landlock);
+	ck_assert(lp->seccomp);
+	ck_assert_uint_eq(lp->n_mounts, 0);
+	ck_assert_ptr_null(lp->mounts);
+	ck_assert(!lp->mount_ns);
+	ck_assert(!lp->user_ns);
+	ck_assert_uint_eq(lp->n_ll_rules, 6);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "user namespaces are unavailable"));
+	cd_linux_plan_free(lp);
+
+	/* The opt-down changes nothing on a host that can enforce. */
+	lp = build_ok(&plan, &host_full, &o);
+	check_ww_mounts(lp);
+	ck_assert(lp->user_ns);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_free_null)
+{
+	ck_assert_ptr_null(cd_linux_plan_free(NULL));
+}
+END_TEST
+
+static Suite *linux_plan_suite(void)
+{
+	Suite *s = suite_create("linux-plan");
+	TCase *tc;
+
+	tc = tcase_create("landlock-abi");
+	tcase_add_loop_test(tc, test_abi_tables, 0, (int)CD_ARRAY_SIZE(fs_by_abi));
+	tcase_add_test(tc, test_abi_tables_named_bits);
+	tcase_add_test(tc, test_rights_names);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("seccomp-table");
+	tcase_add_test(tc, test_sc_sanity);
+	tcase_add_loop_test(tc, test_sc_required, 0, (int)CD_ARRAY_SIZE(required_unconditional));
+	tcase_add_test(tc, test_sc_conditional);
+	tcase_add_test(tc, test_sc_network);
+	tcase_add_test(tc, test_mount_op_names);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("build");
+	tcase_add_test(tc, test_build_disabled);
+	tcase_add_loop_test(tc, test_build_read_only, 0, (int)CD_ARRAY_SIZE(ro_abis));
+	tcase_add_test(tc, test_build_abi_capped);
+	tcase_add_test(tc, test_build_read_file_rule);
+	tcase_add_test(tc, test_build_workspace_write);
+	tcase_add_test(tc, test_build_workspace_write_root);
+	tcase_add_test(tc, test_build_rewiden);
+	tcase_add_test(tc, test_build_fs_unrestricted);
+	tcase_add_test(tc, test_degraded);
+	tcase_add_test(tc, test_free_null);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("refusals");
+	tcase_add_test(tc, test_refuse_landlock);
+	tcase_add_test(tc, test_refuse_seccomp);
+	tcase_add_test(tc, test_refuse_managed_network);
+	tcase_add_test(tc, test_refuse_deny);
+	tcase_add_test(tc, test_refuse_no_userns);
+	suite_add_tcase(s, tc);
+
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(linux_plan_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
