@@ -34,6 +34,12 @@ struct cd_backend {
 	int (*apply)(struct cd_backend_state *s);
 	void (*finish)(struct cd_backend_state *s);
 	void (*destroy)(struct cd_backend_state *s);
+	/*
+	 * Optional (may be NULL; NULL-safe state). In the child, after apply
+	 * failed: a string naming the step that failed ("unshare", "uid_map",
+	 * "ro bind '/w/.git'"), owned by the state, for the error pipe.
+	 */
+	const char *(*last_step)(struct cd_backend_state *s);
 };
 
 extern const struct cd_backend cd_backend_namespaces;

@@ -1,2 +1,484 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder */
+/*
+ * Namespaces backend: a private mount namespace (inside a user namespace
+ * when not root) with the plan's carve-outs: read-only binds of existing
+ * paths, writable binds below them, and read-only empty tmpfs masks on
+ * missing protected names so that they cannot be created.
+ *
+ * Mounts use the new mount API (open_tree, mount_setattr, fsopen, fsmount,
+ * move_mount; Linux 5.12, older than any kernel with Landlock ABI 1, 5.13):
+ *  - the source and the target of every mount are one O_PATH fd opened in
+ *    the child after unshare and checked against the device and inode the
+ *    parent recorded, so a path swapped between prepare and apply is an
+ *    error, not a mount of something else;
+ *  - a read-only bind is made read-only recursively (AT_RECURSIVE), so a
+ *    mount below a protected directory does not stay writable, which the
+ *    classic MS_REMOUNT|MS_BIND|MS_RDONLY would only do for the top mount;
+ *  - mount_setattr only changes the attributes named, so the flags a user
+ *    namespace locks (nosuid, nodev, noexec, atime) are kept as they are,
+ *    where a classic remount must restate them or fail with EPERM;
+ *  - the clone is made read-only before it is attached: no window.
+ *
+ * The remaining race is the path walk itself in the child (a component
+ * replaced by a symlink between prepare and apply): the final component is
+ * opened O_NOFOLLOW and its identity checked; the directories above are the
+ * plan's canonical paths. bubblewrap has the same window.
+ *
+ * Mask directories are created by the parent (mkdir 0555) and removed by
+ * finish. The parent holds a shared flock on each created directory (and on
+ * every bound directory) until finish; finish removes a mask only if it can
+ * take the lock exclusively, so a concurrent run that binds or masks the
+ * same directory keeps it alive.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "sandbox/backend.h"
+#include "sandbox/linux/linux-util.h"
+
+struct ns_mount {
+	enum cd_mount_op op;
+	char *path; /* owned */
+	char *step; /* owned, "ro bind '/w/.git'" */
+	dev_t dev;
+	ino_t ino;
+	mode_t fmt;	  /* S_IFDIR, S_IFREG, ... */
+	bool host_rdonly; /* the host mount holding path is read-only */
+	bool created;	  /* MASK_DIR created by us; finish removes it */
+	int lock_fd;	  /* O_RDONLY directory fd holding a LOCK_SH, or -1 */
+};
+
+struct cd_backend_state {
+	bool user_ns;
+	bool mount_ns;
+	char uid_map[64];
+	char gid_map[64];
+	struct ns_mount *m; /* owned */
+	size_t n;
+	const char *step;
+	bool finished;
+};
+
+static void ns_finish(struct cd_backend_state *s)
+{
+	if (!s || s->finished)
+		return;
+	s->finished = true;
+	/* Reverse order: a mask below another mount point goes first. */
+	for (size_t i = s->n; i-- > 0;) {
+		struct ns_mount *m = &s->m[i];
+		struct stat st;
+
+		if (m->created && m->lock_fd >= 0 && flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0 &&
+		    fstatat(AT_FDCWD, m->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && st.st_dev == m->dev && st.st_ino == m->ino)
+			/* Fails (ENOTEMPTY) if someone put something in it: then it stays. */
+			(void)rmdir(m->path);
+		m->created = false;
+		if (m->lock_fd >= 0) {
+			close(m->lock_fd);
+			m->lock_fd = -1;
+		}
+	}
+}
+
+static void ns_destroy(struct cd_backend_state *s)
+{
+	if (!s)
+		return;
+	/* A spawn that failed before the child ran still removes its masks. */
+	ns_finish(s);
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->m[i].path);
+		free(s->m[i].step);
+	}
+	free(s->m);
+	free(s);
+}
+
+static const struct cd_plan_path *plan_lookup(const struct cd_plan *plan, const char *path)
+{
+	size_t lo = 0, hi;
+
+	if (!plan)
+		return NULL;
+	hi = plan->n_paths;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(path, plan->paths[mid].path);
+
+		if (c == 0)
+			return &plan->paths[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+static bool type_matches(enum cd_file_type t, mode_t fmt)
+{
+	switch (t) {
+	case CD_FT_DIR:
+		return fmt == S_IFDIR;
+	case CD_FT_REG:
+		return fmt == S_IFREG;
+	case CD_FT_OTHER:
+		return fmt != S_IFDIR && fmt != S_IFREG && fmt != S_IFLNK;
+	case CD_FT_MISSING:
+	case CD_FT_SYMLINK:
+	case CD_FT_COUNT:
+		break;
+	}
+	return false;
+}
+
+/* Best-effort shared lock on a directory, see the top comment. */
+static int lock_dir(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino ||
+	    flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char **reterr)
+{
+	const struct cd_plan_path *pp;
+	struct statvfs sv;
+	struct stat st;
+	int fd, r;
+
+	fd = open(m->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		*reterr = cd_xasprintf("namespaces: cannot open '%s': %s", m->path, strerror(-r));
+		return r;
+	}
+	if (fstat(fd, &st) < 0 || fstatvfs(fd, &sv) < 0) {
+		r = -errno;
+		close(fd);
+		*reterr = cd_xasprintf("namespaces: cannot stat '%s': %s", m->path, strerror(-r));
+		return r;
+	}
+	close(fd);
+	m->fmt = st.st_mode & S_IFMT;
+	pp = plan_lookup(lp->plan, m->path);
+	if (m->fmt == S_IFLNK || (pp && !type_matches(pp->type, m->fmt))) {
+		*reterr = cd_xasprintf("namespaces: '%s' changed type since the plan was built",
+				       m->path);
+		return -ESTALE;
+	}
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->host_rdonly = sv.f_flag & ST_RDONLY;
+	if (m->fmt == S_IFDIR)
+		m->lock_fd = lock_dir(m->path, m->dev, m->ino);
+	return 0;
+}
+
+static int prepare_mask(struct ns_mount *m, char **reterr)
+{
+	struct stat st;
+	int r;
+
+	if (mkdir(m->path, 0555) < 0) {
+		r = -errno;
+		if (r == -EEXIST)
+			*reterr = cd_xasprintf("namespaces: '%s' appeared after binding; run again",
+					       m->path);
+		else
+			*reterr = cd_xasprintf("namespaces: cannot create the mount point '%s' "
+					       "for a protected name: %s",
+					       m->path, strerror(-r));
+		return r;
+	}
+	m->lock_fd = open(m->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (m->lock_fd < 0 || fstat(m->lock_fd, &st) < 0) {
+		r = -errno;
+		if (m->lock_fd >= 0) {
+			close(m->lock_fd);
+			m->lock_fd = -1;
+		}
+		/* Ours for sure only if we can still see it: best-effort cleanup. */
+		(void)rmdir(m->path);
+		*reterr = cd_xasprintf("namespaces: cannot open '%s': %s", m->path, strerror(-r));
+		return r;
+	}
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->fmt = S_IFDIR;
+	m->created = true;
+	if (flock(m->lock_fd, LOCK_SH | LOCK_NB) < 0) {
+		r = -errno;
+		*reterr = cd_xasprintf("namespaces: cannot lock '%s': %s", m->path, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **ret_state,
+		      char **reterr)
+{
+	struct cd_backend_state *s;
+	int r;
+
+	*ret_state = NULL;
+	if (!lp->sandboxed || (!lp->mount_ns && !lp->user_ns))
+		return 0;
+	if (lp->n_mounts > 0 && !lp->mount_ns) {
+		*reterr = cd_xasprintf("namespaces: the plan has mounts but no mount namespace");
+		return -EINVAL;
+	}
+
+	s = cd_xcalloc(1, sizeof(*s));
+	s->user_ns = lp->user_ns;
+	s->mount_ns = lp->mount_ns;
+	s->step = "prepare";
+	if (s->user_ns) {
+		/* Map only ourselves: the command keeps its uid and gid, and no others exist. */
+		snprintf(s->uid_map, sizeof(s->uid_map), "%u %u 1\n", (unsigned)geteuid(),
+			 (unsigned)geteuid());
+		snprintf(s->gid_map, sizeof(s->gid_map), "%u %u 1\n", (unsigned)getegid(),
+			 (unsigned)getegid());
+	}
+
+	s->m = cd_xcalloc(lp->n_mounts ? lp->n_mounts : 1, sizeof(*s->m));
+	for (size_t i = 0; i < lp->n_mounts; i++) {
+		const struct cd_mount *in = &lp->mounts[i];
+		struct ns_mount *m = &s->m[s->n++];
+
+		m->op = in->op;
+		m->path = cd_xstrdup(in->path);
+		m->lock_fd = -1;
+		if (!cd_path_is_normal(m->path) || cd_streq(m->path, "/")) {
+			*reterr = cd_xasprintf("namespaces: bad mount path '%s'", m->path);
+			r = -EINVAL;
+			goto fail;
+		}
+		switch (in->op) {
+		case CD_MOUNT_RO_BIND:
+			m->step = cd_xasprintf("read-only bind of '%s'", m->path);
+			r = prepare_bind(lp, m, reterr);
+			break;
+		case CD_MOUNT_RW_BIND:
+			m->step = cd_xasprintf("writable bind of '%s'", m->path);
+			r = prepare_bind(lp, m, reterr);
+			break;
+		case CD_MOUNT_MASK_DIR:
+			m->step = cd_xasprintf("mask on '%s'", m->path);
+			r = prepare_mask(m, reterr);
+			break;
+		case CD_MOUNT_OP_COUNT:
+		default:
+			*reterr = cd_xasprintf("namespaces: unknown mount operation %d for '%s'",
+					       (int)in->op, m->path);
+			r = -EINVAL;
+			break;
+		}
+		if (r < 0)
+			goto fail;
+	}
+	*ret_state = s;
+	return 0;
+
+fail:
+	ns_destroy(s);
+	return r;
+}
+
+/* ---- child side: system calls only ---- */
+
+static int write_proc(const char *path, const char *data, bool missing_ok)
+{
+	size_t len = strlen(data);
+	ssize_t n;
+	int fd, r = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return missing_ok && errno == ENOENT ? 0 : -errno;
+	n = write(fd, data, len);
+	if (n < 0)
+		r = -errno;
+	else if ((size_t)n != len)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+/* Open path again in our namespace and check it is the object the parent saw. */
+static int reopen_checked(const struct ns_mount *m)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(m->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		cd_close_keep_errno(fd);
+		return -errno;
+	}
+	if ((st.st_mode & S_IFMT) != m->fmt || st.st_dev != m->dev || st.st_ino != m->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static int apply_bind(const struct ns_mount *m, int fd)
+{
+	struct mount_attr attr = { 0 };
+	unsigned flags = AT_EMPTY_PATH;
+	int tree, r = 0;
+
+	tree = open_tree(fd, "",
+			 AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0)
+		return -errno;
+	if (m->op == CD_MOUNT_RO_BIND) {
+		attr.attr_set = MOUNT_ATTR_RDONLY;
+		flags |= AT_RECURSIVE;
+	} else if (!m->host_rdonly) {
+		/*
+		 * Writable again, top mount only: a mount below it keeps its own
+		 * state (read-only from an enclosing read-only bind at worst,
+		 * which is the safe side). A path on a read-only host mount
+		 * stays read-only: we never grant more than the host does.
+		 */
+		attr.attr_clr = MOUNT_ATTR_RDONLY;
+	}
+	if ((attr.attr_set || attr.attr_clr) &&
+	    mount_setattr(tree, "", flags, &attr, sizeof(attr)) < 0)
+		r = -errno;
+	if (r == 0 &&
+	    move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	close(tree);
+	return r;
+}
+
+static int apply_mask(int fd)
+{
+	int fs, mnt, r = 0;
+
+	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0555", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		r = -errno;
+		close(fs);
+		return r;
+	}
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC,
+		      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (mnt < 0) {
+		r = -errno;
+		close(fs);
+		return r;
+	}
+	close(fs);
+	if (move_mount(mnt, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	close(mnt);
+	return r;
+}
+
+static int ns_apply(struct cd_backend_state *s)
+{
+	int r;
+
+	if (!s)
+		return 0;
+
+	s->step = "unshare";
+	if (unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0)) < 0)
+		return -errno;
+
+	if (s->user_ns) {
+		/* Required before an unprivileged gid_map write; absent before Linux 3.19. */
+		s->step = "setgroups";
+		r = write_proc("/proc/self/setgroups", "deny", true);
+		if (r < 0)
+			return r;
+		s->step = "uid_map";
+		r = write_proc("/proc/self/uid_map", s->uid_map, false);
+		if (r < 0)
+			return r;
+		s->step = "gid_map";
+		r = write_proc("/proc/self/gid_map", s->gid_map, false);
+		if (r < 0)
+			return r;
+	}
+
+	if (!s->mount_ns)
+		return 0;
+
+	/* Nothing we mount may propagate back to the host. */
+	s->step = "make / a slave mount";
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return -errno;
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ns_mount *m = &s->m[i];
+		int fd;
+
+		s->step = m->step;
+		fd = reopen_checked(m);
+		if (fd < 0)
+			return fd;
+		switch (m->op) {
+		case CD_MOUNT_RO_BIND:
+		case CD_MOUNT_RW_BIND:
+			r = apply_bind(m, fd);
+			break;
+		case CD_MOUNT_MASK_DIR:
+			r = apply_mask(fd);
+			break;
+		case CD_MOUNT_OP_COUNT:
+		default:
+			r = -EINVAL;
+			break;
+		}
+		close(fd);
+		if (r < 0)
+			return r;
+	}
+	s->step = "done";
+	return 0;
+}
+
+static const char *ns_last_step(struct cd_backend_state *s)
+{
+	return s ? s->step : NULL;
+}
+
+const struct cd_backend cd_backend_namespaces = {
+	.name = "namespaces",
+	.prepare = ns_prepare,
+	.apply = ns_apply,
+	.finish = ns_finish,
+	.destroy = ns_destroy,
+	.last_step = ns_last_step,
+};

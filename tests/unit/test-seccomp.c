@@ -1,1 +1,850 @@
-/* placeholder */ int main(void){return 77;}
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * never run with CK_FORK=no: these tests load seccomp filters, drop
+ * capabilities and unshare namespaces in the test process itself, which is
+ * safe only because Check forks every test.
+ *
+ * Covers the seccomp, capabilities and namespaces backends.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "sandbox/backend.h"
+#include "sandbox/linux/linux-util.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_leaks=0";
+}
+#endif
+
+static struct cd_backend_state *prepare_ok(const struct cd_backend *b,
+					   const struct cd_linux_plan *lp)
+{
+	struct cd_backend_state *s = NULL;
+	char *err = NULL;
+	int r;
+
+	r = b->prepare(lp, &s, &err);
+	ck_assert_msg(r == 0, "%s prepare: %d %s", b->name, r, err ? err : "");
+	free(err);
+	return s;
+}
+
+static void apply_seccomp(cd_sc_when when)
+{
+	struct cd_linux_plan lp = { .sandboxed = true, .seccomp = true, .sc_when = when };
+	struct cd_backend_state *s = prepare_ok(&cd_backend_seccomp, &lp);
+
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(cd_backend_seccomp.apply(s), 0);
+	cd_backend_seccomp.destroy(s);
+}
+
+/* ---- seccomp: one denied (or allowed) call per row ---- */
+
+#define TIOCSTI_NR   0x5412UL
+#define TIOCLINUX_NR 0x541CUL
+
+static long call_ptrace(void)
+{
+	return ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+}
+static long call_pvm_readv(void)
+{
+	char a[4], b[4];
+	struct iovec l = { a, 4 }, r = { b, 4 };
+
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+}
+static long call_io_uring_setup(void)
+{
+	char params[120] = { 0 };
+
+	return syscall(SYS_io_uring_setup, 1, params);
+}
+static long call_keyctl(void)
+{
+	return syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3, 0);
+}
+static long call_bpf(void)
+{
+	char attr[64] = { 0 };
+
+	return syscall(SYS_bpf, 0, attr, sizeof(attr));
+}
+static long call_perf(void)
+{
+	char attr[128] = { 0 };
+
+	return syscall(SYS_perf_event_open, attr, 0, -1, -1, 0);
+}
+static long call_userfaultfd(void)
+{
+	return syscall(SYS_userfaultfd, 0);
+}
+static long call_mount(void)
+{
+	return syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, NULL);
+}
+static long call_umount2(void)
+{
+	return syscall(SYS_umount2, "/nonexistent-cordon", 0);
+}
+static long call_pivot_root(void)
+{
+	return syscall(SYS_pivot_root, "/", "/");
+}
+static long call_chroot(void)
+{
+	return syscall(SYS_chroot, "/");
+}
+static long call_setns(void)
+{
+	return syscall(SYS_setns, -1, 0);
+}
+static long call_unshare_user(void)
+{
+	return syscall(SYS_unshare, CLONE_NEWUSER);
+}
+static long call_unshare_net(void)
+{
+	return syscall(SYS_unshare, CLONE_NEWNET);
+}
+static long call_unshare_files(void)
+{
+	return syscall(SYS_unshare, CLONE_FILES);
+}
+static long call_clone3(void)
+{
+	char args[88] = { 0 };
+
+	return syscall(SYS_clone3, args, sizeof(args));
+}
+static long call_clone_newuser(void)
+{
+	long r = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+
+	if (r == 0)
+		_exit(0);
+	return r;
+}
+static long call_fork(void)
+{
+	int status;
+	pid_t p = fork();
+
+	if (p == 0)
+		_exit(7);
+	if (p < 0)
+		return -1;
+	if (waitpid(p, &status, 0) != p || !WIFEXITED(status) || WEXITSTATUS(status) != 7)
+		return -1;
+	return 0;
+}
+static long call_pers_query(void)
+{
+	return syscall(SYS_personality, 0xffffffffUL);
+}
+static long call_pers_linux(void)
+{
+	return syscall(SYS_personality, 0UL);
+}
+static long call_pers_norandom(void)
+{
+	return syscall(SYS_personality, 0x0040000UL);
+}
+static long call_pers_hi(void)
+{
+	/* Same low half as the allowed PER_LINUX: the compare must be 64-bit. */
+	return syscall(SYS_personality, 1UL << 32);
+}
+static long call_tiocsti(void)
+{
+	char c = 'x';
+
+	return syscall(SYS_ioctl, 0, TIOCSTI_NR, &c);
+}
+static long call_tiocsti_hi(void)
+{
+	char c = 'x';
+
+	return syscall(SYS_ioctl, 0, TIOCSTI_NR | (1UL << 32), &c);
+}
+static long call_tioclinux(void)
+{
+	char c = 0;
+
+	return syscall(SYS_ioctl, 0, TIOCLINUX_NR, &c);
+}
+static long call_socket_inet(void)
+{
+	return socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+static long call_socket_inet6(void)
+{
+	return socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+}
+static long call_socket_netlink(void)
+{
+	return socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0);
+}
+static long call_socket_unix(void)
+{
+	return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+static long call_socketpair_unix(void)
+{
+	int sv[2];
+
+	return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+}
+static long call_socketpair_inet(void)
+{
+	int sv[2];
+
+	return socketpair(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+}
+
+struct sc_case {
+	const char *name;
+	long (*call)(void);
+	int want; /* errno, or 0 for success */
+	cd_sc_when when;
+};
+
+#define BASE (CD_SC_BASELINE | CD_SC_NET_RESTRICTED)
+static const struct sc_case sc_cases[] = {
+	{ "ptrace", call_ptrace, EPERM, BASE },
+	{ "process_vm_readv", call_pvm_readv, EPERM, BASE },
+	{ "io_uring_setup", call_io_uring_setup, EPERM, BASE },
+	{ "keyctl", call_keyctl, EPERM, BASE },
+	{ "bpf", call_bpf, EPERM, BASE },
+	{ "perf_event_open", call_perf, EPERM, BASE },
+	{ "userfaultfd", call_userfaultfd, EPERM, BASE },
+	{ "mount", call_mount, EPERM, BASE },
+	{ "umount2", call_umount2, EPERM, BASE },
+	{ "pivot_root", call_pivot_root, EPERM, BASE },
+	{ "chroot", call_chroot, EPERM, BASE },
+	{ "setns", call_setns, EPERM, BASE },
+	{ "unshare(CLONE_NEWUSER)", call_unshare_user, EPERM, BASE },
+	{ "unshare(CLONE_NEWNET)", call_unshare_net, EPERM, BASE },
+	{ "unshare(CLONE_FILES)", call_unshare_files, 0, BASE },
+	{ "clone3", call_clone3, ENOSYS, BASE },
+	{ "clone(CLONE_NEWUSER)", call_clone_newuser, EPERM, BASE },
+	{ "fork", call_fork, 0, BASE },
+	{ "personality(query)", call_pers_query, 0, BASE },
+	{ "personality(PER_LINUX)", call_pers_linux, 0, BASE },
+	{ "personality(ADDR_NO_RANDOMIZE)", call_pers_norandom, EPERM, BASE },
+	{ "personality(1<<32)", call_pers_hi, EPERM, BASE },
+	{ "ioctl(TIOCSTI)", call_tiocsti, EPERM, BASE },
+	{ "ioctl(TIOCSTI|1<<32)", call_tiocsti_hi, EPERM, BASE },
+	{ "ioctl(TIOCLINUX)", call_tioclinux, EPERM, BASE },
+	{ "socket(AF_INET)", call_socket_inet, EPERM, BASE },
+	{ "socket(AF_INET6)", call_socket_inet6, EPERM, BASE },
+	{ "socket(AF_NETLINK)", call_socket_netlink, EPERM, BASE },
+	{ "socket(AF_UNIX)", call_socket_unix, 0, BASE },
+	{ "socketpair(AF_UNIX)", call_socketpair_unix, 0, BASE },
+	{ "socketpair(AF_INET)", call_socketpair_inet, EPERM, BASE },
+	/* Network allowed: the socket rules are not in the filter. */
+	{ "socket(AF_INET) with network", call_socket_inet, 0, CD_SC_BASELINE },
+	{ "socket(AF_INET6) with network", call_socket_inet6, 0, CD_SC_BASELINE },
+	{ "ptrace with network", call_ptrace, EPERM, CD_SC_BASELINE },
+};
+
+START_TEST(test_seccomp_call)
+{
+	const struct sc_case *c = &sc_cases[_i];
+	long r;
+
+	apply_seccomp(c->when);
+	errno = 0;
+	r = c->call();
+	if (c->want == 0)
+		ck_assert_msg(r >= 0, "%s: want success, got %ld errno %d (%s)", c->name, r, errno,
+			      strerror(errno));
+	else
+		ck_assert_msg(r < 0 && errno == c->want, "%s: want errno %d, got %ld errno %d (%s)",
+			      c->name, c->want, r, errno, strerror(errno));
+}
+END_TEST
+
+/* Without a filter the calls above behave differently (so the table can fail). */
+START_TEST(test_seccomp_control)
+{
+	long r;
+
+	errno = 0;
+	r = call_pers_norandom();
+	ck_assert_msg(r >= 0, "personality without filter: %s", strerror(errno));
+	r = call_socket_inet();
+	ck_assert_msg(r >= 0, "socket without filter: %s", strerror(errno));
+	r = call_clone3();
+	ck_assert(!(r < 0 && errno == ENOSYS));
+}
+END_TEST
+
+/* Run fn in a child with the filter loaded; return its wait status. */
+static int status_of_filtered(void (*fn)(void))
+{
+	int status;
+	pid_t p = fork();
+
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		struct cd_linux_plan lp = { .sandboxed = true,
+					    .seccomp = true,
+					    .sc_when = CD_SC_BASELINE };
+		struct cd_backend_state *s = NULL;
+		char *err = NULL;
+
+		if (fn && (cd_backend_seccomp.prepare(&lp, &s, &err) < 0 ||
+			   cd_backend_seccomp.apply(s) < 0))
+			_exit(99);
+		if (fn)
+			fn();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(p, &status, 0), p);
+	return status;
+}
+
+static void do_x32_getpid(void)
+{
+	/* getpid through the x32 ABI (bit 30 set). */
+	syscall(0x40000000 | 39);
+}
+
+static void do_i386_getpid(void)
+{
+#if defined(__x86_64__)
+	long ret;
+
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory", "r8", "r9", "r10", "r11");
+	(void)ret;
+#endif
+}
+
+START_TEST(test_seccomp_x32_killed)
+{
+#if defined(__x86_64__)
+	int st = status_of_filtered(do_x32_getpid);
+
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "x32 call: status 0x%x", st);
+#endif
+}
+END_TEST
+
+START_TEST(test_seccomp_i386_killed)
+{
+#if defined(__x86_64__)
+	int st;
+	pid_t p = fork();
+
+	/* Does this kernel run int 0x80 at all (IA32 emulation)? */
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		do_i386_getpid();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(p, &st, 0), p);
+	if (!WIFEXITED(st)) {
+		fprintf(stderr, "test-seccomp: no IA32 emulation (status 0x%x), skipping\n", st);
+		return;
+	}
+	st = status_of_filtered(do_i386_getpid);
+	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "int 0x80: status 0x%x", st);
+#endif
+}
+END_TEST
+
+START_TEST(test_seccomp_disabled_is_noop)
+{
+	struct cd_linux_plan lp = { .sandboxed = true, .seccomp = false };
+	struct cd_backend_state *s = prepare_ok(&cd_backend_seccomp, &lp);
+
+	ck_assert_ptr_null(s);
+	ck_assert_int_eq(cd_backend_seccomp.apply(s), 0);
+	cd_backend_seccomp.destroy(s);
+	ck_assert_int_eq(prctl(PR_GET_SECCOMP, 0, 0, 0, 0), 0);
+}
+END_TEST
+
+/* The program starts with the arch check and ends with libseccomp's kill action. */
+START_TEST(test_seccomp_program_shape)
+{
+	struct cd_linux_plan lp = { .sandboxed = true, .seccomp = true, .sc_when = BASE };
+	struct cd_backend_state *s = prepare_ok(&cd_backend_seccomp, &lp);
+	const struct sock_filter *f;
+	const void *p;
+	size_t n = cd_seccomp_state_insns(s, &p);
+	bool kill = false;
+
+	f = p;
+	ck_assert_uint_gt(n, 10);
+	ck_assert_uint_eq(f[0].code, BPF_LD | BPF_W | BPF_ABS);
+	ck_assert_uint_eq(f[0].k, 4); /* offsetof(struct seccomp_data, arch) */
+	for (size_t i = 0; i < n; i++)
+		if (f[i].code == (BPF_RET | BPF_K) && f[i].k == SECCOMP_RET_KILL_PROCESS)
+			kill = true;
+	ck_assert(kill);
+	ck_assert_uint_eq(cd_seccomp_state_unknown(s), 0);
+	cd_backend_seccomp.destroy(s);
+}
+END_TEST
+
+static double now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+START_TEST(test_seccomp_prepare_time)
+{
+	struct cd_linux_plan lp = { .sandboxed = true, .seccomp = true, .sc_when = BASE };
+	double t0, first = 0, best = 1e9;
+
+	for (int i = 0; i < 20; i++) {
+		struct cd_backend_state *s;
+		double d;
+
+		t0 = now_us();
+		s = prepare_ok(&cd_backend_seccomp, &lp);
+		d = now_us() - t0;
+		if (i == 0)
+			first = d;
+		if (d < best)
+			best = d;
+		cd_backend_seccomp.destroy(s);
+	}
+	fprintf(stderr, "test-seccomp: prepare took %.0f us cold, %.0f us warm (best of 20)\n",
+		first, best);
+	/* Generous bound: catches a pathological regression, not machine noise. */
+	ck_assert(best < 5000);
+}
+END_TEST
+
+/* ---- capabilities ---- */
+
+static void assert_caps_zero_n(const char *status_text, size_t n_keys)
+{
+	static const char *const keys[] = { "CapInh:", "CapPrm:", "CapEff:", "CapAmb:", "CapBnd:" };
+
+	for (size_t k = 0; k < n_keys && k < CD_ARRAY_SIZE(keys); k++) {
+		const char *l = strstr(status_text, keys[k]);
+		unsigned long long v = 1;
+
+		ck_assert_msg(l, "%s missing", keys[k]);
+		ck_assert_int_eq(sscanf(l + strlen(keys[k]), " %llx", &v), 1);
+		ck_assert_msg(v == 0, "%s is %llx", keys[k], v);
+	}
+}
+
+static void assert_caps_zero(const char *status_text)
+{
+	assert_caps_zero_n(status_text, 5);
+}
+
+static void read_fd_all(int fd, char *buf, size_t size)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = 0;
+}
+
+START_TEST(test_caps_dropped)
+{
+	struct cd_linux_plan lp = { .sandboxed = true };
+	struct cd_backend_state *s;
+	char buf[8192];
+	int fd, pfd[2], st;
+	pid_t p;
+
+	s = prepare_ok(&cd_backend_caps, &lp);
+	if (geteuid() != 0) {
+		/* No CAP_SETPCAP: the bounding set stays; no_new_privs makes that harmless. */
+		ck_assert_int_eq(cd_backend_caps.apply(s), 0);
+		ck_assert_int_eq(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), 1);
+		fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		read_fd_all(fd, buf, sizeof(buf));
+		close(fd);
+		assert_caps_zero_n(buf, 4);
+		cd_backend_caps.destroy(s);
+		return;
+	}
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(cd_backend_caps.apply(s), 0);
+
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	read_fd_all(fd, buf, sizeof(buf));
+	close(fd);
+	assert_caps_zero(buf);
+
+	/* And after exec, as uid 0. */
+	ck_assert_int_eq(pipe(pfd), 0);
+	p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		dup2(pfd[1], 1);
+		execl("/bin/cat", "cat", "/proc/self/status", (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	read_fd_all(pfd[0], buf, sizeof(buf));
+	close(pfd[0]);
+	ck_assert_int_eq(waitpid(p, &st, 0), p);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_caps_zero(buf);
+	cd_backend_caps.destroy(s);
+}
+END_TEST
+
+/* In a user namespace (full capabilities there) everything is dropped, bounding set included. */
+START_TEST(test_caps_in_userns)
+{
+	struct cd_linux_plan lp = { .sandboxed = true, .user_ns = true, .mount_ns = true };
+	struct cd_backend_state *ns = prepare_ok(&cd_backend_namespaces, &lp);
+	struct cd_backend_state *caps = prepare_ok(&cd_backend_caps, &lp);
+	char buf[8192];
+	int fd;
+
+	ck_assert_int_eq(cd_backend_namespaces.apply(ns), 0);
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	read_fd_all(fd, buf, sizeof(buf));
+	close(fd);
+	ck_assert_ptr_null(strstr(buf, "CapEff:\t0000000000000000"));
+	ck_assert_int_eq(cd_backend_caps.apply(caps), 0);
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	read_fd_all(fd, buf, sizeof(buf));
+	close(fd);
+	assert_caps_zero(buf);
+	cd_backend_caps.destroy(caps);
+	cd_backend_namespaces.destroy(ns);
+}
+END_TEST
+
+/* ---- namespaces ---- */
+
+struct ns_fixture {
+	char dir[64];
+	char ro[96], rw[128], ro_file[128], mask[96];
+};
+
+static void ns_setup(struct ns_fixture *f)
+{
+	int fd;
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/cordon-ns-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(f->dir));
+	snprintf(f->ro, sizeof(f->ro), "%s/ro", f->dir);
+	snprintf(f->rw, sizeof(f->rw), "%s/ro/rw", f->dir);
+	snprintf(f->ro_file, sizeof(f->ro_file), "%s/ro/file", f->dir);
+	snprintf(f->mask, sizeof(f->mask), "%s/.git", f->dir);
+	ck_assert_int_eq(mkdir(f->ro, 0755), 0);
+	ck_assert_int_eq(mkdir(f->rw, 0755), 0);
+	fd = open(f->ro_file, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+static void ns_cleanup(struct ns_fixture *f)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cleanup of %s failed\n", f->dir);
+}
+
+static int child_checks(const struct ns_fixture *f)
+{
+	char path[160];
+	struct stat st;
+	int fd;
+
+	/* Read-only bind: no new file, no writing to an existing one. */
+	snprintf(path, sizeof(path), "%s/new", f->ro);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd >= 0 || errno != EROFS)
+		return 10;
+	fd = open(f->ro_file, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 || errno != EROFS)
+		return 11;
+	/* Writable bind below it. */
+	snprintf(path, sizeof(path), "%s/new", f->rw);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 12;
+	close(fd);
+	/* The mask is an empty read-only directory. */
+	if (stat(f->mask, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 13;
+	snprintf(path, sizeof(path), "%s/config", f->mask);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd >= 0 || errno != EROFS)
+		return 14;
+	if (mkdir(path, 0755) == 0 || errno != EROFS)
+		return 15;
+	if (rmdir(f->mask) == 0)
+		return 16;
+	/* Outside the carve-outs: writable. */
+	snprintf(path, sizeof(path), "%s/outside", f->dir);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 17;
+	close(fd);
+	return 0;
+}
+
+static void run_ns_test(bool user_ns)
+{
+	struct ns_fixture f;
+	struct cd_mount mounts[3];
+	struct cd_linux_plan lp = { .sandboxed = true,
+				    .mount_ns = true,
+				    .user_ns = user_ns,
+				    .mounts = mounts,
+				    .n_mounts = 3 };
+	struct cd_backend_state *s;
+	char path[160];
+	struct stat st;
+	int st_code, fd;
+	pid_t p;
+
+	if (geteuid() != 0 && !user_ns) {
+		fprintf(stderr, "test-seccomp: not root, skipping\n");
+		return;
+	}
+	ns_setup(&f);
+	mounts[0] = (struct cd_mount){ CD_MOUNT_RO_BIND, f.ro, "test" };
+	mounts[1] = (struct cd_mount){ CD_MOUNT_RW_BIND, f.rw, "test" };
+	mounts[2] = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
+	s = prepare_ok(&cd_backend_namespaces, &lp);
+	ck_assert_ptr_nonnull(s);
+	/* prepare created the mask directory on the host. */
+	ck_assert_int_eq(stat(f.mask, &st), 0);
+
+	p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		int r = cd_backend_namespaces.apply(s);
+
+		if (r < 0) {
+			fprintf(stderr, "apply failed at %s: %s\n",
+				cd_backend_namespaces.last_step(s), strerror(-r));
+			_exit(2);
+		}
+		_exit(child_checks(&f));
+	}
+	ck_assert_int_eq(waitpid(p, &st_code, 0), p);
+	ck_assert_msg(WIFEXITED(st_code) && WEXITSTATUS(st_code) == 0, "child status 0x%x",
+		      st_code);
+
+	/* Nothing leaked to the host: the directory is writable here. */
+	snprintf(path, sizeof(path), "%s/host", f.ro);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+
+	cd_backend_namespaces.finish(s);
+	ck_assert_msg(stat(f.mask, &st) < 0 && errno == ENOENT, "mask not removed");
+	cd_backend_namespaces.destroy(s);
+	ns_cleanup(&f);
+}
+
+START_TEST(test_ns_root)
+{
+	run_ns_test(false);
+}
+END_TEST
+
+START_TEST(test_ns_userns)
+{
+	run_ns_test(true);
+}
+END_TEST
+
+/* A path replaced between prepare and apply is refused. */
+START_TEST(test_ns_swapped_path)
+{
+	struct ns_fixture f;
+	struct cd_mount m;
+	struct cd_linux_plan lp = {
+		.sandboxed = true, .mount_ns = true, .mounts = &m, .n_mounts = 1
+	};
+	struct cd_backend_state *s;
+	char moved[160];
+	int st;
+	pid_t p;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "test-seccomp: not root, skipping\n");
+		return;
+	}
+	ns_setup(&f);
+	m = (struct cd_mount){ CD_MOUNT_RO_BIND, f.ro, "test" };
+	s = prepare_ok(&cd_backend_namespaces, &lp);
+	snprintf(moved, sizeof(moved), "%s/moved", f.dir);
+	ck_assert_int_eq(rename(f.ro, moved), 0);
+	ck_assert_int_eq(mkdir(f.ro, 0755), 0);
+	p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0)
+		_exit(cd_backend_namespaces.apply(s) == -ESTALE ? 0 : 1);
+	ck_assert_int_eq(waitpid(p, &st, 0), p);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cd_backend_namespaces.destroy(s);
+	ns_cleanup(&f);
+}
+END_TEST
+
+/* A mask another run still binds is left in place; one that appeared is refused. */
+START_TEST(test_ns_mask_shared)
+{
+	struct ns_fixture f;
+	struct cd_mount m1, m2;
+	struct cd_linux_plan lp1 = {
+		.sandboxed = true, .mount_ns = true, .mounts = &m1, .n_mounts = 1
+	};
+	struct cd_linux_plan lp2 = {
+		.sandboxed = true, .mount_ns = true, .mounts = &m2, .n_mounts = 1
+	};
+	struct cd_backend_state *s1, *s2 = NULL;
+	char *err = NULL;
+	struct stat st;
+
+	ns_setup(&f);
+	m1 = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
+	s1 = prepare_ok(&cd_backend_namespaces, &lp1);
+	/* Same plan again: the missing name now exists. */
+	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp1, &s2, &err), -EEXIST);
+	ck_assert_ptr_nonnull(strstr(err, "appeared after binding"));
+	free(err);
+	/* A run that bound it after it appeared keeps it alive. */
+	m2 = (struct cd_mount){ CD_MOUNT_RO_BIND, f.mask, "test" };
+	s2 = prepare_ok(&cd_backend_namespaces, &lp2);
+	cd_backend_namespaces.finish(s1);
+	ck_assert_int_eq(stat(f.mask, &st), 0);
+	cd_backend_namespaces.destroy(s2);
+	cd_backend_namespaces.destroy(s1);
+	ck_assert_int_eq(stat(f.mask, &st), 0);
+	ns_cleanup(&f);
+}
+END_TEST
+
+START_TEST(test_ns_destroy_without_finish)
+{
+	struct ns_fixture f;
+	struct cd_mount m;
+	struct cd_linux_plan lp = {
+		.sandboxed = true, .mount_ns = true, .mounts = &m, .n_mounts = 1
+	};
+	struct cd_backend_state *s;
+	struct stat st;
+
+	ns_setup(&f);
+	m = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
+	s = prepare_ok(&cd_backend_namespaces, &lp);
+	ck_assert_int_eq(stat(f.mask, &st), 0);
+	cd_backend_namespaces.destroy(s);
+	ck_assert_msg(stat(f.mask, &st) < 0 && errno == ENOENT, "mask left behind");
+	ns_cleanup(&f);
+}
+END_TEST
+
+START_TEST(test_ns_empty_plan)
+{
+	struct cd_linux_plan lp = { .sandboxed = true };
+	struct cd_backend_state *s = prepare_ok(&cd_backend_namespaces, &lp);
+
+	ck_assert_ptr_null(s);
+	ck_assert_int_eq(cd_backend_namespaces.apply(s), 0);
+	cd_backend_namespaces.finish(s);
+	cd_backend_namespaces.destroy(s);
+}
+END_TEST
+
+START_TEST(test_backends_order)
+{
+	ck_assert_ptr_eq(cd_backends[0], &cd_backend_namespaces);
+	ck_assert_ptr_eq(cd_backends[1], &cd_backend_caps);
+	ck_assert_ptr_eq(cd_backends[2], &cd_backend_landlock);
+	ck_assert_ptr_eq(cd_backends[3], &cd_backend_seccomp);
+	ck_assert_ptr_null(cd_backends[4]);
+}
+END_TEST
+
+static Suite *seccomp_suite(void)
+{
+	Suite *s = suite_create("seccomp");
+	TCase *tc;
+
+	tc = tcase_create("seccomp");
+	tcase_add_loop_test(tc, test_seccomp_call, 0, (int)CD_ARRAY_SIZE(sc_cases));
+	tcase_add_test(tc, test_seccomp_control);
+	tcase_add_test(tc, test_seccomp_x32_killed);
+	tcase_add_test(tc, test_seccomp_i386_killed);
+	tcase_add_test(tc, test_seccomp_disabled_is_noop);
+	tcase_add_test(tc, test_seccomp_program_shape);
+	tcase_add_test(tc, test_seccomp_prepare_time);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("capabilities");
+	tcase_add_test(tc, test_caps_dropped);
+	tcase_add_test(tc, test_caps_in_userns);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("namespaces");
+	tcase_add_test(tc, test_ns_root);
+	tcase_add_test(tc, test_ns_userns);
+	tcase_add_test(tc, test_ns_swapped_path);
+	tcase_add_test(tc, test_ns_mask_shared);
+	tcase_add_test(tc, test_ns_destroy_without_finish);
+	tcase_add_test(tc, test_ns_empty_plan);
+	tcase_add_test(tc, test_backends_order);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(seccomp_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
