@@ -271,8 +271,11 @@ size_t cd_path_depth(const char *p)
 
 bool cd_path_is_beneath(const char *child, const char *parent)
 {
-	if (cd_streq(parent, "/"))
-		return child[0] == '/';
 	size_t n = strlen(parent);
+	/* "/a/" names the same directory as "/a": compare without trailing slashes. */
+	while (n > 0 && parent[n - 1] == '/')
+		n--;
+	if (n == 0)
+		return child[0] == '/';
 	return strncmp(child, parent, n) == 0 && (child[n] == '\0' || child[n] == '/');
 }
