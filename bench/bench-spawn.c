@@ -1,2 +1,305 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder */
+/*
+ * bench-spawn: what does wrapping a command in cordon cost?
+ *
+ * Times the spawn-to-exit latency of /bin/true plain, under cordon's three
+ * built-in profiles and, when it is installed, under bubblewrap as the
+ * baseline of the same kind of tool. The configurations are interleaved
+ * round-robin, one run of each per round, so that a burst of machine noise
+ * lands on all of them alike instead of skewing whichever ran during it.
+ *
+ * Usage: bench-spawn CORDON POLICYDIR     (BENCH_N overrides the run count)
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WARMUP 20
+#define DEFAULT_N 300
+#define MAX_ARGS 24
+
+extern char **environ;
+
+struct config {
+	const char *name;
+	char *argv[MAX_ARGS];
+	bool enabled;
+	double *samples; /* milliseconds */
+	size_t n;
+};
+
+static int devnull_fd = -1;
+
+/* Spawn argv with stdin/stdout from /dev/null and stderr to errfd (or
+ * /dev/null); wait for it. Returns the wait status, or -errno. */
+static int run_once(char *const argv[], int errfd)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int r, status;
+
+	r = posix_spawn_file_actions_init(&fa);
+	if (r != 0)
+		return -r;
+	r = posix_spawn_file_actions_adddup2(&fa, devnull_fd, STDIN_FILENO);
+	if (r == 0)
+		r = posix_spawn_file_actions_adddup2(&fa, devnull_fd, STDOUT_FILENO);
+	if (r == 0)
+		r = posix_spawn_file_actions_adddup2(&fa, errfd >= 0 ? errfd : devnull_fd,
+						     STDERR_FILENO);
+	if (r == 0)
+		r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r != 0)
+		return -r;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return status;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Run a configuration once outside the timing and say why it cannot be
+ * benchmarked, if it cannot: timing a command that fails measures nothing. */
+static bool preflight(struct config *c)
+{
+	char line[512] = "";
+	FILE *err = tmpfile();
+	int status;
+
+	status = run_once(c->argv, err ? fileno(err) : -1);
+	if (status == 0) {
+		if (err)
+			fclose(err);
+		return true;
+	}
+	if (err) {
+		rewind(err);
+		if (!fgets(line, sizeof(line), err))
+			line[0] = '\0';
+		line[strcspn(line, "\n")] = '\0';
+		fclose(err);
+	}
+	if (status < 0)
+		printf("skipped %s: cannot spawn %s: %s\n", c->name, c->argv[0],
+		       strerror(-status));
+	else if (WIFEXITED(status))
+		printf("skipped %s: exit status %d%s%s\n", c->name, WEXITSTATUS(status),
+		       line[0] ? ": " : "", line);
+	else
+		printf("skipped %s: killed by signal %d\n", c->name, WTERMSIG(status));
+	return false;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double percentile(const double *v, size_t n, unsigned pct)
+{
+	size_t rank = (n * pct + 99) / 100;
+
+	return v[rank ? rank - 1 : 0];
+}
+
+/* An executable named prog in $PATH, written into buf; false if none. */
+static bool find_in_path(const char *prog, char *buf, size_t size)
+{
+	const char *path = getenv("PATH");
+	const char *p, *end;
+
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p; p = *end ? end + 1 : end) {
+		int len;
+
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		len = snprintf(buf, size, "%.*s/%s", (int)(end - p), p, prog);
+		if (len > 0 && (size_t)len < size && end > p && access(buf, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	if (remove(path) < 0)
+		fprintf(stderr, "bench-spawn: cannot remove %s: %s\n", path, strerror(errno));
+	return 0;
+}
+
+static unsigned long parse_n(void)
+{
+	const char *s = getenv("BENCH_N");
+	unsigned long n;
+	char *end;
+
+	if (!s || !*s)
+		return DEFAULT_N;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || *end || n == 0 || n > 1000000) {
+		fprintf(stderr, "bench-spawn: BENCH_N must be a positive integer, not \"%s\"\n", s);
+		exit(2);
+	}
+	return n;
+}
+
+static void set_argv(struct config *c, const char *name, char *const *args)
+{
+	size_t i;
+
+	c->name = name;
+	for (i = 0; args[i] && i < MAX_ARGS - 1; i++)
+		c->argv[i] = args[i];
+	c->argv[i] = NULL;
+	c->enabled = true;
+}
+
+int main(int argc, char **argv)
+{
+	char ws_template[PATH_MAX], bwrap[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+	struct config cfg[6];
+	size_t n_cfg = 0, i, round;
+	unsigned long n;
+	char *cordon, *ws;
+	bool have_bwrap;
+	double base = 0;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s CORDON POLICYDIR\n", argv[0]);
+		return 2;
+	}
+	cordon = argv[1];
+	if (setenv("CORDON_POLICY_PATH", argv[2], 1) < 0) {
+		perror("bench-spawn: setenv");
+		return 1;
+	}
+	n = parse_n();
+
+	devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull_fd < 0) {
+		perror("bench-spawn: /dev/null");
+		return 1;
+	}
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	snprintf(ws_template, sizeof(ws_template), "%s/cordon-bench-XXXXXX", tmp);
+	ws = mkdtemp(ws_template);
+	if (!ws) {
+		perror("bench-spawn: mkdtemp");
+		return 1;
+	}
+
+	memset(cfg, 0, sizeof(cfg));
+	set_argv(&cfg[n_cfg++], "plain /bin/true", (char *[]){ "/bin/true", NULL });
+	set_argv(&cfg[n_cfg++], "cordon workspace-write",
+		 (char *[]){ cordon, "run", "--profile", "workspace-write", "--workspace-root", ws,
+			     "--cwd", ws, "--", "/bin/true", NULL });
+	set_argv(&cfg[n_cfg++], "cordon read-only",
+		 (char *[]){ cordon, "run", "--profile", "read-only", "--", "/bin/true", NULL });
+	set_argv(&cfg[n_cfg++], "cordon full-access",
+		 (char *[]){ cordon, "run", "--profile", "full-access", "--", "/bin/true", NULL });
+	have_bwrap = find_in_path("bwrap", bwrap, sizeof(bwrap));
+	if (have_bwrap) {
+		set_argv(&cfg[n_cfg++], "bwrap --unshare-all (ro /)",
+			 (char *[]){ bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
+				     "/proc", "--unshare-all", "--die-with-parent", "/bin/true",
+				     NULL });
+		set_argv(&cfg[n_cfg++], "bwrap user+pid (rw ws)",
+			 (char *[]){ bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--bind", ws,
+				     ws, "--unshare-user", "--unshare-pid", "--die-with-parent",
+				     "/bin/true", NULL });
+	}
+
+	printf("bench-spawn: %lu timed runs per configuration after %d warm-up runs, "
+	       "interleaved round-robin\n", n, WARMUP);
+	if (!have_bwrap)
+		printf("bwrap not installed: skipping the bubblewrap baselines "
+		       "(apt-get install bubblewrap)\n");
+
+	for (i = 0; i < n_cfg; i++) {
+		cfg[i].enabled = preflight(&cfg[i]);
+		if (!cfg[i].enabled)
+			continue;
+		cfg[i].samples = calloc(n, sizeof(double));
+		if (!cfg[i].samples) {
+			perror("bench-spawn: calloc");
+			return 1;
+		}
+	}
+	if (!cfg[0].enabled) {
+		fprintf(stderr, "bench-spawn: /bin/true itself does not run\n");
+		return 1;
+	}
+
+	for (round = 0; round < WARMUP + n; round++) {
+		for (i = 0; i < n_cfg; i++) {
+			double t0, t1;
+			int status;
+
+			if (!cfg[i].enabled)
+				continue;
+			t0 = now_ms();
+			status = run_once(cfg[i].argv, -1);
+			t1 = now_ms();
+			if (status != 0) {
+				printf("skipped %s: run %zu failed (status %d)\n", cfg[i].name,
+				       round, status);
+				cfg[i].enabled = false;
+				continue;
+			}
+			if (round >= WARMUP)
+				cfg[i].samples[cfg[i].n++] = t1 - t0;
+		}
+	}
+
+	printf("\n%-28s %10s %10s %12s %8s\n", "config", "median ms", "p90 ms", "added ms",
+	       "ratio");
+	for (i = 0; i < n_cfg; i++) {
+		double med, p90;
+
+		if (!cfg[i].enabled || cfg[i].n == 0) {
+			printf("%-28s %10s\n", cfg[i].name, "-");
+			continue;
+		}
+		qsort(cfg[i].samples, cfg[i].n, sizeof(double), cmp_double);
+		med = percentile(cfg[i].samples, cfg[i].n, 50);
+		p90 = percentile(cfg[i].samples, cfg[i].n, 90);
+		if (i == 0)
+			base = med;
+		printf("%-28s %10.3f %10.3f %12.3f %7.1fx\n", cfg[i].name, med, p90, med - base,
+		       base > 0 ? med / base : 0.0);
+	}
+
+	for (i = 0; i < n_cfg; i++)
+		free(cfg[i].samples);
+	if (nftw(ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		fprintf(stderr, "bench-spawn: cannot clean up %s: %s\n", ws, strerror(errno));
+	return 0;
+}
