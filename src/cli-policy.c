@@ -1,2 +1,361 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli-policy.h"
+#include "sandbox/backend.h"
+
+#define PROFILE_MAX_BYTES (1024 * 1024)
+#define DEFAULT_PROFILE	  "read-only"
+
+const char cd_cli_policy_help[] =
+	"Policy options:\n"
+	"  --profile NAME|FILE     profile name (NAME.json in $CORDON_POLICY_PATH,\n"
+	"                          " CD_SYSCONF_POLICYDIR ", " CD_POLICYDIR ")\n"
+	"                          or a policy file; default: read-only\n"
+	"  --workspace-root DIR    what :workspace_roots binds to (repeatable)\n"
+	"  --cwd DIR               the command's working directory (default: current)\n"
+	"  --allow-read PATH       add a read entry (absolute or :root, :minimal,\n"
+	"                          :workspace_roots[/SUB], :tmpdir, :slash_tmp)\n"
+	"  --allow-write PATH      add a write entry\n"
+	"  --deny PATH             add a deny entry\n"
+	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
+	"  --allow-degraded=FEATURE  explicit opt-down; FEATURE: protected-metadata\n"
+	"  --min-landlock-abi N    refuse when the kernel's Landlock ABI is below N (default 1)\n";
+
+void cd_cli_policy_init(struct cd_cli_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->network = -1;
+	p->lopts.min_landlock_abi = 1;
+}
+
+void cd_cli_policy_done(struct cd_cli_policy *p)
+{
+	free(p->roots);
+	free(p->extra);
+	memset(p, 0, sizeof(*p));
+}
+
+int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const char *arg)
+{
+	switch (id) {
+	case CD_OPT_PROFILE:
+		if (!*arg) {
+			cd_cli_usage_error(cmd, "--profile needs a name or a file");
+			return -1;
+		}
+		p->profile = arg;
+		return 0;
+	case CD_OPT_WORKSPACE_ROOT:
+		if (!*arg) {
+			cd_cli_usage_error(cmd, "--workspace-root needs a directory");
+			return -1;
+		}
+		p->roots = cd_xreallocarray(p->roots, p->n_roots + 1, sizeof(*p->roots));
+		p->roots[p->n_roots++] = arg;
+		return 0;
+	case CD_OPT_CWD:
+		if (!*arg) {
+			cd_cli_usage_error(cmd, "--cwd needs a directory");
+			return -1;
+		}
+		p->cwd = arg;
+		return 0;
+	case CD_OPT_ALLOW_READ:
+	case CD_OPT_ALLOW_WRITE:
+	case CD_OPT_DENY:
+		p->extra = cd_xreallocarray(p->extra, p->n_extra + 1, sizeof(*p->extra));
+		p->extra[p->n_extra].access = id == CD_OPT_ALLOW_READ	 ? CD_ACCESS_READ
+					      : id == CD_OPT_ALLOW_WRITE ? CD_ACCESS_WRITE
+									 : CD_ACCESS_DENY;
+		p->extra[p->n_extra++].arg = arg;
+		return 0;
+	case CD_OPT_NETWORK: {
+		int n = cd_network_from_name(arg);
+		if (n < 0) {
+			cd_cli_usage_error(
+				cmd,
+				"--network: unknown mode '%s' (restricted, managed or enabled)",
+				arg);
+			return -1;
+		}
+		p->network = n;
+		return 0;
+	}
+	case CD_OPT_ALLOW_DEGRADED:
+		if (cd_streq(arg, "protected-metadata")) {
+			p->lopts.degraded |= CD_DEGRADE_PROTECTED_METADATA;
+			return 0;
+		}
+		cd_cli_usage_error(
+			cmd, "--allow-degraded: unknown feature '%s' (only protected-metadata)",
+			arg);
+		return -1;
+	case CD_OPT_MIN_LANDLOCK_ABI: {
+		uint64_t v;
+		if (cd_parse_u64(arg, &v) < 0 || v > UINT_MAX) {
+			cd_cli_usage_error(cmd, "--min-landlock-abi: '%s' is not a number", arg);
+			return -1;
+		}
+		p->lopts.min_landlock_abi = (unsigned)v;
+		return 0;
+	}
+	default:
+		cd_cli_usage_error(cmd, "internal error: unhandled option %d", id);
+		return -1;
+	}
+}
+
+void cd_cli_bound_done(struct cd_cli_bound *b)
+{
+	cd_linux_plan_free(b->lp);
+	cd_plan_free(b->plan);
+	cd_profile_free(b->profile);
+	free(b->profile_path);
+	free(b->cwd);
+	free(b->refusal);
+	memset(b, 0, sizeof(*b));
+}
+
+static int refuse(struct cd_cli_bound *b, char *msg)
+{
+	free(b->refusal);
+	b->refusal = msg;
+	return CD_BIND_REFUSED;
+}
+
+static bool is_file_arg(const char *s)
+{
+	size_t n = strlen(s);
+	return strchr(s, '/') || (n >= 5 && cd_streq(s + n - 5, ".json"));
+}
+
+/* Try dir/NAME.json. 0 found, -ENOENT not there, other -errno with a refusal set. */
+static int try_profile_dir(struct cd_cli_bound *b, const char *dir, const char *name, char **text,
+			   size_t *len)
+{
+	char *path = cd_xasprintf("%s/%s.json", dir, name);
+	int r = cd_cli_read_file(path, PROFILE_MAX_BYTES, text, len);
+	if (r == -ENOENT || r == -ENOTDIR) {
+		free(path);
+		return -ENOENT;
+	}
+	b->profile_path = path;
+	if (r == -EFBIG)
+		refuse(b, cd_xasprintf("profile '%s': file is larger than 1 MiB", path));
+	else if (r < 0)
+		refuse(b, cd_xasprintf("cannot read profile '%s': %s", path, strerror(-r)));
+	return r;
+}
+
+static int load_profile(struct cd_cli_bound *b, const char *arg)
+{
+	cleanup_free char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	b->profile_name = arg;
+	if (is_file_arg(arg)) {
+		b->profile_path = cd_xstrdup(arg);
+		r = cd_cli_read_file(arg, PROFILE_MAX_BYTES, &text, &len);
+		if (r == -EFBIG)
+			return refuse(b,
+				      cd_xasprintf("profile '%s': file is larger than 1 MiB", arg));
+		if (r < 0)
+			return refuse(
+				b, cd_xasprintf("cannot read profile '%s': %s", arg, strerror(-r)));
+	} else {
+		if (arg[0] == '.' || !*arg)
+			return refuse(b, cd_xasprintf("no such profile '%s'", arg));
+		struct cd_strbuf searched = { 0 };
+		r = -ENOENT;
+		const char *env = getenv("CORDON_POLICY_PATH");
+		for (const char *p = env; p && *p && r == -ENOENT;) {
+			const char *end = strchr(p, ':');
+			size_t n = end ? (size_t)(end - p) : strlen(p);
+			if (n > 0) {
+				cleanup_free char *dir = cd_xstrndup(p, n);
+				r = try_profile_dir(b, dir, arg, &text, &len);
+				cd_strbuf_printf(&searched, "%s%s", searched.len ? ", " : "", dir);
+			}
+			p = end ? end + 1 : p + n;
+		}
+		static const char *const dirs[] = { CD_SYSCONF_POLICYDIR, CD_POLICYDIR };
+		for (size_t i = 0; i < CD_ARRAY_SIZE(dirs) && r == -ENOENT; i++) {
+			r = try_profile_dir(b, dirs[i], arg, &text, &len);
+			cd_strbuf_printf(&searched, "%s%s", searched.len ? ", " : "", dirs[i]);
+		}
+		if (r == -ENOENT) {
+			char *msg =
+				cd_xasprintf("no such profile '%s' (searched %s); give a policy "
+					     "file path or install %s.json in one of these",
+					     arg, searched.buf ? searched.buf : "nothing", arg);
+			cd_strbuf_done(&searched);
+			return refuse(b, msg);
+		}
+		cd_strbuf_done(&searched);
+		if (r < 0)
+			return CD_BIND_REFUSED;
+	}
+
+	struct cd_parse_error perr = { 0 };
+	r = cd_profile_parse_file_text(text, len, b->profile_path, &b->profile, &perr);
+	if (r < 0) {
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, b->profile_path);
+		if (perr.line)
+			cd_strbuf_printf(&sb, ":%u:%u", perr.line, perr.col);
+		cd_strbuf_printf(&sb, ": error: %s", perr.msg ? perr.msg : strerror(-r));
+		if (perr.path && *perr.path)
+			cd_strbuf_printf(&sb, " (at %s)", perr.path);
+		cd_parse_error_done(&perr);
+		return refuse(b, cd_strbuf_steal(&sb));
+	}
+	return CD_BIND_OK;
+}
+
+/*
+ * Make path absolute against base and remove ".", ".." and repeated
+ * slashes lexically, as a shell's `cd` does; symlinks are left to the
+ * binding, which decides whether following them is safe.
+ */
+static char *absolute_normal(const char *base, const char *path)
+{
+	cleanup_free char *joined = path[0] == '/' ? cd_xstrdup(path) : cd_path_join(base, path);
+	char *out = cd_xmalloc(strlen(joined) + 2);
+	size_t len = 0;
+	for (const char *p = joined; *p;) {
+		while (*p == '/')
+			p++;
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n == 0)
+			break;
+		if (n == 1 && p[0] == '.') {
+			/* skip */
+		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
+			while (len > 0 && out[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--;
+		} else {
+			out[len++] = '/';
+			memcpy(out + len, p, n);
+			len += n;
+		}
+		p += n;
+	}
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = '\0';
+	return out;
+}
+
+static char *current_dir(void)
+{
+	char buf[PATH_MAX];
+	if (getcwd(buf, sizeof(buf)))
+		return cd_xstrdup(buf);
+	return NULL;
+}
+
+int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd_cli_bound *b)
+{
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	r = load_profile(b, p->profile ? p->profile : DEFAULT_PROFILE);
+	if (r < 0)
+		return r;
+	struct cd_profile *prof = b->profile;
+
+	if (p->n_extra > 0 && (prof->type != CD_PROFILE_MANAGED || prof->fs_unrestricted)) {
+		cd_cli_usage_error(cmd,
+				   "--allow-read, --allow-write and --deny need a managed profile "
+				   "with a restricted file system ('%s' is %s%s)",
+				   b->profile_name, cd_profile_type_name(prof->type),
+				   prof->fs_unrestricted ? " with an unrestricted file system"
+							 : "");
+		return CD_BIND_USAGE;
+	}
+	for (size_t i = 0; i < p->n_extra; i++) {
+		struct cd_fs_entry e;
+		const char *why = NULL;
+		memset(&e, 0, sizeof(e));
+		if (cd_entry_from_cli(p->extra[i].arg, p->extra[i].access, &e, &why) < 0) {
+			cd_cli_usage_error(cmd, "--%s '%s': %s",
+					   p->extra[i].access == CD_ACCESS_READ	   ? "allow-read"
+					   : p->extra[i].access == CD_ACCESS_WRITE ? "allow-write"
+										   : "deny",
+					   p->extra[i].arg, why ? why : "invalid path");
+			return CD_BIND_USAGE;
+		}
+		cd_profile_add_entry(prof, &e);
+		cd_fs_entry_done(&e);
+	}
+	if (p->network >= 0) {
+		if (prof->type == CD_PROFILE_DISABLED && p->network != CD_NET_ENABLED) {
+			cd_cli_usage_error(cmd,
+					   "--network %s needs a managed or external profile ('%s' "
+					   "disables the sandbox)",
+					   cd_network_name(p->network), b->profile_name);
+			return CD_BIND_USAGE;
+		}
+		prof->network = (enum cd_network)p->network;
+	}
+
+	cleanup_free char *here = current_dir();
+	if (!here)
+		return refuse(b, cd_xasprintf("cannot determine the current directory: %s",
+					      strerror(errno)));
+	if (p->cwd) {
+		b->cwd = absolute_normal(here, p->cwd);
+		struct stat st;
+		if (stat(b->cwd, &st) < 0)
+			return refuse(b, cd_xasprintf("--cwd '%s': %s", p->cwd, strerror(errno)));
+		if (!S_ISDIR(st.st_mode))
+			return refuse(b, cd_xasprintf("--cwd '%s': %s", p->cwd, strerror(ENOTDIR)));
+	} else {
+		b->cwd = cd_steal_pointer(&here);
+	}
+
+	char **roots = cd_xcalloc(p->n_roots + 1, sizeof(*roots));
+	for (size_t i = 0; i < p->n_roots; i++)
+		roots[i] = absolute_normal(b->cwd, p->roots[i]);
+	const char *tmpdir = getenv("TMPDIR");
+	struct cd_bind_input in = {
+		.cwd = b->cwd,
+		.workspace_roots = (const char *const *)roots,
+		.n_workspace_roots = p->n_roots,
+		.tmpdir = tmpdir && *tmpdir ? tmpdir : NULL,
+		.minimal_paths = NULL,
+		.ops = &cd_fs_ops_host,
+	};
+	char *reterr = NULL;
+	r = cd_plan_build(prof, &in, &b->plan, &reterr);
+	cd_strv_free(roots);
+	if (r < 0)
+		return refuse(b,
+			      reterr ? reterr : cd_xasprintf("binding failed: %s", strerror(-r)));
+	free(reterr);
+
+	/* A disabled profile needs no host facts: spare the probe on that path. */
+	if (prof->type != CD_PROFILE_DISABLED) {
+		cd_linux_probe_host(CD_PROBE_ALL, &b->host);
+		b->probed = true;
+	}
+	reterr = NULL;
+	r = cd_linux_plan_build(b->plan, &b->host, &p->lopts, &b->lp, &reterr);
+	if (r < 0)
+		return refuse(b, reterr ? reterr
+					: cd_xasprintf("cannot build the Linux sandbox: %s",
+						       strerror(-r)));
+	free(reterr);
+	return CD_BIND_OK;
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * POLICY OPTIONS shared by `cordon run` and `cordon explain`: option
+ * parsing, profile lookup and loading, CLI entries, binding (cd_plan_build
+ * over the host file system), the host probe and the Linux wrapper plan.
+ */
+
+#include <stdbool.h>
+
+#include "cli.h"
+#include "core/linux-plan.h"
+#include "core/plan.h"
+#include "core/profile.h"
+
+/* Option ids of the POLICY OPTIONS (the subcommands use ids below 100). */
+enum {
+	CD_OPT_PROFILE = 100,
+	CD_OPT_WORKSPACE_ROOT,
+	CD_OPT_CWD,
+	CD_OPT_ALLOW_READ,
+	CD_OPT_ALLOW_WRITE,
+	CD_OPT_DENY,
+	CD_OPT_NETWORK,
+	CD_OPT_ALLOW_DEGRADED,
+	CD_OPT_MIN_LANDLOCK_ABI,
+};
+
+/* Table rows to splice into a subcommand's option table. */
+/* clang-format off */
+#define CD_CLI_POLICY_OPTIONS \
+	{ "profile", 0, true, CD_OPT_PROFILE }, \
+	{ "workspace-root", 0, true, CD_OPT_WORKSPACE_ROOT }, \
+	{ "cwd", 0, true, CD_OPT_CWD }, \
+	{ "allow-read", 0, true, CD_OPT_ALLOW_READ }, \
+	{ "allow-write", 0, true, CD_OPT_ALLOW_WRITE }, \
+	{ "deny", 0, true, CD_OPT_DENY }, \
+	{ "network", 0, true, CD_OPT_NETWORK }, \
+	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED }, \
+	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI }
+/* clang-format on */
+
+/* Help text for the POLICY OPTIONS, for the subcommands' --help. */
+extern const char cd_cli_policy_help[];
+
+struct cd_cli_extra {
+	enum cd_access access;
+	const char *arg; /* borrowed from argv */
+};
+
+struct cd_cli_policy {
+	const char *profile; /* borrowed; NULL = read-only */
+	const char **roots;  /* owned array of borrowed strings */
+	size_t n_roots;
+	const char *cwd;	    /* borrowed; NULL = the current directory */
+	struct cd_cli_extra *extra; /* owned array */
+	size_t n_extra;
+	int network; /* enum cd_network, or -1 for the profile's */
+	struct cd_linux_opts lopts;
+};
+
+void cd_cli_policy_init(struct cd_cli_policy *p);
+void cd_cli_policy_done(struct cd_cli_policy *p);
+
+/*
+ * Handle one POLICY OPTION (id >= CD_OPT_PROFILE) with its argument.
+ * Returns 0, or -1 after printing a usage error for cmd.
+ */
+int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const char *arg);
+
+/* Everything the pipeline produced, as far as it got. All owned. */
+struct cd_cli_bound {
+	char *profile_path;	  /* the file the profile came from */
+	const char *profile_name; /* borrowed: the --profile argument or "read-only" */
+	struct cd_profile *profile;
+	char *cwd; /* absolute cwd handed to the binding */
+	struct cd_plan *plan;
+	bool probed;
+	struct cd_linux_host host;
+	struct cd_linux_plan *lp;
+	char *refusal; /* one line, set when refused (exit 125) */
+};
+
+enum {
+	CD_BIND_OK = 0,
+	CD_BIND_USAGE = -1,   /* usage error printed; exit 2 */
+	CD_BIND_REFUSED = -2, /* b->refusal set; exit 125 */
+};
+
+/*
+ * Run the pipeline: find and parse the profile, apply the CLI entries and
+ * network override, bind, probe the host and build the Linux wrapper plan.
+ * Returns CD_BIND_OK, CD_BIND_USAGE or CD_BIND_REFUSED; on refusal the
+ * fields reached so far stay filled (explain shows them). Free with
+ * cd_cli_bound_done in any case.
+ */
+int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd_cli_bound *b);
+void cd_cli_bound_done(struct cd_cli_bound *b);

@@ -1,2 +1,394 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder */
+#include "config.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "cli-policy.h"
+#include "shared/log.h"
+#include "spawn.h"
+
+enum {
+	OPT_HELP = 1,
+	OPT_BACKEND,
+	OPT_JSON,
+};
+
+static const struct cd_cli_opt explain_opts[] = {
+	{ "help", 'h', false, OPT_HELP },
+	{ "backend", 0, true, OPT_BACKEND },
+	{ "json", 0, false, OPT_JSON },
+	CD_CLI_POLICY_OPTIONS,
+	{ NULL, 0, false, 0 },
+};
+
+static void explain_help(void)
+{
+	printf("Usage: cordon explain [POLICY OPTIONS] [--backend linux] [--json]\n"
+	       "\n"
+	       "Show the bound policy (every path with its access, type and reason) and the\n"
+	       "wrapper the backend would build: Landlock rules, seccomp rules, namespaces,\n"
+	       "mounts and degradations. Exit status 125 when the plan would be refused.\n"
+	       "\n"
+	       "%s"
+	       "\n"
+	       "Explain options:\n"
+	       "  --backend linux         the backend to explain (only linux is built)\n"
+	       "  --json                  one JSON object instead of text\n"
+	       "  -h, --help              show this help\n",
+	       cd_cli_policy_help);
+}
+
+static char *sc_condition(const struct cd_sc_rule *r)
+{
+	switch (r->cmp) {
+	case CD_SC_ALWAYS:
+		return cd_xstrdup("always");
+	case CD_SC_ARG_MASKED_EQ:
+		return cd_xasprintf("(arg%u & 0x%" PRIx64 ") == 0x%" PRIx64, r->arg, r->mask,
+				    r->value);
+	case CD_SC_ARG_NE:
+		return cd_xasprintf("arg%u != %" PRIu64, r->arg, r->value);
+	case CD_SC_ARG_NOT_IN2:
+		return cd_xasprintf("arg%u not in {%" PRIu64 ", %" PRIu64 "}", r->arg, r->value,
+				    r->value2);
+	case CD_SC_ARG_MASKED_ANY:
+		return cd_xasprintf("(arg%u & 0x%" PRIx64 ") != 0", r->arg, r->mask);
+	case CD_SC_CMP_COUNT:
+		break;
+	}
+	return cd_xstrdup("?");
+}
+
+static const char *action_name(enum cd_sc_action a)
+{
+	const char *n = cd_sc_action_name(a);
+	return n ? n : "?";
+}
+
+static bool sc_rule_applies(const struct cd_linux_plan *lp, const struct cd_sc_rule *r)
+{
+	return lp->seccomp && (r->when & lp->sc_when);
+}
+
+/* ---- text ---- */
+
+static void print_text(const struct cd_cli_bound *b)
+{
+	const struct cd_profile *prof = b->profile;
+	const struct cd_plan *plan = b->plan;
+	const struct cd_linux_plan *lp = b->lp;
+
+	if (prof) {
+		printf("Profile: %s\n", b->profile_name);
+		printf("  origin:  %s\n", prof->origin ? prof->origin : b->profile_path);
+		if (prof->description)
+			printf("  about:   %s\n", prof->description);
+		printf("  type:    %s%s\n", cd_profile_type_name(prof->type),
+		       prof->type == CD_PROFILE_MANAGED && prof->fs_unrestricted
+			       ? " (file system unrestricted)"
+			       : "");
+		printf("  network: %s\n", cd_network_name(plan ? plan->network : prof->network));
+	}
+	if (plan) {
+		printf("  cwd:     %s\n", plan->cwd ? plan->cwd : b->cwd);
+		printf("\nPaths (the most specific path wins; anything not listed is denied):\n");
+		if (plan->fs_unrestricted)
+			printf("  (file system unrestricted: every path is writable)\n");
+		size_t wp = 4, wt = 4;
+		for (size_t i = 0; i < plan->n_paths; i++) {
+			size_t n = strlen(plan->paths[i].path);
+			wp = n > wp ? n : wp;
+			n = strlen(cd_file_type_name(plan->paths[i].type));
+			wt = n > wt ? n : wt;
+		}
+		for (size_t i = 0; i < plan->n_paths; i++) {
+			const struct cd_plan_path *pp = &plan->paths[i];
+			printf("  %-5s  %-*s  %-*s  %s%s\n", cd_access_name(pp->access), (int)wt,
+			       cd_file_type_name(pp->type), (int)wp, pp->path,
+			       pp->why ? pp->why : "", pp->carve_out ? " [carve-out]" : "");
+		}
+		bool any = plan->notes && plan->notes[0];
+		if (any) {
+			printf("\nNotes:\n");
+			for (char **n = plan->notes; *n; n++)
+				printf("  - %s\n", *n);
+		}
+	}
+
+	if (b->probed || lp)
+		printf("\nLinux wrapper:\n");
+	if (b->probed)
+		printf("  host: Landlock ABI %u, seccomp %s, user namespaces %s, root %s\n",
+		       b->host.landlock_abi, b->host.seccomp ? "yes" : "no",
+		       b->host.userns ? "yes" : "no", b->host.is_root ? "yes" : "no");
+	if (lp) {
+		if (!lp->sandboxed) {
+			printf("  not sandboxed: the profile disables the sandbox\n");
+		} else {
+			if (lp->landlock) {
+				cleanup_free char *fs = cd_ll_fs_rights_names(lp->ll_handled_fs);
+				cleanup_free char *net = cd_ll_net_rights_names(lp->ll_handled_net);
+				cleanup_free char *sc = cd_ll_scopes_names(lp->ll_scoped);
+				printf("  Landlock ABI %u\n", lp->landlock_abi);
+				printf("    handled fs:  %s\n", *fs ? fs : "(none)");
+				printf("    handled net: %s\n", *net ? net : "(none)");
+				printf("    scoped:      %s\n", *sc ? sc : "(none)");
+				printf("    rules (%zu):\n", lp->n_ll_rules);
+				for (size_t i = 0; i < lp->n_ll_rules; i++) {
+					cleanup_free char *rr =
+						cd_ll_fs_rights_names(lp->ll_rules[i].allowed);
+					printf("      %s%s: %s\n", lp->ll_rules[i].path,
+					       lp->ll_rules[i].is_dir ? "" : " (file)", rr);
+				}
+			} else {
+				printf("  Landlock: not used (the file system is unrestricted)\n");
+			}
+			if (lp->seccomp) {
+				size_t n = 0, w = 7;
+				for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
+					if (sc_rule_applies(lp, r)) {
+						n++;
+						w = strlen(r->syscall) > w ? strlen(r->syscall) : w;
+					}
+				printf("  seccomp: %zu rules\n", n);
+				for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++) {
+					if (!sc_rule_applies(lp, r))
+						continue;
+					cleanup_free char *cond = sc_condition(r);
+					printf("    %-*s  %-6s  %s  (%s)\n", (int)w, r->syscall,
+					       action_name(r->action), cond, r->why ? r->why : "");
+				}
+			} else {
+				printf("  seccomp: not used\n");
+			}
+			printf("  namespaces: %s\n", lp->user_ns && lp->mount_ns ? "user, mount"
+						     : lp->mount_ns		 ? "mount"
+						     : lp->user_ns		 ? "user"
+										 : "none");
+			if (lp->n_mounts) {
+				printf("  mounts:\n");
+				for (size_t i = 0; i < lp->n_mounts; i++)
+					printf("    %-9s %s  (%s)\n",
+					       cd_mount_op_name(lp->mounts[i].op),
+					       lp->mounts[i].path,
+					       lp->mounts[i].why ? lp->mounts[i].why : "");
+			}
+		}
+		printf("  degraded: %s\n", lp->degraded && lp->degraded[0] ? "" : "none");
+		for (char **d = lp->degraded; d && *d; d++)
+			printf("    - %s\n", *d);
+		for (char **n = lp->notes; n && *n; n++)
+			printf("  note: %s\n", *n);
+	}
+	if (b->refusal)
+		printf("%sRefused: %s\n", prof ? "\n" : "", b->refusal);
+}
+
+/* ---- JSON ---- */
+
+static json_t *strv_json(char **v)
+{
+	json_t *a = json_array();
+	for (char **s = v; s && *s; s++)
+		json_array_append_new(a, json_string(*s));
+	return a;
+}
+
+/* "a b c" -> ["a", "b", "c"] (takes s). */
+static json_t *words_json(char *s)
+{
+	json_t *a = json_array();
+	char *save = NULL;
+	for (char *w = strtok_r(s, " ", &save); w; w = strtok_r(NULL, " ", &save))
+		json_array_append_new(a, json_string(w));
+	free(s);
+	return a;
+}
+
+static json_t *linux_json(const struct cd_linux_plan *lp)
+{
+	json_t *l = json_object();
+	json_object_set_new(l, "sandboxed", json_boolean(lp->sandboxed));
+
+	json_t *ll = json_object();
+	json_object_set_new(ll, "enabled", json_boolean(lp->landlock));
+	json_object_set_new(ll, "abi", json_integer(lp->landlock_abi));
+	json_object_set_new(ll, "handled_fs", words_json(cd_ll_fs_rights_names(lp->ll_handled_fs)));
+	json_object_set_new(ll, "handled_net",
+			    words_json(cd_ll_net_rights_names(lp->ll_handled_net)));
+	json_object_set_new(ll, "scoped", words_json(cd_ll_scopes_names(lp->ll_scoped)));
+	json_t *rules = json_array();
+	for (size_t i = 0; i < lp->n_ll_rules; i++) {
+		json_t *r = json_object();
+		json_object_set_new(r, "path", json_string(lp->ll_rules[i].path));
+		json_object_set_new(r, "is_dir", json_boolean(lp->ll_rules[i].is_dir));
+		json_object_set_new(r, "rights",
+				    words_json(cd_ll_fs_rights_names(lp->ll_rules[i].allowed)));
+		json_array_append_new(rules, r);
+	}
+	json_object_set_new(ll, "rules", rules);
+	json_object_set_new(l, "landlock", ll);
+
+	json_t *sc = json_object();
+	json_object_set_new(sc, "enabled", json_boolean(lp->seccomp));
+	json_t *scr = json_array();
+	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++) {
+		if (!sc_rule_applies(lp, r))
+			continue;
+		cleanup_free char *cond = sc_condition(r);
+		json_t *o = json_object();
+		json_object_set_new(o, "syscall", json_string(r->syscall));
+		json_object_set_new(o, "action", json_string(action_name(r->action)));
+		json_object_set_new(o, "condition", json_string(cond));
+		json_object_set_new(o, "why", json_string(r->why ? r->why : ""));
+		json_array_append_new(scr, o);
+	}
+	json_object_set_new(sc, "rules", scr);
+	json_object_set_new(l, "seccomp", sc);
+
+	json_t *ns = json_object();
+	json_object_set_new(ns, "user", json_boolean(lp->user_ns));
+	json_object_set_new(ns, "mount", json_boolean(lp->mount_ns));
+	json_object_set_new(l, "namespaces", ns);
+
+	json_t *m = json_array();
+	for (size_t i = 0; i < lp->n_mounts; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "op", json_string(cd_mount_op_name(lp->mounts[i].op)));
+		json_object_set_new(o, "path", json_string(lp->mounts[i].path));
+		json_object_set_new(o, "why",
+				    json_string(lp->mounts[i].why ? lp->mounts[i].why : ""));
+		json_array_append_new(m, o);
+	}
+	json_object_set_new(l, "mounts", m);
+	json_object_set_new(l, "degraded", strv_json(lp->degraded));
+	json_object_set_new(l, "notes", strv_json(lp->notes));
+	return l;
+}
+
+static json_t *explain_json(const struct cd_cli_bound *b)
+{
+	json_t *root = json_object();
+	const struct cd_profile *prof = b->profile;
+	const struct cd_plan *plan = b->plan;
+
+	if (prof) {
+		json_t *p = json_object();
+		json_object_set_new(p, "name", json_string(b->profile_name));
+		json_object_set_new(p, "origin",
+				    json_string(prof->origin ? prof->origin : b->profile_path));
+		json_object_set_new(p, "type", json_string(cd_profile_type_name(prof->type)));
+		json_object_set_new(
+			p, "network",
+			json_string(cd_network_name(plan ? plan->network : prof->network)));
+		json_object_set_new(
+			p, "fs_unrestricted",
+			json_boolean(plan ? plan->fs_unrestricted : prof->fs_unrestricted));
+		json_object_set_new(root, "profile", p);
+	} else {
+		json_object_set_new(root, "profile", json_null());
+	}
+
+	json_object_set_new(root, "cwd",
+			    plan && plan->cwd ? json_string(plan->cwd)
+			    : b->cwd	      ? json_string(b->cwd)
+					      : json_null());
+	json_t *paths = json_array();
+	for (size_t i = 0; plan && i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "path", json_string(pp->path));
+		json_object_set_new(o, "access", json_string(cd_access_name(pp->access)));
+		json_object_set_new(o, "type", json_string(cd_file_type_name(pp->type)));
+		json_object_set_new(o, "why", json_string(pp->why ? pp->why : ""));
+		json_object_set_new(o, "carve_out", json_boolean(pp->carve_out));
+		json_object_set_new(o, "origin", json_string(cd_origin_name(pp->origin)));
+		json_array_append_new(paths, o);
+	}
+	json_object_set_new(root, "paths", paths);
+	json_object_set_new(root, "notes", strv_json(plan ? plan->notes : NULL));
+
+	if (b->probed) {
+		json_t *h = json_object();
+		json_object_set_new(h, "landlock_abi", json_integer(b->host.landlock_abi));
+		json_object_set_new(h, "seccomp", json_boolean(b->host.seccomp));
+		json_object_set_new(h, "userns", json_boolean(b->host.userns));
+		json_object_set_new(h, "is_root", json_boolean(b->host.is_root));
+		json_object_set_new(root, "host", h);
+	}
+	json_object_set_new(root, "linux", b->lp ? linux_json(b->lp) : json_null());
+	json_object_set_new(root, "refusal", b->refusal ? json_string(b->refusal) : json_null());
+	return root;
+}
+
+int cd_cmd_explain(int argc, char **argv)
+{
+	struct cd_cli_args a = { .cmd = "explain", .argc = argc, .argv = argv, .i = 1 };
+	struct cd_cli_policy pol;
+	bool json = false;
+	int ret = CD_EXIT_USAGE;
+	int id;
+	const char *arg;
+
+	cd_cli_policy_init(&pol);
+	while ((id = cd_cli_next(&a, explain_opts, &arg)) > 0) {
+		switch (id) {
+		case OPT_HELP:
+			explain_help();
+			ret = 0;
+			goto out;
+		case OPT_BACKEND:
+			if (cd_streq(arg, "linux"))
+				break;
+			if (cd_streq(arg, "seatbelt") || cd_streq(arg, "windows"))
+				fprintf(stderr,
+					"cordon: explain: the %s backend is not built yet\n", arg);
+			else
+				cd_cli_usage_error(
+					a.cmd, "unknown backend '%s' (linux, seatbelt or windows)",
+					arg);
+			goto out;
+		case OPT_JSON:
+			json = true;
+			break;
+		default:
+			if (cd_cli_policy_option(&pol, a.cmd, id, arg) < 0)
+				goto out;
+			break;
+		}
+	}
+	if (id < 0)
+		goto out;
+	if (a.i < argc) {
+		cd_cli_usage_error(a.cmd, "unexpected argument '%s'", argv[a.i]);
+		goto out;
+	}
+
+	struct cd_cli_bound b;
+	int r = cd_cli_policy_bind(&pol, a.cmd, &b);
+	if (r == CD_BIND_USAGE) {
+		cd_cli_bound_done(&b);
+		goto out;
+	}
+	if (json) {
+		json_t *root = explain_json(&b);
+		json_dumpf(root, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		json_decref(root);
+	} else {
+		print_text(&b);
+	}
+	fflush(stdout);
+	if (r == CD_BIND_REFUSED) {
+		cd_log_error("%s", b.refusal);
+		ret = CD_EXIT_SETUP;
+	} else {
+		ret = 0;
+	}
+	cd_cli_bound_done(&b);
+out:
+	cd_cli_policy_done(&pol);
+	return ret;
+}

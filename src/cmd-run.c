@@ -1,2 +1,292 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cli-policy.h"
+#include "shared/log.h"
+#include "spawn.h"
+
+extern char **environ;
+
+enum {
+	OPT_HELP = 1,
+	OPT_CLEAR_ENV,
+	OPT_SETENV,
+	OPT_UNSETENV,
+	OPT_VERBOSE,
+	OPT_QUIET,
+};
+
+static const struct cd_cli_opt run_opts[] = {
+	{ "help", 'h', false, OPT_HELP },
+	{ "clear-env", 0, false, OPT_CLEAR_ENV },
+	{ "setenv", 0, true, OPT_SETENV },
+	{ "unsetenv", 0, true, OPT_UNSETENV },
+	{ "verbose", 'v', false, OPT_VERBOSE },
+	{ "quiet", 'q', false, OPT_QUIET },
+	CD_CLI_POLICY_OPTIONS,
+	{ NULL, 0, false, 0 },
+};
+
+static void run_help(void)
+{
+	printf("Usage: cordon run [POLICY OPTIONS] [RUN OPTIONS] [--] CMD [ARG...]\n"
+	       "\n"
+	       "Run one command under a policy. stdin, stdout and stderr pass straight\n"
+	       "through; the exit status is the command's (128+N when killed by signal N;\n"
+	       "125 when cordon refused or failed before exec; 126 cannot execute; 127 not\n"
+	       "found).\n"
+	       "\n"
+	       "%s"
+	       "\n"
+	       "Run options:\n"
+	       "  --clear-env             start the command with an empty environment\n"
+	       "  --setenv NAME=VALUE     set a variable (repeatable)\n"
+	       "  --unsetenv NAME         remove a variable (repeatable)\n"
+	       "  -v, --verbose           print what is enforced before running\n"
+	       "  -q, --quiet             no warnings\n"
+	       "  -h, --help              show this help\n",
+	       cd_cli_policy_help);
+}
+
+/* ---- signal forwarding ---- */
+
+static volatile sig_atomic_t fwd_pid;
+static volatile sig_atomic_t fwd_pending[NSIG];
+static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+static void forward_signal(int sig)
+{
+	int saved = errno;
+	pid_t pid = fwd_pid;
+	if (pid > 0)
+		(void)kill(-pid, sig);
+	else if (sig > 0 && sig < NSIG)
+		fwd_pending[sig] = 1;
+	errno = saved;
+}
+
+static void install_forwarders(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = forward_signal;
+	/* No SA_RESTART: waitpid() returns EINTR and is retried by the spawner. */
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(fwd_signals); i++)
+		(void)sigaction(fwd_signals[i], &sa, NULL);
+}
+
+static void start_forwarding(pid_t pid)
+{
+	fwd_pid = pid;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(fwd_signals); i++) {
+		int sig = fwd_signals[i];
+		if (fwd_pending[sig]) {
+			fwd_pending[sig] = 0;
+			(void)kill(-pid, sig);
+		}
+	}
+}
+
+/* ---- environment ---- */
+
+struct env_op {
+	bool set;
+	const char *arg; /* NAME=VALUE or NAME */
+};
+
+static bool env_name_matches(const char *entry, const char *name, size_t n)
+{
+	return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+static char **build_env(bool clear, const struct env_op *ops, size_t n_ops)
+{
+	char **env = NULL;
+	size_t len = 0;
+	if (!clear)
+		for (char **e = environ; e && *e; e++)
+			len++;
+	env = cd_xcalloc(len + n_ops + 1, sizeof(*env));
+	if (!clear)
+		memcpy(env, environ, len * sizeof(*env));
+	for (size_t i = 0; i < n_ops; i++) {
+		const char *eq = strchr(ops[i].arg, '=');
+		size_t n = ops[i].set ? (size_t)(eq - ops[i].arg) : strlen(ops[i].arg);
+		size_t w = 0;
+		for (size_t j = 0; j < len; j++)
+			if (!env_name_matches(env[j], ops[i].arg, n))
+				env[w++] = env[j];
+		len = w;
+		if (ops[i].set)
+			env[len++] = (char *)ops[i].arg;
+		env[len] = NULL;
+	}
+	env[len] = NULL;
+	return env;
+}
+
+/* ---- -v ---- */
+
+static void print_enforced(const struct cd_cli_bound *b)
+{
+	const struct cd_linux_plan *lp = b->lp;
+	const struct cd_plan *plan = b->plan;
+
+	fprintf(stderr, "cordon: profile '%s' (%s, network %s)\n", b->profile_name,
+		cd_profile_type_name(plan->type), cd_network_name(plan->network));
+	if (!lp->sandboxed) {
+		fputs("cordon: no sandbox: the profile disables it\n", stderr);
+		return;
+	}
+	if (lp->landlock)
+		fprintf(stderr, "cordon: landlock ABI %u: %zu rules\n", lp->landlock_abi,
+			lp->n_ll_rules);
+	else
+		fputs("cordon: landlock: not used (file system unrestricted)\n", stderr);
+	if (lp->seccomp) {
+		size_t n = 0;
+		for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
+			if (r->when & lp->sc_when)
+				n++;
+		fprintf(stderr, "cordon: seccomp: %zu rules (network %s)\n", n,
+			lp->sc_when & CD_SC_NET_RESTRICTED ? "restricted" : "not restricted");
+	} else {
+		fputs("cordon: seccomp: not used\n", stderr);
+	}
+	if (lp->user_ns || lp->mount_ns)
+		fprintf(stderr, "cordon: namespaces: %s%s%s, %zu mounts\n",
+			lp->user_ns ? "user" : "", lp->user_ns && lp->mount_ns ? "+" : "",
+			lp->mount_ns ? "mount" : "", lp->n_mounts);
+	else
+		fputs("cordon: namespaces: none\n", stderr);
+	fputs("cordon: no_new_privs, all capabilities dropped, new session\n", stderr);
+}
+
+int cd_cmd_run(int argc, char **argv)
+{
+	struct cd_cli_args a = { .cmd = "run", .argc = argc, .argv = argv, .i = 1 };
+	struct cd_cli_policy pol;
+	struct env_op *ops = NULL;
+	size_t n_ops = 0;
+	char **env = NULL; /* the array only; the strings are borrowed */
+	bool clear_env = false, verbose = false, quiet = false;
+	int ret = CD_EXIT_USAGE;
+	int id;
+	const char *arg;
+
+	cd_cli_policy_init(&pol);
+	while ((id = cd_cli_next(&a, run_opts, &arg)) > 0) {
+		switch (id) {
+		case OPT_HELP:
+			run_help();
+			ret = 0;
+			goto out;
+		case OPT_CLEAR_ENV:
+			clear_env = true;
+			break;
+		case OPT_SETENV:
+		case OPT_UNSETENV: {
+			const char *eq = strchr(arg, '=');
+			if (id == OPT_SETENV && (!eq || eq == arg)) {
+				cd_cli_usage_error(a.cmd, "--setenv needs NAME=VALUE, got '%s'",
+						   arg);
+				goto out;
+			}
+			if (id == OPT_UNSETENV && (eq || !*arg)) {
+				cd_cli_usage_error(a.cmd, "--unsetenv needs a NAME, got '%s'", arg);
+				goto out;
+			}
+			ops = cd_xreallocarray(ops, n_ops + 1, sizeof(*ops));
+			ops[n_ops++] = (struct env_op){ .set = id == OPT_SETENV, .arg = arg };
+			break;
+		}
+		case OPT_VERBOSE:
+			verbose = true;
+			break;
+		case OPT_QUIET:
+			quiet = true;
+			break;
+		default:
+			if (cd_cli_policy_option(&pol, a.cmd, id, arg) < 0)
+				goto out;
+			break;
+		}
+	}
+	if (id < 0)
+		goto out;
+	if (a.i >= argc) {
+		cd_cli_usage_error(a.cmd, "no command given");
+		goto out;
+	}
+	cd_log_verbosity = quiet ? 0 : verbose ? 2 : 1;
+
+	/* Forward from now on, so a ^C during setup reaches the command too. */
+	install_forwarders();
+
+	struct cd_cli_bound b;
+	int r = cd_cli_policy_bind(&pol, a.cmd, &b);
+	if (r == CD_BIND_USAGE) {
+		cd_cli_bound_done(&b);
+		goto out;
+	}
+	if (r == CD_BIND_REFUSED) {
+		cd_log_error("%s", b.refusal);
+		cd_cli_bound_done(&b);
+		ret = CD_EXIT_SETUP;
+		goto out;
+	}
+
+	if (verbose)
+		print_enforced(&b);
+	for (char **d = b.lp->degraded; d && *d; d++)
+		cd_log_warn("%s", *d);
+
+	if (clear_env || n_ops)
+		env = build_env(clear_env, ops, n_ops);
+
+	struct cd_spawn_opts so = {
+		.argv = argv + a.i,
+		.arg0 = NULL,
+		.envp = env ? env : environ,
+		.cwd = b.plan->cwd ? b.plan->cwd : b.cwd,
+		.stdin_fd = -1,
+		.stdout_fd = -1,
+		.stderr_fd = -1,
+		.lp = b.lp,
+	};
+	/* Interrupted while setting up: do not start the command at all. */
+	for (size_t i = 0; i < CD_ARRAY_SIZE(fwd_signals); i++) {
+		if (fwd_pending[fwd_signals[i]]) {
+			ret = CD_EXIT_SIGNAL_BASE + fwd_signals[i];
+			cd_cli_bound_done(&b);
+			goto out;
+		}
+	}
+
+	struct cd_child *child = NULL;
+	struct cd_spawn_error err = { 0 };
+	r = cd_spawn(&so, &child, &err);
+	if (r < 0) {
+		cd_log_error("%s", err.msg);
+		ret = err.exit_code ? err.exit_code : CD_EXIT_SETUP;
+		cd_cli_bound_done(&b);
+		goto out;
+	}
+	start_forwarding(cd_child_pid(child));
+	ret = cd_child_wait(child);
+	/* The process group may be reused from here on: forward nothing more. */
+	fwd_pid = -1;
+	cd_child_free(child);
+	cd_cli_bound_done(&b);
+out:
+	free(env);
+	free(ops);
+	cd_cli_policy_done(&pol);
+	return ret;
+}

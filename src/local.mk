@@ -2,7 +2,7 @@
 if WITH_JANSSON
 bin_PROGRAMS += cordon
 cordon_SOURCES = \
-	src/main.c src/cli.h \
+	src/main.c src/cli.h src/cli-util.c \
 	src/cli-policy.c src/cli-policy.h \
 	src/cmd-run.c src/cmd-explain.c src/cmd-probe.c src/cmd-check.c \
 	src/spawn.c src/spawn.h \

@@ -1,2 +1,507 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef HAVE_SYS_PIDFD_H
+#include <sys/pidfd.h>
+#endif
+
+#include "core/util.h"
+#include "sandbox/backend.h"
+#include "spawn.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+struct cd_child {
+	pid_t pid;
+	int pidfd;			  /* owned; -1 when pidfd_open is unavailable */
+	struct cd_backend_state **states; /* owned; parallel to cd_backends[] */
+	size_t n_states;
+	bool waited;
+	bool finished; /* finish hooks have run */
+};
+
+/* What the child sends back over the error pipe when it cannot exec. */
+struct child_report {
+	int exit_code;
+	int err;
+	char stage[64];
+};
+
+/*
+ * Everything the child needs, computed before fork: after fork the child
+ * must not allocate (the parent may be multi-threaded one day, and malloc
+ * locks are not fork-safe), so it only reads this.
+ */
+struct child_ctx {
+	const struct cd_spawn_opts *o;
+	char *const *argv;		  /* with arg0 substituted */
+	const char *file;		  /* what to execute or search for (o->argv[0]) */
+	const char *path;		  /* PATH value for the search; NULL when file has a '/' */
+	struct cd_backend_state **states; /* NULL when not sandboxed */
+	pid_t parent;
+	int report_fd;
+	unsigned long nofile; /* RLIMIT_NOFILE soft limit, for the close-on-exec fallback */
+};
+
+static size_t n_backends(void)
+{
+	size_t n = 0;
+	while (cd_backends[n])
+		n++;
+	return n;
+}
+
+static void finish_states(struct cd_backend_state **states, size_t n)
+{
+	for (size_t i = n; i-- > 0;)
+		if (states[i] && cd_backends[i]->finish)
+			cd_backends[i]->finish(states[i]);
+}
+
+static void destroy_states(struct cd_backend_state **states, size_t n)
+{
+	for (size_t i = n; i-- > 0;) {
+		if (cd_backends[i]->destroy)
+			cd_backends[i]->destroy(states[i]);
+		states[i] = NULL;
+	}
+}
+
+/* ---- child side: async-signal-safe only from here to the end of child_run ---- */
+
+static void copy_stage(char *dst, size_t size, const char *a, const char *b)
+{
+	size_t i = 0;
+	for (; a && *a && i + 1 < size; a++)
+		dst[i++] = *a;
+	if (b && *b) {
+		for (const char *sep = ": "; *sep && i + 1 < size; sep++)
+			dst[i++] = *sep;
+		for (; *b && i + 1 < size; b++)
+			dst[i++] = *b;
+	}
+	dst[i] = '\0';
+}
+
+static CD_NORETURN void child_fail(const struct child_ctx *c, int code, int err, const char *stage,
+				   const char *step)
+{
+	struct child_report r;
+	memset(&r, 0, sizeof(r));
+	r.exit_code = code;
+	r.err = err;
+	copy_stage(r.stage, sizeof(r.stage), stage, step);
+	ssize_t n;
+	do
+		n = write(c->report_fd, &r, sizeof(r));
+	while (n < 0 && errno == EINTR);
+	_exit(code);
+}
+
+static void child_reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		/* Fails harmlessly for the signal numbers glibc reserves. */
+		(void)sigaction(sig, &sa, NULL);
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static int child_dup_stdio(int fd, int target)
+{
+	if (fd < 0)
+		return 0;
+	if (fd == target) {
+		/* dup2 onto itself would keep a close-on-exec flag; clear it. */
+		int fl = fcntl(fd, F_GETFD);
+		if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
+			return -errno;
+		return 0;
+	}
+	if (dup2(fd, target) < 0)
+		return -errno;
+	return 0;
+}
+
+static void child_cloexec_fds(const struct child_ctx *c)
+{
+#ifdef HAVE_CLOSE_RANGE
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+#endif
+	/* Older kernels: walking /proc/self/fd needs opendir (malloc), so
+	 * mark every possible descriptor instead. */
+	for (unsigned long fd = 3; fd < c->nofile && fd <= (unsigned long)INT32_MAX; fd++) {
+		int fl = fcntl((int)fd, F_GETFD);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			(void)fcntl((int)fd, F_SETFD, fl | FD_CLOEXEC);
+	}
+}
+
+static const char *backend_step(const struct cd_backend *b, struct cd_backend_state *s)
+{
+	return b->last_step ? b->last_step(s) : NULL;
+}
+
+static void child_apply(const struct child_ctx *c)
+{
+	bool nnp = false;
+	for (size_t i = 0; cd_backends[i]; i++) {
+		const struct cd_backend *b = cd_backends[i];
+		/*
+		 * no_new_privs goes after namespaces and capabilities (which may
+		 * still use privileges to mount and drop) and before Landlock and
+		 * seccomp, which need it when unprivileged.
+		 */
+		if (!nnp && b != &cd_backend_namespaces && b != &cd_backend_caps) {
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+				child_fail(c, CD_EXIT_SETUP, errno, "no_new_privs", NULL);
+			nnp = true;
+		}
+		if (!b->apply)
+			continue;
+		int r = b->apply(c->states[i]);
+		if (r < 0)
+			child_fail(c, CD_EXIT_SETUP, -r, b->name, backend_step(b, c->states[i]));
+	}
+	if (!nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, "no_new_privs", NULL);
+}
+
+static CD_NORETURN void child_exec(const struct child_ctx *c)
+{
+	char *const *envp = c->o->envp;
+
+	if (!c->path) {
+		execve(c->file, c->argv, envp);
+		int e = errno;
+		child_fail(c, e == ENOENT || e == ENOTDIR ? CD_EXIT_NOT_FOUND : CD_EXIT_CANNOT_EXEC,
+			   e, "exec", NULL);
+	}
+
+	char buf[4096];
+	size_t flen = strlen(c->file);
+	bool eacces = false;
+	int other = 0;
+	for (const char *p = c->path;;) {
+		const char *end = strchr(p, ':');
+		size_t dlen = end ? (size_t)(end - p) : strlen(p);
+		/* An empty PATH element means the current directory (POSIX). */
+		const char *dir = dlen ? p : ".";
+		size_t dl = dlen ? dlen : 1;
+		if (flen > 0 && dl + 1 + flen + 1 <= sizeof(buf)) {
+			memcpy(buf, dir, dl);
+			buf[dl] = '/';
+			memcpy(buf + dl + 1, c->file, flen + 1);
+			execve(buf, c->argv, envp);
+			switch (errno) {
+			case ENOENT:
+			case ENOTDIR:
+			case ENAMETOOLONG:
+			case ELOOP:
+			case ESTALE:
+			case ENODEV:
+			case ETIMEDOUT:
+				break;
+			case EACCES:
+				eacces = true;
+				break;
+			default:
+				/* Found but not executable (ENOEXEC, ETXTBSY, E2BIG, ...). */
+				if (!other)
+					other = errno;
+				break;
+			}
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	if (other)
+		child_fail(c, CD_EXIT_CANNOT_EXEC, other, "exec", NULL);
+	if (eacces)
+		child_fail(c, CD_EXIT_CANNOT_EXEC, EACCES, "exec", NULL);
+	child_fail(c, CD_EXIT_NOT_FOUND, ENOENT, "exec", NULL);
+}
+
+static CD_NORETURN void child_run(const struct child_ctx *c)
+{
+	const struct cd_spawn_opts *o = c->o;
+
+	child_reset_signals();
+	if (setsid() < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, "setsid", NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, "pdeathsig", NULL);
+	/* The parent may have died before PDEATHSIG was armed. */
+	if (getppid() != c->parent)
+		_exit(CD_EXIT_SETUP);
+
+	int r;
+	if ((r = child_dup_stdio(o->stdin_fd, 0)) < 0 ||
+	    (r = child_dup_stdio(o->stdout_fd, 1)) < 0 ||
+	    (r = child_dup_stdio(o->stderr_fd, 2)) < 0)
+		child_fail(c, CD_EXIT_SETUP, -r, "stdio", NULL);
+	child_cloexec_fds(c);
+
+	if (c->states)
+		child_apply(c);
+
+	/* After the namespaces: the cwd must resolve in the new mount tree. */
+	if (o->cwd && chdir(o->cwd) < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, "chdir", o->cwd);
+
+	child_exec(c);
+}
+
+/* ---- parent side ---- */
+
+static const char *env_path(char *const *envp)
+{
+	for (char *const *e = envp; e && *e; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			return *e + 5;
+	return DEFAULT_PATH;
+}
+
+static void format_error(struct cd_spawn_error *err, const struct cd_spawn_opts *o,
+			 const struct child_report *r)
+{
+	const char *cmd = o->argv[0];
+	err->exit_code = r->exit_code;
+	if (r->exit_code == CD_EXIT_NOT_FOUND)
+		snprintf(err->msg, sizeof(err->msg), "%s: command not found", cmd);
+	else if (r->exit_code == CD_EXIT_CANNOT_EXEC)
+		snprintf(err->msg, sizeof(err->msg), "%s: cannot execute: %s", cmd,
+			 strerror(r->err));
+	else
+		snprintf(err->msg, sizeof(err->msg), "%.*s: %s", (int)sizeof(r->stage), r->stage,
+			 strerror(r->err));
+}
+
+static void set_error(struct cd_spawn_error *err, int code, const char *fmt, ...) CD_PRINTF(3, 4);
+static void set_error(struct cd_spawn_error *err, int code, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	err->exit_code = code;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+}
+
+static int prepare_backends(const struct cd_linux_plan *lp, struct cd_backend_state **states,
+			    struct cd_spawn_error *err)
+{
+	for (size_t i = 0; cd_backends[i]; i++) {
+		const struct cd_backend *b = cd_backends[i];
+		char *reterr = NULL;
+		int r = b->prepare ? b->prepare(lp, &states[i], &reterr) : 0;
+		if (r < 0) {
+			set_error(err, CD_EXIT_SETUP, "%s: %s", b->name,
+				  reterr ? reterr : strerror(-r));
+			free(reterr);
+			destroy_states(states, i);
+			return r;
+		}
+		free(reterr);
+	}
+	return 0;
+}
+
+static pid_t wait_pid(pid_t pid, int *status)
+{
+	pid_t r;
+	do
+		r = waitpid(pid, status, 0);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err)
+{
+	size_t n = n_backends();
+	bool sandboxed = o->lp && o->lp->sandboxed;
+	struct cd_child *c = cd_xcalloc(1, sizeof(*c));
+	c->pid = -1;
+	c->pidfd = -1;
+	c->n_states = n;
+	c->states = cd_xcalloc(n ? n : 1, sizeof(*c->states));
+	c->finished = !sandboxed;
+
+	if (sandboxed) {
+		int r = prepare_backends(o->lp, c->states, err);
+		if (r < 0) {
+			c->finished = true;
+			cd_child_free(c);
+			return r;
+		}
+	}
+
+	size_t argc = cd_strv_length(o->argv);
+	cleanup_free char **argv = NULL;
+	if (o->arg0) {
+		argv = cd_xcalloc(argc + 1, sizeof(*argv));
+		memcpy(argv, o->argv, argc * sizeof(*argv));
+		argv[0] = (char *)o->arg0;
+	}
+
+	struct child_ctx ctx = {
+		.o = o,
+		.argv = argv ? argv : o->argv,
+		.file = o->argv[0],
+		.path = strchr(o->argv[0], '/') ? NULL : env_path(o->envp),
+		.states = sandboxed ? c->states : NULL,
+		.parent = getpid(),
+		.nofile = 1024,
+	};
+	/* For the close-on-exec fallback when close_range is missing at run time. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		ctx.nofile = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
+
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		int e = errno;
+		set_error(err, CD_EXIT_SETUP, "error pipe: %s", strerror(e));
+		cd_child_free(c);
+		return -e;
+	}
+	ctx.report_fd = pfd[1];
+
+	/*
+	 * Block every signal across fork: the child must not run the parent's
+	 * forwarding handlers before it has reset them.
+	 */
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		child_run(&ctx);
+	}
+	int fork_errno = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(pfd[1]);
+	if (pid < 0) {
+		close(pfd[0]);
+		set_error(err, CD_EXIT_SETUP, "fork: %s", strerror(fork_errno));
+		cd_child_free(c);
+		return -fork_errno;
+	}
+	c->pid = pid;
+	c->finished = !sandboxed;
+
+	struct child_report rep;
+	ssize_t got = 0;
+	while ((size_t)got < sizeof(rep)) {
+		ssize_t k = read(pfd[0], (char *)&rep + got, sizeof(rep) - (size_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += k;
+	}
+	close(pfd[0]);
+
+	if (got == 0) {
+#ifdef HAVE_PIDFD_OPEN
+		c->pidfd = pidfd_open(pid, 0);
+		if (c->pidfd >= 0)
+			(void)fcntl(c->pidfd, F_SETFD, FD_CLOEXEC);
+#endif
+		*ret = c;
+		return 0;
+	}
+
+	/* The child failed before exec and has exited (or is about to). */
+	int status;
+	wait_pid(pid, &status);
+	c->waited = true;
+	if ((size_t)got != sizeof(rep)) {
+		memset(&rep, 0, sizeof(rep));
+		rep.exit_code = CD_EXIT_SETUP;
+		rep.err = EPIPE;
+		copy_stage(rep.stage, sizeof(rep.stage), "child setup", "truncated report");
+	}
+	if (err)
+		format_error(err, o, &rep);
+	cd_child_free(c);
+	return -(rep.err > 0 ? rep.err : EIO);
+}
+
+pid_t cd_child_pid(const struct cd_child *c)
+{
+	return c->pid;
+}
+
+int cd_child_pidfd(const struct cd_child *c)
+{
+	return c->pidfd;
+}
+
+int cd_exit_code_from_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return CD_EXIT_SIGNAL_BASE + WTERMSIG(status);
+	return CD_EXIT_SETUP;
+}
+
+static void run_finish(struct cd_child *c)
+{
+	if (c->finished)
+		return;
+	c->finished = true;
+	finish_states(c->states, c->n_states);
+}
+
+int cd_child_wait(struct cd_child *c)
+{
+	int status = 0;
+	if (wait_pid(c->pid, &status) < 0) {
+		run_finish(c);
+		return CD_EXIT_SETUP;
+	}
+	c->waited = true;
+	run_finish(c);
+	return cd_exit_code_from_status(status);
+}
+
+struct cd_child *cd_child_free(struct cd_child *c)
+{
+	if (!c)
+		return NULL;
+	run_finish(c);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	destroy_states(c->states, c->n_states);
+	free(c->states);
+	free(c);
+	return NULL;
+}

@@ -5,7 +5,7 @@
 
 int cd_log_verbosity = 1;
 
-static void vlog(int level, const char *prefix, const char *fmt, va_list ap)
+static CD_PRINTF(3, 0) void vlog(int level, const char *prefix, const char *fmt, va_list ap)
 {
 	if (level > cd_log_verbosity)
 		return;

@@ -1,2 +1,102 @@
 #!/bin/sh
-echo "1..0 # SKIP not written yet"
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Fail closed: whatever cannot be enforced is refused before the command runs
+# (exit 125, one line naming the mechanism and the fix).
+. "$(dirname "$0")/../lib/libtest.sh"
+
+WS=$CD_TMP/ws
+mkdir -p "$WS"
+WS=$(cd "$WS" && pwd -P)
+M=$CD_TMP/marker
+
+# refused "desc" WANT-IN-MESSAGE cordon-run-args... : exit 125, "cordon: ..." on stderr
+# mentioning WANT, and the command (touch $M) never ran.
+refused() {
+	desc=$1
+	want=$2
+	shift 2
+	rm -f "$M"
+	run_split "$CORDON" run "$@" -- touch "$M"
+	rc_is "$desc: exit 125" 125
+	case $cd_stderr in
+	"cordon: "*"$want"*) ok "$desc: the reason mentions '$want'" ;;
+	*)
+		not_ok "$desc: the reason mentions '$want'"
+		diag "stderr: $cd_stderr"
+		;;
+	esac
+	assert "$desc: the command did not run" test ! -e "$M"
+	n=$(printf '%s\n' "$cd_stderr" | grep -c .)
+	assert "$desc: one line on stderr" test "$n" -eq 1
+}
+
+printf '{"version": 1, "type": "managed", "netwrok": "restricted"}\n' >"$CD_TMP/bad.json"
+refused "bad profile file" "bad.json:1:" --profile "$CD_TMP/bad.json"
+refused "nonexistent profile name" "no such profile" --profile cordon-no-such-profile
+refused "missing profile file" "No such file" --profile "$CD_TMP/missing.json"
+refused "--network managed" "managed" --profile workspace-write --workspace-root "$WS" --network managed
+refused "--min-landlock-abi 99" "Landlock" --profile read-only --min-landlock-abi 99
+refused "nonexistent --cwd" "--cwd" --profile read-only --cwd "$CD_TMP/no-such-dir"
+
+CORDON_TEST_DISABLE=landlock
+export CORDON_TEST_DISABLE
+refused "no Landlock (CORDON_TEST_DISABLE=landlock)" "Landlock" --profile read-only
+CORDON_TEST_DISABLE=seccomp
+refused "no seccomp (CORDON_TEST_DISABLE=seccomp)" "seccomp" --profile workspace-write --workspace-root "$WS"
+CORDON_TEST_DISABLE=landlock,seccomp,userns
+rm -f "$M"
+check "the test hook never weakens full-access (it has nothing to enforce)" \
+	"$CORDON" run --profile full-access -- touch "$M"
+assert "full-access ran under the hook" test -e "$M"
+unset CORDON_TEST_DISABLE
+
+if [ "$(id -u)" -ne 0 ]; then
+	CORDON_TEST_DISABLE=userns
+	export CORDON_TEST_DISABLE
+	refused "no user namespaces (CORDON_TEST_DISABLE=userns)" "user namespaces" \
+		--profile workspace-write --workspace-root "$WS"
+	contains "no user namespaces: the fix names --allow-degraded" "--allow-degraded"
+	rm -f "$M"
+	run_split "$CORDON" run --profile workspace-write --workspace-root "$WS" \
+		--allow-degraded=protected-metadata -- touch "$M"
+	rc_is "--allow-degraded=protected-metadata: runs" 0
+	assert "--allow-degraded=protected-metadata: the command ran" test -e "$M"
+	case $cd_stderr in
+	*"cordon: warning: "*) ok "--allow-degraded=protected-metadata: a warning on stderr" ;;
+	*)
+		not_ok "--allow-degraded=protected-metadata: a warning on stderr"
+		diag "stderr: $cd_stderr"
+		;;
+	esac
+	run_split "$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
+		--allow-degraded=protected-metadata -- true
+	assert "-q silences the degradation warning" test "$cd_rc" -eq 0 -a -z "$cd_stderr"
+	# Still sandboxed: only the carve-outs are gone.
+	expect_errno "degraded: Landlock still applies" "EACCES|EPERM|EROFS" \
+		"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
+		--allow-degraded=protected-metadata -- "$TRY" write-file /etc/cordon-test-$$
+	expect_errno "degraded: seccomp still applies" EPERM \
+		"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
+		--allow-degraded=protected-metadata -- "$TRY" socket-inet
+	unset CORDON_TEST_DISABLE
+else
+	# root mounts without a user namespace, so the hook changes nothing here;
+	# unprivileged.sh runs this script again as an ordinary user.
+	CORDON_TEST_DISABLE=userns
+	export CORDON_TEST_DISABLE
+	rm -f "$M"
+	check "as root, workspace-write needs no user namespace" \
+		"$CORDON" run --profile workspace-write --workspace-root "$WS" -- touch "$M"
+	unset CORDON_TEST_DISABLE
+	skip "no user namespaces as an ordinary user" "running as root; see unprivileged.sh"
+fi
+
+# explain shows the same refusals without running anything.
+CORDON_TEST_DISABLE=landlock
+export CORDON_TEST_DISABLE
+run_split "$CORDON" explain --profile read-only
+rc_is "explain under the refusal: exit 125" 125
+contains "explain under the refusal: the reason" "Landlock"
+unset CORDON_TEST_DISABLE
+
+done_testing

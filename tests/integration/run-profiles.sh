@@ -1,2 +1,88 @@
 #!/bin/sh
-echo "1..0 # SKIP not written yet"
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# cordon run with the read-only and full-access profiles.
+. "$(dirname "$0")/../lib/libtest.sh"
+
+WS=$CD_TMP/ws
+mkdir -p "$WS"
+WS=$(cd "$WS" && pwd -P)
+tag=cordon-test-$$
+denied="EACCES|EPERM|EROFS"
+
+# ---- read-only ----
+ro() {
+	"$CORDON" run --profile read-only --workspace-root "$WS" --cwd "$WS" -- "$@"
+}
+if ! out=$(ro true 2>&1); then
+	skip "read-only profile" "this host cannot enforce it: $out"
+else
+	expect_errno "read-only: write in the workspace root is denied" "$denied" \
+		ro "$TRY" write-file "$WS/$tag"
+	assert "read-only: nothing appeared in the workspace" test ! -e "$WS/$tag"
+	expect_errno "read-only: write in /tmp is denied" "$denied" ro "$TRY" write-file "/tmp/$tag"
+	assert "read-only: nothing appeared in /tmp" test ! -e "/tmp/$tag"
+	if [ -n "${TMPDIR:-}" ] && [ -d "$TMPDIR" ]; then
+		expect_errno "read-only: write in \$TMPDIR is denied" "$denied" \
+			ro "$TRY" write-file "$TMPDIR/$tag"
+	fi
+	if [ -n "${HOME:-}" ] && [ -d "$HOME" ]; then
+		expect_errno "read-only: write in \$HOME is denied" "$denied" \
+			ro "$TRY" write-file "$HOME/.$tag"
+		assert "read-only: nothing appeared in \$HOME" test ! -e "$HOME/.$tag"
+	else
+		skip "read-only: write in \$HOME is denied" "no HOME"
+	fi
+	expect_errno "read-only: mkdir in the workspace is denied" "$denied" ro "$TRY" mkdir "$WS/d"
+	echo keep >"$WS/existing"
+	expect_errno "read-only: overwrite an existing file is denied" "$denied" \
+		ro "$TRY" write-file "$WS/existing"
+	expect_errno "read-only: delete an existing file is denied" "$denied" \
+		ro "$TRY" unlink "$WS/existing"
+	assert "read-only: the existing file is intact" test "$(cat "$WS/existing")" = keep
+	check "read-only: >/dev/null works" ro sh -c 'echo x >/dev/null'
+	check "read-only: reading works" ro "$TRY" read-file "$WS/existing"
+	out=$(ro cat "$WS/existing")
+	assert "read-only: cat shows the content" test "$out" = keep
+	check "read-only: commands run (ls /)" ro ls /
+	expect_errno "read-only: network restricted (AF_INET denied)" EPERM ro "$TRY" socket-inet
+	expect_errno "read-only: ptrace denied" EPERM ro "$TRY" ptrace-traceme
+	# --allow-write widens a managed profile.
+	check "read-only + --allow-write DIR: writing there works" \
+		"$CORDON" run --profile read-only --allow-write "$WS" --cwd "$WS" -- "$TRY" write-file "$WS/allowed"
+	assert "read-only + --allow-write: the file is there" test -f "$WS/allowed"
+	expect_errno "read-only + --allow-write: elsewhere still denied" "$denied" \
+		"$CORDON" run --profile read-only --allow-write "$WS" -- "$TRY" write-file "/tmp/$tag"
+	# --network enabled lifts the socket rules, nothing else.
+	check "read-only --network enabled: AF_INET allowed" \
+		"$CORDON" run --profile read-only --network enabled -- "$TRY" socket-inet
+	expect_errno "read-only --network enabled: still read-only" "$denied" \
+		"$CORDON" run --profile read-only --network enabled -- "$TRY" write-file "$WS/$tag"
+	# The default profile is read-only.
+	expect_errno "no --profile means read-only" "$denied" \
+		"$CORDON" run --cwd "$WS" -- "$TRY" write-file "$WS/$tag"
+fi
+
+# ---- full-access ----
+fa() {
+	"$CORDON" run --profile full-access -- "$@"
+}
+OUT=$CD_TMP/outside
+mkdir -p "$OUT"
+check "full-access: write to a directory outside any workspace" fa "$TRY" write-file "$OUT/f"
+assert "full-access: the file is there" test -f "$OUT/f"
+check "full-access: AF_INET socket works" fa "$TRY" socket-inet
+check "full-access: AF_INET6 socket works (or is unsupported by the host)" \
+	sh -c "'$CORDON' run --profile full-access -- '$TRY' socket-inet6; r=\$?; test \$r -eq 0 -o \$r -eq 97"
+check "full-access: ptrace(TRACEME) works" fa "$TRY" ptrace-traceme
+check "full-access: personality works" fa "$TRY" personality-bad
+expect_errno "full-access: TIOCSTI reaches the kernel (ENOTTY on /dev/null)" ENOTTY \
+	fa "$TRY" tiocsti </dev/null
+cd_run_capture fa cat /proc/self/status
+nnp=$(printf '%s\n' "$cd_out" | awk '/^NoNewPrivs:/ {print $2}')
+assert "full-access: no_new_privs is not set" test "$nnp" = 0
+expect_exit "full-access: exit status passes through" 5 fa sh -c 'exit 5'
+expect_exit "full-access: command not found is 127" 127 fa cordon-no-such-command-here
+out=$(echo in | fa cat)
+assert "full-access: stdio passes through" test "$out" = in
+
+done_testing

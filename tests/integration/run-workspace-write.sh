@@ -1,2 +1,219 @@
 #!/bin/sh
-echo "1..0 # SKIP not written yet"
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# cordon run --profile workspace-write: what the command may and may not do.
+. "$(dirname "$0")/../lib/libtest.sh"
+
+WS=$CD_TMP/ws
+mkdir -p "$WS"
+WS=$(cd "$WS" && pwd -P)
+if command -v git >/dev/null 2>&1 && git init -q "$WS" 2>/dev/null; then
+	:
+else
+	mkdir -p "$WS/.git/hooks"
+	printf '[core]\n\trepositoryformatversion = 0\n' >"$WS/.git/config"
+fi
+mkdir -p "$WS/.git/hooks"
+cp "$WS/.git/config" "$CD_TMP/config.orig"
+
+sb() {
+	"$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" -- "$@"
+}
+
+if ! out=$("$CORDON" explain --profile workspace-write --workspace-root "$WS" --cwd "$WS" 2>&1 >/dev/null); then
+	skip_all "this host cannot enforce workspace-write: $out"
+fi
+if ! sb true 2>"$CD_TMP/err"; then
+	skip_all "cordon run fails here: $(cat "$CD_TMP/err")"
+fi
+
+# Paths outside every writable root (the profile makes / readable, the
+# workspace, /tmp and $TMPDIR writable).
+in_writable() {
+	case $1 in
+	/tmp | /tmp/* | "$WS" | "$WS"/*) return 0 ;;
+	esac
+	if [ -n "${TMPDIR:-}" ]; then
+		case $1 in
+		"$TMPDIR" | "$TMPDIR"/*) return 0 ;;
+		esac
+	fi
+	return 1
+}
+denied="EACCES|EPERM|EROFS"
+
+# ---- the workspace is writable ----
+check "write a new file in the workspace" sb "$TRY" write-file "$WS/new-file"
+assert "the new file is there afterwards" test -f "$WS/new-file"
+check "mkdir, write, rename and delete inside the workspace" \
+	sb sh -c 'mkdir -p sub/dir && echo hi >sub/dir/f && mv sub/dir/f sub/g && rm sub/g'
+check "write through the shell in the workspace" sb sh -c 'echo data >shell-file'
+assert "the shell's file has its content" test "$(cat "$WS/shell-file")" = data
+check "/dev/null is writable" sb sh -c 'echo x >/dev/null'
+
+# ---- outside the workspace ----
+tag=cordon-test-$$
+expect_errno "write to /etc is denied" "$denied" sb "$TRY" write-file "/etc/$tag"
+assert "no file appeared in /etc" test ! -e "/etc/$tag"
+if [ -n "${HOME:-}" ] && [ -d "$HOME" ] && ! in_writable "$HOME"; then
+	expect_errno "write to \$HOME is denied" "$denied" sb "$TRY" write-file "$HOME/.$tag"
+	assert "no file appeared in \$HOME" test ! -e "$HOME/.$tag"
+else
+	skip "write to \$HOME is denied" "HOME is unset or inside a writable root"
+	skip "no file appeared in \$HOME" "HOME is unset or inside a writable root"
+fi
+if [ -d /var/tmp ] && ! in_writable /var/tmp; then
+	expect_errno "write to /var/tmp is denied" "$denied" sb "$TRY" write-file "/var/tmp/$tag"
+	assert "no file appeared in /var/tmp" test ! -e "/var/tmp/$tag"
+else
+	skip "write to /var/tmp is denied" "no /var/tmp"
+	skip "no file appeared in /var/tmp" "no /var/tmp"
+fi
+expect_errno "mkdir in /etc is denied" "$denied" sb "$TRY" mkdir "/etc/$tag"
+check "reading /etc/passwd is allowed" sb "$TRY" read-file /etc/passwd
+
+# A symlink in the workspace that points outside does not make the outside writable.
+ln -s /etc "$WS/etc-link"
+ln -s "/etc/$tag-target" "$WS/file-link"
+expect_errno "write through a symlinked directory to /etc is denied" "$denied" \
+	sb "$TRY" write-file "$WS/etc-link/$tag"
+expect_errno "write through a dangling symlink to /etc is denied" "$denied" \
+	sb "$TRY" write-file "$WS/file-link"
+assert "nothing was created in /etc through the links" \
+	test ! -e "/etc/$tag" -a ! -e "/etc/$tag-target"
+# A symlink planted from inside and then used to write outside.
+expect_errno "a symlink created inside cannot be used to write /etc" "$denied" \
+	sb sh -c "ln -s /etc planted && exec '$TRY' write-file planted/$tag"
+assert "still nothing in /etc" test ! -e "/etc/$tag"
+
+# ---- protected metadata: .git ----
+expect_errno "modify .git/config is denied" "$denied" sb "$TRY" write-file "$WS/.git/config"
+expect_errno "truncate .git/config is denied" "$denied" sb "$TRY" truncate "$WS/.git/config"
+expect_errno "delete .git/config is denied" "$denied|EBUSY" sb "$TRY" unlink "$WS/.git/config"
+expect_errno "rename .git/config away is denied" "$denied|EBUSY|EXDEV" \
+	sb "$TRY" rename "$WS/.git/config" "$WS/config-stolen"
+expect_errno "create .git/hooks/x is denied" "$denied" sb "$TRY" create-file "$WS/.git/hooks/x"
+expect_errno "create .git/new-file is denied" "$denied" sb "$TRY" create-file "$WS/.git/new-file"
+expect_errno "rename .git itself is denied" "$denied|EBUSY|EXDEV" \
+	sb "$TRY" rename "$WS/.git" "$WS/git-moved"
+expect_fail "rm -rf .git fails" sb rm -rf "$WS/.git"
+assert ".git/config is unchanged afterwards" cmp -s "$WS/.git/config" "$CD_TMP/config.orig"
+assert ".git/hooks/x does not exist afterwards" test ! -e "$WS/.git/hooks/x"
+assert ".git is still a directory" test -d "$WS/.git" -a ! -L "$WS/.git"
+assert "nothing was renamed" test ! -e "$WS/config-stolen" -a ! -e "$WS/git-moved"
+check "reading .git/config is allowed" sb "$TRY" read-file "$WS/.git/config"
+
+# ---- protected metadata: a missing .codex ----
+rm -rf "$WS/.codex"
+expect_fail "creating a missing .codex directory is denied" sb "$TRY" mkdir "$WS/.codex/sub"
+expect_fail "creating a file in a missing .codex is denied" sb "$TRY" create-file "$WS/.codex/config.toml"
+expect_fail "creating .codex as a file is denied" sb sh -c "rmdir .codex 2>/dev/null; echo x > .codex"
+expect_fail "replacing a missing .codex with a symlink is denied" \
+	sb sh -c "rmdir .codex 2>/dev/null; ln -s /tmp .codex"
+assert "no .codex is left behind in the workspace" test ! -e "$WS/.codex" -a ! -L "$WS/.codex"
+
+# ---- protected metadata: an existing .codex ----
+mkdir -p "$WS/.codex"
+echo keep >"$WS/.codex/config.toml"
+expect_fail "replacing an existing .codex with a symlink is denied" \
+	sb sh -c "mv .codex .codex-old || rm -rf .codex; ln -s /tmp .codex"
+expect_errno "writing into an existing .codex is denied" "$denied" \
+	sb "$TRY" write-file "$WS/.codex/config.toml"
+assert "the existing .codex is intact (not a symlink, same content)" \
+	test -d "$WS/.codex" -a ! -L "$WS/.codex" -a "$(cat "$WS/.codex/config.toml")" = keep
+assert "no .codex-old was made" test ! -e "$WS/.codex-old"
+
+# ---- network ----
+expect_errno "AF_INET socket is denied" EPERM sb "$TRY" socket-inet
+expect_errno "AF_INET6 socket is denied" EPERM sb "$TRY" socket-inet6
+expect_errno "AF_INET socketpair is denied" EPERM sb "$TRY" socketpair-inet
+expect_errno "AF_NETLINK socket is denied" EPERM sb "$TRY" socket-netlink
+expect_errno "AF_PACKET socket is denied" EPERM sb "$TRY" socket-packet
+check "AF_UNIX socket is allowed" sb "$TRY" socket-unix
+check "AF_UNIX socketpair is allowed" sb "$TRY" socketpair-unix
+
+# ---- the seccomp baseline ----
+expect_errno "ptrace(TRACEME) is denied" EPERM sb "$TRY" ptrace-traceme
+expect_errno "process_vm_readv is denied" EPERM sb "$TRY" process_vm_readv
+expect_errno "io_uring_setup is denied" EPERM sb "$TRY" io_uring_setup
+expect_errno "unshare(CLONE_NEWUSER) is denied" EPERM sb "$TRY" unshare-user
+expect_errno "unshare(CLONE_NEWNS) is denied" EPERM sb "$TRY" unshare-mount
+expect_errno "clone(CLONE_NEWUSER) is denied" EPERM sb "$TRY" clone-newuser
+expect_errno "clone3 gives ENOSYS (libc falls back to clone)" ENOSYS sb "$TRY" clone3
+expect_errno "mount is denied" EPERM sb "$TRY" mount
+expect_errno "umount2 is denied" EPERM sb "$TRY" umount2
+expect_errno "pivot_root is denied" EPERM sb "$TRY" pivot_root
+expect_errno "chroot is denied" EPERM sb "$TRY" chroot
+expect_errno "setns is denied" EPERM sb "$TRY" setns
+expect_errno "keyctl is denied" EPERM sb "$TRY" keyctl
+expect_errno "add_key is denied" EPERM sb "$TRY" add_key
+expect_errno "bpf is denied" EPERM sb "$TRY" bpf
+expect_errno "perf_event_open is denied" EPERM sb "$TRY" perf_event_open
+expect_errno "userfaultfd is denied" EPERM sb "$TRY" userfaultfd
+expect_errno "ioctl TIOCSTI is denied (EPERM, not ENOTTY)" EPERM sb "$TRY" tiocsti </dev/null
+expect_errno "TIOCSTI with high bits set is denied too" EPERM sb "$TRY" tiocsti-high </dev/null
+expect_errno "ioctl TIOCLINUX is denied" EPERM sb "$TRY" tioclinux </dev/null
+expect_errno "personality(ADDR_COMPAT_LAYOUT) is denied" EPERM sb "$TRY" personality-bad
+check "an ordinary fork+exec still works" sb sh -c '/bin/true && echo ok | cat >/dev/null'
+
+# ---- credentials ----
+cd_run_capture sb cat /proc/self/status
+caps=$(printf '%s\n' "$cd_out" | awk '/^CapEff:/ {print $2}')
+nnp=$(printf '%s\n' "$cd_out" | awk '/^NoNewPrivs:/ {print $2}')
+assert "CapEff is 0000000000000000 inside" test "$caps" = 0000000000000000
+assert "NoNewPrivs is 1 inside" test "$nnp" = 1
+cd_run_capture sb cat /proc/self/stat
+sid_ok=$(printf '%s\n' "$cd_out" | awk '{ print ($5 == $1 && $6 == $1) ? "yes" : "no" }')
+assert "the command leads its own session and process group" test "$sid_ok" = yes
+
+# ---- exit status ----
+expect_exit "exit status 0" 0 sb true
+expect_exit "exit status 3" 3 sb sh -c 'exit 3'
+expect_exit "command not found: 127" 127 sb cordon-no-such-command-here
+expect_exit "killed by SIGTERM: 143" 143 sb sh -c 'kill -TERM $$'
+printf 'echo should-not-run\n' >"$WS/not-executable"
+chmod 644 "$WS/not-executable"
+expect_exit "not executable: 126" 126 sb "$WS/not-executable"
+run_split sb cordon-no-such-command-here
+contains "not found: the message names the command" "cordon-no-such-command-here: command not found"
+
+# ---- stdio, fds and the environment ----
+out=$(echo hi | sb cat)
+assert "stdin and stdout pass through" test "$out" = hi
+err=$(sb sh -c 'echo oops >&2' 2>&1 >/dev/null)
+assert "stderr passes through" test "$err" = oops
+fds=$( (exec 7>"$CD_TMP/fd7" 8<"$CD_TMP/fd7"; sb ls /proc/self/fd) | tr '\n' ' ')
+assert "only fds 0-2 (and ls's own 3) reach the command" test "$fds" = "0 1 2 3 "
+[ "$fds" = "0 1 2 3 " ] || diag "fds seen: $fds"
+P=$CD_POLICYDIR/workspace-write.json
+envout=$(env -i FOO=bar "$CORDON" run --profile "$P" --workspace-root "$WS" --cwd "$WS" -- env)
+assert "the environment is passed exactly (env -i FOO=bar)" test "$envout" = "FOO=bar"
+[ "$envout" = "FOO=bar" ] || diag "env inside: $envout"
+envout=$(env -i FOO=bar BAZ=1 "$CORDON" run --profile "$P" --setenv X=y --unsetenv BAZ -- env | sort | tr '\n' ' ')
+assert "--setenv and --unsetenv" test "$envout" = "FOO=bar X=y "
+envout=$(env -i FOO=bar "$CORDON" run --profile "$P" --clear-env --setenv A=1 -- /usr/bin/env)
+assert "--clear-env" test "$envout" = "A=1"
+cwd=$(sb pwd -P)
+assert "--cwd sets the working directory" test "$cwd" = "$WS"
+
+# ---- signals are forwarded to the command ----
+"$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" -- \
+	sh -c 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done' \
+	>"$CD_TMP/sig.out" 2>&1 &
+cpid=$!
+n=0
+while ! grep -q ready "$CD_TMP/sig.out" 2>/dev/null && [ $n -lt 100 ]; do
+	sleep 0.05
+	n=$((n + 1))
+done
+kill -TERM "$cpid"
+wait "$cpid"
+rc=$?
+assert "SIGTERM to cordon reaches the command (its handler ran, exit 7)" \
+	sh -c "test $rc -eq 7 && grep -qx got-term '$CD_TMP/sig.out'"
+[ "$rc" -eq 7 ] || diag "exit $rc; output: $(cat "$CD_TMP/sig.out")"
+
+# ---- after all the runs: no leftovers on the host ----
+assert "no protected-metadata mount points left in the workspace" \
+	test ! -e "$WS/.agents" -a ! -e "$WS/.codex-old"
+
+done_testing
