@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "cli-policy.h"
@@ -259,7 +261,19 @@ int cd_cmd_run(int argc, char **argv)
 		.stdout_fd = -1,
 		.stderr_fd = -1,
 		.lp = b.lp,
+		/*
+		 * A sandbox ends with its command: anything the command left
+		 * behind is killed (it could otherwise outlive the masks that
+		 * confine it). Orphans come back to us as the subreaper.
+		 */
+		.kill_tree = b.lp && b.lp->sandboxed,
 	};
+	if (so.kill_tree && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		cd_log_error("cannot become a child subreaper: %s", strerror(errno));
+		ret = CD_EXIT_SETUP;
+		cd_cli_bound_done(&b);
+		goto out;
+	}
 	/* Interrupted while setting up: do not start the command at all. */
 	for (size_t i = 0; i < CD_ARRAY_SIZE(fwd_signals); i++) {
 		if (fwd_pending[fwd_signals[i]]) {

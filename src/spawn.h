@@ -37,6 +37,13 @@ struct cd_spawn_opts {
 	int stdout_fd;
 	int stderr_fd;
 	const struct cd_linux_plan *lp; /* NULL or !lp->sandboxed: no sandbox */
+	/*
+	 * When the command exits, kill its process group and every other
+	 * remaining descendant before the backends' finish hooks run. Requires
+	 * the caller to be a child subreaper (PR_SET_CHILD_SUBREAPER) with no
+	 * children of its own besides this one: cd_child_wait reaps them all.
+	 */
+	bool kill_tree;
 };
 
 struct cd_child;

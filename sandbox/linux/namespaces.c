@@ -25,11 +25,18 @@
  * plan's canonical paths. bubblewrap has the same window.
  *
  * Mask directories are created by the parent (mkdir 0555) and removed by
- * finish. The parent holds a shared flock on each created directory (and on
- * every bound directory) until finish; finish removes a mask only if it can
- * take the lock exclusively, so a concurrent run that binds or masks the
- * same directory keeps it alive.
+ * finish. They are shared: concurrent runs with the same writable root (two
+ * sessions in one workspace, or /tmp) mask the same names. So a mask
+ * directory is recognised by what it is, not by who made it: an empty
+ * directory of mode 0555 under a protected name (.git, .codex, .agents). A
+ * run that finds one (made by a concurrent run, or left by a run that was
+ * killed) adopts it. The parent holds a shared flock on it until finish;
+ * finish removes it only if it can take the lock exclusively (no other run
+ * still uses it) and it is still the same, empty directory. Leftovers from a
+ * killed run, or from two runs finishing at the same instant, are thus
+ * removed by the next run that touches them.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -53,7 +60,7 @@ struct ns_mount {
 	ino_t ino;
 	mode_t fmt;	  /* S_IFDIR, S_IFREG, ... */
 	bool host_rdonly; /* the host mount holding path is read-only */
-	bool created;	  /* MASK_DIR created by us; finish removes it */
+	bool mask;	  /* a mask directory (ours or adopted): finish removes it when last */
 	int lock_fd;	  /* O_RDONLY directory fd holding a LOCK_SH, or -1 */
 };
 
@@ -65,6 +72,7 @@ struct cd_backend_state {
 	struct ns_mount *m; /* owned */
 	size_t n;
 	const char *step;
+	int mask_src; /* child: the detached tmpfs cloned onto masks, or -1 */
 	bool finished;
 };
 
@@ -78,12 +86,12 @@ static void ns_finish(struct cd_backend_state *s)
 		struct ns_mount *m = &s->m[i];
 		struct stat st;
 
-		if (m->created && m->lock_fd >= 0 && flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0 &&
+		if (m->mask && m->lock_fd >= 0 && flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0 &&
 		    fstatat(AT_FDCWD, m->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISDIR(st.st_mode) && st.st_dev == m->dev && st.st_ino == m->ino)
 			/* Fails (ENOTEMPTY) if someone put something in it: then it stays. */
 			(void)rmdir(m->path);
-		m->created = false;
+		m->mask = false;
 		if (m->lock_fd >= 0) {
 			close(m->lock_fd);
 			m->lock_fd = -1;
@@ -160,6 +168,57 @@ static int lock_dir(const char *path, dev_t dev, ino_t ino)
 	return fd;
 }
 
+static bool protected_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return cd_streq(base, ".git") || cd_streq(base, ".codex") || cd_streq(base, ".agents");
+}
+
+/*
+ * Take over an existing mask directory (see the top comment): an empty
+ * directory of mode 0555 under a protected name. On success m describes it,
+ * holds a shared lock on it and is marked for removal when last. -ENOENT
+ * when the path is anything else.
+ */
+static int adopt_mask(struct ns_mount *m)
+{
+	struct dirent *de;
+	struct stat st;
+	bool empty = true;
+	DIR *d;
+	int fd;
+
+	if (!protected_name(m->path))
+		return -ENOENT;
+	fd = open(m->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, &st) < 0 || (st.st_mode & 07777) != 0555 || st.st_uid != geteuid()) {
+		close(fd);
+		return -ENOENT;
+	}
+	d = fdopendir(dup(fd));
+	if (!d) {
+		close(fd);
+		return -ENOENT;
+	}
+	while (empty && (de = readdir(d)))
+		if (!cd_streq(de->d_name, ".") && !cd_streq(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	if (!empty || flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		close(fd);
+		return -ENOENT;
+	}
+	m->lock_fd = fd;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->fmt = S_IFDIR;
+	m->mask = true;
+	return 0;
+}
+
 static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char **reterr)
 {
 	const struct cd_plan_path *pp;
@@ -190,6 +249,18 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
 	m->host_rdonly = sv.f_flag & ST_RDONLY;
+	/* A mask left by a concurrent or killed run: bind it and share its removal. */
+	if (m->op == CD_MOUNT_RO_BIND && m->fmt == S_IFDIR && adopt_mask(m) == 0 &&
+	    m->dev == st.st_dev && m->ino == st.st_ino)
+		return 0;
+	if (m->lock_fd >= 0) {
+		/* adopt_mask raced with a replacement: not the object we stat'ed. */
+		close(m->lock_fd);
+		m->lock_fd = -1;
+		m->mask = false;
+		m->dev = st.st_dev;
+		m->ino = st.st_ino;
+	}
 	if (m->fmt == S_IFDIR)
 		m->lock_fd = lock_dir(m->path, m->dev, m->ino);
 	return 0;
@@ -202,6 +273,9 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 
 	if (mkdir(m->path, 0555) < 0) {
 		r = -errno;
+		/* A concurrent run may have just made the same mask: share it. */
+		if (r == -EEXIST && adopt_mask(m) == 0)
+			return 0;
 		if (r == -EEXIST)
 			*reterr = cd_xasprintf("namespaces: '%s' appeared after binding; run again",
 					       m->path);
@@ -226,7 +300,7 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
 	m->fmt = S_IFDIR;
-	m->created = true;
+	m->mask = true;
 	if (flock(m->lock_fd, LOCK_SH | LOCK_NB) < 0) {
 		r = -errno;
 		*reterr = cd_xasprintf("namespaces: cannot lock '%s': %s", m->path, strerror(-r));
@@ -252,6 +326,7 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	s = cd_xcalloc(1, sizeof(*s));
 	s->user_ns = lp->user_ns;
 	s->mount_ns = lp->mount_ns;
+	s->mask_src = -1;
 	s->step = "prepare";
 	if (s->user_ns) {
 		/* Map only ourselves: the command keeps its uid and gid, and no others exist. */
@@ -377,31 +452,49 @@ static int apply_bind(const struct ns_mount *m, int fd)
 	return r;
 }
 
-static int apply_mask(int fd)
+/*
+ * One empty read-only tmpfs per run, cloned onto every mask: creating a
+ * superblock per mask costs several times a clone.
+ */
+static int mask_source(struct cd_backend_state *s)
 {
-	int fs, mnt, r = 0;
+	int fs, mnt;
 
+	if (s->mask_src >= 0)
+		return s->mask_src;
 	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return -errno;
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0555", 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-		r = -errno;
-		close(fs);
-		return r;
+		cd_close_keep_errno(fs);
+		return -errno;
 	}
 	mnt = fsmount(fs, FSMOUNT_CLOEXEC,
 		      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
 	if (mnt < 0) {
-		r = -errno;
-		close(fs);
-		return r;
+		cd_close_keep_errno(fs);
+		return -errno;
 	}
 	close(fs);
-	if (move_mount(mnt, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	s->mask_src = mnt;
+	return mnt;
+}
+
+static int apply_mask(struct cd_backend_state *s, int fd)
+{
+	int src, tree, r = 0;
+
+	src = mask_source(s);
+	if (src < 0)
+		return src;
+	tree = open_tree(src, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return -errno;
+	if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		r = -errno;
-	close(mnt);
+	close(tree);
 	return r;
 }
 
@@ -454,7 +547,7 @@ static int ns_apply(struct cd_backend_state *s)
 			r = apply_bind(m, fd);
 			break;
 		case CD_MOUNT_MASK_DIR:
-			r = apply_mask(fd);
+			r = apply_mask(s, fd);
 			break;
 		case CD_MOUNT_OP_COUNT:
 		default:

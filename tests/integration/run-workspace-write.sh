@@ -212,6 +212,35 @@ assert "SIGTERM to cordon reaches the command (its handler ran, exit 7)" \
 	sh -c "test $rc -eq 7 && grep -qx got-term '$CD_TMP/sig.out'"
 [ "$rc" -eq 7 ] || diag "exit $rc; output: $(cat "$CD_TMP/sig.out")"
 
+# ---- the sandbox ends with its command: nothing it left behind survives ----
+# A daemon that escaped the process group (setsid) and waits for the masks
+# to go away must be killed before they are removed, or it could create a
+# protected name afterwards.
+rm -f "$CD_TMP/escaped"
+rm -rf "$WS/.codex"
+sb sh -c 'setsid sh -c "sleep 0.4; mkdir .codex && touch '"$CD_TMP"'/escaped" </dev/null >/dev/null 2>&1 &
+	(sleep 30 </dev/null >/dev/null 2>&1 &); exit 0'
+rc=$?
+assert "a command that leaves background processes still exits 0" test "$rc" -eq 0
+sleep 0.7
+assert "a lingering setsid daemon cannot create .codex after the command exits" \
+	test ! -e "$WS/.codex" -a ! -e "$CD_TMP/escaped"
+assert "no process of the sandbox survives the command (double-forked sleep 30)" \
+	sh -c '! pgrep -f "^sleep 30\$" >/dev/null'
+
+# ---- concurrent runs in one workspace share the masks and all succeed ----
+rm -f "$CD_TMP"/conc.*
+for i in 1 2 3 4 5 6; do
+	(sb sh -c "sleep 0.0$i; mkdir .codex 2>/dev/null && echo created" >"$CD_TMP/conc.$i" 2>&1
+	 echo "rc=$?" >>"$CD_TMP/conc.$i") &
+done
+wait
+bad=$(cat "$CD_TMP"/conc.* | grep -v '^rc=1$' || true)
+assert "6 concurrent runs: each ran, none could create .codex" test -z "$bad"
+[ -z "$bad" ] || diag "concurrent output: $bad"
+assert "concurrent runs leave no mask directory behind" \
+	test ! -e "$WS/.codex" -a ! -e "$WS/.agents"
+
 # ---- after all the runs: no leftovers on the host ----
 assert "no protected-metadata mount points left in the workspace" \
 	test ! -e "$WS/.agents" -a ! -e "$WS/.codex-old"
