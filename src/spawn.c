@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -273,6 +274,8 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	    (r = child_dup_stdio(o->stdout_fd, 1)) < 0 ||
 	    (r = child_dup_stdio(o->stderr_fd, 2)) < 0)
 		child_fail(c, CD_EXIT_SETUP, -r, "stdio", NULL);
+	if (o->tty && ioctl(0, TIOCSCTTY, 0) < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, "controlling terminal", NULL);
 	child_cloexec_fds(c);
 
 	if (c->states)

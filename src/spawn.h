@@ -44,6 +44,12 @@ struct cd_spawn_opts {
 	 * children of its own besides this one: cd_child_wait reaps them all.
 	 */
 	bool kill_tree;
+	/*
+	 * stdin_fd is a terminal (a PTY slave): make it the controlling
+	 * terminal of the new session (TIOCSCTTY) so the command gets job
+	 * control and ^C from the terminal.
+	 */
+	bool tty;
 };
 
 struct cd_child;

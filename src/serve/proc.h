@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The process engine of `cordon serve`: one spawned command (sandboxed or
+ * not) driven by the event loop, with its output retained for replay.
+ * JSON-free: the server maps these calls and events onto the protocol
+ * (exec-server-reference.md 2.3-2.9).
+ *
+ *  - stdout and stderr are separate non-blocking pipes, read in pieces of
+ *    at most 8192 bytes; in tty mode one PTY (24x80) gives the "pty" stream.
+ *  - stdin is a pipe when pipe_stdin (non-tty), the PTY in tty mode, else
+ *    /dev/null.
+ *  - One sequence counter per process starting at 1, shared by output
+ *    chunks, the exit event and the close event; close is always last.
+ *  - Retained output: a ring of at most 1 MiB and 50,000 chunks; the oldest
+ *    chunks are evicted.
+ *  - Exit: 128+N for signal N. The exit event is emitted once the exit is
+ *    known and either both output streams reached EOF or 20 ms have passed
+ *    (trailing output); sandbox_denied is computed then (reference 8.4).
+ *    Close is emitted once the exit is known and every stream hit EOF.
+ *  - The child runs in its own session/process group; interrupt sends
+ *    SIGINT and terminate SIGKILL to the group.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "serve/loop.h"
+#include "spawn.h"
+
+enum cd_stream {
+	CD_STREAM_STDOUT,
+	CD_STREAM_STDERR,
+	CD_STREAM_PTY,
+	CD_STREAM_COUNT,
+};
+const char *cd_stream_name(enum cd_stream s); /* "stdout", "stderr", "pty" */
+
+struct cd_proc;
+
+struct cd_chunk {
+	uint64_t seq;
+	enum cd_stream stream;
+	const unsigned char *data; /* borrowed: valid until the loop runs again */
+	size_t len;
+};
+
+/* Events; every callback is optional. They run from the loop. */
+struct cd_proc_events {
+	void *data;
+	void (*output)(struct cd_proc *p, const struct cd_chunk *c, void *data);
+	void (*exited)(struct cd_proc *p, uint64_t seq, int exit_code, bool sandbox_denied,
+		       void *data);
+	void (*closed)(struct cd_proc *p, uint64_t seq, void *data);
+};
+
+struct cd_proc_opts {
+	char *const *argv; /* non-empty */
+	const char *arg0;  /* NULL = argv[0] */
+	char *const *envp; /* exact */
+	const char *cwd;
+	bool tty;
+	bool pipe_stdin;
+	const struct cd_linux_plan *lp; /* NULL: unsandboxed; borrowed only during start */
+};
+
+/*
+ * Spawn. 0 on success (*ret owned by the caller: cd_proc_free); on failure
+ * -errno with err filled (its msg is the one-line reason). Output events can
+ * fire only from later loop iterations, never from inside this call.
+ */
+int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct cd_proc_events *ev,
+		  struct cd_proc **ret, struct cd_spawn_error *err);
+
+struct cd_proc_read {
+	struct cd_chunk *chunks; /* malloc'ed array (free it); data pointers borrowed */
+	size_t n;
+	uint64_t next_seq;
+	bool exited;
+	int exit_code; /* valid when exited */
+	bool closed;
+	bool sandbox_denied;
+};
+
+/*
+ * Retained chunks with seq > after_seq, in order. max_bytes (SIZE_MAX =
+ * unlimited): at least one chunk is returned when one is available; stop
+ * before a chunk that would exceed the budget. next_seq: without a budget,
+ * the next seq the process would allocate; with one, last returned seq + 1
+ * (or the process's next seq when nothing was returned).
+ */
+void cd_proc_read(struct cd_proc *p, uint64_t after_seq, size_t max_bytes,
+		  struct cd_proc_read *ret);
+
+enum cd_write_status {
+	CD_WRITE_ACCEPTED,
+	CD_WRITE_STDIN_CLOSED,
+};
+/*
+ * Queue bytes for stdin (pipe or PTY). write_id: the last 4096 accepted ids
+ * are remembered; a repeated id is accepted without writing again. -EPIPE
+ * when the stdin channel is gone ("failed to write to process stdin").
+ * Queued bytes are bounded (8 MiB): beyond that -ENOBUFS.
+ */
+int cd_proc_write(struct cd_proc *p, const char *write_id, const void *data, size_t len,
+		  enum cd_write_status *ret);
+/* Close stdin (EOF to the process). */
+void cd_proc_close_stdin(struct cd_proc *p);
+
+bool cd_proc_is_exited(const struct cd_proc *p);
+bool cd_proc_is_closed(const struct cd_proc *p);
+pid_t cd_proc_pid(const struct cd_proc *p);
+bool cd_proc_is_sandboxed(const struct cd_proc *p);
+
+/* SIGINT to the process group (no-op once exited). */
+void cd_proc_interrupt(struct cd_proc *p);
+/* SIGKILL to the process group; *running says whether it was still running. */
+void cd_proc_terminate(struct cd_proc *p, bool *running);
+
+/* Kill the group if still running, release fds and watches, free. NULL-safe. */
+struct cd_proc *cd_proc_free(struct cd_proc *p);
+
+/* Standard base64 with padding (RFC 4648), used for every byte field. */
+size_t cd_base64_encoded_len(size_t n);
+/* Append the encoding of data[0..n) to out (no NUL); returns bytes written. */
+size_t cd_base64_encode(const unsigned char *data, size_t n, char *out);
+/* Strict decode (padding required, no whitespace); -EINVAL on bad input. *ret malloc'ed. */
+int cd_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len);
