@@ -24,9 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WARMUP 20
+#define WARMUP	  20
 #define DEFAULT_N 300
-#define MAX_ARGS 24
+#define MAX_ARGS  24
 
 extern char **environ;
 
@@ -99,8 +99,7 @@ static bool preflight(struct config *c)
 		fclose(err);
 	}
 	if (status < 0)
-		printf("skipped %s: cannot spawn %s: %s\n", c->name, c->argv[0],
-		       strerror(-status));
+		printf("skipped %s: cannot spawn %s: %s\n", c->name, c->argv[0], strerror(-status));
 	else if (WIFEXITED(status))
 		printf("skipped %s: exit status %d%s%s\n", c->name, WEXITSTATUS(status),
 		       line[0] ? ": " : "", line);
@@ -238,7 +237,8 @@ int main(int argc, char **argv)
 	}
 
 	printf("bench-spawn: %lu timed runs per configuration after %d warm-up runs, "
-	       "interleaved round-robin\n", n, WARMUP);
+	       "interleaved round-robin\n",
+	       n, WARMUP);
 	if (!have_bwrap)
 		printf("bwrap not installed: skipping the bubblewrap baselines "
 		       "(apt-get install bubblewrap)\n");

@@ -67,10 +67,10 @@ typedef enum cd_probe_what {
 void cd_linux_probe_host(cd_probe_what what, struct cd_linux_host *ret);
 
 struct cd_probe_item {
-	char *name;   /* "landlock", "seccomp", "user namespaces", ... */
+	char *name; /* "landlock", "seccomp", "user namespaces", ... */
 	bool ok;
 	char *detail; /* "ABI 7 (rights: ...)", "blocked by kernel.apparmor_restrict_unprivileged_userns=1" */
-	char *fix;    /* NULL when ok */
+	char *fix; /* NULL when ok */
 };
 
 struct cd_probe {

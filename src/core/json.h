@@ -36,7 +36,7 @@ enum cd_json_type {
 struct cd_json;
 
 struct cd_json_member {
-	char *key;     /* NUL-terminated; may contain embedded NULs (key_len) */
+	char *key; /* NUL-terminated; may contain embedded NULs (key_len) */
 	size_t key_len;
 	unsigned line, col; /* position of the key's opening quote, 1-based */
 	struct cd_json *value;
@@ -72,8 +72,8 @@ struct cd_json_limits {
 
 struct cd_json_error {
 	unsigned line, col; /* where the problem is, 1-based */
-	size_t offset;      /* byte offset */
-	char msg[192];      /* e.g. "duplicate object key \"type\"" */
+	size_t offset;	    /* byte offset */
+	char msg[192];	    /* e.g. "duplicate object key \"type\"" */
 };
 
 /*

@@ -46,8 +46,8 @@ uint64_t cd_ll_fs_rights_for_abi(unsigned abi);
 uint64_t cd_ll_net_rights_for_abi(unsigned abi);
 uint64_t cd_ll_scopes_for_abi(unsigned abi);
 /* Rights that make sense on a non-directory (file) rule. */
-#define CD_LL_FS_FILE_RIGHTS                                                                       \
-	(CD_LL_FS_EXECUTE | CD_LL_FS_WRITE_FILE | CD_LL_FS_READ_FILE | CD_LL_FS_TRUNCATE |         \
+#define CD_LL_FS_FILE_RIGHTS                                                               \
+	(CD_LL_FS_EXECUTE | CD_LL_FS_WRITE_FILE | CD_LL_FS_READ_FILE | CD_LL_FS_TRUNCATE | \
 	 CD_LL_FS_IOCTL_DEV)
 #define CD_LL_FS_READ_RIGHTS (CD_LL_FS_EXECUTE | CD_LL_FS_READ_FILE | CD_LL_FS_READ_DIR)
 /* Space-separated right names for a mask, e.g. "execute read_file read_dir". Static buffer
@@ -59,9 +59,9 @@ char *cd_ll_scopes_names(uint64_t mask);
 /* Facts about the host the wrapper is built for (from the probe, or assumed by explain). */
 struct cd_linux_host {
 	unsigned landlock_abi; /* 0 = Landlock unavailable */
-	bool seccomp;          /* seccomp filters available */
-	bool userns;           /* unprivileged (or privileged) user namespaces usable */
-	bool is_root;          /* euid 0 with CAP_SYS_ADMIN: mount ns without a user ns */
+	bool seccomp;	       /* seccomp filters available */
+	bool userns;	       /* unprivileged (or privileged) user namespaces usable */
+	bool is_root;	       /* euid 0 with CAP_SYS_ADMIN: mount ns without a user ns */
 };
 
 typedef enum cd_degrade_flags {
@@ -74,8 +74,8 @@ struct cd_linux_opts {
 };
 
 struct cd_ll_rule {
-	const char *path;  /* borrowed from the plan */
-	uint64_t allowed;  /* already masked by the handled rights and by file/dir */
+	const char *path; /* borrowed from the plan */
+	uint64_t allowed; /* already masked by the handled rights and by file/dir */
 	bool is_dir;
 };
 
@@ -86,10 +86,10 @@ enum cd_sc_action {
 };
 
 enum cd_sc_cmp {
-	CD_SC_ALWAYS,         /* unconditional */
-	CD_SC_ARG_MASKED_EQ,  /* (arg & mask) == value */
-	CD_SC_ARG_NE,         /* arg != value (full 64-bit compare) */
-	CD_SC_ARG_NOT_IN2,    /* arg != value && arg != value2 (two allowed values) */
+	CD_SC_ALWAYS,	     /* unconditional */
+	CD_SC_ARG_MASKED_EQ, /* (arg & mask) == value */
+	CD_SC_ARG_NE,	     /* arg != value (full 64-bit compare) */
+	CD_SC_ARG_NOT_IN2,   /* arg != value && arg != value2 (two allowed values) */
 	/*
 	 * (arg & mask) != 0: any of the flag bits in mask is set. libseccomp's
 	 * SCMP_CMP_MASKED_EQ cannot say "!= 0" in one comparison, so a backend
@@ -107,12 +107,12 @@ enum cd_sc_cmp {
  * <linux/sched.h>). A new user namespace would hand the sandboxed side the
  * capabilities to remount or otherwise escape the mount carve-outs.
  */
-#define CD_SC_NS_FLAGS                                                                             \
-	(0x00020000ULL | 0x02000000ULL | 0x04000000ULL | 0x08000000ULL | 0x10000000ULL |           \
+#define CD_SC_NS_FLAGS                                                                   \
+	(0x00020000ULL | 0x02000000ULL | 0x04000000ULL | 0x08000000ULL | 0x10000000ULL | \
 	 0x20000000ULL | 0x40000000ULL | 0x00000080ULL)
 
 typedef enum cd_sc_when {
-	CD_SC_BASELINE = 1u << 0,       /* every sandboxed (MANAGED/EXTERNAL) run */
+	CD_SC_BASELINE = 1u << 0,	/* every sandboxed (MANAGED/EXTERNAL) run */
 	CD_SC_NET_RESTRICTED = 1u << 1, /* only when the network is restricted */
 } cd_sc_when;
 
@@ -120,12 +120,12 @@ struct cd_sc_rule {
 	const char *syscall; /* libseccomp name */
 	enum cd_sc_action action;
 	enum cd_sc_cmp cmp;
-	unsigned arg;        /* argument index for the comparison */
+	unsigned arg; /* argument index for the comparison */
 	uint64_t mask;
 	uint64_t value;
 	uint64_t value2;
 	cd_sc_when when;
-	const char *why;     /* one line for explain */
+	const char *why; /* one line for explain */
 };
 
 /*
@@ -140,9 +140,9 @@ extern const struct cd_sc_rule cd_sc_rules[];
 const char *cd_sc_action_name(enum cd_sc_action a);
 
 enum cd_mount_op {
-	CD_MOUNT_RO_BIND,   /* bind path on itself read-only (existing path) */
-	CD_MOUNT_RW_BIND,   /* bind path on itself writable again (under an ro bind) */
-	CD_MOUNT_MASK_DIR,  /* missing path: create an empty directory mount point, mount a read-only
+	CD_MOUNT_RO_BIND,  /* bind path on itself read-only (existing path) */
+	CD_MOUNT_RW_BIND,  /* bind path on itself writable again (under an ro bind) */
+	CD_MOUNT_MASK_DIR, /* missing path: create an empty directory mount point, mount a read-only
 			       empty tmpfs (mode 0555) on it; removed after the run */
 	CD_MOUNT_OP_COUNT,
 };
@@ -155,10 +155,10 @@ struct cd_mount {
 
 struct cd_linux_plan {
 	const struct cd_plan *plan; /* borrowed */
-	bool sandboxed;             /* false: DISABLED profile, plain spawn */
+	bool sandboxed;		    /* false: DISABLED profile, plain spawn */
 	/* Landlock */
-	bool landlock;              /* a ruleset is applied */
-	unsigned landlock_abi;      /* ABI used (the host's, capped at CD_LL_MAX_ABI) */
+	bool landlock;	       /* a ruleset is applied */
+	unsigned landlock_abi; /* ABI used (the host's, capped at CD_LL_MAX_ABI) */
 	uint64_t ll_handled_fs;
 	uint64_t ll_handled_net;
 	uint64_t ll_scoped;
@@ -166,11 +166,11 @@ struct cd_linux_plan {
 	size_t n_ll_rules;
 	/* seccomp */
 	bool seccomp;
-	cd_sc_when sc_when;         /* which rule groups apply */
+	cd_sc_when sc_when; /* which rule groups apply */
 	/* namespaces */
-	bool user_ns;               /* unshare(CLONE_NEWUSER) (not root) */
-	bool mount_ns;              /* unshare(CLONE_NEWNS) */
-	struct cd_mount *mounts;    /* in the order to perform them */
+	bool user_ns;		 /* unshare(CLONE_NEWUSER) (not root) */
+	bool mount_ns;		 /* unshare(CLONE_NEWNS) */
+	struct cd_mount *mounts; /* in the order to perform them */
 	size_t n_mounts;
 	/* Reported degradations, NULL-terminated (e.g. "protected metadata NOT enforced: ...") */
 	char **degraded;
@@ -189,7 +189,8 @@ struct cd_linux_plan {
  *  - CD_NET_MANAGED (no proxy yet).
  */
 int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *host,
-			const struct cd_linux_opts *opts, struct cd_linux_plan **ret, char **reterr);
+			const struct cd_linux_opts *opts, struct cd_linux_plan **ret,
+			char **reterr);
 struct cd_linux_plan *cd_linux_plan_free(struct cd_linux_plan *lp);
 
 const char *cd_mount_op_name(enum cd_mount_op op);

@@ -28,8 +28,8 @@ enum cd_path_convention {
 
 struct cd_pathuri {
 	enum cd_path_convention convention;
-	char *path;  /* decoded native path, NUL-terminated; for POSIX starts with '/' */
-	size_t len;  /* may be less than strlen only for the fallback form (embedded NUL) */
+	char *path; /* decoded native path, NUL-terminated; for POSIX starts with '/' */
+	size_t len; /* may be less than strlen only for the fallback form (embedded NUL) */
 };
 
 /*

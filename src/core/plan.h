@@ -68,12 +68,13 @@ enum cd_origin {
 };
 
 struct cd_plan_path {
-	char *path;            /* canonical, absolute, normal (cd_path_is_normal) */
-	enum cd_access access; /* effective access for this path and below, until a more specific one */
-	enum cd_file_type type;/* at bind time: MISSING, DIR, REG or OTHER (never SYMLINK) */
+	char *path; /* canonical, absolute, normal (cd_path_is_normal) */
+	enum cd_access
+		access; /* effective access for this path and below, until a more specific one */
+	enum cd_file_type type; /* at bind time: MISSING, DIR, REG or OTHER (never SYMLINK) */
 	enum cd_origin origin;
-	int entry_index;       /* index into profile->entries, -1 when not from an entry */
-	char *why;             /* human reason, e.g. "entry 2 (:workspace_roots, write)" or
+	int entry_index; /* index into profile->entries, -1 when not from an entry */
+	char *why;	 /* human reason, e.g. "entry 2 (:workspace_roots, write)" or
 				  "protected metadata under writable /w" */
 	/* Access of the nearest enclosing plan path (CD_ACCESS_DENY when none:
 	 * no match is deny). */
@@ -89,23 +90,23 @@ struct cd_plan {
 	/* No file-system restriction at all: DISABLED, EXTERNAL, MANAGED with
 	 * file_system unrestricted, or "/" writable with nothing narrower. */
 	bool fs_unrestricted;
-	bool full_read; /* "/" is readable (read or write) */
-	char *cwd;      /* canonical command cwd */
+	bool full_read;		    /* "/" is readable (read or write) */
+	char *cwd;		    /* canonical command cwd */
 	struct cd_plan_path *paths; /* sorted by path (strcmp), unique */
 	size_t n_paths;
-	char **notes;   /* NULL-terminated; human notes (skipped entries, ...) */
+	char **notes; /* NULL-terminated; human notes (skipped entries, ...) */
 	bool has_carve_outs;
 	bool has_deny_carve_outs; /* a deny path under a readable/writable region */
-	bool has_globs;           /* glob_pattern deny entries present (need expansion) */
+	bool has_globs;		  /* glob_pattern deny entries present (need expansion) */
 };
 
 struct cd_bind_input {
-	const char *cwd;                        /* absolute; required */
-	const char *const *workspace_roots;     /* absolute; may be empty */
+	const char *cwd;		    /* absolute; required */
+	const char *const *workspace_roots; /* absolute; may be empty */
 	size_t n_workspace_roots;
-	const char *tmpdir;                     /* $TMPDIR or NULL */
-	const char *const *minimal_paths;       /* platform defaults, NULL-terminated; NULL = Linux set */
-	const struct cd_fs_ops *ops;            /* required */
+	const char *tmpdir;		  /* $TMPDIR or NULL */
+	const char *const *minimal_paths; /* platform defaults, NULL-terminated; NULL = Linux set */
+	const struct cd_fs_ops *ops;	  /* required */
 };
 
 /* Linux's :minimal set (only existing ones are bound). */
@@ -116,8 +117,8 @@ extern const char *const cd_minimal_paths_linux[];
  * root, protected symlink, ...) or -ELOOP/-errno with *reterr a malloc'ed
  * one-line reason.
  */
-int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in,
-		  struct cd_plan **ret, char **reterr);
+int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, struct cd_plan **ret,
+		  char **reterr);
 struct cd_plan *cd_plan_free(struct cd_plan *plan);
 
 /*
@@ -134,8 +135,8 @@ enum cd_access cd_plan_access(const struct cd_plan *plan, const char *path,
  * literally. *ret_links receives a NULL-terminated list of the symlinks
  * crossed (their own paths), may be NULL. -ELOOP after 40 links.
  */
-int cd_canonicalize(const struct cd_fs_ops *ops, const char *path, char **ret,
-		    char ***ret_links, enum cd_file_type *ret_type);
+int cd_canonicalize(const struct cd_fs_ops *ops, const char *path, char **ret, char ***ret_links,
+		    enum cd_file_type *ret_type);
 
 const char *cd_file_type_name(enum cd_file_type t); /* "missing", "directory", "file", ... */
 const char *cd_origin_name(enum cd_origin o);

@@ -36,8 +36,8 @@ enum cd_network {
 };
 
 enum cd_entry_kind {
-	CD_ENTRY_PATH,    /* absolute native path (from a file:// URI) */
-	CD_ENTRY_GLOB,    /* glob_pattern; deny only */
+	CD_ENTRY_PATH,	  /* absolute native path (from a file:// URI) */
+	CD_ENTRY_GLOB,	  /* glob_pattern; deny only */
 	CD_ENTRY_SPECIAL, /* symbolic path */
 	CD_ENTRY_KIND_COUNT,
 };
@@ -55,7 +55,7 @@ enum cd_special {
 struct cd_fs_entry {
 	enum cd_entry_kind kind;
 	enum cd_special special; /* CD_ENTRY_SPECIAL only */
-	char *path;    /* PATH: native absolute path; GLOB: the pattern; UNKNOWN: the token (":foo") */
+	char *path; /* PATH: native absolute path; GLOB: the pattern; UNKNOWN: the token (":foo") */
 	char *subpath; /* PROJECT_ROOTS (and UNKNOWN): relative subpath or NULL; never absolute, no ".." */
 	enum cd_access access;
 	unsigned line, col; /* source position of the entry (0 when built in code) */
@@ -63,11 +63,11 @@ struct cd_fs_entry {
 
 struct cd_profile {
 	enum cd_profile_type type;
-	bool fs_unrestricted;           /* MANAGED: file_system {"type":"unrestricted"} */
-	struct cd_fs_entry *entries;    /* MANAGED + restricted */
+	bool fs_unrestricted;	     /* MANAGED: file_system {"type":"unrestricted"} */
+	struct cd_fs_entry *entries; /* MANAGED + restricted */
 	size_t n_entries;
-	unsigned glob_scan_max_depth;   /* 0 = unset */
-	enum cd_network network;        /* MANAGED and EXTERNAL; DISABLED is ENABLED */
+	unsigned glob_scan_max_depth; /* 0 = unset */
+	enum cd_network network;      /* MANAGED and EXTERNAL; DISABLED is ENABLED */
 	/* Policy-file extras (NULL/0 for wire profiles). */
 	unsigned version;
 	char *description;
@@ -89,8 +89,8 @@ typedef enum cd_profile_parse_flags {
 
 struct cd_parse_error {
 	unsigned line, col; /* 0 when unknown */
-	char *path;         /* JSON location, e.g. "file_system.entries[2].access" */
-	char *msg;          /* e.g. "unknown access \"rw\" (expected read, write, deny or none)" */
+	char *path;	    /* JSON location, e.g. "file_system.entries[2].access" */
+	char *msg;	    /* e.g. "unknown access \"rw\" (expected read, write, deny or none)" */
 };
 void cd_parse_error_done(struct cd_parse_error *e);
 
@@ -126,11 +126,11 @@ int cd_entry_from_cli(const char *arg, enum cd_access access, struct cd_fs_entry
 void cd_fs_entry_done(struct cd_fs_entry *e);
 
 /* Vocabulary tables: wire names. */
-const char *cd_access_name(enum cd_access a);       /* "read", "write", "deny" */
-const char *cd_network_name(enum cd_network n);     /* "restricted", "enabled", "managed" */
+const char *cd_access_name(enum cd_access a);		  /* "read", "write", "deny" */
+const char *cd_network_name(enum cd_network n);		  /* "restricted", "enabled", "managed" */
 const char *cd_profile_type_name(enum cd_profile_type t); /* "managed", "disabled", "external" */
-const char *cd_special_name(enum cd_special s);     /* "root", "minimal", "project_roots", ... */
+const char *cd_special_name(enum cd_special s); /* "root", "minimal", "project_roots", ... */
 /* The symbolic CLI spelling: ":root", ":workspace_roots", ... */
 const char *cd_special_token(enum cd_special s);
-int cd_access_from_name(const char *s);             /* "none" is deny; -EINVAL if unknown */
-int cd_network_from_name(const char *s);            /* -EINVAL if unknown */
+int cd_access_from_name(const char *s);	 /* "none" is deny; -EINVAL if unknown */
+int cd_network_from_name(const char *s); /* -EINVAL if unknown */

@@ -15,18 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CD_UNUSED	  __attribute__((unused))
-#define CD_PRINTF(a, b)	  __attribute__((format(printf, a, b)))
-#define CD_NORETURN	  __attribute__((noreturn))
-#define CD_ARRAY_SIZE(x)  (sizeof(x) / sizeof((x)[0]))
-#define CD_CLEANUP(f)	  __attribute__((cleanup(f)))
+#define CD_UNUSED	 __attribute__((unused))
+#define CD_PRINTF(a, b)	 __attribute__((format(printf, a, b)))
+#define CD_NORETURN	 __attribute__((noreturn))
+#define CD_ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
+#define CD_CLEANUP(f)	 __attribute__((cleanup(f)))
 
 /* Take ownership out of a variable that has a cleanup attribute. */
-#define cd_steal_pointer(pp)                                                                       \
-	({                                                                                         \
-		__typeof__(*(pp)) _cd_tmp = *(pp);                                                 \
-		*(pp) = NULL;                                                                      \
-		_cd_tmp;                                                                           \
+#define cd_steal_pointer(pp)                       \
+	({                                         \
+		__typeof__(*(pp)) _cd_tmp = *(pp); \
+		*(pp) = NULL;                      \
+		_cd_tmp;                           \
 	})
 
 void cd_cleanup_freep(void *p);
@@ -55,8 +55,8 @@ static inline bool cd_startswith(const char *s, const char *prefix)
 
 /* Growable NUL-terminated byte buffer. Zero-initialise before use. */
 struct cd_strbuf {
-	char *buf;   /* NULL until the first append; always NUL-terminated after */
-	size_t len;  /* bytes used, excluding the terminating NUL */
+	char *buf;  /* NULL until the first append; always NUL-terminated after */
+	size_t len; /* bytes used, excluding the terminating NUL */
 	size_t cap;
 };
 

@@ -14,13 +14,13 @@ static CD_PRINTF(3, 0) void vlog(int level, const char *prefix, const char *fmt,
 	fputc('\n', stderr);
 }
 
-#define DEFINE_LOG(fn, level, prefix)                                                              \
-	void fn(const char *fmt, ...)                                                              \
-	{                                                                                          \
-		va_list ap;                                                                        \
-		va_start(ap, fmt);                                                                 \
-		vlog(level, prefix, fmt, ap);                                                      \
-		va_end(ap);                                                                        \
+#define DEFINE_LOG(fn, level, prefix)         \
+	void fn(const char *fmt, ...)         \
+	{                                     \
+		va_list ap;                   \
+		va_start(ap, fmt);            \
+		vlog(level, prefix, fmt, ap); \
+		va_end(ap);                   \
 	}
 
 DEFINE_LOG(cd_log_error, 0, "")
