@@ -741,25 +741,61 @@ START_TEST(test_ns_mask_shared)
 	struct cd_linux_plan lp2 = {
 		.sandboxed = true, .mount_ns = true, .mounts = &m2, .n_mounts = 1
 	};
-	struct cd_backend_state *s1, *s2 = NULL;
-	char *err = NULL;
+	struct cd_backend_state *s1, *s2, *s3;
 	struct stat st;
 
 	ns_setup(&f);
 	m1 = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
 	s1 = prepare_ok(&cd_backend_namespaces, &lp1);
-	/* Same plan again: the missing name now exists. */
-	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp1, &s2, &err), -EEXIST);
+	/* A concurrent run planned the same mask: it shares it instead of failing. */
+	s2 = prepare_ok(&cd_backend_namespaces, &lp1);
+	/* A run that saw the mask as an existing directory binds it and shares it too. */
+	m2 = (struct cd_mount){ CD_MOUNT_RO_BIND, f.mask, "test" };
+	s3 = prepare_ok(&cd_backend_namespaces, &lp2);
+	cd_backend_namespaces.destroy(s1);
+	ck_assert_msg(stat(f.mask, &st) == 0, "mask removed while two runs still use it");
+	cd_backend_namespaces.destroy(s3);
+	ck_assert_msg(stat(f.mask, &st) == 0, "mask removed while one run still uses it");
+	/* The last user removes it, whoever made it. */
+	cd_backend_namespaces.destroy(s2);
+	ck_assert_msg(stat(f.mask, &st) < 0 && errno == ENOENT, "mask left behind by the last run");
+	ns_cleanup(&f);
+}
+END_TEST
+
+START_TEST(test_ns_mask_not_adopted)
+{
+	/* A non-empty directory, or one of another mode, is the user's: never adopted. */
+	struct ns_fixture f;
+	struct cd_mount m;
+	struct cd_linux_plan lp = {
+		.sandboxed = true, .mount_ns = true, .mounts = &m, .n_mounts = 1
+	};
+	struct cd_backend_state *s = NULL;
+	char *err = NULL, keep[160];
+	struct stat st;
+
+	ns_setup(&f);
+	ck_assert_int_eq(mkdir(f.mask, 0755), 0);
+	m = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
+	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
 	ck_assert_ptr_nonnull(strstr(err, "appeared after binding"));
 	free(err);
-	/* A run that bound it after it appeared keeps it alive. */
-	m2 = (struct cd_mount){ CD_MOUNT_RO_BIND, f.mask, "test" };
-	s2 = prepare_ok(&cd_backend_namespaces, &lp2);
-	cd_backend_namespaces.finish(s1);
-	ck_assert_int_eq(stat(f.mask, &st), 0);
-	cd_backend_namespaces.destroy(s2);
-	cd_backend_namespaces.destroy(s1);
-	ck_assert_int_eq(stat(f.mask, &st), 0);
+	m = (struct cd_mount){ CD_MOUNT_RO_BIND, f.mask, "test" };
+	s = prepare_ok(&cd_backend_namespaces, &lp);
+	cd_backend_namespaces.destroy(s);
+	ck_assert_msg(stat(f.mask, &st) == 0, "a 0755 directory was removed");
+	ck_assert_int_eq(chmod(f.mask, 0555), 0);
+	snprintf(keep, sizeof(keep), "%s/keep", f.mask);
+	ck_assert_int_eq(chmod(f.mask, 0755), 0);
+	ck_assert_int_eq(mkdir(keep, 0755), 0);
+	ck_assert_int_eq(chmod(f.mask, 0555), 0);
+	s = prepare_ok(&cd_backend_namespaces, &lp);
+	cd_backend_namespaces.destroy(s);
+	ck_assert_msg(stat(keep, &st) == 0, "a non-empty 0555 directory was touched");
+	ck_assert_int_eq(chmod(f.mask, 0755), 0);
+	ck_assert_int_eq(rmdir(keep), 0);
+	ck_assert_int_eq(rmdir(f.mask), 0);
 	ns_cleanup(&f);
 }
 END_TEST
@@ -831,6 +867,7 @@ static Suite *seccomp_suite(void)
 	tcase_add_test(tc, test_ns_userns);
 	tcase_add_test(tc, test_ns_swapped_path);
 	tcase_add_test(tc, test_ns_mask_shared);
+	tcase_add_test(tc, test_ns_mask_not_adopted);
 	tcase_add_test(tc, test_ns_destroy_without_finish);
 	tcase_add_test(tc, test_ns_empty_plan);
 	tcase_add_test(tc, test_backends_order);
