@@ -179,23 +179,12 @@ static inline bool is_digit(unsigned char c)
 	return c >= '0' && c <= '9';
 }
 
-static int hex_val(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Four hex digits at p (caller checked they are in bounds); -1 if not hex. */
 static long hex4(const unsigned char *p)
 {
 	long v = 0;
 	for (int i = 0; i < 4; i++) {
-		int h = hex_val(p[i]);
+		int h = cd_unhex(p[i]);
 		if (h < 0)
 			return -1;
 		v = v * 16 + h;

@@ -52,17 +52,6 @@ static bool case_eq(const char *s, size_t n, const char *lit)
 	return true;
 }
 
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int b64val(unsigned char c)
 {
 	if (c >= 'A' && c <= 'Z')
@@ -135,8 +124,8 @@ static long decode_segment(const char *seg, size_t n, char *o, const char **rete
 			o[k++] = (char)c;
 			continue;
 		}
-		int hi = i + 2 < n ? hexval((unsigned char)seg[i + 1]) : -1;
-		int lo = hi >= 0 ? hexval((unsigned char)seg[i + 2]) : -1;
+		int hi = i + 2 < n ? cd_unhex((unsigned char)seg[i + 1]) : -1;
+		int lo = hi >= 0 ? cd_unhex((unsigned char)seg[i + 2]) : -1;
 		if (hi < 0 || lo < 0) {
 			*reterr = "URI has an invalid percent escape";
 			return -1;

@@ -206,6 +206,17 @@ char **cd_strv_free(char **v)
 	return NULL;
 }
 
+int cd_unhex(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 int cd_parse_u64(const char *s, uint64_t *ret)
 {
 	uint64_t v = 0;

@@ -78,6 +78,9 @@ void cd_strv_push(char ***v, const char *s);
 void cd_strv_push_take(char ***v, char *s);
 char **cd_strv_free(char **v);
 
+/* Value of a hexadecimal digit (either case), or -1. */
+int cd_unhex(unsigned char c);
+
 /* Parse a decimal unsigned integer with full-string and overflow checks. 0 or -EINVAL/-ERANGE. */
 int cd_parse_u64(const char *s, uint64_t *ret);
 
