@@ -14,6 +14,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "core/util.h"
 #include "sandbox/backend.h"
 #include "sandbox/linux/linux-util.h"
+#include "sandbox/linux/seccomp.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 const char *__asan_default_options(void);
@@ -55,12 +57,24 @@ static struct cd_backend_state *prepare_ok(const struct cd_backend *b,
 	return s;
 }
 
-static void apply_seccomp(cd_sc_when when)
+/* Make prepare compile at run time (the fallback) instead of taking the built-in program. */
+static void force_runtime_compile(void)
+{
+	ck_assert_int_eq(setenv("CORDON_TEST_DISABLE", "seccomp-precompiled", 1), 0);
+}
+
+/* Load the filter for `when`; runtime: through the run-time compiler, else the default path. */
+static void apply_seccomp(cd_sc_when when, bool runtime)
 {
 	struct cd_linux_plan lp = { .sandboxed = true, .seccomp = true, .sc_when = when };
-	struct cd_backend_state *s = prepare_ok(&cd_backend_seccomp, &lp);
+	struct cd_backend_state *s;
 
+	if (runtime)
+		force_runtime_compile();
+	s = prepare_ok(&cd_backend_seccomp, &lp);
 	ck_assert_ptr_nonnull(s);
+	/* The group sets of the table below are the ones a plan uses: all precompiled. */
+	ck_assert_int_eq(cd_seccomp_state_precompiled(s), !runtime);
 	ck_assert_int_eq(cd_backend_seccomp.apply(s), 0);
 	cd_backend_seccomp.destroy(s);
 }
@@ -276,12 +290,11 @@ static const struct sc_case sc_cases[] = {
 	{ "ptrace with network", call_ptrace, EPERM, CD_SC_BASELINE },
 };
 
-START_TEST(test_seccomp_call)
+static void run_sc_case(const struct sc_case *c, bool runtime)
 {
-	const struct sc_case *c = &sc_cases[_i];
 	long r;
 
-	apply_seccomp(c->when);
+	apply_seccomp(c->when, runtime);
 	errno = 0;
 	r = c->call();
 	if (c->want == 0)
@@ -290,6 +303,19 @@ START_TEST(test_seccomp_call)
 	else
 		ck_assert_msg(r < 0 && errno == c->want, "%s: want errno %d, got %ld errno %d (%s)",
 			      c->name, c->want, r, errno, strerror(errno));
+}
+
+/* The default path: the program compiled at build time. */
+START_TEST(test_seccomp_call)
+{
+	run_sc_case(&sc_cases[_i], false);
+}
+END_TEST
+
+/* The run-time fallback (cross builds) must behave the same. */
+START_TEST(test_seccomp_call_runtime)
+{
+	run_sc_case(&sc_cases[_i], true);
 }
 END_TEST
 
@@ -308,8 +334,8 @@ START_TEST(test_seccomp_control)
 }
 END_TEST
 
-/* Run fn in a child with the filter loaded; return its wait status. */
-static int status_of_filtered(void (*fn)(void))
+/* Run fn in a child with the filter loaded (runtime: compiled now); return its wait status. */
+static int status_of_filtered(void (*fn)(void), bool runtime)
 {
 	int status;
 	pid_t p = fork();
@@ -322,8 +348,11 @@ static int status_of_filtered(void (*fn)(void))
 		struct cd_backend_state *s = NULL;
 		char *err = NULL;
 
-		if (fn && (cd_backend_seccomp.prepare(&lp, &s, &err) < 0 ||
-			   cd_backend_seccomp.apply(s) < 0))
+		if (runtime && setenv("CORDON_TEST_DISABLE", "seccomp-precompiled", 1) < 0)
+			_exit(98);
+		if (fn &&
+		    (cd_backend_seccomp.prepare(&lp, &s, &err) < 0 ||
+		     cd_seccomp_state_precompiled(s) == runtime || cd_backend_seccomp.apply(s) < 0))
 			_exit(99);
 		if (fn)
 			fn();
@@ -352,7 +381,7 @@ static void do_i386_getpid(void)
 START_TEST(test_seccomp_x32_killed)
 {
 #if defined(__x86_64__)
-	int st = status_of_filtered(do_x32_getpid);
+	int st = status_of_filtered(do_x32_getpid, _i);
 
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "x32 call: status 0x%x", st);
 #endif
@@ -376,7 +405,7 @@ START_TEST(test_seccomp_i386_killed)
 		fprintf(stderr, "test-seccomp: no IA32 emulation (status 0x%x), skipping\n", st);
 		return;
 	}
-	st = status_of_filtered(do_i386_getpid);
+	st = status_of_filtered(do_i386_getpid, _i);
 	ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "int 0x80: status 0x%x", st);
 #endif
 }
@@ -413,7 +442,124 @@ START_TEST(test_seccomp_program_shape)
 			kill = true;
 	ck_assert(kill);
 	ck_assert_uint_eq(cd_seccomp_state_unknown(s), 0);
+	ck_assert(cd_seccomp_state_precompiled(s));
 	cd_backend_seccomp.destroy(s);
+}
+END_TEST
+
+/* ---- the programs compiled at build time ---- */
+
+/* The group sets cd_linux_plan_build() produces. */
+static const cd_sc_when group_sets[] = { CD_SC_BASELINE, CD_SC_BASELINE | CD_SC_NET_RESTRICTED };
+
+static const struct cd_seccomp_precompiled *precompiled_for(cd_sc_when when)
+{
+	for (const struct cd_seccomp_precompiled *p = cd_seccomp_precompiled; p->insns; p++)
+		if (p->when == when)
+			return p;
+	return NULL;
+}
+
+/*
+ * The built-in program is byte for byte what the compiler produces now: a
+ * change to cd_sc_rules[] or to the compiler without regenerating fails here.
+ */
+START_TEST(test_precompiled_matches_runtime)
+{
+	const struct scmp_version *v = seccomp_version();
+	const struct cd_seccomp_precompiled *p = precompiled_for(group_sets[_i]);
+	struct sock_filter *insns = NULL;
+	size_t n = 0;
+	unsigned unknown = 0;
+	char *err = NULL;
+	int r;
+
+	/* Tests run only in native builds, which always generate the programs. */
+	ck_assert_uint_ne(cd_seccomp_precompiled_arch, 0);
+	ck_assert_uint_eq(cd_seccomp_precompiled_arch, seccomp_arch_native());
+	ck_assert_ptr_nonnull(p);
+	if (v->major != cd_seccomp_precompiled_version[0] ||
+	    v->minor != cd_seccomp_precompiled_version[1] ||
+	    v->micro != cd_seccomp_precompiled_version[2]) {
+		/* Another libseccomp may lay out its code differently; nothing to compare. */
+		fprintf(stderr,
+			"test-seccomp: built with libseccomp %u.%u.%u, running %u.%u.%u: "
+			"comparison skipped\n",
+			cd_seccomp_precompiled_version[0], cd_seccomp_precompiled_version[1],
+			cd_seccomp_precompiled_version[2], v->major, v->minor, v->micro);
+		return;
+	}
+	r = cd_seccomp_compile(group_sets[_i], &insns, &n, &unknown, &err);
+	ck_assert_msg(r == 0, "compile: %d %s", r, err ? err : "");
+	ck_assert_uint_eq(n, p->n_insns);
+	ck_assert_uint_eq(unknown, p->n_unknown);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(
+			memcmp(&insns[i], &p->insns[i], sizeof(insns[i])) == 0,
+			"sc_when 0x%x: instruction %zu differs: the built-in program is stale",
+			(unsigned)group_sets[_i], i);
+	free(insns);
+}
+END_TEST
+
+/* The two group sets give different programs (the network rules are in one only). */
+START_TEST(test_precompiled_distinct)
+{
+	const struct cd_seccomp_precompiled *a = precompiled_for(group_sets[0]);
+	const struct cd_seccomp_precompiled *b = precompiled_for(group_sets[1]);
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_gt(b->n_insns, a->n_insns);
+}
+END_TEST
+
+/* prepare takes the built-in program by default, and compiles when told not to. */
+START_TEST(test_prepare_uses_precompiled)
+{
+	struct cd_linux_plan lp = { .sandboxed = true, .seccomp = true, .sc_when = group_sets[_i] };
+	const struct cd_seccomp_precompiled *p = precompiled_for(group_sets[_i]);
+	struct cd_backend_state *s;
+	const void *insns;
+	size_t n;
+
+	ck_assert_ptr_nonnull(p);
+	s = prepare_ok(&cd_backend_seccomp, &lp);
+	ck_assert(cd_seccomp_state_precompiled(s));
+	n = cd_seccomp_state_insns(s, &insns);
+	ck_assert_ptr_eq(insns, p->insns);
+	ck_assert_uint_eq(n, p->n_insns);
+	ck_assert_uint_eq(cd_seccomp_state_unknown(s), p->n_unknown);
+	cd_backend_seccomp.destroy(s);
+
+	force_runtime_compile();
+	s = prepare_ok(&cd_backend_seccomp, &lp);
+	ck_assert(!cd_seccomp_state_precompiled(s));
+	n = cd_seccomp_state_insns(s, &insns);
+	ck_assert_ptr_ne(insns, p->insns);
+	ck_assert_uint_eq(n, p->n_insns);
+	cd_backend_seccomp.destroy(s);
+}
+END_TEST
+
+/* A group set nobody generated is compiled at run time, and works. */
+START_TEST(test_prepare_other_groups_compile)
+{
+	struct cd_linux_plan lp = { .sandboxed = true,
+				    .seccomp = true,
+				    .sc_when = CD_SC_NET_RESTRICTED };
+	struct cd_backend_state *s = prepare_ok(&cd_backend_seccomp, &lp);
+
+	ck_assert_ptr_null(precompiled_for(CD_SC_NET_RESTRICTED));
+	ck_assert(!cd_seccomp_state_precompiled(s));
+	ck_assert_int_eq(cd_backend_seccomp.apply(s), 0);
+	cd_backend_seccomp.destroy(s);
+	/* Only the network rules: ptrace is allowed, AF_INET sockets are not. */
+	errno = 0;
+	ck_assert_int_eq(call_socket_inet(), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_ge(call_socket_unix(), 0);
+	ck_assert_int_ge(call_pers_norandom(), 0);
 }
 END_TEST
 
@@ -425,10 +571,11 @@ static double now_us(void)
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-START_TEST(test_seccomp_prepare_time)
+/* Time 20 prepares of the BASE plan: *cold is the first, the result the best. */
+static double time_prepare(double *cold, bool want_precompiled)
 {
 	struct cd_linux_plan lp = { .sandboxed = true, .seccomp = true, .sc_when = BASE };
-	double t0, first = 0, best = 1e9;
+	double t0, best = 1e9;
 
 	for (int i = 0; i < 20; i++) {
 		struct cd_backend_state *s;
@@ -438,15 +585,30 @@ START_TEST(test_seccomp_prepare_time)
 		s = prepare_ok(&cd_backend_seccomp, &lp);
 		d = now_us() - t0;
 		if (i == 0)
-			first = d;
+			*cold = d;
 		if (d < best)
 			best = d;
+		ck_assert_int_eq(cd_seccomp_state_precompiled(s), want_precompiled);
 		cd_backend_seccomp.destroy(s);
 	}
-	fprintf(stderr, "test-seccomp: prepare took %.0f us cold, %.0f us warm (best of 20)\n",
-		first, best);
-	/* Generous bound: catches a pathological regression, not machine noise. */
-	ck_assert(best < 5000);
+	return best;
+}
+
+START_TEST(test_seccomp_prepare_time)
+{
+	double cold, best, rt_cold, rt_best;
+
+	/* The precompiled path first, so that libseccomp is still cold for the second. */
+	best = time_prepare(&cold, true);
+	force_runtime_compile();
+	rt_best = time_prepare(&rt_cold, false);
+	fprintf(stderr,
+		"test-seccomp: prepare took %.1f us cold, %.1f us warm (best of 20); "
+		"compiling at run time: %.0f us cold, %.0f us warm\n",
+		cold, best, rt_cold, rt_best);
+	/* Generous bounds: catch a pathological regression, not machine noise. */
+	ck_assert(best < 100);
+	ck_assert(rt_best < 5000);
 }
 END_TEST
 
@@ -849,12 +1011,22 @@ static Suite *seccomp_suite(void)
 
 	tc = tcase_create("seccomp");
 	tcase_add_loop_test(tc, test_seccomp_call, 0, (int)CD_ARRAY_SIZE(sc_cases));
+	tcase_add_loop_test(tc, test_seccomp_call_runtime, 0, (int)CD_ARRAY_SIZE(sc_cases));
 	tcase_add_test(tc, test_seccomp_control);
-	tcase_add_test(tc, test_seccomp_x32_killed);
-	tcase_add_test(tc, test_seccomp_i386_killed);
+	/* Loop index: 0 = precompiled program, 1 = compiled at run time. */
+	tcase_add_loop_test(tc, test_seccomp_x32_killed, 0, 2);
+	tcase_add_loop_test(tc, test_seccomp_i386_killed, 0, 2);
 	tcase_add_test(tc, test_seccomp_disabled_is_noop);
 	tcase_add_test(tc, test_seccomp_program_shape);
 	tcase_add_test(tc, test_seccomp_prepare_time);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("precompiled");
+	tcase_add_loop_test(tc, test_precompiled_matches_runtime, 0,
+			    (int)CD_ARRAY_SIZE(group_sets));
+	tcase_add_test(tc, test_precompiled_distinct);
+	tcase_add_loop_test(tc, test_prepare_uses_precompiled, 0, (int)CD_ARRAY_SIZE(group_sets));
+	tcase_add_test(tc, test_prepare_other_groups_compile);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("capabilities");
