@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,6 +59,7 @@ struct child_ctx {
 	pid_t parent;
 	int report_fd;
 	unsigned long nofile; /* RLIMIT_NOFILE soft limit, for the close-on-exec fallback */
+	int close_fd;	      /* the parent's end of the error pipe, closed in the child */
 };
 
 static size_t n_backends(void)
@@ -260,6 +262,9 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 {
 	const struct cd_spawn_opts *o = c->o;
 
+	/* Shared with the parent under CLONE_VM: close our copy in our own fd table. */
+	close(c->close_fd);
+
 	child_reset_signals();
 	if (setsid() < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "setsid", NULL);
@@ -353,6 +358,47 @@ static pid_t wait_pid(pid_t pid, int *status)
 	return r;
 }
 
+/* Namespace flags the backends want created by clone() itself (see backend.h). */
+static unsigned long backend_clone_flags(struct cd_backend_state **states)
+{
+	unsigned long flags = 0;
+	for (size_t i = 0; cd_backends[i]; i++)
+		if (cd_backends[i]->clone_flags)
+			flags |= cd_backends[i]->clone_flags(states[i]);
+	return flags;
+}
+
+static int child_entry(void *arg)
+{
+	child_run(arg);
+}
+
+/*
+ * The child is created like posix_spawn does it: CLONE_VM|CLONE_VFORK on a
+ * stack of its own. No page tables are copied (about 0.1 ms less than fork
+ * here), and the parent sleeps until the child has exec'ed or exited, so
+ * the child may use the parent's memory as its own read-only context. It
+ * must not allocate (it never does: see child_ctx). The stack is static:
+ * cd_spawn is not reentrant, and the parent is suspended while it is used.
+ * Sanitizer builds use fork(): ASan does not follow a switch to a foreign
+ * stack.
+ */
+static pid_t create_child(struct child_ctx *ctx, unsigned long ns_flags)
+{
+#ifdef CD_SANITIZERS
+	if (ns_flags == 0) {
+		pid_t pid = fork();
+		if (pid == 0)
+			child_run(ctx);
+		return pid;
+	}
+#endif
+	/* Sized for the backends' apply paths; the child never recurses. */
+	static char stack[256 * 1024] __attribute__((aligned(64)));
+	return clone(child_entry, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD | ns_flags,
+		     ctx);
+}
+
 int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err)
 {
 	size_t n = n_backends();
@@ -412,11 +458,14 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(pfd[0]);
-		child_run(&ctx);
-	}
+	unsigned long ns_flags = 0;
+#ifndef CD_SANITIZERS
+	/* With sanitizers the child is forked, and unshares on its own. */
+	if (sandboxed)
+		ns_flags = backend_clone_flags(c->states);
+#endif
+	ctx.close_fd = pfd[0];
+	pid_t pid = create_child(&ctx, ns_flags);
 	int fork_errno = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pfd[1]);

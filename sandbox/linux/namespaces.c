@@ -73,6 +73,7 @@ struct cd_backend_state {
 	size_t n;
 	const char *step;
 	int mask_src; /* child: the detached tmpfs cloned onto masks, or -1 */
+	bool at_clone; /* the spawner creates the namespaces with clone(): apply does not unshare */
 	bool finished;
 };
 
@@ -506,7 +507,8 @@ static int ns_apply(struct cd_backend_state *s)
 		return 0;
 
 	s->step = "unshare";
-	if (unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0)) < 0)
+	if (!s->at_clone &&
+	    unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0)) < 0)
 		return -errno;
 
 	if (s->user_ns) {
@@ -562,6 +564,14 @@ static int ns_apply(struct cd_backend_state *s)
 	return 0;
 }
 
+static unsigned long ns_clone_flags(struct cd_backend_state *s)
+{
+	if (!s)
+		return 0;
+	s->at_clone = true;
+	return (s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0);
+}
+
 static const char *ns_last_step(struct cd_backend_state *s)
 {
 	return s ? s->step : NULL;
@@ -574,4 +584,5 @@ const struct cd_backend cd_backend_namespaces = {
 	.finish = ns_finish,
 	.destroy = ns_destroy,
 	.last_step = ns_last_step,
+	.clone_flags = ns_clone_flags,
 };
