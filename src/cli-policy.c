@@ -328,18 +328,26 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	char **roots = cd_xcalloc(p->n_roots + 1, sizeof(*roots));
 	for (size_t i = 0; i < p->n_roots; i++)
 		roots[i] = absolute_normal(b->cwd, p->roots[i]);
+	r = cd_cli_bind_profile(b, (const char *const *)roots, p->n_roots, &p->lopts, NULL);
+	cd_strv_free(roots);
+	return r;
+}
+
+int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t n_roots,
+			const struct cd_linux_opts *lopts, const struct cd_linux_host *host)
+{
+	const struct cd_profile *prof = b->profile;
 	const char *tmpdir = getenv("TMPDIR");
 	struct cd_bind_input in = {
 		.cwd = b->cwd,
-		.workspace_roots = (const char *const *)roots,
-		.n_workspace_roots = p->n_roots,
+		.workspace_roots = roots,
+		.n_workspace_roots = n_roots,
 		.tmpdir = tmpdir && *tmpdir ? tmpdir : NULL,
 		.minimal_paths = NULL,
 		.ops = &cd_fs_ops_host,
 	};
 	char *reterr = NULL;
-	r = cd_plan_build(prof, &in, &b->plan, &reterr);
-	cd_strv_free(roots);
+	int r = cd_plan_build(prof, &in, &b->plan, &reterr);
 	if (r < 0)
 		return refuse(b,
 			      reterr ? reterr : cd_xasprintf("binding failed: %s", strerror(-r)));
@@ -347,11 +355,14 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 
 	/* A disabled profile needs no host facts: spare the probe on that path. */
 	if (prof->type != CD_PROFILE_DISABLED) {
-		cd_linux_probe_host(CD_PROBE_ALL, &b->host);
+		if (host)
+			b->host = *host;
+		else
+			cd_linux_probe_host(CD_PROBE_ALL, &b->host);
 		b->probed = true;
 	}
 	reterr = NULL;
-	r = cd_linux_plan_build(b->plan, &b->host, &p->lopts, &b->lp, &reterr);
+	r = cd_linux_plan_build(b->plan, &b->host, lopts, &b->lp, &reterr);
 	if (r < 0)
 		return refuse(b, reterr ? reterr
 					: cd_xasprintf("cannot build the Linux sandbox: %s",

@@ -97,3 +97,14 @@ enum {
  */
 int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd_cli_bound *b);
 void cd_cli_bound_done(struct cd_cli_bound *b);
+
+/*
+ * The second half of the pipeline, shared with `cordon serve`: bind
+ * b->profile at b->cwd (absolute) to the given absolute workspace roots and
+ * $TMPDIR over the host file system, take the host facts (host: facts
+ * probed earlier, or NULL to probe now; a disabled profile needs none) and
+ * build the Linux wrapper plan. Fills b->plan, b->host, b->probed, b->lp;
+ * returns CD_BIND_OK or CD_BIND_REFUSED with b->refusal set.
+ */
+int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t n_roots,
+			const struct cd_linux_opts *lopts, const struct cd_linux_host *host);

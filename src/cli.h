@@ -48,3 +48,4 @@ int cd_cmd_run(int argc, char **argv);
 int cd_cmd_explain(int argc, char **argv);
 int cd_cmd_probe(int argc, char **argv);
 int cd_cmd_check(int argc, char **argv);
+int cd_cmd_serve(int argc, char **argv);

@@ -6,6 +6,11 @@ cordon_SOURCES = \
 	src/cli-policy.c src/cli-policy.h \
 	src/cmd-run.c src/cmd-explain.c src/cmd-probe.c src/cmd-check.c \
 	src/spawn.c src/spawn.h \
+	src/cmd-serve.c \
+	src/serve/server.c src/serve/server.h src/serve/conn.c src/serve/methods.c \
+	src/serve/intent.c src/serve/intent.h \
+	src/serve/loop.c src/serve/loop.h src/serve/proc.c src/serve/proc.h \
+	src/serve/base64.c \
 	src/shared/log.c src/shared/log.h
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS)

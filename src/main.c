@@ -12,12 +12,14 @@ static const char usage[] =
 	"       cordon explain [POLICY OPTIONS] [--backend linux] [--json]\n"
 	"       cordon probe   [--json]\n"
 	"       cordon check   FILE...\n"
+	"       cordon serve   [--listen stdio] [SERVE OPTIONS]\n"
 	"\n"
 	"Commands:\n"
 	"  run       run one command under a policy\n"
 	"  explain   show the bound policy and the sandbox that would be built\n"
 	"  probe     show what this host can enforce\n"
 	"  check     validate policy files\n"
+	"  serve     serve the exec-server protocol (JSON-RPC on stdin/stdout)\n"
 	"\n"
 	"Run 'cordon COMMAND --help' for the options of a command.\n";
 
@@ -29,6 +31,7 @@ static const struct {
 	{ "explain", cd_cmd_explain },
 	{ "probe", cd_cmd_probe },
 	{ "check", cd_cmd_check },
+	{ "serve", cd_cmd_serve },
 };
 
 int main(int argc, char **argv)

@@ -1,8 +1,10 @@
 # Tests: Check unit suites and TAP integration scripts, all through tap-driver.sh.
-TEST_EXTENSIONS = .sh
+TEST_EXTENSIONS = .sh .py
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 SH_LOG_DRIVER = $(LOG_DRIVER)
 SH_LOG_COMPILER = $(SHELL)
+PY_LOG_DRIVER = $(LOG_DRIVER)
+PY_LOG_COMPILER = env PYTHONDONTWRITEBYTECODE=1 python3
 AM_TESTS_ENVIRONMENT = \
 	CORDON=$(abs_top_builddir)/cordon$(EXEEXT); \
 	CD_POLICYDIR=$(abs_top_srcdir)/policies; \
@@ -54,6 +56,29 @@ tests_unit_test_landlock_LDADD = $(UNIT_LIBS)
 tests_unit_test_seccomp_SOURCES = tests/unit/test-seccomp.c tests/unit/unit.h
 tests_unit_test_seccomp_CFLAGS = $(UNIT_CFLAGS) $(SECCOMP_CFLAGS)
 tests_unit_test_seccomp_LDADD = $(UNIT_LIBS)
+# ---- serve engine unit tests (s2): loop, proc, base64 ----
+UNIT_TESTS += tests/unit/test-base64 tests/unit/test-loop tests/unit/test-proc
+tests_unit_test_base64_SOURCES = tests/unit/test-base64.c tests/unit/unit.h src/serve/base64.c \
+	src/serve/proc.h src/spawn.c src/shared/log.c
+tests_unit_test_base64_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_base64_LDADD = $(UNIT_LIBS)
+tests_unit_test_loop_SOURCES = tests/unit/test-loop.c tests/unit/unit.h src/serve/loop.c \
+	src/serve/loop.h src/spawn.c src/shared/log.c
+tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_loop_LDADD = $(UNIT_LIBS)
+tests_unit_test_proc_SOURCES = tests/unit/test-proc.c tests/unit/unit.h src/serve/proc.c \
+	src/serve/proc.h src/serve/loop.c src/serve/loop.h src/serve/base64.c src/spawn.c \
+	src/shared/log.c
+tests_unit_test_proc_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_proc_LDADD = $(UNIT_LIBS)
+# ---- end of the serve engine unit tests ----
+# ---- serve server unit tests (s1): env policy, params getters ----
+UNIT_TESTS += tests/unit/test-serve
+tests_unit_test_serve_SOURCES = tests/unit/test-serve.c src/serve/intent.c src/serve/intent.h \
+	src/cli-policy.c src/cli-util.c src/shared/log.c
+tests_unit_test_serve_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_serve_LDADD = $(UNIT_LIBS)
+# ---- end of the serve server unit tests ----
 endif
 
 # Helper programs run inside the sandbox by the integration tests.
@@ -77,3 +102,17 @@ EXTRA_DIST += $(INTEGRATION_TESTS)
 valgrind:
 	$(MAKE) check-TESTS TESTS="$(UNIT_TESTS)" LOG_COMPILER="valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite"
 .PHONY: valgrind
+
+# ---- serve integration tests (s3): the JSON-RPC server driven over stdio ----
+# Python 3 (standard library only) TAP scripts; tests/lib/rpcclient.py is their client.
+SERVE_TESTS = \
+	tests/integration/serve-handshake.py \
+	tests/integration/serve-framing.py \
+	tests/integration/serve-process.py \
+	tests/integration/serve-sandbox.py \
+	tests/integration/serve-lifecycle.py
+if WITH_JANSSON
+TESTS += $(SERVE_TESTS)
+endif
+EXTRA_DIST += $(SERVE_TESTS) tests/lib/rpcclient.py
+# ---- end of the serve integration tests ----

@@ -21,6 +21,11 @@
  *    Close is emitted once the exit is known and every stream hit EOF.
  *  - The child runs in its own session/process group; interrupt sends
  *    SIGINT and terminate SIGKILL to the group.
+ *  - When a sandboxed command exits, the rest of its group is killed before
+ *    the sandbox's finish hooks run (a survivor must not outlive the mask
+ *    directories that confine it; the reference's bwrap pid namespace ends
+ *    the same way). Unsandboxed commands keep their group: output after
+ *    exit (a grandchild holding the pipes) gets later seqs.
  */
 
 #include <stdbool.h>
@@ -43,7 +48,11 @@ struct cd_proc;
 struct cd_chunk {
 	uint64_t seq;
 	enum cd_stream stream;
-	const unsigned char *data; /* borrowed: valid until the loop runs again */
+	/*
+	 * borrowed: valid until the loop runs again or the process reads more
+	 * output (the next output event); copy or encode it right away
+	 */
+	const unsigned char *data;
 	size_t len;
 };
 
@@ -67,9 +76,12 @@ struct cd_proc_opts {
 };
 
 /*
- * Spawn. 0 on success (*ret owned by the caller: cd_proc_free); on failure
- * -errno with err filled (its msg is the one-line reason). Output events can
- * fire only from later loop iterations, never from inside this call.
+ * Spawn. Also sets SIGPIPE to ignored if it was at its default, so that a
+ * write to a gone stdin reader fails with EPIPE instead of killing the
+ * server (the spawner gives children the default back). 0 on success
+ * (*ret owned by the caller: cd_proc_free); on failure -errno with err
+ * filled (its msg is the one-line reason). Output events can fire only
+ * from later loop iterations, never from inside this call.
  */
 int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct cd_proc_events *ev,
 		  struct cd_proc **ret, struct cd_spawn_error *err);
@@ -109,6 +121,13 @@ int cd_proc_write(struct cd_proc *p, const char *write_id, const void *data, siz
 /* Close stdin (EOF to the process). */
 void cd_proc_close_stdin(struct cd_proc *p);
 
+/*
+ * Stop (true) or resume reading the command's output, for back-pressure
+ * when the client does not keep up: the pipes fill and the command blocks.
+ * Exit is still noticed; the exit event waits for EOF or the 20 ms grace.
+ */
+void cd_proc_pause_output(struct cd_proc *p, bool paused);
+
 bool cd_proc_is_exited(const struct cd_proc *p);
 bool cd_proc_is_closed(const struct cd_proc *p);
 pid_t cd_proc_pid(const struct cd_proc *p);
@@ -119,8 +138,20 @@ void cd_proc_interrupt(struct cd_proc *p);
 /* SIGKILL to the process group; *running says whether it was still running. */
 void cd_proc_terminate(struct cd_proc *p, bool *running);
 
-/* Kill the group if still running, release fds and watches, free. NULL-safe. */
+/*
+ * Kill the group if still running (and wait for it: no zombie), run the
+ * sandbox's finish hooks, release fds and watches, free. NULL-safe. Safe
+ * inside p's own event callbacks (the release then happens on return, and
+ * no further events fire).
+ */
 struct cd_proc *cd_proc_free(struct cd_proc *p);
+
+/*
+ * The sandboxDenied heuristic (reference 8.4), pure: true when sandboxed,
+ * exit_code != 0, and the output contains (case-insensitively) one of the
+ * denial phrases, or exit_code is 128+SIGSYS.
+ */
+bool cd_sandbox_denied(bool sandboxed, int exit_code, const void *output, size_t len);
 
 /* Standard base64 with padding (RFC 4648), used for every byte field. */
 size_t cd_base64_encoded_len(size_t n);

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Decoding the params of `cordon serve`'s methods the way the reference
+ * server's serde derives do (required fields, defaults, null handling) with
+ * messages that name the field and the expected type; the sandbox intent of
+ * process/start (reference 3.1-3.5) bound exactly like `cordon run` binds a
+ * profile; and the child environment (envPolicy, reference 8.1).
+ *
+ * Every function here that fails returns -EINVAL with *err a malloc'ed
+ * one-line message for a -32602 reply.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli-policy.h"
+#include "core/json.h"
+
+/* ---- params getters ----
+ * obj: the params object (NULL-safe: a missing object has no members).
+ * field: the name for messages ("sandbox.cwd"); key: the member name.
+ * Return 0 when the value was read, 1 when absent (or null where null is
+ * allowed) and the default applies, -EINVAL with *err otherwise. */
+
+/* Params must be an object; what: "struct ExecParams" and the like. */
+int cd_param_object(const struct cd_json *params, const char *what, char **err);
+/* "missing field `x`". */
+char *cd_param_missing(const char *field);
+/* "invalid type: <value>, expected <exp> for `field`". */
+char *cd_param_invalid(const struct cd_json *v, const char *exp, const char *field);
+
+int cd_param_string(const struct cd_json *obj, const char *key, const char *field, bool required,
+		    bool nullable, const struct cd_json **ret, char **err);
+int cd_param_bool(const struct cd_json *obj, const char *key, const char *field, bool required,
+		  bool def, bool *ret, char **err);
+/* Option<u64>: absent or null gives def. */
+int cd_param_u64(const struct cd_json *obj, const char *key, const char *field, uint64_t def,
+		 uint64_t *ret, char **err);
+
+/* ---- sandbox intent ---- */
+
+/*
+ * Bind params.sandbox (a non-null value) for a command whose cwd is
+ * params_cwd (absolute native path): the wire profile, the policy cwd
+ * (sandbox.cwd, else params_cwd), the workspace roots (an empty list binds
+ * :workspace_roots to nothing), then plan + Linux plan through
+ * cd_cli_bind_profile with the server's cached host facts. On success b is
+ * filled (cd_cli_bound_done it). enforce_managed_network is refused here
+ * (no proxy in this build). Refusals and decode errors: -EINVAL, *err.
+ */
+int cd_intent_bind(const struct cd_json *sandbox, const char *params_cwd,
+		   bool enforce_managed_network, const struct cd_linux_host *host,
+		   const struct cd_linux_opts *lopts, struct cd_cli_bound *b, char **err);
+
+/* ---- environment ---- */
+
+/* Case-insensitive wildcard match ('*' any run, '?' one byte). */
+bool cd_env_pattern_match(const char *pattern, const char *name);
+
+/*
+ * The child environment: env (an object of strings, required) and
+ * env_policy (NULL/null: the child gets exactly env; else reference 8.1
+ * over base, the server's own environment). *ret: NULL-terminated
+ * "NAME=VALUE" strings (cd_strv_free).
+ */
+int cd_env_build(const struct cd_json *env, const struct cd_json *env_policy, char *const *base,
+		 char ***ret, char **err);

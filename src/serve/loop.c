@@ -1,0 +1,820 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The event loop behind loop.h, in two flavours sharing the bookkeeping:
+ *
+ *  - epoll: fds through epoll (the watch pointer is the epoll cookie), every
+ *    timer through one timerfd armed (absolute, CLOCK_MONOTONIC) for the
+ *    earliest deadline, children through their pidfd, or for children
+ *    without one a signalfd for SIGCHLD (blocked while such a loop lives).
+ *  - poll: poll() over an array rebuilt when the watches change, the timeout
+ *    computed from the earliest deadline, children through a SIGCHLD handler
+ *    writing to a self-pipe. Nothing Linux-specific.
+ *
+ * Timers live in a binary min-heap ordered by (deadline, creation order), so
+ * timers with one deadline fire in the order they were added.
+ *
+ * Removal inside callbacks: a removed fd watch or child watch is only
+ * marked and unlinked from the kernel at once; its memory is released after
+ * the dispatch round, so pending events that still point at it are skipped.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#endif
+
+#include "core/util.h"
+#include "serve/loop.h"
+
+struct cd_watch {
+	struct cd_loop *loop;
+	int fd;
+	cd_loop_events ev;
+	cd_loop_io_fn fn;
+	void *data;
+	bool deleted;
+	bool registered; /* epoll: currently in the epoll set */
+	struct cd_watch *prev, *next;
+};
+
+struct cd_timer {
+	uint64_t deadline_ns;
+	uint64_t order;
+	size_t heap_idx; /* SIZE_MAX when not in the heap */
+	cd_loop_timer_fn fn;
+	void *data;
+};
+
+struct cd_child_watch {
+	pid_t pid;
+	int pidfd;	      /* borrowed; -1 = SIGCHLD path */
+	struct cd_watch *fdw; /* epoll: the pidfd watch */
+	cd_loop_child_fn fn;
+	void *data;
+	bool deleted;
+	struct cd_child_watch *prev, *next;
+};
+
+struct cd_loop {
+	enum cd_loop_kind kind;
+	bool quit;
+	bool dispatching;
+
+	struct cd_watch *watches; /* live and deleted-but-not-freed */
+	size_t n_deleted;
+
+	struct cd_timer **heap;
+	size_t n_timers, cap_timers;
+	uint64_t timer_order;
+
+	struct cd_child_watch *children;
+	size_t n_dead_children;
+	/* SIGCHLD-path children may have exited: reap before sleeping. */
+	bool sigchld_pending;
+	bool sigchld_setup;
+
+	/* epoll */
+	int epfd;
+	int tfd;
+	uint64_t armed_ns; /* deadline the timerfd is armed for; 0 = disarmed */
+	struct cd_watch *tfd_watch;
+	int sfd;
+	struct cd_watch *sfd_watch;
+	sigset_t old_mask;
+
+	/* poll */
+	struct pollfd *pfds;
+	struct cd_watch **pwatch; /* parallel to pfds */
+	size_t n_pfds, cap_pfds;
+	bool pfds_dirty;
+	int selfpipe[2];
+	struct cd_watch *selfpipe_watch;
+};
+
+/* ---- time ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cd_loop_now_ms(void)
+{
+	return now_ns() / 1000000u;
+}
+
+/* ---- SIGCHLD self-pipe (poll flavour) ---- */
+
+/*
+ * A signal handler has no context pointer, so the write ends of every poll
+ * loop that waits for SIGCHLD sit in a small table. Slots are written
+ * before the handler can see them and cleared before the fd is closed.
+ */
+#define MAX_SIGCHLD_LOOPS 16
+static volatile int sigchld_fds[MAX_SIGCHLD_LOOPS] = { -1, -1, -1, -1, -1, -1, -1, -1,
+						       -1, -1, -1, -1, -1, -1, -1, -1 };
+static int sigchld_users;
+static struct sigaction sigchld_old;
+
+static void sigchld_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	for (size_t i = 0; i < MAX_SIGCHLD_LOOPS; i++) {
+		int fd = sigchld_fds[i];
+		if (fd >= 0) {
+			char c = 0;
+			/* Non-blocking: a full pipe already says "look". */
+			ssize_t r = write(fd, &c, 1);
+			(void)r;
+		}
+	}
+	errno = saved;
+}
+
+static int set_nonblock_cloexec(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	fl = fcntl(fd, F_GETFD);
+	if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+/* ---- fd watches: flavour-specific registration ---- */
+
+#ifdef __linux__
+static uint32_t to_epoll(cd_loop_events ev)
+{
+	uint32_t e = 0;
+	if (ev & CD_LOOP_IN)
+		e |= EPOLLIN;
+	if (ev & CD_LOOP_OUT)
+		e |= EPOLLOUT;
+	return e;
+}
+
+/*
+ * A watch that wants nothing is taken out of the epoll set: epoll always
+ * reports HUP and ERR, and level-triggered that would spin.
+ */
+static int epoll_sync(struct cd_loop *l, struct cd_watch *w)
+{
+	bool want = (w->ev & (CD_LOOP_IN | CD_LOOP_OUT)) && !w->deleted;
+	if (!want) {
+		if (w->registered) {
+			(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+			w->registered = false;
+		}
+		return 0;
+	}
+	struct epoll_event e = { .events = to_epoll(w->ev), .data.ptr = w };
+	if (epoll_ctl(l->epfd, w->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, w->fd, &e) < 0)
+		return -errno;
+	w->registered = true;
+	return 0;
+}
+#endif
+
+struct cd_watch *cd_loop_add_fd(struct cd_loop *l, int fd, cd_loop_events ev, cd_loop_io_fn fn,
+				void *data)
+{
+	struct cd_watch *w = cd_xcalloc(1, sizeof(*w));
+	w->loop = l;
+	w->fd = fd;
+	w->ev = ev & (CD_LOOP_IN | CD_LOOP_OUT);
+	w->fn = fn;
+	w->data = data;
+#ifdef __linux__
+	if (l->kind == CD_LOOP_EPOLL) {
+		int r = epoll_sync(l, w);
+		if (r < 0) {
+			free(w);
+			errno = -r;
+			return NULL;
+		}
+	}
+#endif
+	w->next = l->watches;
+	if (l->watches)
+		l->watches->prev = w;
+	l->watches = w;
+	l->pfds_dirty = true;
+	return w;
+}
+
+int cd_loop_mod_fd(struct cd_loop *l, struct cd_watch *w, cd_loop_events ev)
+{
+	if (!w || w->deleted)
+		return -EINVAL;
+	w->ev = ev & (CD_LOOP_IN | CD_LOOP_OUT);
+#ifdef __linux__
+	if (l->kind == CD_LOOP_EPOLL)
+		return epoll_sync(l, w);
+#endif
+	l->pfds_dirty = true;
+	return 0;
+}
+
+static void unlink_watch(struct cd_loop *l, struct cd_watch *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		l->watches = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+}
+
+void cd_loop_del_fd(struct cd_loop *l, struct cd_watch *w)
+{
+	if (!w || w->deleted)
+		return;
+	w->deleted = true;
+#ifdef __linux__
+	if (l->kind == CD_LOOP_EPOLL)
+		(void)epoll_sync(l, w);
+#endif
+	l->pfds_dirty = true;
+	if (l->dispatching) {
+		l->n_deleted++;
+		return;
+	}
+	unlink_watch(l, w);
+	free(w);
+}
+
+static void free_deleted_watches(struct cd_loop *l)
+{
+	if (l->n_deleted) {
+		for (struct cd_watch *w = l->watches, *next; w; w = next) {
+			next = w->next;
+			if (w->deleted) {
+				unlink_watch(l, w);
+				free(w);
+			}
+		}
+		l->n_deleted = 0;
+	}
+	if (l->n_dead_children) {
+		for (struct cd_child_watch *c = l->children, *next; c; c = next) {
+			next = c->next;
+			if (!c->deleted)
+				continue;
+			if (c->prev)
+				c->prev->next = c->next;
+			else
+				l->children = c->next;
+			if (c->next)
+				c->next->prev = c->prev;
+			free(c);
+		}
+		l->n_dead_children = 0;
+	}
+}
+
+/* ---- timers ---- */
+
+static bool timer_before(const struct cd_timer *a, const struct cd_timer *b)
+{
+	if (a->deadline_ns != b->deadline_ns)
+		return a->deadline_ns < b->deadline_ns;
+	return a->order < b->order;
+}
+
+static void heap_set(struct cd_loop *l, size_t i, struct cd_timer *t)
+{
+	l->heap[i] = t;
+	t->heap_idx = i;
+}
+
+static void heap_up(struct cd_loop *l, size_t i)
+{
+	struct cd_timer *t = l->heap[i];
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+		if (!timer_before(t, l->heap[parent]))
+			break;
+		heap_set(l, i, l->heap[parent]);
+		i = parent;
+	}
+	heap_set(l, i, t);
+}
+
+static void heap_down(struct cd_loop *l, size_t i)
+{
+	struct cd_timer *t = l->heap[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= l->n_timers)
+			break;
+		if (c + 1 < l->n_timers && timer_before(l->heap[c + 1], l->heap[c]))
+			c++;
+		if (!timer_before(l->heap[c], t))
+			break;
+		heap_set(l, i, l->heap[c]);
+		i = c;
+	}
+	heap_set(l, i, t);
+}
+
+static void heap_remove(struct cd_loop *l, struct cd_timer *t)
+{
+	size_t i = t->heap_idx;
+	t->heap_idx = SIZE_MAX;
+	l->n_timers--;
+	if (i == l->n_timers)
+		return;
+	struct cd_timer *moved = l->heap[l->n_timers];
+	heap_set(l, i, moved);
+	heap_up(l, i);
+	heap_down(l, moved->heap_idx);
+}
+
+#ifdef __linux__
+/* Arm the timerfd for the earliest deadline (only when it changed). */
+static void epoll_arm(struct cd_loop *l)
+{
+	uint64_t want = l->n_timers ? l->heap[0]->deadline_ns : 0;
+	if (want == l->armed_ns)
+		return;
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	if (want) {
+		its.it_value.tv_sec = (time_t)(want / 1000000000u);
+		its.it_value.tv_nsec = (long)(want % 1000000000u);
+	}
+	(void)timerfd_settime(l->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	l->armed_ns = want;
+}
+#endif
+
+struct cd_timer *cd_loop_add_timer(struct cd_loop *l, uint64_t ms, cd_loop_timer_fn fn, void *data)
+{
+	struct cd_timer *t = cd_xcalloc(1, sizeof(*t));
+	/* A deadline of 0 means "disarmed" to the timerfd bookkeeping. */
+	t->deadline_ns = now_ns() + ms * 1000000u;
+	if (t->deadline_ns == 0)
+		t->deadline_ns = 1;
+	t->order = l->timer_order++;
+	t->fn = fn;
+	t->data = data;
+	if (l->n_timers == l->cap_timers) {
+		l->cap_timers = l->cap_timers ? 2 * l->cap_timers : 16;
+		l->heap = cd_xreallocarray(l->heap, l->cap_timers, sizeof(*l->heap));
+	}
+	heap_set(l, l->n_timers++, t);
+	heap_up(l, t->heap_idx);
+	return t;
+}
+
+void cd_loop_cancel_timer(struct cd_loop *l, struct cd_timer *t)
+{
+	if (!t)
+		return;
+	/* Not in the heap: it is firing right now; run_timers frees it. */
+	if (t->heap_idx == SIZE_MAX) {
+		t->fn = NULL;
+		return;
+	}
+	heap_remove(l, t);
+	free(t);
+}
+
+static void run_timers(struct cd_loop *l)
+{
+	uint64_t now = now_ns();
+	while (l->n_timers && l->heap[0]->deadline_ns <= now) {
+		struct cd_timer *t = l->heap[0];
+		heap_remove(l, t);
+		if (t->fn)
+			t->fn(l, t->data);
+		free(t);
+		if (l->quit)
+			break;
+	}
+}
+
+/* ---- children ---- */
+
+static void child_done(struct cd_loop *l, struct cd_child_watch *c, int status)
+{
+	if (c->fdw) {
+		cd_loop_del_fd(l, c->fdw);
+		c->fdw = NULL;
+	}
+	c->deleted = true;
+	l->n_dead_children++;
+	c->fn(l, c->pid, status, c->data);
+}
+
+static void reap_one(struct cd_loop *l, struct cd_child_watch *c)
+{
+	int status;
+	pid_t r;
+	do
+		r = waitpid(c->pid, &status, WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r == c->pid)
+		child_done(l, c, status);
+	else if (r < 0 && errno == ECHILD)
+		/* Somebody else reaped it: report it as lost rather than hang. */
+		child_done(l, c, 0xff << 8);
+}
+
+static void reap_sigchld_children(struct cd_loop *l)
+{
+	l->sigchld_pending = false;
+	for (struct cd_child_watch *c = l->children; c; c = c->next)
+		if (!c->deleted && !c->fdw)
+			reap_one(l, c);
+}
+
+#ifdef __linux__
+static void on_pidfd(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	(void)fd;
+	(void)ev;
+	reap_one(l, data);
+}
+
+static void on_signalfd(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	(void)ev;
+	(void)data;
+	struct signalfd_siginfo si[8];
+	while (read(fd, si, sizeof(si)) > 0)
+		;
+	l->sigchld_pending = true;
+}
+
+static void on_timerfd(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	(void)l;
+	(void)ev;
+	(void)data;
+	uint64_t n;
+	ssize_t r = read(fd, &n, sizeof(n));
+	(void)r;
+	/* The timerfd is now expired: run_timers re-arms it for what is left. */
+	l->armed_ns = 0;
+}
+#endif
+
+static void on_selfpipe(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	(void)ev;
+	(void)data;
+	char buf[64];
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	l->sigchld_pending = true;
+}
+
+static int setup_sigchld(struct cd_loop *l)
+{
+	if (l->sigchld_setup)
+		return 0;
+#ifdef __linux__
+	if (l->kind == CD_LOOP_EPOLL) {
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGCHLD);
+		l->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+		if (l->sfd < 0)
+			return -errno;
+		sigprocmask(SIG_BLOCK, &set, &l->old_mask);
+		l->sfd_watch = cd_loop_add_fd(l, l->sfd, CD_LOOP_IN, on_signalfd, NULL);
+		if (!l->sfd_watch)
+			return -errno;
+		l->sigchld_setup = true;
+		return 0;
+	}
+#endif
+	size_t slot = 0;
+	while (slot < MAX_SIGCHLD_LOOPS && sigchld_fds[slot] >= 0)
+		slot++;
+	if (slot == MAX_SIGCHLD_LOOPS)
+		return -EMFILE;
+	if (pipe(l->selfpipe) < 0)
+		return -errno;
+	int r;
+	if ((r = set_nonblock_cloexec(l->selfpipe[0])) < 0 ||
+	    (r = set_nonblock_cloexec(l->selfpipe[1])) < 0)
+		return r;
+	l->selfpipe_watch = cd_loop_add_fd(l, l->selfpipe[0], CD_LOOP_IN, on_selfpipe, NULL);
+	if (!l->selfpipe_watch)
+		return -errno;
+	sigchld_fds[slot] = l->selfpipe[1];
+	if (sigchld_users++ == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = sigchld_handler;
+		sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGCHLD, &sa, &sigchld_old);
+	}
+	l->sigchld_setup = true;
+	return 0;
+}
+
+static void teardown_sigchld(struct cd_loop *l)
+{
+	if (!l->sigchld_setup)
+		return;
+#ifdef __linux__
+	if (l->kind == CD_LOOP_EPOLL) {
+		cd_loop_del_fd(l, l->sfd_watch);
+		close(l->sfd);
+		/* Discard a SIGCHLD still pending before unblocking: its default is ignore. */
+		sigprocmask(SIG_SETMASK, &l->old_mask, NULL);
+		return;
+	}
+#endif
+	for (size_t i = 0; i < MAX_SIGCHLD_LOOPS; i++)
+		if (sigchld_fds[i] == l->selfpipe[1])
+			sigchld_fds[i] = -1;
+	if (--sigchld_users == 0)
+		sigaction(SIGCHLD, &sigchld_old, NULL);
+	cd_loop_del_fd(l, l->selfpipe_watch);
+	close(l->selfpipe[0]);
+	close(l->selfpipe[1]);
+}
+
+struct cd_child_watch *cd_loop_watch_child(struct cd_loop *l, pid_t pid, int pidfd,
+					   cd_loop_child_fn fn, void *data)
+{
+	struct cd_child_watch *c = cd_xcalloc(1, sizeof(*c));
+	c->pid = pid;
+	c->pidfd = l->kind == CD_LOOP_EPOLL ? pidfd : -1;
+	c->fn = fn;
+	c->data = data;
+	if (c->pidfd >= 0) {
+		c->fdw = cd_loop_add_fd(l, c->pidfd, CD_LOOP_IN, on_pidfd, c);
+		if (!c->fdw) {
+			free(c);
+			return NULL;
+		}
+	} else {
+		int r = setup_sigchld(l);
+		if (r < 0) {
+			free(c);
+			errno = -r;
+			return NULL;
+		}
+		/* It may have exited before SIGCHLD was being watched. */
+		l->sigchld_pending = true;
+	}
+	c->next = l->children;
+	if (l->children)
+		l->children->prev = c;
+	l->children = c;
+	return c;
+}
+
+void cd_loop_unwatch_child(struct cd_loop *l, struct cd_child_watch *c)
+{
+	if (!c || c->deleted)
+		return;
+	if (c->fdw) {
+		cd_loop_del_fd(l, c->fdw);
+		c->fdw = NULL;
+	}
+	c->deleted = true;
+	l->n_dead_children++;
+	if (!l->dispatching)
+		free_deleted_watches(l);
+}
+
+/* ---- create / free ---- */
+
+struct cd_loop *cd_loop_new(enum cd_loop_kind kind)
+{
+	struct cd_loop *l = cd_xcalloc(1, sizeof(*l));
+	int e;
+	l->kind = kind;
+	l->epfd = l->tfd = l->sfd = -1;
+	l->selfpipe[0] = l->selfpipe[1] = -1;
+	if (kind == CD_LOOP_EPOLL) {
+#ifdef __linux__
+		l->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (l->epfd < 0)
+			goto fail;
+		l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (l->tfd < 0)
+			goto fail;
+		l->tfd_watch = cd_loop_add_fd(l, l->tfd, CD_LOOP_IN, on_timerfd, NULL);
+		if (!l->tfd_watch)
+			goto fail;
+#else
+		errno = EOPNOTSUPP;
+		goto fail;
+#endif
+	} else if (kind != CD_LOOP_POLL) {
+		errno = EINVAL;
+		goto fail;
+	}
+	return l;
+fail:
+	e = errno;
+	cd_loop_free(l);
+	errno = e;
+	return NULL;
+}
+
+void cd_loop_free(struct cd_loop *l)
+{
+	if (!l)
+		return;
+	l->dispatching = false;
+	teardown_sigchld(l);
+	for (struct cd_child_watch *c = l->children, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	for (struct cd_watch *w = l->watches, *next; w; w = next) {
+		next = w->next;
+		free(w);
+	}
+	for (size_t i = 0; i < l->n_timers; i++)
+		free(l->heap[i]);
+	free(l->heap);
+	free(l->pfds);
+	free(l->pwatch);
+	if (l->tfd >= 0)
+		close(l->tfd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	free(l);
+}
+
+enum cd_loop_kind cd_loop_kind(const struct cd_loop *l)
+{
+	return l->kind;
+}
+
+void cd_loop_quit(struct cd_loop *l)
+{
+	l->quit = true;
+}
+
+/* ---- the rounds ---- */
+
+static cd_loop_events mask_for(const struct cd_watch *w, cd_loop_events got)
+{
+	/* A watch modified earlier in this round only hears what it still wants. */
+	return got & (w->ev | CD_LOOP_HUP);
+}
+
+#ifdef __linux__
+static int round_epoll(struct cd_loop *l)
+{
+	epoll_arm(l);
+	struct epoll_event evs[64];
+	int timeout = l->sigchld_pending ? 0 : -1;
+	int n = epoll_wait(l->epfd, evs, CD_ARRAY_SIZE(evs), timeout);
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		return -errno;
+	}
+	l->dispatching = true;
+	for (int i = 0; i < n && !l->quit; i++) {
+		struct cd_watch *w = evs[i].data.ptr;
+		if (w->deleted)
+			continue;
+		cd_loop_events got = 0;
+		if (evs[i].events & EPOLLIN)
+			got |= CD_LOOP_IN;
+		if (evs[i].events & EPOLLOUT)
+			got |= CD_LOOP_OUT;
+		if (evs[i].events & (EPOLLHUP | EPOLLERR))
+			got |= CD_LOOP_HUP;
+		cd_loop_events ev = mask_for(w, got);
+		if (ev)
+			w->fn(l, w->fd, ev, w->data);
+	}
+	return 0;
+}
+#endif
+
+static void rebuild_pfds(struct cd_loop *l)
+{
+	size_t n = 0;
+	for (struct cd_watch *w = l->watches; w; w = w->next)
+		if (!w->deleted)
+			n++;
+	if (n > l->cap_pfds) {
+		l->cap_pfds = n + 16;
+		l->pfds = cd_xreallocarray(l->pfds, l->cap_pfds, sizeof(*l->pfds));
+		l->pwatch = cd_xreallocarray(l->pwatch, l->cap_pfds, sizeof(*l->pwatch));
+	}
+	size_t i = 0;
+	for (struct cd_watch *w = l->watches; w; w = w->next) {
+		if (w->deleted)
+			continue;
+		short e = 0;
+		if (w->ev & CD_LOOP_IN)
+			e |= POLLIN;
+		if (w->ev & CD_LOOP_OUT)
+			e |= POLLOUT;
+		/* Wanting nothing: a negative fd makes poll skip it (no HUP spin). */
+		l->pfds[i].fd = e ? w->fd : -1;
+		l->pfds[i].events = e;
+		l->pfds[i].revents = 0;
+		l->pwatch[i] = w;
+		i++;
+	}
+	l->n_pfds = n;
+	l->pfds_dirty = false;
+}
+
+static int round_poll(struct cd_loop *l)
+{
+	if (l->pfds_dirty)
+		rebuild_pfds(l);
+	int timeout = -1;
+	if (l->sigchld_pending) {
+		timeout = 0;
+	} else if (l->n_timers) {
+		uint64_t now = now_ns(), dl = l->heap[0]->deadline_ns;
+		uint64_t ms = dl > now ? (dl - now + 999999u) / 1000000u : 0;
+		timeout = ms > INT32_MAX ? INT32_MAX : (int)ms;
+	}
+	int n = poll(l->pfds, (nfds_t)l->n_pfds, timeout);
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		return -errno;
+	}
+	l->dispatching = true;
+	/* Callbacks only mark the array dirty; it is rebuilt at the next round. */
+	size_t count = l->n_pfds;
+	for (size_t i = 0; i < count && n > 0 && !l->quit; i++) {
+		short re = l->pfds[i].revents;
+		if (!re)
+			continue;
+		n--;
+		struct cd_watch *w = l->pwatch[i];
+		if (w->deleted)
+			continue;
+		cd_loop_events got = 0;
+		if (re & POLLIN)
+			got |= CD_LOOP_IN;
+		if (re & POLLOUT)
+			got |= CD_LOOP_OUT;
+		if (re & (POLLHUP | POLLERR | POLLNVAL))
+			got |= CD_LOOP_HUP;
+		cd_loop_events ev = mask_for(w, got);
+		if (ev)
+			w->fn(l, w->fd, ev, w->data);
+	}
+	return 0;
+}
+
+int cd_loop_run(struct cd_loop *l)
+{
+	int r = 0;
+	while (!l->quit) {
+		if (l->sigchld_pending) {
+			l->dispatching = true;
+			reap_sigchld_children(l);
+			l->dispatching = false;
+			free_deleted_watches(l);
+			if (l->quit)
+				break;
+		}
+#ifdef __linux__
+		if (l->kind == CD_LOOP_EPOLL)
+			r = round_epoll(l);
+		else
+#endif
+			r = round_poll(l);
+		if (r < 0)
+			break;
+		if (!l->quit) {
+			l->dispatching = true;
+			run_timers(l);
+		}
+		l->dispatching = false;
+		free_deleted_watches(l);
+	}
+	l->quit = false;
+	return r;
+}

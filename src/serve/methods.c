@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/pathuri.h"
+#include "serve/intent.h"
+#include "serve/server.h"
+#include "shared/log.h"
+
+extern char **environ;
+
+/*
+ * The connection state machine (reference 1.5-1.6) and the handlers of the
+ * process methods (2.2-2.7). Every handler answers exactly once: at once,
+ * or (a long-poll process/read) later from the process events or its
+ * deadline, holding back the requests behind it.
+ */
+
+typedef void (*method_fn)(struct cd_conn *c, const char *id, const struct cd_json *params);
+
+static void reply_static(struct cd_conn *c, const char *id, const char *result)
+{
+	cd_conn_result(c, id, result, strlen(result));
+}
+
+static void reply_sb(struct cd_conn *c, const char *id, struct cd_strbuf *sb)
+{
+	cd_conn_result(c, id, sb->buf ? sb->buf : "{}", sb->buf ? sb->len : 2);
+	cd_strbuf_done(sb);
+}
+
+/* Reply -32602 with a malloc'ed message and free it. */
+static void invalid_params(struct cd_conn *c, const char *id, char *msg)
+{
+	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, msg);
+	free(msg);
+}
+
+static void invalid_request(struct cd_conn *c, const char *id, char *msg)
+{
+	cd_conn_error(c, id, CD_RPC_INVALID_REQUEST, msg);
+	free(msg);
+}
+
+static char *unknown_process(const struct cd_json *pid)
+{
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_append(&sb, "unknown process id ");
+	cd_strbuf_append_n(&sb, pid->u.str.s, strnlen(pid->u.str.s, pid->u.str.len));
+	return cd_strbuf_steal(&sb);
+}
+
+/* ---- initialize, environment ---- */
+
+static void m_initialize(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	const struct cd_json *name, *resume;
+	char *err = NULL;
+
+	if (c->initialize_done) {
+		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
+			      "initialize may only be sent once per connection");
+		return;
+	}
+	if (cd_param_object(params, "struct InitializeParams", &err) < 0 ||
+	    cd_param_string(params, "clientName", "clientName", true, false, &name, &err) < 0 ||
+	    cd_param_string(params, "resumeSessionId", "resumeSessionId", false, true, &resume,
+			    &err) < 0) {
+		invalid_params(c, id, err);
+		return;
+	}
+	if (resume) {
+		/* stdio has a single connection: there is never a session to resume. */
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, "unknown session id ");
+		cd_strbuf_append_n(&sb, resume->u.str.s, strnlen(resume->u.str.s, resume->u.str.len));
+		invalid_request(c, id, cd_strbuf_steal(&sb));
+		return;
+	}
+	struct cd_server *s = c->server;
+	struct cd_session *se = cd_session_new(s);
+	s->session = se;
+	se->conn = c;
+	c->session = se;
+	c->initialize_done = true;
+	cd_log_debug("serve: initialize from client '%s': session %s", name->u.str.s, se->id);
+
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_printf(&sb, "{\"sessionId\":\"%s\",\"environmentInfo\":%s}", se->id,
+			 s->env_info);
+	reply_sb(c, id, &sb);
+}
+
+static void m_env_info(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	reply_static(c, id, c->server->env_info);
+}
+
+static void m_env_status(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	reply_static(c, id, "{\"status\":\"ready\"}");
+}
+
+/* ---- process/start ---- */
+
+static int get_argv(const struct cd_json *params, char ***ret, char **err)
+{
+	const struct cd_json *v = cd_json_get(params, "argv");
+	*ret = NULL;
+	if (!v) {
+		*err = cd_param_missing("argv");
+		return -EINVAL;
+	}
+	if (v->type != CD_JSON_ARRAY) {
+		*err = cd_param_invalid(v, "a sequence", "argv");
+		return -EINVAL;
+	}
+	char **argv = cd_xcalloc(v->u.arr.n + 1, sizeof(*argv));
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct cd_json *a = v->u.arr.items[i];
+		char name[32];
+		snprintf(name, sizeof(name), "argv[%zu]", i);
+		if (a->type != CD_JSON_STRING) {
+			*err = cd_param_invalid(a, "a string", name);
+			cd_strv_free(argv);
+			return -EINVAL;
+		}
+		if (cd_json_string_has_nul(a)) {
+			*err = cd_xasprintf("`%s` contains a NUL byte", name);
+			cd_strv_free(argv);
+			return -EINVAL;
+		}
+		argv[i] = cd_xstrdup(a->u.str.s);
+	}
+	*ret = argv;
+	return 0;
+}
+
+/* managedNetwork is accepted for compatibility and only type-checked. */
+static int check_managed_network(const struct cd_json *params, char **err)
+{
+	const struct cd_json *v = cd_json_get(params, "managedNetwork");
+	bool b;
+	if (!v || v->type == CD_JSON_NULL)
+		return 0;
+	if (v->type != CD_JSON_OBJECT) {
+		*err = cd_param_invalid(v, "struct ManagedNetworkContext", "managedNetwork");
+		return -EINVAL;
+	}
+	if (cd_param_bool(v, "allowLocalBinding", "managedNetwork.allowLocalBinding", false,
+			  false, &b, err) < 0)
+		return -EINVAL;
+	const struct cd_json *ports = cd_json_get(v, "loopbackPorts");
+	if (!ports)
+		return 0;
+	if (ports->type != CD_JSON_ARRAY) {
+		*err = cd_param_invalid(ports, "a sequence", "managedNetwork.loopbackPorts");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < ports->u.arr.n; i++) {
+		uint64_t port;
+		if (ports->u.arr.items[i]->type != CD_JSON_NUMBER ||
+		    cd_json_uint64(ports->u.arr.items[i], &port) < 0 || port > 65535) {
+			*err = cd_param_invalid(ports->u.arr.items[i], "u16",
+						"managedNetwork.loopbackPorts");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
+				const struct cd_cli_bound *b, bool has_sandbox)
+{
+	const struct cd_linux_plan *lp = has_sandbox ? b->lp : NULL;
+	bool sandboxed = lp && lp->sandboxed;
+
+	cd_strbuf_append(sb, "{\"processId\":");
+	cd_strbuf_append_n(sb, e->id_json, e->id_json_len);
+	cd_strbuf_printf(sb, ",\"sandboxType\":\"%s\"", sandboxed ? "linuxSeccomp" : "none");
+	cd_strbuf_printf(sb,
+			 ",\"cordon\":{\"sandboxed\":%s,\"landlockAbi\":%u,\"landlockRules\":%zu,"
+			 "\"seccomp\":%s,\"network\":\"%s\",\"namespaces\":[",
+			 sandboxed ? "true" : "false",
+			 sandboxed && lp->landlock ? lp->landlock_abi : 0,
+			 sandboxed && lp->landlock ? lp->n_ll_rules : 0,
+			 sandboxed && lp->seccomp ? "true" : "false",
+			 sandboxed && b->plan->network == CD_NET_RESTRICTED ? "restricted"
+									    : "enabled");
+	if (sandboxed && lp->user_ns)
+		cd_strbuf_append(sb, "\"user\"");
+	if (sandboxed && lp->mount_ns)
+		cd_strbuf_append(sb, lp->user_ns ? ",\"mount\"" : "\"mount\"");
+	cd_strbuf_printf(sb, "],\"mounts\":%zu,\"degraded\":[", sandboxed ? lp->n_mounts : 0);
+	for (char **d = sandboxed ? lp->degraded : NULL; d && *d; d++) {
+		if (d != lp->degraded)
+			cd_strbuf_append_c(sb, ',');
+		cd_json_write_cstr(sb, *d);
+	}
+	cd_strbuf_append(sb, "]}}");
+}
+
+static void m_start(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	struct cd_server *s = c->server;
+	struct cd_session *se = c->session;
+	const struct cd_json *pid, *cwd_v, *env, *env_policy, *arg0, *sandbox, *proxy;
+	bool tty, pipe_stdin, enforce;
+	char **argv = NULL, **envp = NULL, *cwd = NULL, *err = NULL;
+	struct cd_cli_bound b;
+
+	memset(&b, 0, sizeof(b));
+	if (cd_param_object(params, "struct ExecParams", &err) < 0 ||
+	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0 ||
+	    get_argv(params, &argv, &err) < 0 ||
+	    cd_param_string(params, "cwd", "cwd", true, false, &cwd_v, &err) < 0 ||
+	    cd_param_bool(params, "tty", "tty", true, false, &tty, &err) < 0 ||
+	    cd_param_bool(params, "pipeStdin", "pipeStdin", false, false, &pipe_stdin, &err) < 0 ||
+	    cd_param_string(params, "arg0", "arg0", false, true, &arg0, &err) < 0 ||
+	    cd_param_bool(params, "enforceManagedNetwork", "enforceManagedNetwork", false, false,
+			  &enforce, &err) < 0 ||
+	    check_managed_network(params, &err) < 0)
+		goto invalid;
+	env = cd_json_get(params, "env");
+	if (!env) {
+		err = cd_param_missing("env");
+		goto invalid;
+	}
+	env_policy = cd_json_get(params, "envPolicy");
+	sandbox = cd_json_get(params, "sandbox");
+	if (sandbox && sandbox->type == CD_JSON_NULL)
+		sandbox = NULL;
+	proxy = cd_json_get(params, "networkProxy");
+
+	if (!argv[0]) {
+		err = cd_xstrdup("argv must not be empty");
+		goto invalid;
+	}
+	const char *why = NULL;
+	if (cd_pathuri_to_posix(cwd_v->u.str.s, cwd_v->u.str.len, &cwd, &why) < 0) {
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, "cwd URI `");
+		cd_strbuf_append_n(&sb, cwd_v->u.str.s, strnlen(cwd_v->u.str.s, cwd_v->u.str.len));
+		cd_strbuf_printf(&sb, "` is not valid on this exec-server host: %s",
+				 why ? why : "invalid URI");
+		err = cd_strbuf_steal(&sb);
+		goto invalid;
+	}
+	if (proxy && proxy->type != CD_JSON_NULL) {
+		err = cd_xstrdup("networkProxy is not supported by this executor");
+		goto invalid;
+	}
+	if (arg0 && cd_json_string_has_nul(arg0)) {
+		err = cd_xstrdup("`arg0` contains a NUL byte");
+		goto invalid;
+	}
+	if (cd_env_build(env, env_policy, environ, &envp, &err) < 0)
+		goto invalid;
+
+	if (cd_session_find(se, pid->u.str.s, pid->u.str.len)) {
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, "process ");
+		cd_strbuf_append_n(&sb, pid->u.str.s, strnlen(pid->u.str.s, pid->u.str.len));
+		cd_strbuf_append(&sb, " already exists");
+		invalid_request(c, id, cd_strbuf_steal(&sb));
+		goto out;
+	}
+	if (se->n_procs >= s->opts.max_processes) {
+		invalid_request(c, id,
+				cd_xasprintf("too many processes (limit %u); wait for some to "
+					     "close or raise --max-processes",
+					     s->opts.max_processes));
+		goto out;
+	}
+	if (sandbox && cd_intent_bind(sandbox, cwd, enforce, &s->host, &s->opts.lopts, &b,
+				      &err) < 0)
+		goto invalid;
+
+	struct cd_proc_opts po = {
+		.argv = argv,
+		/*
+		 * The source says a sandboxed arg0 is lost to the wrapper, but
+		 * the released binary keeps it, and cordon has no wrapper
+		 * program in between: keep it in both cases.
+		 */
+		.arg0 = arg0 ? arg0->u.str.s : NULL,
+		.envp = envp,
+		.cwd = cwd,
+		.tty = tty,
+		.pipe_stdin = pipe_stdin && !tty,
+		.lp = sandbox ? b.lp : NULL,
+	};
+	int code = 0;
+	struct cd_pentry *e = cd_session_start(se, pid->u.str.s, pid->u.str.len, &po, &code, &err);
+	if (!e) {
+		cd_log_debug("serve: process %s: %s", pid->u.str.s, err);
+		cd_conn_error(c, id, code, err);
+		free(err);
+		goto out;
+	}
+	cd_log_debug("serve: started process %s (pid %d, %s)", e->id, (int)cd_proc_pid(e->proc),
+		     cd_proc_is_sandboxed(e->proc) ? "sandboxed" : "unsandboxed");
+	for (char **d = sandbox && b.lp ? b.lp->degraded : NULL; d && *d; d++)
+		cd_log_debug("serve: process %s: %s", e->id, *d);
+
+	struct cd_strbuf sb = { 0 };
+	append_start_result(&sb, e, &b, sandbox != NULL);
+	reply_sb(c, id, &sb);
+	goto out;
+
+invalid:
+	invalid_params(c, id, err);
+out:
+	cd_cli_bound_done(&b);
+	cd_strv_free(argv);
+	cd_strv_free(envp);
+	free(cwd);
+}
+
+/* ---- process/read, write, signal, terminate ---- */
+
+static void on_read_deadline(struct cd_loop *l, void *data)
+{
+	struct cd_conn *c = data;
+	if (!c->pending)
+		return;
+	c->pending->timer = NULL;
+	(void)cd_pending_try_complete(c, true);
+}
+
+static void m_read(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	const struct cd_json *pid;
+	uint64_t after, max, wait;
+	char *err = NULL;
+
+	if (cd_param_object(params, "struct ReadParams", &err) < 0 ||
+	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0 ||
+	    cd_param_u64(params, "afterSeq", "afterSeq", 0, &after, &err) < 0 ||
+	    cd_param_u64(params, "maxBytes", "maxBytes", UINT64_MAX, &max, &err) < 0 ||
+	    cd_param_u64(params, "waitMs", "waitMs", 0, &wait, &err) < 0) {
+		invalid_params(c, id, err);
+		return;
+	}
+	struct cd_pentry *e = cd_session_find(c->session, pid->u.str.s, pid->u.str.len);
+	if (!e) {
+		invalid_request(c, id, unknown_process(pid));
+		return;
+	}
+	size_t max_bytes = max >= SIZE_MAX ? SIZE_MAX : (size_t)max;
+	struct cd_proc_read r;
+	memset(&r, 0, sizeof(r));
+	cd_proc_read(e->proc, after, max_bytes, &r);
+	if (wait == 0 || cd_read_is_ready(&r, after)) {
+		cd_reply_read(c, id, e, &r);
+		free(r.chunks);
+		return;
+	}
+	free(r.chunks);
+
+	struct cd_pending_read *p = cd_xcalloc(1, sizeof(*p));
+	p->req_id = cd_xstrdup(id);
+	p->entry = e;
+	p->after_seq = after;
+	p->max_bytes = max_bytes;
+	p->timer = cd_loop_add_timer(c->server->loop, wait, on_read_deadline, c);
+	c->pending = p;
+}
+
+static void m_write(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	const struct cd_json *pid, *chunk, *wid;
+	char *err = NULL;
+
+	if (cd_param_object(params, "struct WriteParams", &err) < 0 ||
+	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0 ||
+	    cd_param_string(params, "chunk", "chunk", true, false, &chunk, &err) < 0 ||
+	    cd_param_string(params, "writeId", "writeId", true, false, &wid, &err) < 0) {
+		invalid_params(c, id, err);
+		return;
+	}
+	if (wid->u.str.len == 0) {
+		invalid_params(c, id, cd_xstrdup("writeId must not be empty"));
+		return;
+	}
+	unsigned char *data = NULL;
+	size_t len = 0;
+	if (cd_base64_decode(chunk->u.str.s, chunk->u.str.len, &data, &len) < 0) {
+		invalid_params(c, id,
+			       cd_xstrdup("invalid base64 in `chunk` (standard alphabet with "
+					  "padding expected)"));
+		return;
+	}
+	struct cd_pentry *e = cd_session_find(c->session, pid->u.str.s, pid->u.str.len);
+	if (!e) {
+		free(data);
+		reply_static(c, id, "{\"status\":\"unknownProcess\"}");
+		return;
+	}
+	enum cd_write_status st = CD_WRITE_STDIN_CLOSED;
+	int r = cd_proc_write(e->proc, wid->u.str.s, data, len, &st);
+	free(data);
+	if (r == -ENOBUFS) {
+		cd_conn_error(c, id, CD_RPC_INTERNAL,
+			      "failed to write to process stdin: more than 8 MiB queued");
+		return;
+	}
+	if (r < 0) {
+		cd_conn_error(c, id, CD_RPC_INTERNAL, "failed to write to process stdin");
+		return;
+	}
+	switch (st) {
+	case CD_WRITE_ACCEPTED:
+		reply_static(c, id, "{\"status\":\"accepted\"}");
+		break;
+	case CD_WRITE_STDIN_CLOSED:
+		reply_static(c, id, "{\"status\":\"stdinClosed\"}");
+		break;
+	}
+}
+
+static void m_signal(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	const struct cd_json *pid, *sig;
+	char *err = NULL;
+
+	if (cd_param_object(params, "struct SignalParams", &err) < 0 ||
+	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0 ||
+	    cd_param_string(params, "signal", "signal", true, false, &sig, &err) < 0) {
+		invalid_params(c, id, err);
+		return;
+	}
+	if (!cd_streq(sig->u.str.s, "interrupt") || cd_json_string_has_nul(sig)) {
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, "unknown variant `");
+		cd_strbuf_append_n(&sb, sig->u.str.s, strnlen(sig->u.str.s, sig->u.str.len));
+		cd_strbuf_append(&sb, "`, expected `interrupt` for `signal`");
+		invalid_params(c, id, cd_strbuf_steal(&sb));
+		return;
+	}
+	struct cd_pentry *e = cd_session_find(c->session, pid->u.str.s, pid->u.str.len);
+	if (e)
+		cd_proc_interrupt(e->proc);
+	reply_static(c, id, "{}");
+}
+
+static void m_terminate(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	const struct cd_json *pid;
+	char *err = NULL;
+	bool running = false;
+
+	if (cd_param_object(params, "struct TerminateParams", &err) < 0 ||
+	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0) {
+		invalid_params(c, id, err);
+		return;
+	}
+	struct cd_pentry *e = cd_session_find(c->session, pid->u.str.s, pid->u.str.len);
+	if (e)
+		cd_proc_terminate(e->proc, &running);
+	reply_static(c, id, running ? "{\"running\":true}" : "{\"running\":false}");
+}
+
+/* ---- dispatch ---- */
+
+static const struct {
+	const char *name;
+	const char *category; /* for the handshake errors; NULL: initialize */
+	method_fn fn;
+} methods[] = {
+	{ "initialize", NULL, m_initialize },
+	{ "environment/info", "environment info", m_env_info },
+	{ "environment/status", "environment status", m_env_status },
+	{ "process/start", "exec", m_start },
+	{ "process/read", "exec", m_read },
+	{ "process/write", "exec", m_write },
+	{ "process/signal", "exec", m_signal },
+	{ "process/terminate", "exec", m_terminate },
+};
+
+void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
+			const struct cd_json *params)
+{
+	for (size_t i = 0; i < CD_ARRAY_SIZE(methods); i++) {
+		if (!cd_streq(methods[i].name, method))
+			continue;
+		cd_log_debug("serve: request %s %s", id, method);
+		if (methods[i].category && !c->initialize_done) {
+			invalid_request(c, id,
+					cd_xasprintf("client must call initialize before using %s "
+						     "methods",
+						     methods[i].category));
+			return;
+		}
+		if (methods[i].category && !c->initialized) {
+			invalid_request(c, id,
+					cd_xasprintf("client must send initialized before using %s "
+						     "methods",
+						     methods[i].category));
+			return;
+		}
+		methods[i].fn(c, id, params);
+		return;
+	}
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_printf(&sb, "exec-server stub does not implement `%s` yet", method);
+	cd_conn_error(c, id, CD_RPC_METHOD_NOT_FOUND, sb.buf);
+	cd_strbuf_done(&sb);
+}
+
+bool cd_methods_notification(struct cd_conn *c, const char *method)
+{
+	if (cd_streq(method, "initialized") && c->initialize_done) {
+		c->initialized = true;
+		return true;
+	}
+	return false;
+}

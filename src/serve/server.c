@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "core/pathuri.h"
+#include "sandbox/backend.h"
+#include "serve/server.h"
+#include "shared/log.h"
+
+/* ---- session: the process table ---- */
+
+static uint64_t hash_id(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static void uuid_v4(char out[37])
+{
+	unsigned char b[16];
+	size_t got = 0;
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* No entropy source: still unique enough for one stdio session. */
+			uint64_t t = cd_loop_now_ms() ^ ((uint64_t)getpid() << 32);
+			memcpy(b + got, &t, sizeof(b) - got < 8 ? sizeof(b) - got : 8);
+			got += sizeof(b) - got < 8 ? sizeof(b) - got : 8;
+			continue;
+		}
+		got += (size_t)n;
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+		 b[14], b[15]);
+}
+
+struct cd_session *cd_session_new(struct cd_server *s)
+{
+	struct cd_session *se = cd_xcalloc(1, sizeof(*se));
+	se->server = s;
+	uuid_v4(se->id);
+	se->n_buckets = 64;
+	se->buckets = cd_xcalloc(se->n_buckets, sizeof(*se->buckets));
+	return se;
+}
+
+static struct cd_pentry **bucket_of(struct cd_session *se, const char *id, size_t len)
+{
+	return &se->buckets[hash_id(id, len) & (se->n_buckets - 1)];
+}
+
+struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len)
+{
+	if (!se)
+		return NULL;
+	for (struct cd_pentry *e = *bucket_of(se, id, len); e; e = e->next)
+		if (e->id_len == len && !memcmp(e->id, id, len))
+			return e;
+	return NULL;
+}
+
+static void table_insert(struct cd_session *se, struct cd_pentry *e)
+{
+	if (se->n_procs + 1 > se->n_buckets) {
+		size_t n = se->n_buckets * 2;
+		struct cd_pentry **nb = cd_xcalloc(n, sizeof(*nb));
+		for (size_t i = 0; i < se->n_buckets; i++) {
+			for (struct cd_pentry *x = se->buckets[i], *next; x; x = next) {
+				next = x->next;
+				struct cd_pentry **b = &nb[hash_id(x->id, x->id_len) & (n - 1)];
+				x->next = *b;
+				*b = x;
+			}
+		}
+		free(se->buckets);
+		se->buckets = nb;
+		se->n_buckets = n;
+	}
+	struct cd_pentry **b = bucket_of(se, e->id, e->id_len);
+	e->next = *b;
+	*b = e;
+	se->n_procs++;
+}
+
+static void table_remove(struct cd_session *se, struct cd_pentry *e)
+{
+	for (struct cd_pentry **p = bucket_of(se, e->id, e->id_len); *p; p = &(*p)->next) {
+		if (*p == e) {
+			*p = e->next;
+			se->n_procs--;
+			return;
+		}
+	}
+}
+
+static void entry_free(struct cd_pentry *e)
+{
+	struct cd_loop *l = e->session->server->loop;
+	if (e->retention)
+		cd_loop_cancel_timer(l, e->retention);
+	cd_proc_free(e->proc);
+	free(e->id);
+	free(e->id_json);
+	free(e);
+}
+
+void cd_session_free(struct cd_session *se)
+{
+	if (!se)
+		return;
+	for (size_t i = 0; i < se->n_buckets; i++) {
+		for (struct cd_pentry *e = se->buckets[i], *next; e; e = next) {
+			next = e->next;
+			entry_free(e);
+		}
+	}
+	free(se->buckets);
+	free(se);
+}
+
+void cd_session_pause_output(struct cd_session *se, bool paused)
+{
+	for (size_t i = 0; se && i < se->n_buckets; i++)
+		for (struct cd_pentry *e = se->buckets[i]; e; e = e->next)
+			cd_proc_pause_output(e->proc, paused);
+}
+
+/* ---- process events ---- */
+
+static void check_pending(struct cd_pentry *e)
+{
+	struct cd_conn *c = e->session->conn;
+	if (c && c->pending && c->pending->entry == e)
+		(void)cd_pending_try_complete(c, false);
+}
+
+#define OUTPUT_HEAD "{\"method\":\"process/output\",\"params\":{\"processId\":"
+
+static void on_output(struct cd_proc *p, const struct cd_chunk *ch, void *data)
+{
+	struct cd_pentry *e = data;
+	struct cd_conn *c = e->session->conn;
+
+	if (c && !c->out_broken) {
+		/* The hot path: format straight into the queue, base64 included. */
+		const char *stream = cd_stream_name(ch->stream);
+		size_t slen = strlen(stream);
+		size_t b64 = cd_base64_encoded_len(ch->len);
+		size_t need = sizeof(OUTPUT_HEAD) + e->id_json_len + 64 + slen + b64;
+		char *w = cd_conn_out_reserve(c, need);
+		char *q = w;
+		memcpy(q, OUTPUT_HEAD, sizeof(OUTPUT_HEAD) - 1);
+		q += sizeof(OUTPUT_HEAD) - 1;
+		memcpy(q, e->id_json, e->id_json_len);
+		q += e->id_json_len;
+		memcpy(q, ",\"seq\":", 7);
+		q += 7;
+		q += cd_fmt_u64(q, ch->seq);
+		memcpy(q, ",\"stream\":\"", 11);
+		q += 11;
+		memcpy(q, stream, slen);
+		q += slen;
+		memcpy(q, "\",\"chunk\":\"", 11);
+		q += 11;
+		q += cd_base64_encode(ch->data, ch->len, q);
+		memcpy(q, "\"}}\n", 4);
+		q += 4;
+		cd_conn_out_commit(c, (size_t)(q - w));
+		cd_conn_kick(c);
+	}
+	check_pending(e);
+}
+
+static void on_exited(struct cd_proc *p, uint64_t seq, int exit_code, bool sandbox_denied,
+		      void *data)
+{
+	struct cd_pentry *e = data;
+	struct cd_conn *c = e->session->conn;
+
+	cd_log_debug("serve: process %s exited with %d%s", e->id, exit_code,
+		     sandbox_denied ? " (sandbox denied)" : "");
+	if (c && !c->out_broken) {
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, "{\"method\":\"process/exited\",\"params\":{\"processId\":");
+		cd_strbuf_append_n(&sb, e->id_json, e->id_json_len);
+		cd_strbuf_printf(&sb, ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s}}\n",
+				 seq, exit_code, sandbox_denied ? "true" : "false");
+		memcpy(cd_conn_out_reserve(c, sb.len), sb.buf, sb.len);
+		cd_conn_out_commit(c, sb.len);
+		cd_strbuf_done(&sb);
+		cd_conn_kick(c);
+	}
+	check_pending(e);
+}
+
+static void on_retention(struct cd_loop *l, void *data)
+{
+	struct cd_pentry *e = data;
+	e->retention = NULL;
+	cd_log_debug("serve: forgetting process %s", e->id);
+	table_remove(e->session, e);
+	entry_free(e);
+}
+
+static void on_closed(struct cd_proc *p, uint64_t seq, void *data)
+{
+	struct cd_pentry *e = data;
+	struct cd_conn *c = e->session->conn;
+
+	if (c && !c->out_broken) {
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, "{\"method\":\"process/closed\",\"params\":{\"processId\":");
+		cd_strbuf_append_n(&sb, e->id_json, e->id_json_len);
+		cd_strbuf_printf(&sb, ",\"seq\":%" PRIu64 "}}\n", seq);
+		memcpy(cd_conn_out_reserve(c, sb.len), sb.buf, sb.len);
+		cd_conn_out_commit(c, sb.len);
+		cd_strbuf_done(&sb);
+		cd_conn_kick(c);
+	}
+	if (!e->retention)
+		e->retention = cd_loop_add_timer(e->session->server->loop, CD_SERVE_RETENTION_MS,
+						 on_retention, e);
+	check_pending(e);
+}
+
+struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t id_len,
+				   const struct cd_proc_opts *o, int *ret_code, char **err)
+{
+	struct cd_pentry *e = cd_xcalloc(1, sizeof(*e));
+	struct cd_strbuf sb = { 0 };
+	struct cd_spawn_error serr;
+
+	e->session = se;
+	e->id = cd_xmalloc(id_len + 1);
+	memcpy(e->id, id, id_len);
+	e->id[id_len] = '\0';
+	e->id_len = id_len;
+	cd_json_write_string(&sb, id, id_len);
+	e->id_json_len = sb.len;
+	e->id_json = cd_strbuf_steal(&sb);
+
+	struct cd_proc_events ev = {
+		.data = e,
+		.output = on_output,
+		.exited = on_exited,
+		.closed = on_closed,
+	};
+	memset(&serr, 0, sizeof(serr));
+	int r = cd_proc_start(se->server->loop, o, &ev, &e->proc, &serr);
+	if (r < 0) {
+		*ret_code = CD_RPC_INTERNAL;
+		*err = cd_xstrdup(serr.msg[0] ? serr.msg : strerror(-r));
+		free(e->id);
+		free(e->id_json);
+		free(e);
+		return NULL;
+	}
+	table_insert(se, e);
+	if (se->conn && se->conn->output_paused)
+		cd_proc_pause_output(e->proc, true);
+	return e;
+}
+
+/* ---- process/read and long polls ---- */
+
+bool cd_read_is_ready(const struct cd_proc_read *r, uint64_t after_seq)
+{
+	return r->n > 0 || r->closed || (r->exited && after_seq + 1 < r->next_seq);
+}
+
+void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
+		   const struct cd_proc_read *r)
+{
+	size_t idlen = strlen(req_id);
+	size_t need = idlen + 256;
+	for (size_t i = 0; i < r->n; i++)
+		need += 64 + cd_base64_encoded_len(r->chunks[i].len);
+	char *w = cd_conn_out_reserve(c, need);
+	char *q = w;
+
+#define PUT(s)                                   \
+	do {                                     \
+		memcpy(q, s, sizeof(s) - 1);     \
+		q += sizeof(s) - 1;              \
+	} while (0)
+
+	PUT("{\"id\":");
+	memcpy(q, req_id, idlen);
+	q += idlen;
+	PUT(",\"result\":{\"chunks\":[");
+	for (size_t i = 0; i < r->n; i++) {
+		const struct cd_chunk *ch = &r->chunks[i];
+		const char *stream = cd_stream_name(ch->stream);
+		if (i)
+			*q++ = ',';
+		PUT("{\"seq\":");
+		q += cd_fmt_u64(q, ch->seq);
+		PUT(",\"stream\":\"");
+		memcpy(q, stream, strlen(stream));
+		q += strlen(stream);
+		PUT("\",\"chunk\":\"");
+		q += cd_base64_encode(ch->data, ch->len, q);
+		PUT("\"}");
+	}
+	PUT("],\"nextSeq\":");
+	q += cd_fmt_u64(q, r->next_seq);
+	if (r->exited) {
+		PUT(",\"exited\":true,\"exitCode\":");
+		q += (size_t)snprintf(q, 16, "%d", r->exit_code);
+	} else {
+		PUT(",\"exited\":false,\"exitCode\":null");
+	}
+	if (r->closed)
+		PUT(",\"closed\":true");
+	else
+		PUT(",\"closed\":false");
+	PUT(",\"failure\":null");
+	if (r->sandbox_denied)
+		PUT(",\"sandboxDenied\":true}}\n");
+	else
+		PUT(",\"sandboxDenied\":false}}\n");
+#undef PUT
+	cd_conn_out_commit(c, (size_t)(q - w));
+	cd_conn_kick(c);
+}
+
+void cd_pending_free(struct cd_pending_read *p)
+{
+	if (!p)
+		return;
+	free(p->req_id);
+	free(p);
+}
+
+bool cd_pending_try_complete(struct cd_conn *c, bool deadline)
+{
+	struct cd_pending_read *p = c->pending;
+	struct cd_proc_read r;
+
+	memset(&r, 0, sizeof(r));
+	cd_proc_read(p->entry->proc, p->after_seq, p->max_bytes, &r);
+	if (!deadline && !cd_read_is_ready(&r, p->after_seq)) {
+		free(r.chunks);
+		return false;
+	}
+	cd_reply_read(c, p->req_id, p->entry, &r);
+	free(r.chunks);
+	if (p->timer)
+		cd_loop_cancel_timer(c->server->loop, p->timer);
+	c->pending = NULL;
+	cd_pending_free(p);
+	/* Not from here: this may run inside a process callback. */
+	cd_conn_schedule_process(c);
+	return true;
+}
+
+/* ---- environment info ---- */
+
+static void append_uri(struct cd_strbuf *sb, const char *path)
+{
+	if (!path || path[0] != '/') {
+		cd_strbuf_append(sb, "null");
+		return;
+	}
+	char *uri = cd_pathuri_format_posix(path, strlen(path));
+	cd_json_write_cstr(sb, uri);
+	free(uri);
+}
+
+static char *build_env_info(void)
+{
+	struct cd_strbuf sb = { 0 };
+	const char *shell = getenv("SHELL");
+	const char *home = getenv("HOME");
+	const char *tmp = getenv("TMPDIR");
+	char cwd[PATH_MAX];
+
+	if (!shell || shell[0] != '/')
+		shell = "/bin/sh";
+	const char *name = strrchr(shell, '/') + 1;
+	if (!home || home[0] != '/') {
+		struct passwd *pw = getpwuid(getuid());
+		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+
+	cd_strbuf_append(&sb, "{\"shell\":{\"name\":");
+	cd_json_write_cstr(&sb, *name ? name : "sh");
+	cd_strbuf_append(&sb, ",\"path\":");
+	cd_json_write_cstr(&sb, shell);
+	cd_strbuf_append(&sb, "},\"executorVersion\":\"cordon " PACKAGE_VERSION "\"");
+	cd_strbuf_append(&sb, ",\"providerId\":\"cordon\",\"cwd\":");
+	append_uri(&sb, getcwd(cwd, sizeof(cwd)) ? cwd : NULL);
+	cd_strbuf_append(&sb, ",\"userHomeDir\":");
+	append_uri(&sb, home);
+	cd_strbuf_append(&sb, ",\"platformOs\":\"linux\",\"prependPathDirs\":[]"
+			      ",\"temporaryDirectories\":[");
+	append_uri(&sb, tmp);
+	cd_strbuf_append(&sb, "],\"tempDir\":");
+	append_uri(&sb, tmp);
+	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":false,"
+			      "\"sandboxedFileStreaming\":false}}");
+	return cd_strbuf_steal(&sb);
+}
+
+/* ---- lifecycle ---- */
+
+void cd_server_stop(struct cd_server *s)
+{
+	cd_loop_quit(s->loop);
+}
+
+static void on_signal(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	struct cd_server *s = data;
+	struct signalfd_siginfo si;
+	ssize_t n = read(fd, &si, sizeof(si));
+	if (n == (ssize_t)sizeof(si)) {
+		cd_log_debug("serve: %s: shutting down", strsignal((int)si.ssi_signo));
+		cd_server_stop(s);
+	}
+}
+
+static void noop_handler(int sig)
+{
+}
+
+int cd_serve_stdio(const struct cd_serve_opts *o)
+{
+	struct cd_server srv;
+	sigset_t mask, old;
+	int ret = 0;
+
+	memset(&srv, 0, sizeof(srv));
+	srv.opts = *o;
+	srv.sig_fd = -1;
+	srv.loop = cd_loop_new(o->loop);
+	if (!srv.loop) {
+		cd_log_error("serve: cannot create the event loop: %s", strerror(errno));
+		return 1;
+	}
+	/* Once per server: every sandboxed start reuses these facts. */
+	cd_linux_probe_host(CD_PROBE_ALL, &srv.host);
+	srv.env_info = build_env_info();
+
+	/*
+	 * A reader that went away must show up as EPIPE, not kill us. A handler
+	 * rather than SIG_IGN: exec resets it, so no child inherits an ignored
+	 * SIGPIPE (the spawner resets it too).
+	 */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = noop_handler;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGPIPE, &sa, NULL);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	srv.sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (srv.sig_fd < 0 ||
+	    !(srv.sig_watch = cd_loop_add_fd(srv.loop, srv.sig_fd, CD_LOOP_IN, on_signal, &srv))) {
+		cd_log_error("serve: cannot watch signals: %s", strerror(errno));
+		ret = 1;
+		goto out;
+	}
+
+	srv.conn = cd_conn_new(&srv, STDIN_FILENO, STDOUT_FILENO);
+	cd_log_debug("serve: listening on stdio (%s loop)",
+		     cd_loop_kind(srv.loop) == CD_LOOP_EPOLL ? "epoll" : "poll");
+	int r = cd_loop_run(srv.loop);
+	if (r < 0) {
+		cd_log_error("serve: event loop failed: %s", strerror(-r));
+		ret = 1;
+	}
+
+	/* The connection is over: abandon its long poll, then end every process. */
+	if (srv.conn->pending) {
+		if (srv.conn->pending->timer)
+			cd_loop_cancel_timer(srv.loop, srv.conn->pending->timer);
+		cd_pending_free(srv.conn->pending);
+		srv.conn->pending = NULL;
+	}
+	if (srv.session)
+		srv.session->conn = NULL;
+	cd_session_free(srv.session);
+	srv.session = NULL;
+	cd_conn_final_flush(srv.conn, 2000);
+	cd_conn_free(srv.conn);
+out:
+	if (srv.sig_watch)
+		cd_loop_del_fd(srv.loop, srv.sig_watch);
+	if (srv.sig_fd >= 0)
+		close(srv.sig_fd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	free(srv.env_info);
+	cd_loop_free(srv.loop);
+	return ret;
+}

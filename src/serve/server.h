@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * `cordon serve`: the exec-server protocol (exec-server-reference.md 1-2)
+ * over newline-delimited JSON on stdin/stdout.
+ *
+ * Pieces, one file each:
+ *   server.c   lifecycle, signals, sessions and their process tables, the
+ *              process events (notifications, long polls, retention)
+ *   conn.c     stdio framing: inbound line buffer, outbound queue, the JSON
+ *              writers for replies and notifications
+ *   methods.c  the connection state machine and the method handlers
+ *   intent.c   params decoding, the sandbox intent and the env policy
+ *
+ * A session (the process table) is kept apart from the connection that
+ * drives it, so that later transports can detach and resume sessions; on
+ * stdio there is exactly one of each and the end of the connection ends
+ * the server.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/json.h"
+#include "core/linux-plan.h"
+#include "core/util.h"
+#include "serve/loop.h"
+#include "serve/proc.h"
+
+/* Limits (reference 1.3, 1.4, 2.9). */
+#define CD_SERVE_MAX_LINE	   (64u * 1024 * 1024)
+#define CD_SERVE_MAX_VALUES	   262144
+#define CD_SERVE_MAX_DEPTH	   512
+#define CD_SERVE_RETENTION_MS	   30000
+#define CD_SERVE_OUT_QUEUE_CAP	   (64u * 1024 * 1024)
+#define CD_SERVE_DEFAULT_MAX_PROCS 256
+
+/* JSON-RPC error codes (reference 2.13). */
+enum {
+	CD_RPC_INVALID_REQUEST = -32600,
+	CD_RPC_METHOD_NOT_FOUND = -32601,
+	CD_RPC_INVALID_PARAMS = -32602,
+	CD_RPC_INTERNAL = -32603,
+};
+
+struct cd_serve_opts {
+	enum cd_loop_kind loop;
+	unsigned max_processes;
+	struct cd_linux_opts lopts;
+};
+
+/* Run the server on stdin/stdout until the connection ends or a signal; the exit code. */
+int cd_serve_stdio(const struct cd_serve_opts *o);
+
+/* ---- internals shared by the serve sources ---- */
+
+struct cd_server;
+struct cd_session;
+struct cd_conn;
+
+/* One process of a session: the table entry around a struct cd_proc. */
+struct cd_pentry {
+	struct cd_session *session;
+	struct cd_pentry *next; /* hash chain */
+	char *id;		/* the client's processId, decoded (may hold NULs) */
+	size_t id_len;
+	char *id_json; /* the id as a JSON string literal, ready to paste */
+	size_t id_json_len;
+	struct cd_proc *proc;
+	struct cd_timer *retention; /* armed once closed: removes the entry */
+};
+
+struct cd_session {
+	struct cd_server *server;
+	char id[37]; /* UUID v4 */
+	struct cd_conn *conn; /* attached connection, or NULL (notifications are dropped) */
+	struct cd_pentry **buckets;
+	size_t n_buckets; /* power of two */
+	size_t n_procs;
+};
+
+/* A long-poll process/read waiting for its process or its deadline. */
+struct cd_pending_read {
+	char *req_id; /* JSON text of the request id */
+	struct cd_pentry *entry;
+	uint64_t after_seq;
+	size_t max_bytes;
+	struct cd_timer *timer;
+};
+
+struct cd_conn {
+	struct cd_server *server;
+	struct cd_session *session; /* set by a successful initialize */
+	bool initialize_done;	    /* initialize succeeded */
+	bool initialized;	    /* the initialized notification arrived */
+
+	int in_fd, out_fd;
+	struct cd_watch *in_watch, *out_watch;
+	struct cd_timer *in_pump; /* stdin is a regular file: read from a timer */
+	bool in_is_file;	  /* stdin cannot be polled */
+	bool out_watching;	  /* out_watch has OUT enabled (data queued, fd was full) */
+	bool out_is_file;	  /* stdout cannot be polled: write synchronously */
+	bool in_eof;
+	bool out_broken; /* write failed: the client is gone */
+	bool closing;	 /* the connection ends: no more lines are processed */
+	int batch;	 /* > 0: appends do not flush (flushed once at the end) */
+	bool output_paused; /* the queue is over its cap: process output is not read */
+
+	char *in_buf;
+	size_t in_start, in_len, in_cap; /* unprocessed bytes are in_buf[in_start..in_len) */
+	size_t in_scan;			 /* no '\n' in in_buf[in_start..in_scan) */
+
+	struct cd_strbuf out;
+	size_t out_off; /* bytes of out already written */
+
+	struct cd_pending_read *pending;
+	struct cd_timer *resume; /* deferred line processing after a long poll ended */
+};
+
+struct cd_server {
+	struct cd_loop *loop;
+	struct cd_serve_opts opts;
+	struct cd_linux_host host; /* probed once at start */
+	char *env_info;		   /* environmentInfo object, JSON text */
+	int sig_fd;
+	struct cd_watch *sig_watch;
+	struct cd_conn *conn;
+	struct cd_session *session; /* stdio: the single session, once initialized */
+	int exit_code;
+};
+
+/* server.c */
+struct cd_session *cd_session_new(struct cd_server *s);
+void cd_session_free(struct cd_session *se);
+struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len);
+/* Start a process; on failure returns NULL and *err holds the message (the caller frees). */
+struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t id_len,
+				   const struct cd_proc_opts *o, int *ret_code, char **err);
+/* Stop or resume reading every process's output (back-pressure). */
+void cd_session_pause_output(struct cd_session *se, bool paused);
+/* Answer a long poll now if it can be answered; true when answered (p is freed then). */
+bool cd_pending_try_complete(struct cd_conn *c, bool deadline);
+void cd_pending_free(struct cd_pending_read *p);
+/* Write a ReadResponse for (entry, after, max) as the result of request req_id. */
+void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
+		   const struct cd_proc_read *r);
+/* The conditions under which a read returns without waiting (reference 2.4). */
+bool cd_read_is_ready(const struct cd_proc_read *r, uint64_t after_seq);
+/* End the server (connection gone, signal): quits the loop. */
+void cd_server_stop(struct cd_server *s);
+
+/* conn.c */
+struct cd_conn *cd_conn_new(struct cd_server *s, int in_fd, int out_fd);
+void cd_conn_free(struct cd_conn *c);
+/* Reply helpers: one complete JSON line each. */
+void cd_conn_result(struct cd_conn *c, const char *id, const char *result, size_t len);
+void cd_conn_error(struct cd_conn *c, const char *id, int code, const char *msg);
+/* Reserve n bytes at the end of the outbound queue; commit what was written. */
+char *cd_conn_out_reserve(struct cd_conn *c, size_t n);
+void cd_conn_out_commit(struct cd_conn *c, size_t n);
+/* Flush now if allowed (not batching, not blocked); called after appends. */
+void cd_conn_kick(struct cd_conn *c);
+/* Process buffered lines (after a long poll ended). */
+void cd_conn_process(struct cd_conn *c);
+/* Schedule cd_conn_process from a fresh loop iteration. */
+void cd_conn_schedule_process(struct cd_conn *c);
+/* Best-effort bounded blocking flush at shutdown. */
+void cd_conn_final_flush(struct cd_conn *c, int timeout_ms);
+
+/* JSON text writers. */
+/* A JSON string; bytes that are not valid UTF-8 become U+FFFD. */
+void cd_json_write_string(struct cd_strbuf *sb, const char *s, size_t n);
+static inline void cd_json_write_cstr(struct cd_strbuf *sb, const char *s)
+{
+	cd_json_write_string(sb, s, strlen(s));
+}
+/* Decimal u64 into buf (at least 20 bytes); returns the length. */
+size_t cd_fmt_u64(char *buf, uint64_t v);
+
+/* methods.c */
+/* One request: id is the JSON text of the id; params may be NULL (missing). */
+void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
+			const struct cd_json *params);
+/* A notification; returns false when the connection must close. */
+bool cd_methods_notification(struct cd_conn *c, const char *method);

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `cordon serve`: the sandbox intent of process/start (exec-server-reference.md
+# 3.1-3.5, 8.4 and Appendix A). Writes inside the workspace work, writes
+# outside and the network are denied, :workspace_roots binds only to
+# workspaceRoots, and intent that cannot be enforced is refused before
+# anything is spawned. TAP; both event loops.
+
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import (HELPERS, LOOPS, ROOT_READ, Server, Tap, cordon_usable,  # noqa: E402
+                       err_code, err_msg, path_entry, profile, special, uri, workspace_write)
+
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+
+TRY = os.path.join(HELPERS, "try-syscall")
+EPERM = 1
+
+
+WS_ONLY = profile([special("root", "read"), special("project_roots", "write"),
+                   special("project_roots", "read", ".git"),
+                   special("project_roots", "read", ".codex"),
+                   special("project_roots", "read", ".agents")])
+
+
+def sandbox(perms, **kw):
+    sb = {"permissions": perms, "windowsSandboxLevel": "disabled"}
+    sb.update(kw)
+    return sb
+
+
+def appendix_a(tag):
+    s = Server(tag)
+    try:
+        s.handshake()
+        s.send_raw('{"id":10,"method":"process/start","params":{"processId":"proc-0",'
+                   '"argv":["echo","hello"],"cwd":"file:///tmp","env":{"PATH":"/usr/bin:/bin"},'
+                   '"tty":false,"pipeStdin":false,"arg0":null,"sandbox":{"permissions":'
+                   '{"type":"managed","file_system":{"type":"restricted","entries":[{"path":'
+                   '{"type":"special","value":{"kind":"root"}},"access":"read"}]},"network":'
+                   '"restricted"},"windowsSandboxLevel":"disabled"}}}\n')
+        r = s.read_response()
+        res = r.get("result", {})
+        t.ok(r.get("id") == 10 and res.get("processId") == "proc-0" and
+             res.get("sandboxType") == "linuxSeccomp",
+             "[%s] Appendix A: sandboxType linuxSeccomp" % tag, r)
+        c = res.get("cordon", {})
+        t.ok(c.get("sandboxed") is True and c.get("seccomp") is True and
+             c.get("network") == "restricted" and isinstance(c.get("landlockAbi"), int) and
+             c.get("landlockAbi") >= 1 and isinstance(c.get("landlockRules"), int) and
+             isinstance(c.get("namespaces"), list) and isinstance(c.get("mounts"), int) and
+             isinstance(c.get("degraded"), list),
+             "[%s] the cordon object describes the sandbox" % tag, c)
+        out = s.wait_closed("proc-0")
+        t.eq(out.stdout, b"hello\n", "[%s] Appendix A: output hello" % tag)
+        t.ok(out.exit_code == 0 and out.sandbox_denied is False,
+             "[%s] Appendix A: exit 0, sandboxDenied false" % tag, out.notes)
+        t.eq(sorted(out.seqs), [1, 2, 3], "[%s] Appendix A: seqs 1, 2, 3" % tag)
+        # arg0 is kept under a sandbox, as the released binary (0.169.0) does.
+        out = s.run("a0", ["/bin/sh", "-c", "tr '\\000' '\\n' < /proc/$$/cmdline | head -n 1"],
+                    arg0="custom", sandbox=sandbox(ROOT_READ))[1]
+        t.eq(out and out.stdout, b"custom\n", "[%s] arg0 is kept under a sandbox" % tag)
+        # The env is still exactly `env` under a sandbox.
+        out = s.run("env", ["/usr/bin/env"], env={"A": "1"}, sandbox=sandbox(ROOT_READ))[1]
+        t.eq(out and out.stdout, b"A=1\n", "[%s] sandboxed env is exactly `env`" % tag)
+        out = s.run("ro", ["sh", "-c", "echo x > /tmp/cordon-serve-ro-$$"],
+                    sandbox=sandbox(ROOT_READ))[1]
+        t.ok(out and out.exit_code != 0 and out.sandbox_denied is True,
+             "[%s] root-read profile: a write fails, sandboxDenied true" % tag,
+             out and (out.exit_code, out.stderr))
+        rd = s.call("process/read", {"processId": "ro"})
+        t.ok(rd["sandboxDenied"] is True, "[%s] process/read reports sandboxDenied too" % tag, rd)
+        out = s.run("nnp", ["sh", "-c", "grep NoNewPrivs /proc/self/status"],
+                    sandbox=sandbox(ROOT_READ))[1]
+        t.ok(out and b"NoNewPrivs:\t1" in out.stdout, "[%s] no_new_privs is set" % tag,
+             out and out.stdout)
+        out = s.run("stty", ["tty"], tty=True, sandbox=sandbox(ROOT_READ))[1]
+        t.ok(out and out.exit_code == 0 and out.pty.startswith(b"/dev/pts/"),
+             "[%s] a sandboxed tty process gets its PTY" % tag, out and out.pty)
+        r = s.start("scat", ["head", "-n", "1"], pipeStdin=True, sandbox=sandbox(ROOT_READ))
+        w = s.request("process/write", {"processId": "scat", "chunk": "aGkK", "writeId": "1"})
+        out = s.wait_closed("scat") if "result" in r else None
+        t.ok(w.get("result") == {"status": "accepted"} and out and out.stdout == b"hi\n",
+             "[%s] stdin writes reach a sandboxed process" % tag, (r, w, out and out.stdout))
+        out = s.run("quiet-fail", ["sh", "-c", "exit 2"], sandbox=sandbox(ROOT_READ))[1]
+        t.ok(out and out.exit_code == 2 and out.sandbox_denied is False,
+             "[%s] a plain non-zero exit is not a denial" % tag, out and out.notes)
+    finally:
+        s.stop()
+
+
+def workspace(tag, base):
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    other = tempfile.mkdtemp(prefix="other-", dir=base)
+    home = os.path.expanduser("~")
+    s = Server(tag)
+    try:
+        s.handshake()
+        # The test directories live under /tmp: leave the temporary directories out
+        # of the profile so that "outside the workspace" is really outside.
+        ww = sandbox(WS_ONLY, workspaceRoots=[uri(ws)])
+        r, out = s.run("in", ["sh", "-c", "echo data > inside && cat inside"], cwd=ws, sandbox=ww)
+        t.ok(r.get("result", {}).get("sandboxType") == "linuxSeccomp" and out and
+             out.exit_code == 0 and out.stdout == b"data\n",
+             "[%s] workspace-write: a write inside the workspace works" % tag,
+             (r, out and out.stderr))
+        t.ok(os.path.exists(os.path.join(ws, "inside")), "[%s] and the file is there" % tag)
+        for pid, target in (("etc", "/etc/cordon-serve-test"), ("home", os.path.join(
+                home, "cordon-serve-test")), ("other", os.path.join(other, "f"))):
+            r, out = s.run(pid, ["sh", "-c", "echo x > '%s'" % target], cwd=ws, sandbox=ww)
+            t.ok(out and out.exit_code != 0 and out.sandbox_denied is True and
+                 not os.path.exists(target),
+                 "[%s] a write outside (%s) fails, sandboxDenied true" % (tag, target),
+                 out and (out.exit_code, out.sandbox_denied, out.stderr))
+            if os.path.exists(target):
+                os.unlink(target)
+        os.makedirs(os.path.join(ws, ".git"), exist_ok=True)
+        r, out = s.run("git", ["sh", "-c", "echo x > .git/config"], cwd=ws, sandbox=ww)
+        t.ok(out and out.exit_code != 0 and not os.path.exists(os.path.join(ws, ".git", "config")),
+             "[%s] .git inside the workspace stays read-only" % tag, out and out.stderr)
+        r, out = s.run("tmp", ["sh", "-c", "echo x > /tmp/cordon-serve-$$ && rm /tmp/cordon-serve-$$"],
+                       cwd=ws, sandbox=sandbox(workspace_write(), workspaceRoots=[uri(ws)]))
+        t.eq(out and out.exit_code, 0, "[%s] :slash_tmp write is allowed" % tag)
+        # sandbox.cwd is the policy cwd; params.cwd only where the command runs.
+        r, out = s.run("pcwd", ["sh", "-c", "echo x > '%s/pc'" % ws], cwd="/",
+                       sandbox=dict(ww, cwd=uri(ws)))
+        t.eq(out and out.exit_code, 0, "[%s] sandbox.cwd with workspaceRoots: write works" % tag)
+
+        # Network.
+        for pid, net, want in (("net-r", "restricted", EPERM), ("net-e", "enabled", 0)):
+            perms = workspace_write()
+            perms["network"] = net
+            r, out = s.run(pid, [TRY, "socket-inet"], cwd=ws,
+                           sandbox=sandbox(perms, workspaceRoots=[uri(ws)]))
+            t.ok(out and out.exit_code == want,
+                 "[%s] network %s: socket(AF_INET) gives %s" % (tag, net, want),
+                 (r, out and (out.exit_code, out.stderr)))
+            if pid == "net-e":
+                c = r.get("result", {}).get("cordon", {})
+                t.eq(c.get("network"), "enabled", "[%s] cordon.network enabled" % tag)
+        r, out = s.run("unix", [TRY, "socket-unix"], cwd=ws,
+                       sandbox=sandbox(workspace_write(), workspaceRoots=[uri(ws)]))
+        t.eq(out and out.exit_code, 0, "[%s] AF_UNIX sockets stay allowed" % tag)
+
+        # :workspace_roots with an empty workspaceRoots binds to nothing, never the cwd.
+        with open(os.path.join(ws, "secret"), "w") as f:
+            f.write("s3cret\n")
+        r, out = s.run("empty-w", ["sh", "-c", "echo x > '%s/new'" % ws], cwd=ws,
+                       sandbox=sandbox(WS_ONLY, workspaceRoots=[]))
+        t.ok(out and out.exit_code != 0 and not os.path.exists(os.path.join(ws, "new")),
+             "[%s] empty workspaceRoots: a file in cwd is not writable" % tag,
+             out and (out.exit_code, out.stderr))
+        ro = profile([special("minimal", "read"), special("project_roots", "write")])
+        r, out = s.run("empty-r", ["cat", os.path.join(ws, "secret")], cwd="/",
+                       sandbox=sandbox(ro, cwd=uri(ws), workspaceRoots=[]))
+        t.ok(out and out.exit_code != 0 and b"s3cret" not in out.stdout,
+             "[%s] empty workspaceRoots, no root read: a file in cwd is not readable" % tag,
+             (r, out and (out.exit_code, out.stdout, out.stderr)))
+        r, out = s.run("full-r", ["cat", os.path.join(ws, "secret")], cwd="/",
+                       sandbox=sandbox(ro, cwd=uri(ws), workspaceRoots=[uri(ws)]))
+        t.ok(out and out.exit_code == 0 and out.stdout == b"s3cret\n",
+             "[%s] the same with workspaceRoots [ws]: readable (control)" % tag,
+             (r, out and (out.exit_code, out.stderr)))
+        os.makedirs(os.path.join(ws, "sub"), exist_ok=True)
+        r, out = s.run("sub2", ["sh", "-c", "echo x > '%s/sub/f' && ! echo y > '%s/g'" % (ws, ws)],
+                       cwd="/", sandbox=sandbox(profile([special("root", "read"),
+                                                        special("project_roots", "write", "sub")]),
+                                                workspaceRoots=[uri(ws)]))
+        t.eq(out and out.exit_code, 0, "[%s] project_roots with a subpath binds root/subpath"
+             % tag)
+        r, out = s.run("path", ["sh", "-c", "echo x > '%s/p'" % other], cwd="/",
+                       sandbox=sandbox(profile([special("root", "read"),
+                                                path_entry(other, "write")])))
+        t.eq(out and out.exit_code, 0, "[%s] an explicit path entry (URI) grants write" % tag)
+
+        # Refusals: -32602 before anything is spawned.
+        marker = os.path.join(ws, "marker")
+        touch = ["sh", "-c", "touch '%s'" % marker]
+        cases = [
+            ("enforceManagedNetwork", dict(sandbox=ww, enforceManagedNetwork=True),
+             "managed network enforcement is not available in this cordon build (no network "
+             "proxy); refusing rather than running with open network"),
+            ("unknown access", dict(sandbox=sandbox(profile([dict(special("root", "read"),
+                                                                  access="bogus")]))), None),
+            ("unknown profile type", dict(sandbox=sandbox({"type": "bogus"})), None),
+            ("unknown entry path type", dict(sandbox=sandbox(profile(
+                [{"path": {"type": "nope"}, "access": "read"}]))), None),
+            ("native path in a path entry", dict(sandbox=sandbox(profile(
+                [{"path": {"type": "path", "path": "/tmp"}, "access": "read"}]))), None),
+            ("missing windowsSandboxLevel", dict(sandbox={"permissions": ROOT_READ}), None),
+            ("bad windowsSandboxLevel", dict(sandbox=sandbox(ROOT_READ,
+                                                             windowsSandboxLevel="max")), None),
+            ("missing permissions", dict(sandbox={"windowsSandboxLevel": "disabled"}), None),
+            ("Windows workspace root", dict(sandbox=sandbox(workspace_write(), workspaceRoots=[
+                "file:///C:/repo"])), None),
+            ("native workspace root", dict(sandbox=sandbox(workspace_write(),
+                                                           workspaceRoots=[ws])), None),
+            ("Windows sandbox cwd", dict(sandbox=sandbox(ROOT_READ, cwd="file:///C:/x")), None),
+            ("unknown network mode", dict(sandbox=sandbox(dict(ROOT_READ, network="maybe"))),
+             None),
+        ]
+        for i, (desc, extra, msg) in enumerate(cases):
+            pid = "refuse%d" % i
+            r = s.start(pid, touch, cwd=ws, **extra)
+            good = err_code(r) == -32602 and (msg is None or err_msg(r) == msg)
+            t.ok(good, "[%s] %s: -32602%s" % (tag, desc, " with the message" if msg else ""), r)
+        s.drain(0.3)
+        t.ok(not os.path.exists(marker) and not any(
+            n["params"]["processId"].startswith("refuse") for n in s.notes),
+            "[%s] no refused start ran anything" % tag)
+        r, out = s.run("emn-nosb", touch, cwd=ws, enforceManagedNetwork=True)
+        t.ok(out and out.exit_code == 0 and r["result"].get("sandboxType") == "none",
+             "[%s] enforceManagedNetwork without a sandbox is ignored" % tag, r)
+        if os.path.exists(marker):
+            os.unlink(marker)
+        r, out = s.run("disabled", ["true"], sandbox=sandbox({"type": "disabled"}))
+        t.ok("result" in r or err_code(r) == -32602,
+             "[%s] a disabled profile is either run or refused, never an internal error" % tag, r)
+    finally:
+        s.stop()
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.rmtree(other, ignore_errors=True)
+
+
+def masked(tag, base):
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    marker = os.path.join(ws, "marker")
+    s = Server(tag, extra_env={"CORDON_TEST_DISABLE": "landlock"})
+    try:
+        s.handshake()
+        r = s.start("nl", ["sh", "-c", "touch '%s'" % marker], cwd=ws,
+                    sandbox=sandbox(workspace_write(), workspaceRoots=[uri(ws)]))
+        t.ok(err_code(r) == -32602 and "landlock" in err_msg(r).lower(),
+             "[%s] Landlock unavailable: -32602 naming the mechanism" % tag, r)
+        t.ok("\n" not in err_msg(r), "[%s] the refusal is one line" % tag, err_msg(r))
+        s.drain(0.3)
+        t.ok(not os.path.exists(marker) and not s.notes_for("nl"),
+             "[%s] nothing was spawned" % tag)
+        r, out = s.run("plain", ["sh", "-c", "touch '%s'" % marker], cwd=ws)
+        t.ok(out and out.exit_code == 0, "[%s] unsandboxed starts still work" % tag, r)
+    finally:
+        s.stop()
+        shutil.rmtree(ws, ignore_errors=True)
+    s = Server(tag, extra_env={"CORDON_TEST_DISABLE": "seccomp"})
+    try:
+        s.handshake()
+        r = s.start("ns", ["true"], sandbox=sandbox(ROOT_READ))
+        t.ok(err_code(r) == -32602 and "seccomp" in err_msg(r).lower(),
+             "[%s] seccomp unavailable: -32602 naming it" % tag, r)
+    finally:
+        s.stop()
+
+
+with tempfile.TemporaryDirectory(prefix="cordon-serve-sb-") as base:
+    base = os.path.realpath(base)
+    for loop in LOOPS:
+        t.guard("[%s] Appendix A" % loop, appendix_a, loop)
+        t.guard("[%s] workspace" % loop, workspace, loop, base)
+        t.guard("[%s] masked features" % loop, masked, loop, base)
+t.done()

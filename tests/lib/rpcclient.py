@@ -1,0 +1,533 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A small JSON-RPC client for the `cordon serve` integration tests.
+
+Standard library only. It spawns `$CORDON serve --listen stdio`, writes
+requests and notifications as newline-delimited JSON, reads the server's
+lines with timeouts (selectors, non-blocking reads of stdout and stderr so
+the server can never block on a full stderr pipe), keeps notifications apart
+from responses, and offers TAP helpers (ok/not_ok/skip/done, flushed at
+once so a hang still shows how far a script got).
+
+Environment: CORDON (the binary; default "cordon"), CD_TEST_HELPERS
+(try-syscall), CORDON_TEST_SERVE_LOOPS ("epoll poll" by default: the loops
+each scenario runs under).
+"""
+
+import base64
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+CORDON = os.environ.get("CORDON", "cordon")
+HELPERS = os.environ.get("CD_TEST_HELPERS", ".")
+LOOPS = os.environ.get("CORDON_TEST_SERVE_LOOPS", "epoll poll").split()
+
+# A root-read, network-restricted wire profile (the Appendix A example).
+ROOT_READ = {
+    "type": "managed",
+    "file_system": {
+        "type": "restricted",
+        "entries": [{"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"}],
+    },
+    "network": "restricted",
+}
+
+
+def special(kind, access, subpath=None):
+    value = {"kind": kind}
+    if subpath is not None:
+        value["subpath"] = subpath
+    return {"path": {"type": "special", "value": value}, "access": access}
+
+
+def path_entry(path, access):
+    return {"path": {"type": "path", "path": uri(path)}, "access": access}
+
+
+def profile(entries, network="restricted"):
+    return {
+        "type": "managed",
+        "file_system": {"type": "restricted", "entries": entries},
+        "network": network,
+    }
+
+
+def workspace_write(extra=()):
+    """The built-in workspace-write profile on the wire, plus extra entries."""
+    return profile(
+        [
+            special("root", "read"),
+            special("project_roots", "write"),
+            special("slash_tmp", "write"),
+            special("tmpdir", "write"),
+            special("project_roots", "read", ".git"),
+            special("project_roots", "read", ".agents"),
+            special("project_roots", "read", ".codex"),
+        ]
+        + list(extra)
+    )
+
+
+def uri(path):
+    """A POSIX path as a file:// URI (percent-encoding what needs it)."""
+    out = []
+    for b in os.fsencode(path):
+        c = chr(b)
+        if c.isascii() and (c.isalnum() or c in "/-._~!$&'()*+,;=:@"):
+            out.append(c)
+        else:
+            out.append("%%%02X" % b)
+    return "file://" + "".join(out)
+
+
+def b64(data):
+    if isinstance(data, str):
+        data = data.encode()
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(s):
+    return base64.b64decode(s.encode("ascii"), validate=True)
+
+
+class Timeout(Exception):
+    pass
+
+
+class Eof(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- TAP
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, desc, diag=None):
+        self.n += 1
+        if cond:
+            print("ok %d - %s" % (self.n, desc))
+        else:
+            self.failed += 1
+            print("not ok %d - %s" % (self.n, desc))
+            if diag is not None:
+                self.diag(diag)
+        sys.stdout.flush()
+        return bool(cond)
+
+    def not_ok(self, desc, diag=None):
+        return self.ok(False, desc, diag)
+
+    def eq(self, got, want, desc):
+        return self.ok(got == want, desc, "got:  %r\nwant: %r" % (got, want))
+
+    def skip(self, desc, reason):
+        self.n += 1
+        print("ok %d - %s # SKIP %s" % (self.n, desc, reason))
+        sys.stdout.flush()
+
+    def diag(self, text):
+        for line in str(text).splitlines() or [""]:
+            print("# " + line[:2000])
+        sys.stdout.flush()
+
+    def done(self):
+        print("1..%d" % self.n)
+        sys.stdout.flush()
+        sys.exit(0)
+
+    def skip_all(self, reason):
+        print("1..0 # SKIP %s" % reason)
+        sys.stdout.flush()
+        sys.exit(0)
+
+    def guard(self, desc, fn, *args):
+        """Run fn(*args); an exception becomes one failed test, not a dead script."""
+        try:
+            return fn(*args)
+        except Exception as e:  # noqa: BLE001 - report anything
+            import traceback
+
+            self.not_ok(desc + ": raised " + type(e).__name__, traceback.format_exc())
+            return None
+
+
+def cordon_usable():
+    """None when $CORDON exists and knows `serve`, else the reason to skip."""
+    try:
+        r = subprocess.run([CORDON, "serve", "--help"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "cannot run %s: %s" % (CORDON, e)
+    if r.returncode != 0:
+        return "%s has no working `serve` subcommand (status %d)" % (CORDON, r.returncode)
+    return None
+
+
+# ---------------------------------------------------------------- server
+
+class Server:
+    """One `cordon serve --listen stdio` child and its line streams."""
+
+    def __init__(self, loop="epoll", args=(), env=None, extra_env=None, cwd=None):
+        e = dict(os.environ if env is None else env)
+        # Keep the tests deterministic: feature masking only when asked for.
+        e.pop("CORDON_TEST_DISABLE", None)
+        if loop == "poll":
+            e["CORDON_LOOP"] = "poll"
+        else:
+            e.pop("CORDON_LOOP", None)
+        if extra_env:
+            e.update(extra_env)
+        self.loop = loop
+        self.argv = [CORDON, "serve", "--listen", "stdio"] + list(args)
+        self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=e, cwd=cwd, bufsize=0)
+        self.pid = self.p.pid
+        os.set_blocking(self.p.stdout.fileno(), False)
+        os.set_blocking(self.p.stderr.fileno(), False)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.p.stdout, selectors.EVENT_READ, "out")
+        self.sel.register(self.p.stderr, selectors.EVENT_READ, "err")
+        self.outbuf = bytearray()
+        self.err = bytearray()
+        self.out_eof = False
+        self.err_eof = False
+        self.lines = []          # every raw stdout line, in order
+        self.pending = []        # decoded messages not yet consumed
+        self.notes = []          # every notification seen, in order
+        self.next_id = 1
+        self.stdin_open = True
+        self.stopped = None
+
+    # -- output side
+
+    def _pump(self, deadline):
+        """Read whatever is available (waiting until deadline); False at EOF of stdout."""
+        if self.out_eof:
+            return False
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        events = self.sel.select(timeout)
+        for key, _ in events:
+            try:
+                data = os.read(key.fileobj.fileno(), 1 << 20)
+            except BlockingIOError:
+                continue
+            if key.data == "err":
+                if not data:
+                    self.err_eof = True
+                    self.sel.unregister(key.fileobj)
+                else:
+                    self.err += data
+                continue
+            if not data:
+                self.out_eof = True
+                self.sel.unregister(key.fileobj)
+                continue
+            self.outbuf += data
+            while True:
+                i = self.outbuf.find(b"\n")
+                if i < 0:
+                    break
+                line = bytes(self.outbuf[:i])
+                del self.outbuf[: i + 1]
+                self.lines.append(line)
+                msg = json.loads(line)
+                if "id" not in msg and "method" in msg:
+                    self.notes.append(msg)
+                self.pending.append(msg)
+        return True
+
+    def read_msg(self, timeout=10.0):
+        """The next message (response or notification). Eof at end of stdout."""
+        deadline = time.monotonic() + timeout
+        while not self.pending:
+            if self.out_eof:
+                raise Eof("server closed stdout")
+            if time.monotonic() >= deadline:
+                raise Timeout("no message within %.1f s" % timeout)
+            self._pump(deadline)
+        return self.pending.pop(0)
+
+    def read_response(self, timeout=10.0):
+        """The next response; notifications in between stay in self.notes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.read_msg(max(0.0, deadline - time.monotonic()))
+            if "id" in msg:
+                return msg
+
+    def expect_eof(self, timeout=5.0):
+        """True when stdout reaches EOF within timeout (messages before it are dropped)."""
+        deadline = time.monotonic() + timeout
+        while not self.out_eof and time.monotonic() < deadline:
+            self._pump(deadline)
+        return self.out_eof
+
+    def drain(self, timeout=0.0):
+        """Read everything that arrives within timeout."""
+        deadline = time.monotonic() + timeout
+        while not self.out_eof:
+            if time.monotonic() >= deadline:
+                self._pump(time.monotonic())
+                break
+            self._pump(deadline)
+
+    # -- input side
+
+    def send_raw(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.p.stdin.write(data)
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def notify(self, method, params=None):
+        msg = {"method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def new_id(self):
+        i = self.next_id
+        self.next_id += 1
+        return i
+
+    def request(self, method, params=None, timeout=10.0, id=None, omit_params=False):
+        """Send a request and return its response (the whole {id, result|error} object)."""
+        if id is None:
+            id = self.new_id()
+        msg = {"id": id, "method": method}
+        if not omit_params:
+            msg["params"] = params
+        self.send(msg)
+        resp = self.read_response(timeout)
+        if resp.get("id") != id:
+            raise AssertionError("response id %r, expected %r: %r" % (resp.get("id"), id, resp))
+        return resp
+
+    def call(self, method, params=None, timeout=10.0):
+        """request() that returns the result and raises on an error response."""
+        resp = self.request(method, params, timeout)
+        if "error" in resp:
+            raise AssertionError("%s failed: %r" % (method, resp["error"]))
+        return resp["result"]
+
+    def handshake(self, client="cordon-tests"):
+        res = self.call("initialize", {"clientName": client})
+        self.notify("initialized", {})
+        return res
+
+    def close_stdin(self):
+        if self.stdin_open:
+            self.stdin_open = False
+            try:
+                self.p.stdin.close()
+            except OSError:
+                pass
+
+    def wait(self, timeout=5.0):
+        """Exit status (negative: signal), or None if still running after timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            # Keep draining so the server never blocks writing.
+            if not (self.out_eof and self.err_eof):
+                try:
+                    sel_deadline = min(deadline, time.monotonic() + 0.05)
+                    if self.out_eof:
+                        self._pump_err(sel_deadline)
+                    else:
+                        self._pump(sel_deadline)
+                except ValueError:
+                    pass
+            r = self.p.poll()
+            if r is not None:
+                return r
+            if self.out_eof and self.err_eof:
+                time.sleep(0.01)
+        return self.p.poll()
+
+    def _pump_err(self, deadline):
+        if self.err_eof:
+            time.sleep(max(0.0, min(0.01, deadline - time.monotonic())))
+            return
+        events = self.sel.select(max(0.0, deadline - time.monotonic()))
+        for key, _ in events:
+            data = os.read(key.fileobj.fileno(), 1 << 20)
+            if key.data == "err":
+                if not data:
+                    self.err_eof = True
+                    self.sel.unregister(key.fileobj)
+                else:
+                    self.err += data
+
+    def stop(self):
+        """Close stdin and reap (SIGKILL after 5 s). Returns the exit status."""
+        if self.stopped is not None:
+            return self.stopped
+        self.close_stdin()
+        r = self.wait(5.0)
+        if r is None:
+            self.p.kill()
+            r = self.p.wait()
+        for f in (self.p.stdout, self.p.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+        self.sel.close()
+        self.stopped = r
+        return r
+
+    def stderr_text(self):
+        return self.err.decode(errors="replace")
+
+    # -- process helpers
+
+    def start(self, pid, argv, cwd="/tmp", env=None, tty=False, **extra):
+        """process/start; returns the whole response. cwd is a native path turned into a URI."""
+        params = {
+            "processId": pid,
+            "argv": argv,
+            "cwd": uri(cwd) if cwd.startswith("/") else cwd,
+            "env": {"PATH": "/usr/bin:/bin"} if env is None else env,
+            "tty": tty,
+        }
+        params.update(extra)
+        return self.request("process/start", params)
+
+    def notes_for(self, pid):
+        return [n for n in self.notes if n.get("params", {}).get("processId") == pid]
+
+    def wait_closed(self, pid, timeout=10.0):
+        """Wait for process/closed of pid; return a Result built from the notifications."""
+        deadline = time.monotonic() + timeout
+        while not any(n["method"] == "process/closed" for n in self.notes_for(pid)):
+            if self.out_eof:
+                raise Eof("server closed stdout before process/closed of %s" % pid)
+            if time.monotonic() >= deadline:
+                raise Timeout("no process/closed for %s within %.1f s" % (pid, timeout))
+            self._pump(deadline)
+        # Notifications consumed here must not be mistaken for responses later.
+        self.pending = [m for m in self.pending if "id" in m]
+        return Result(self.notes_for(pid))
+
+    def run(self, pid, argv, timeout=10.0, **kw):
+        """start + wait_closed; returns (start response, Result or None)."""
+        resp = self.start(pid, argv, **kw)
+        if "error" in resp:
+            return resp, None
+        return resp, self.wait_closed(pid, timeout)
+
+
+class Result:
+    """What the notifications of one process say."""
+
+    def __init__(self, notes):
+        self.notes = notes
+        self.out = {"stdout": bytearray(), "stderr": bytearray(), "pty": bytearray()}
+        self.seqs = []
+        self.exit_code = None
+        self.sandbox_denied = None
+        self.exited_seq = None
+        self.closed_seq = None
+        for n in notes:
+            p = n["params"]
+            self.seqs.append(p.get("seq"))
+            if n["method"] == "process/output":
+                self.out[p["stream"]] += unb64(p["chunk"])
+            elif n["method"] == "process/exited":
+                self.exit_code = p.get("exitCode")
+                self.sandbox_denied = p.get("sandboxDenied")
+                self.exited_seq = p.get("seq")
+            elif n["method"] == "process/closed":
+                self.closed_seq = p.get("seq")
+
+    @property
+    def stdout(self):
+        return bytes(self.out["stdout"])
+
+    @property
+    def stderr(self):
+        return bytes(self.out["stderr"])
+
+    @property
+    def pty(self):
+        return bytes(self.out["pty"])
+
+
+def err_code(resp):
+    return resp.get("error", {}).get("code") if isinstance(resp, dict) else None
+
+
+def err_msg(resp):
+    return resp.get("error", {}).get("message", "") if isinstance(resp, dict) else ""
+
+
+def pid_alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return False
+    return st[st.rindex(")") + 2] != "Z"
+
+
+def wait_gone(pids, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(pid_alive(p) for p in pids):
+            return True
+        time.sleep(0.02)
+    return not any(pid_alive(p) for p in pids)
+
+
+def children_of(pid):
+    """Direct children of pid, from /proc/<pid>/task/*/children."""
+    out = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                out += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def vm_rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read()
+    fields = st[st.rindex(")") + 2:].split()
+    # fields[0] is field 3 (state); utime is field 14, stime field 15.
+    return int(fields[11]) + int(fields[12])
+
+
+def kill_quietly(pid, sig=signal.SIGKILL):
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass

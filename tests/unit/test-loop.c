@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef HAVE_SYS_PIDFD_H
+#include <sys/pidfd.h>
+#endif
+#include <sys/syscall.h>
+
+#include "core/util.h"
+#include "serve/loop.h"
+
+/* Every test runs once per loop kind (_i). */
+static const enum cd_loop_kind kinds[] = { CD_LOOP_EPOLL, CD_LOOP_POLL };
+
+static struct cd_loop *new_loop(int i)
+{
+	struct cd_loop *l = cd_loop_new(kinds[i]);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_int_eq(cd_loop_kind(l), kinds[i]);
+	return l;
+}
+
+/* A safety net: no test may hang the loop forever. */
+static void on_deadline(struct cd_loop *l, void *data)
+{
+	*(bool *)data = true;
+	cd_loop_quit(l);
+}
+
+/* ---- fd readiness ---- */
+
+struct io_ctx {
+	int reads;
+	char buf[64];
+	size_t len;
+	cd_loop_events last;
+	struct cd_watch *w;
+	bool del_in_cb;
+	int calls;
+};
+
+static void on_readable(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	struct io_ctx *c = data;
+	c->calls++;
+	c->last = ev;
+	ssize_t n = read(fd, c->buf + c->len, sizeof(c->buf) - c->len);
+	if (n > 0)
+		c->len += (size_t)n;
+	if (n == 0 || c->len >= 5) {
+		cd_loop_del_fd(l, c->w);
+		cd_loop_quit(l);
+	}
+}
+
+START_TEST(test_fd_readable)
+{
+	struct cd_loop *l = new_loop(_i);
+	int p[2];
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	struct io_ctx c = { 0 };
+	c.w = cd_loop_add_fd(l, p[0], CD_LOOP_IN, on_readable, &c);
+	ck_assert_ptr_nonnull(c.w);
+	ck_assert_int_eq(write(p[1], "hello", 5), 5);
+	bool timed_out = false;
+	struct cd_timer *t = cd_loop_add_timer(l, 5000, on_deadline, &timed_out);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert(!timed_out);
+	ck_assert_uint_eq(c.len, 5);
+	ck_assert_int_eq(memcmp(c.buf, "hello", 5), 0);
+	ck_assert(c.last & CD_LOOP_IN);
+	cd_loop_cancel_timer(l, t);
+	close(p[0]);
+	close(p[1]);
+	cd_loop_free(l);
+}
+END_TEST
+
+static void on_hup(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	struct io_ctx *c = data;
+	(void)fd;
+	c->calls++;
+	c->last = ev;
+	cd_loop_del_fd(l, c->w);
+	cd_loop_quit(l);
+}
+
+START_TEST(test_fd_hup)
+{
+	struct cd_loop *l = new_loop(_i);
+	int p[2];
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	struct io_ctx c = { 0 };
+	c.w = cd_loop_add_fd(l, p[0], CD_LOOP_IN, on_hup, &c);
+	close(p[1]);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert_int_eq(c.calls, 1);
+	ck_assert(c.last & CD_LOOP_HUP);
+	close(p[0]);
+	cd_loop_free(l);
+}
+END_TEST
+
+struct wr_ctx {
+	struct cd_watch *w;
+	int out_calls;
+	int in_calls;
+};
+
+static void on_writable(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	struct wr_ctx *c = data;
+	(void)fd;
+	if (ev & CD_LOOP_OUT)
+		c->out_calls++;
+	if (ev & CD_LOOP_IN)
+		c->in_calls++;
+	/* Switch to IN only: the (never readable) write end goes quiet. */
+	ck_assert_int_eq(cd_loop_mod_fd(l, c->w, CD_LOOP_IN), 0);
+}
+
+static void quit_timer(struct cd_loop *l, void *data)
+{
+	(void)data;
+	cd_loop_quit(l);
+}
+
+START_TEST(test_fd_writable_and_mod)
+{
+	struct cd_loop *l = new_loop(_i);
+	int p[2];
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	struct wr_ctx c = { 0 };
+	c.w = cd_loop_add_fd(l, p[1], CD_LOOP_OUT, on_writable, &c);
+	cd_loop_add_timer(l, 50, quit_timer, NULL);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	/* Once: after the mod nothing more is reported (no busy loop). */
+	ck_assert_int_eq(c.out_calls, 1);
+	ck_assert_int_eq(c.in_calls, 0);
+	/* A watch that wants nothing: not even HUP when the reader goes. */
+	ck_assert_int_eq(cd_loop_mod_fd(l, c.w, 0), 0);
+	close(p[0]);
+	cd_loop_add_timer(l, 30, quit_timer, NULL);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert_int_eq(c.out_calls, 1);
+	cd_loop_del_fd(l, c.w);
+	close(p[1]);
+	cd_loop_free(l);
+}
+END_TEST
+
+/* Two watches ready in one round; the first deletes the second. */
+struct pair_ctx {
+	struct cd_loop *l;
+	struct cd_watch *w[2];
+	int calls[2];
+	int p[2][2];
+};
+
+static void on_pair(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	struct pair_ctx *c = data;
+	(void)ev;
+	int me = fd == c->p[0][0] ? 0 : 1;
+	c->calls[me]++;
+	char b[8];
+	ck_assert_int_gt(read(fd, b, sizeof(b)), 0);
+	/* Delete both, including the other one whose event may be pending. */
+	cd_loop_del_fd(l, c->w[0]);
+	cd_loop_del_fd(l, c->w[1]);
+	cd_loop_add_timer(l, 20, quit_timer, NULL);
+}
+
+START_TEST(test_delete_inside_callback)
+{
+	struct cd_loop *l = new_loop(_i);
+	struct pair_ctx c = { .l = l };
+	for (int k = 0; k < 2; k++) {
+		ck_assert_int_eq(pipe2(c.p[k], O_CLOEXEC | O_NONBLOCK), 0);
+		c.w[k] = cd_loop_add_fd(l, c.p[k][0], CD_LOOP_IN, on_pair, &c);
+		ck_assert_int_eq(write(c.p[k][1], "x", 1), 1);
+	}
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	/* Exactly one of the two callbacks ran, once. */
+	ck_assert_int_eq(c.calls[0] + c.calls[1], 1);
+	for (int k = 0; k < 2; k++) {
+		close(c.p[k][0]);
+		close(c.p[k][1]);
+	}
+	cd_loop_free(l);
+}
+END_TEST
+
+/* ---- timers ---- */
+
+struct tm_ctx {
+	int order[16];
+	int n;
+	struct cd_timer *victim;
+	struct cd_loop *l;
+};
+
+struct tm_arg {
+	struct tm_ctx *c;
+	int id;
+};
+
+static void on_tm(struct cd_loop *l, void *data)
+{
+	struct tm_arg *a = data;
+	a->c->order[a->c->n++] = a->id;
+	if (a->id == 1 && a->c->victim) {
+		/* Cancel a timer that is also due in this round. */
+		cd_loop_cancel_timer(l, a->c->victim);
+		a->c->victim = NULL;
+	}
+	if (a->id == 9)
+		cd_loop_quit(l);
+}
+
+START_TEST(test_timer_order_and_cancel)
+{
+	struct cd_loop *l = new_loop(_i);
+	struct tm_ctx c = { .l = l };
+	struct tm_arg a[10];
+	for (int k = 0; k < 10; k++)
+		a[k] = (struct tm_arg){ &c, k };
+	uint64_t t0 = cd_loop_now_ms();
+	/* Added out of order; 3 and 4 share a deadline: insertion order. */
+	cd_loop_add_timer(l, 40, on_tm, &a[5]);
+	cd_loop_add_timer(l, 10, on_tm, &a[1]);
+	cd_loop_add_timer(l, 30, on_tm, &a[3]);
+	cd_loop_add_timer(l, 30, on_tm, &a[4]);
+	cd_loop_add_timer(l, 20, on_tm, &a[2]);
+	struct cd_timer *gone = cd_loop_add_timer(l, 25, on_tm, &a[7]);
+	c.victim = cd_loop_add_timer(l, 35, on_tm, &a[8]);
+	cd_loop_add_timer(l, 60, on_tm, &a[9]);
+	cd_loop_cancel_timer(l, gone);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	uint64_t dt = cd_loop_now_ms() - t0;
+	int want[] = { 1, 2, 3, 4, 5, 9 };
+	ck_assert_int_eq(c.n, 6);
+	for (int k = 0; k < 6; k++)
+		ck_assert_int_eq(c.order[k], want[k]);
+	ck_assert_uint_ge(dt, 60);
+	ck_assert_uint_lt(dt, 1000);
+	cd_loop_free(l);
+}
+END_TEST
+
+static void on_zero(struct cd_loop *l, void *data)
+{
+	(*(int *)data)++;
+	cd_loop_quit(l);
+}
+
+START_TEST(test_timer_zero_and_not_early)
+{
+	struct cd_loop *l = new_loop(_i);
+	int n = 0;
+	cd_loop_add_timer(l, 0, on_zero, &n);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert_int_eq(n, 1);
+	/* A timer never fires early, even across millisecond boundaries. */
+	for (int k = 0; k < 5; k++) {
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		cd_loop_add_timer(l, 3, on_zero, &n);
+		ck_assert_int_eq(cd_loop_run(l), 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		int64_t us = (b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000;
+		ck_assert_int_ge(us, 3000);
+	}
+	ck_assert_int_eq(n, 6);
+	cd_loop_free(l);
+}
+END_TEST
+
+static void on_self_cancel(struct cd_loop *l, void *data)
+{
+	struct cd_timer **self = data;
+	cd_loop_cancel_timer(l, *self); /* allowed: no-op for a firing timer */
+	*self = NULL;
+	cd_loop_quit(l);
+}
+
+START_TEST(test_timer_cancel_self)
+{
+	struct cd_loop *l = new_loop(_i);
+	struct cd_timer *t = NULL;
+	t = cd_loop_add_timer(l, 1, on_self_cancel, &t);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert_ptr_null(t);
+	cd_loop_free(l);
+}
+END_TEST
+
+START_TEST(test_free_with_pending)
+{
+	/* Freeing a loop with live timers and watches releases them (valgrind/asan). */
+	struct cd_loop *l = new_loop(_i);
+	int p[2];
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	cd_loop_add_fd(l, p[0], CD_LOOP_IN, on_readable, NULL);
+	cd_loop_add_timer(l, 100000, quit_timer, NULL);
+	cd_loop_free(l);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+/* ---- children ---- */
+
+struct ch_ctx {
+	pid_t pid;
+	int status;
+	int calls;
+};
+
+static void on_child(struct cd_loop *l, pid_t pid, int status, void *data)
+{
+	struct ch_ctx *c = data;
+	c->pid = pid;
+	c->status = status;
+	c->calls++;
+	cd_loop_quit(l);
+}
+
+static pid_t fork_exit(int code, int delay_ms)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (delay_ms)
+			usleep((useconds_t)delay_ms * 1000);
+		_exit(code);
+	}
+	return pid;
+}
+
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	return -1;
+#endif
+}
+
+static void child_case(int kind, bool use_pidfd, int delay_ms)
+{
+	struct cd_loop *l = new_loop(kind);
+	pid_t pid = fork_exit(7, delay_ms);
+	int pidfd = use_pidfd ? open_pidfd(pid) : -1;
+	/* valgrind does not know pidfd_open: the SIGCHLD path then. */
+	if (use_pidfd && pidfd < 0)
+		ck_assert_int_eq(errno, ENOSYS);
+	struct ch_ctx c = { 0 };
+	ck_assert_ptr_nonnull(cd_loop_watch_child(l, pid, pidfd, on_child, &c));
+	bool timed_out = false;
+	struct cd_timer *t = cd_loop_add_timer(l, 5000, on_deadline, &timed_out);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert(!timed_out);
+	ck_assert_int_eq(c.calls, 1);
+	ck_assert_int_eq(c.pid, pid);
+	ck_assert(WIFEXITED(c.status));
+	ck_assert_int_eq(WEXITSTATUS(c.status), 7);
+	/* Reaped by the loop. */
+	ck_assert_int_eq(waitpid(pid, NULL, WNOHANG), -1);
+	ck_assert_int_eq(errno, ECHILD);
+	cd_loop_cancel_timer(l, t);
+	if (pidfd >= 0)
+		close(pidfd);
+	cd_loop_free(l);
+}
+
+START_TEST(test_child_pidfd)
+{
+	child_case(_i, true, 30);
+}
+END_TEST
+
+START_TEST(test_child_sigchld)
+{
+	child_case(_i, false, 30);
+}
+END_TEST
+
+START_TEST(test_child_already_exited)
+{
+	/* Exited (a zombie) before the watch: still reported. */
+	struct cd_loop *l = new_loop(_i);
+	pid_t pid = fork_exit(3, 0);
+	siginfo_t si;
+	ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	struct ch_ctx c = { 0 };
+	cd_loop_watch_child(l, pid, -1, on_child, &c);
+	bool timed_out = false;
+	cd_loop_add_timer(l, 5000, on_deadline, &timed_out);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert(!timed_out);
+	ck_assert_int_eq(c.calls, 1);
+	ck_assert_int_eq(WEXITSTATUS(c.status), 3);
+	cd_loop_free(l);
+}
+END_TEST
+
+START_TEST(test_child_many_and_unwatch)
+{
+	/* Several children on the SIGCHLD path, one unwatched: the rest all reported. */
+	struct cd_loop *l = new_loop(_i);
+	struct ch_ctx c[4] = { { 0 } };
+	struct cd_child_watch *w[4];
+	pid_t pids[4];
+	for (int k = 0; k < 4; k++) {
+		pids[k] = fork_exit(10 + k, 10 * k);
+		w[k] = cd_loop_watch_child(l, pids[k], k % 2 ? open_pidfd(pids[k]) : -1, on_child,
+					   &c[k]);
+	}
+	cd_loop_unwatch_child(l, w[2]);
+	bool timed_out = false;
+	cd_loop_add_timer(l, 5000, on_deadline, &timed_out);
+	while (!timed_out && (!c[0].calls || !c[1].calls || !c[3].calls))
+		ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert(!timed_out);
+	for (int k = 0; k < 4; k++)
+		if (k != 2) {
+			ck_assert_int_eq(c[k].calls, 1);
+			ck_assert_int_eq(WEXITSTATUS(c[k].status), 10 + k);
+		}
+	ck_assert_int_eq(c[2].calls, 0);
+	/* Never reaped by the loop since nobody watched it. */
+	int st;
+	ck_assert_int_eq(waitpid(pids[2], &st, 0), pids[2]);
+	ck_assert_int_eq(WEXITSTATUS(st), 12);
+	cd_loop_free(l);
+}
+END_TEST
+
+/* ---- quit ---- */
+
+static int quit_calls;
+static void on_quit_now(struct cd_loop *l, void *data)
+{
+	(void)data;
+	quit_calls++;
+	cd_loop_quit(l);
+}
+
+START_TEST(test_quit_and_rerun)
+{
+	struct cd_loop *l = new_loop(_i);
+	quit_calls = 0;
+	cd_loop_add_timer(l, 5, on_quit_now, NULL);
+	cd_loop_add_timer(l, 40, on_quit_now, NULL);
+	uint64_t t0 = cd_loop_now_ms();
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert_int_eq(quit_calls, 1);
+	ck_assert_uint_lt(cd_loop_now_ms() - t0, 35);
+	/* The loop can run again: the second timer ends it. */
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert_int_eq(quit_calls, 2);
+	/* quit before run: returns at once. */
+	cd_loop_quit(l);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	cd_loop_free(l);
+}
+END_TEST
+
+static Suite *loop_suite(void)
+{
+	Suite *s = suite_create("loop");
+	int n = (int)CD_ARRAY_SIZE(kinds);
+
+	TCase *tc = tcase_create("fd");
+	tcase_add_loop_test(tc, test_fd_readable, 0, n);
+	tcase_add_loop_test(tc, test_fd_hup, 0, n);
+	tcase_add_loop_test(tc, test_fd_writable_and_mod, 0, n);
+	tcase_add_loop_test(tc, test_delete_inside_callback, 0, n);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("timer");
+	tcase_add_loop_test(tc, test_timer_order_and_cancel, 0, n);
+	tcase_add_loop_test(tc, test_timer_zero_and_not_early, 0, n);
+	tcase_add_loop_test(tc, test_timer_cancel_self, 0, n);
+	tcase_add_loop_test(tc, test_free_with_pending, 0, n);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("child");
+	tcase_add_loop_test(tc, test_child_pidfd, 0, n);
+	tcase_add_loop_test(tc, test_child_sigchld, 0, n);
+	tcase_add_loop_test(tc, test_child_already_exited, 0, n);
+	tcase_add_loop_test(tc, test_child_many_and_unwatch, 0, n);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("quit");
+	tcase_add_loop_test(tc, test_quit_and_rerun, 0, n);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(loop_suite());
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
