@@ -1,8 +1,10 @@
-EXTRA_DIST += man/cordon.1.scd man/cordon-policy.5.scd
+EXTRA_DIST += man/cordon.1.scd man/cordon-policy.5.scd man/cordon-serve.1.scd \
+	man/cordon-protocol.7.scd
 if HAVE_SCDOC
-man1_MANS = man/cordon.1
+man1_MANS = man/cordon.1 man/cordon-serve.1
 man5_MANS = man/cordon-policy.5
-CLEANFILES += $(man1_MANS) $(man5_MANS)
+man7_MANS = man/cordon-protocol.7
+CLEANFILES += $(man1_MANS) $(man5_MANS) $(man7_MANS)
 SUFFIXES = .scd
 .scd:
 	@$(MKDIR_P) $(@D)

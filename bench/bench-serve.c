@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bench-serve: what does `cordon serve` cost, against doing it by hand and
+ * against the Codex exec-server it replaces?
+ *
+ * Drives `cordon serve --listen stdio` over pipes, like an orchestrator:
+ *  1. latency: process/start of /bin/true until process/exited and until
+ *     process/closed arrive, unsandboxed and under a workspace-write-like
+ *     wire profile, beside a direct fork/exec/wait of /bin/true; the
+ *     configurations run interleaved round-robin so that machine noise lands
+ *     on all of them alike;
+ *  2. relay throughput: the decoded bytes of `head -c 50000000 /dev/zero`
+ *     per second from start to closed, beside a plain pipe read of the same
+ *     command. Only what is needed is parsed: the base64 length of each
+ *     "chunk" gives the decoded size, and the total must be exact;
+ *  3. the server's resident memory idle and with 200 live processes.
+ * With CODEX_BIN set (the native codex binary), the same workloads run
+ * against `$CODEX_BIN exec-server --listen stdio`.
+ *
+ * Usage: bench-serve CORDON     (BENCH_N overrides the run count)
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WARMUP	     20
+#define DEFAULT_N    300
+#define RELAY_BYTES  50000000L
+#define RELAY_RUNS   5
+#define LIVE_PROCS   200
+#define IO_TIMEOUT_MS 60000
+
+extern char **environ;
+
+/* One server child and the read side of its stdout. */
+struct server {
+	const char *name;
+	pid_t pid;
+	int in;	 /* its stdin */
+	int out; /* its stdout */
+	char *buf;
+	size_t start, len, cap; /* unconsumed bytes are buf[start, start+len) */
+	long next_id;
+	bool dead;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile; sorts v. */
+static double percentile(double *v, size_t n, unsigned pct)
+{
+	size_t rank;
+
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	rank = (n * pct + 99) / 100;
+	return v[rank ? rank - 1 : 0];
+}
+
+static unsigned long parse_n(void)
+{
+	const char *s = getenv("BENCH_N");
+	unsigned long n;
+	char *end;
+
+	if (!s || !*s)
+		return DEFAULT_N;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || *end || n == 0 || n > 1000000) {
+		fprintf(stderr, "bench-serve: BENCH_N must be a positive integer, not \"%s\"\n", s);
+		exit(2);
+	}
+	return n;
+}
+
+static int server_spawn(struct server *s, const char *name, char *const argv[])
+{
+	posix_spawn_file_actions_t fa;
+	int in[2], out[2], devnull, r;
+
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->next_id = 100;
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		return -errno;
+	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (devnull < 0)
+		return -errno;
+	r = posix_spawn_file_actions_init(&fa);
+	if (r == 0)
+		r = posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+	if (r == 0)
+		r = posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+	if (r == 0)
+		r = posix_spawn_file_actions_adddup2(&fa, devnull, STDERR_FILENO);
+	if (r == 0)
+		r = posix_spawn(&s->pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(out[1]);
+	close(devnull);
+	if (r != 0) {
+		close(in[1]);
+		close(out[0]);
+		return -r;
+	}
+	s->in = in[1];
+	s->out = out[0];
+	s->cap = 1 << 20;
+	s->buf = malloc(s->cap);
+	if (!s->buf)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Close stdin (the server then kills its children and exits) and reap. */
+static void server_stop(struct server *s)
+{
+	int status;
+
+	if (!s->pid)
+		return;
+	close(s->in);
+	close(s->out);
+	while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	free(s->buf);
+	s->pid = 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+__attribute__((format(printf, 2, 3))) static int sendf(struct server *s, const char *fmt, ...)
+{
+	char line[8192];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line) - 1)
+		return -EOVERFLOW;
+	line[n++] = '\n';
+	if (write_all(s->in, line, (size_t)n) < 0) {
+		s->dead = true;
+		return -EPIPE;
+	}
+	return 0;
+}
+
+/*
+ * The next line of the server's output (NUL-terminated, without the
+ * newline), valid until the next call; NULL at EOF or after IO_TIMEOUT_MS.
+ */
+static char *next_line(struct server *s, size_t *len)
+{
+	for (;;) {
+		char *nl = s->len ? memchr(s->buf + s->start, '\n', s->len) : NULL;
+		struct pollfd pfd = { .fd = s->out, .events = POLLIN };
+		ssize_t r;
+
+		if (nl) {
+			char *line = s->buf + s->start;
+			size_t n = (size_t)(nl - line);
+
+			*nl = '\0';
+			s->start += n + 1;
+			s->len -= n + 1;
+			if (len)
+				*len = n;
+			return line;
+		}
+		if (s->start > 0) {
+			memmove(s->buf, s->buf + s->start, s->len);
+			s->start = 0;
+		}
+		if (s->cap - s->len < 65536) {
+			char *b = realloc(s->buf, s->cap * 2);
+
+			if (!b)
+				return NULL;
+			s->buf = b;
+			s->cap *= 2;
+		}
+		if (poll(&pfd, 1, IO_TIMEOUT_MS) <= 0) {
+			s->dead = true;
+			return NULL;
+		}
+		r = read(s->out, s->buf + s->len, s->cap - s->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			s->dead = true;
+			return NULL;
+		}
+		s->len += (size_t)r;
+	}
+}
+
+static bool is_response(const char *line, long id)
+{
+	char pat[40];
+	const char *p;
+	size_t n;
+
+	n = (size_t)snprintf(pat, sizeof(pat), "\"id\":%ld", id);
+	p = strstr(line, pat);
+	return p && (p[n] == ',' || p[n] == '}');
+}
+
+/*
+ * Whether a line is the notification method. Servers put "method" first, so
+ * look at the head of the line before scanning all of it: output lines are
+ * 11 KB of base64 and the client's parsing must not be what is measured.
+ */
+static bool is_method(const char *line, const char *method)
+{
+	static const char key[] = "\"method\":\"";
+	size_t head = strnlen(line, 256), mlen = strlen(method);
+	const char *p = memmem(line, head, key, sizeof(key) - 1);
+
+	if (!p)
+		p = strstr(line, key);
+	if (!p)
+		return false;
+	p += sizeof(key) - 1;
+	return !strncmp(p, method, mlen) && p[mlen] == '"';
+}
+
+/* Read until the response to id; false on EOF or an error response (printed once). */
+static bool wait_response(struct server *s, long id, bool quiet)
+{
+	char *line;
+
+	while ((line = next_line(s, NULL))) {
+		if (!is_response(line, id))
+			continue;
+		if (strstr(line, "\"error\"")) {
+			if (!quiet)
+				printf("%s: request %ld failed: %.300s\n", s->name, id, line);
+			return false;
+		}
+		return true;
+	}
+	printf("%s: no response to request %ld (server gone?)\n", s->name, id);
+	return false;
+}
+
+static bool handshake(struct server *s)
+{
+	if (sendf(s, "{\"id\":1,\"method\":\"initialize\",\"params\":{\"clientName\":"
+		     "\"bench-serve\"}}") < 0 ||
+	    !wait_response(s, 1, false))
+		return false;
+	return sendf(s, "{\"method\":\"initialized\",\"params\":{}}") == 0;
+}
+
+/* The process/start params after processId and argv, for a sandboxed or plain start. */
+static char sandbox_json[2048];
+
+static int start(struct server *s, const char *pid, const char *argv_json, bool sandboxed,
+		 long *id)
+{
+	*id = s->next_id++;
+	return sendf(s,
+		     "{\"id\":%ld,\"method\":\"process/start\",\"params\":{\"processId\":\"%s\","
+		     "\"argv\":%s,\"cwd\":\"file:///tmp\",\"env\":{\"PATH\":\"/usr/bin:/bin\"},"
+		     "\"tty\":false,\"pipeStdin\":false,\"arg0\":null%s}}",
+		     *id, pid, argv_json, sandboxed ? sandbox_json : "");
+}
+
+/* A server configuration measured for latency. */
+struct lat {
+	const char *name;
+	struct server *srv; /* NULL: direct fork/exec/wait */
+	bool sandboxed;
+	bool enabled;
+	double *exited, *closed; /* ms */
+	size_t n;
+};
+
+static int devnull_fd = -1;
+
+static double direct_true(void)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { "/bin/true", NULL };
+	double t0 = now_ms();
+	pid_t pid;
+	int status;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, devnull_fd, STDIN_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, devnull_fd, STDOUT_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, devnull_fd, STDERR_FILENO);
+	if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return now_ms() - t0;
+}
+
+/* One start of /bin/true; false when the configuration must be dropped. */
+static bool lat_once(struct lat *c, unsigned long round, bool record)
+{
+	char pid[64], *line;
+	double t0, t_exit = -1;
+	long id;
+	bool answered = false;
+
+	if (!c->srv) {
+		double d = direct_true();
+
+		if (d < 0)
+			return false;
+		if (record) {
+			c->exited[c->n] = d;
+			c->closed[c->n++] = d;
+		}
+		return true;
+	}
+	snprintf(pid, sizeof(pid), "lat-%d-%lu", c->sandboxed, round);
+	t0 = now_ms();
+	if (start(c->srv, pid, "[\"/bin/true\"]", c->sandboxed, &id) < 0)
+		return false;
+	while ((line = next_line(c->srv, NULL))) {
+		if (!answered && is_response(line, id)) {
+			if (strstr(line, "\"error\"")) {
+				printf("skipped %s: process/start failed: %.300s\n", c->name, line);
+				return false;
+			}
+			answered = true;
+			continue;
+		}
+		if (is_method(line, "process/exited") && t_exit < 0)
+			t_exit = now_ms() - t0;
+		else if (is_method(line, "process/closed")) {
+			double t_closed = now_ms() - t0;
+
+			/* The response may follow the notifications. */
+			if (!answered && !wait_response(c->srv, id, false))
+				return false;
+			if (record) {
+				c->exited[c->n] = t_exit < 0 ? t_closed : t_exit;
+				c->closed[c->n++] = t_closed;
+			}
+			return true;
+		}
+	}
+	printf("skipped %s: the server stopped answering\n", c->name);
+	return false;
+}
+
+/* Bytes of one base64 string of length n ending at end (padding counted). */
+static size_t b64_decoded(const char *s, size_t n)
+{
+	size_t pad = 0;
+
+	if (n >= 1 && s[n - 1] == '=')
+		pad++;
+	if (n >= 2 && s[n - 2] == '=')
+		pad++;
+	return n / 4 * 3 - pad;
+}
+
+/* MB/s of relaying RELAY_BYTES through the server; < 0 on failure. */
+static double relay_once(struct server *s, unsigned run)
+{
+	static const char key[] = "\"chunk\":\"";
+	char pid[32], argv_json[96], *line;
+	size_t total = 0, len;
+	double t0;
+	long id;
+
+	snprintf(pid, sizeof(pid), "relay-%u", run);
+	snprintf(argv_json, sizeof(argv_json), "[\"head\",\"-c\",\"%ld\",\"/dev/zero\"]",
+		 RELAY_BYTES);
+	t0 = now_ms();
+	if (start(s, pid, argv_json, false, &id) < 0)
+		return -1;
+	while ((line = next_line(s, &len))) {
+		char *c, *q;
+
+		if (is_method(line, "process/closed"))
+			break;
+		if (!is_method(line, "process/output"))
+			continue;
+		c = memmem(line, len, key, sizeof(key) - 1);
+		if (!c)
+			continue;
+		c += sizeof(key) - 1;
+		q = memchr(c, '"', len - (size_t)(c - line));
+		if (q)
+			total += b64_decoded(c, (size_t)(q - c));
+	}
+	if (!line)
+		return -1;
+	if (total != (size_t)RELAY_BYTES) {
+		printf("%s: relay run %u delivered %zu bytes, expected %ld\n", s->name, run, total,
+		       RELAY_BYTES);
+		return -1;
+	}
+	return (double)RELAY_BYTES / 1e6 / ((now_ms() - t0) / 1e3);
+}
+
+/* utime + stime of a process, in clock ticks; -1 if unknown. */
+static long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut, st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	/* After the comm: state is field 3; utime and stime are fields 14 and 15. */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return -1;
+	return (long)(ut + st);
+}
+
+static double pipe_once(void)
+{
+	posix_spawn_file_actions_t fa;
+	char count[32], *argv[] = { "head", "-c", count, "/dev/zero", NULL };
+	static char buf[1 << 16];
+	size_t total = 0;
+	int p[2], status;
+	double t0 = now_ms();
+	pid_t pid;
+	ssize_t r;
+
+	snprintf(count, sizeof(count), "%ld", RELAY_BYTES);
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	while ((r = read(p[0], buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR))
+		if (r > 0)
+			total += (size_t)r;
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (total != (size_t)RELAY_BYTES)
+		return -1;
+	return (double)RELAY_BYTES / 1e6 / ((now_ms() - t0) / 1e3);
+}
+
+static long vm_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* RSS idle after initialize and with LIVE_PROCS sleeping children. */
+static bool rss(char *const argv[], const char *name, long *idle, long *live)
+{
+	struct server s;
+	char pid[32], *line;
+	int i, closed = 0;
+	long id;
+
+	if (server_spawn(&s, name, argv) < 0 || !handshake(&s)) {
+		server_stop(&s);
+		return false;
+	}
+	usleep(200000);
+	*idle = vm_rss_kb(s.pid);
+	for (i = 0; i < LIVE_PROCS; i++) {
+		snprintf(pid, sizeof(pid), "live-%d", i);
+		if (start(&s, pid, "[\"sleep\",\"60\"]", false, &id) < 0 ||
+		    !wait_response(&s, id, false)) {
+			server_stop(&s);
+			return false;
+		}
+	}
+	usleep(200000);
+	*live = vm_rss_kb(s.pid);
+	for (i = 0; i < LIVE_PROCS; i++) {
+		id = s.next_id++;
+		sendf(&s, "{\"id\":%ld,\"method\":\"process/terminate\",\"params\":{\"processId\":"
+			  "\"live-%d\"}}",
+		      id, i);
+	}
+	while (closed < LIVE_PROCS && (line = next_line(&s, NULL)))
+		if (is_method(line, "process/closed"))
+			closed++;
+	server_stop(&s);
+	return closed == LIVE_PROCS;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	remove(path);
+	return 0;
+}
+
+static void print_lat(const char *name, double *v, size_t n, double base)
+{
+	double med, p90;
+
+	if (n == 0) {
+		printf("%-40s %10s\n", name, "-");
+		return;
+	}
+	p90 = percentile(v, n, 90);
+	med = percentile(v, n, 50);
+	printf("%-40s %10.3f %10.3f %8.1fx\n", name, med, p90, base > 0 ? med / base : 0.0);
+}
+
+static double median_of(double *v, size_t n)
+{
+	return n ? percentile(v, n, 50) : -1;
+}
+
+int main(int argc, char **argv)
+{
+	char ws_template[PATH_MAX], *ws;
+	const char *tmp = getenv("TMPDIR"), *codex = getenv("CODEX_BIN");
+	char *cordon_argv[] = { NULL, "serve", "--listen", "stdio", "--max-processes", "100000",
+				NULL };
+	char *codex_argv[] = { NULL, "exec-server", "--listen", "stdio", NULL };
+	struct server srv[2];
+	struct lat cfg[5];
+	size_t n_cfg = 0, i, k, n_srv = 0;
+	unsigned long n, round;
+	double relay[2][RELAY_RUNS], pipe_rate[RELAY_RUNS], relay_cpu[2] = { 0, 0 };
+	size_t n_relay[2] = { 0, 0 }, n_pipe = 0;
+	long idle[2] = { -1, -1 }, live[2] = { -1, -1 };
+	double base;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s CORDON\n", argv[0]);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	cordon_argv[0] = argv[1];
+	codex_argv[0] = (char *)codex;
+	n = parse_n();
+	devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull_fd < 0) {
+		perror("bench-serve: /dev/null");
+		return 1;
+	}
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	snprintf(ws_template, sizeof(ws_template), "%s/cordon-bench-serve-XXXXXX", tmp);
+	ws = mkdtemp(ws_template);
+	if (!ws) {
+		perror("bench-serve: mkdtemp");
+		return 1;
+	}
+	/* workspace-write-like: read everything, write the workspace, no network. */
+	snprintf(sandbox_json, sizeof(sandbox_json),
+		 ",\"sandbox\":{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":"
+		 "\"restricted\",\"entries\":[{\"path\":{\"type\":\"special\",\"value\":{\"kind\":"
+		 "\"root\"}},\"access\":\"read\"},{\"path\":{\"type\":\"special\",\"value\":"
+		 "{\"kind\":\"project_roots\"}},\"access\":\"write\"}]},\"network\":\"restricted\"},"
+		 "\"workspaceRoots\":[\"file://%s\"],\"windowsSandboxLevel\":\"disabled\"}",
+		 ws);
+
+	memset(cfg, 0, sizeof(cfg));
+	cfg[n_cfg++] = (struct lat){ .name = "direct fork/exec/wait", .enabled = true };
+	if (server_spawn(&srv[n_srv], "cordon serve", cordon_argv) < 0 ||
+	    !handshake(&srv[n_srv])) {
+		fprintf(stderr, "bench-serve: %s serve does not start\n", argv[1]);
+		return 1;
+	}
+	cfg[n_cfg++] = (struct lat){ .name = "cordon serve", .srv = &srv[n_srv], .enabled = true };
+	cfg[n_cfg++] = (struct lat){ .name = "cordon serve sandboxed", .srv = &srv[n_srv],
+				     .sandboxed = true, .enabled = true };
+	n_srv++;
+	if (codex) {
+		if (server_spawn(&srv[n_srv], "codex exec-server", codex_argv) < 0 ||
+		    !handshake(&srv[n_srv])) {
+			printf("codex exec-server (%s) does not start: not measured\n", codex);
+			server_stop(&srv[n_srv]);
+			codex = NULL;
+		} else {
+			cfg[n_cfg++] = (struct lat){ .name = "codex exec-server",
+						     .srv = &srv[n_srv], .enabled = true };
+			cfg[n_cfg++] = (struct lat){ .name = "codex exec-server sandboxed",
+						     .srv = &srv[n_srv], .sandboxed = true,
+						     .enabled = true };
+			n_srv++;
+		}
+	}
+	for (i = 0; i < n_cfg; i++) {
+		cfg[i].exited = calloc(n, sizeof(double));
+		cfg[i].closed = calloc(n, sizeof(double));
+		if (!cfg[i].exited || !cfg[i].closed) {
+			perror("bench-serve: calloc");
+			return 1;
+		}
+	}
+
+	printf("bench-serve: %lu timed starts of /bin/true per configuration after %d warm-up "
+	       "runs, interleaved round-robin\n",
+	       n, WARMUP);
+	for (round = 0; round < WARMUP + n; round++)
+		for (i = 0; i < n_cfg; i++)
+			if (cfg[i].enabled && !lat_once(&cfg[i], round, round >= WARMUP))
+				cfg[i].enabled = false;
+
+	for (i = 0; i < RELAY_RUNS; i++) {
+		double r = pipe_once();
+
+		if (r > 0)
+			pipe_rate[n_pipe++] = r;
+		for (k = 0; k < n_srv; k++) {
+			long c0, c1;
+
+			if (srv[k].dead)
+				continue;
+			c0 = cpu_ticks(srv[k].pid);
+			r = relay_once(&srv[k], (unsigned)i);
+			c1 = cpu_ticks(srv[k].pid);
+			if (r > 0)
+				relay[k][n_relay[k]++] = r;
+			if (c0 >= 0 && c1 >= c0)
+				relay_cpu[k] += (double)(c1 - c0);
+		}
+	}
+	for (i = 0; i < n_srv; i++)
+		server_stop(&srv[i]);
+
+	if (!rss(cordon_argv, "cordon serve", &idle[0], &live[0]))
+		printf("cordon serve: the memory run failed\n");
+	if (codex && !rss(codex_argv, "codex exec-server", &idle[1], &live[1]))
+		printf("codex exec-server: the memory run failed\n");
+
+	printf("\nlatency: process/start sent -> notification received\n");
+	printf("%-40s %10s %10s %9s\n", "config", "median ms", "p90 ms", "ratio");
+	base = cfg[0].n ? percentile(cfg[0].exited, cfg[0].n, 50) : 0;
+	print_lat("direct fork/exec/wait /bin/true", cfg[0].exited, cfg[0].n, base);
+	for (i = 1; i < n_cfg; i++) {
+		char name[96];
+
+		snprintf(name, sizeof(name), "%s -> exited", cfg[i].name);
+		print_lat(name, cfg[i].exited, cfg[i].n, base);
+		snprintf(name, sizeof(name), "%s -> closed", cfg[i].name);
+		print_lat(name, cfg[i].closed, cfg[i].n, base);
+	}
+
+	printf("\nrelay: head -c %ld /dev/zero, decoded bytes, median of %d runs\n", RELAY_BYTES,
+	       RELAY_RUNS);
+	printf("%-40s %10s %9s %16s\n", "config", "MB/s", "ratio", "server CPU ms/GB");
+	base = median_of(pipe_rate, n_pipe);
+	printf("%-40s %10.0f %8.2fx\n", "plain pipe read", base, 1.0);
+	for (i = 0; i < n_srv; i++) {
+		double m = median_of(relay[i], n_relay[i]);
+		/* CPU the server itself spent per GB relayed: what bounds it on a free core. */
+		double cpu = n_relay[i] ? relay_cpu[i] * 1e3 / (double)sysconf(_SC_CLK_TCK) /
+						  ((double)n_relay[i] * (double)RELAY_BYTES / 1e9)
+					: 0;
+
+		if (m < 0)
+			printf("%-40s %10s\n", srv[i].name, "failed");
+		else
+			printf("%-40s %10.0f %8.2fx %16.0f\n", srv[i].name, m,
+			       base > 0 ? m / base : 0.0, cpu);
+	}
+
+	printf("\nmemory: server VmRSS\n");
+	printf("%-40s %10s %14s\n", "config", "idle kB", "200 live kB");
+	printf("%-40s %10ld %14ld\n", "cordon serve", idle[0], live[0]);
+	if (codex) {
+		double c_lat, x_lat, c_sb, x_sb, c_rel, x_rel;
+
+		printf("%-40s %10ld %14ld\n", "codex exec-server", idle[1], live[1]);
+		/* cfg: 1, 2 = cordon plain, sandboxed; 3, 4 = codex plain, sandboxed. */
+		c_lat = median_of(cfg[1].exited, cfg[1].n);
+		c_sb = median_of(cfg[2].exited, cfg[2].n);
+		x_lat = n_cfg > 3 ? median_of(cfg[3].exited, cfg[3].n) : -1;
+		x_sb = n_cfg > 4 ? median_of(cfg[4].exited, cfg[4].n) : -1;
+		c_rel = median_of(relay[0], n_relay[0]);
+		x_rel = median_of(relay[1], n_relay[1]);
+		printf("\ncodex / cordon (above 1: cordon is better)\n");
+		if (c_lat > 0 && x_lat > 0)
+			printf("%-40s %9.1fx\n", "start -> exited, unsandboxed", x_lat / c_lat);
+		if (c_sb > 0 && x_sb > 0)
+			printf("%-40s %9.1fx\n", "start -> exited, sandboxed", x_sb / c_sb);
+		if (c_rel > 0 && x_rel > 0)
+			printf("%-40s %9.1fx\n", "relay throughput (cordon / codex)", c_rel / x_rel);
+		if (idle[0] > 0 && idle[1] > 0)
+			printf("%-40s %9.1fx\n", "RSS idle", (double)idle[1] / (double)idle[0]);
+		if (live[0] > 0 && live[1] > 0)
+			printf("%-40s %9.1fx\n", "RSS with 200 live processes",
+			       (double)live[1] / (double)live[0]);
+	} else
+		printf("\nCodex was not measured: set CODEX_BIN to the native codex binary "
+		       "(see README.md, \"cordon serve\").\n");
+
+	for (i = 0; i < n_cfg; i++) {
+		free(cfg[i].exited);
+		free(cfg[i].closed);
+	}
+	nftw(ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
