@@ -358,12 +358,25 @@ static pid_t wait_pid(pid_t pid, int *status)
 	return r;
 }
 
+#ifdef CD_SANITIZERS
+/*
+ * Sanitizer builds fork (ASan does not follow a switch to a foreign stack),
+ * and the child unshares its namespaces on its own.
+ */
+static pid_t create_child(struct child_ctx *ctx)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		child_run(ctx);
+	return pid;
+}
+#else
 /* Namespace flags the backends want created by clone() itself (see backend.h). */
 static unsigned long backend_clone_flags(struct cd_backend_state **states)
 {
 	unsigned long flags = 0;
 	for (size_t i = 0; cd_backends[i]; i++)
-		if (cd_backends[i]->clone_flags)
+		if (cd_backends[i]->clone_flags && states[i])
 			flags |= cd_backends[i]->clone_flags(states[i]);
 	return flags;
 }
@@ -380,24 +393,19 @@ static int child_entry(void *arg)
  * the child may use the parent's memory as its own read-only context. It
  * must not allocate (it never does: see child_ctx). The stack is static:
  * cd_spawn is not reentrant, and the parent is suspended while it is used.
- * Sanitizer builds use fork(): ASan does not follow a switch to a foreign
- * stack.
+ * Namespaces come from clone() itself: the kernel refuses
+ * unshare(CLONE_NEWUSER) to a process that shares its memory.
  */
-static pid_t create_child(struct child_ctx *ctx, unsigned long ns_flags)
+static pid_t create_child(struct child_ctx *ctx)
 {
-#ifdef CD_SANITIZERS
-	if (ns_flags == 0) {
-		pid_t pid = fork();
-		if (pid == 0)
-			child_run(ctx);
-		return pid;
-	}
-#endif
 	/* Sized for the backends' apply paths; the child never recurses. */
 	static char stack[256 * 1024] __attribute__((aligned(64)));
-	return clone(child_entry, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD | ns_flags,
-		     ctx);
+	unsigned long flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+	if (ctx->states)
+		flags |= backend_clone_flags(ctx->states);
+	return clone(child_entry, stack + sizeof(stack), (int)flags, ctx);
 }
+#endif
 
 int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err)
 {
@@ -458,14 +466,8 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	unsigned long ns_flags = 0;
-#ifndef CD_SANITIZERS
-	/* With sanitizers the child is forked, and unshares on its own. */
-	if (sandboxed)
-		ns_flags = backend_clone_flags(c->states);
-#endif
 	ctx.close_fd = pfd[0];
-	pid_t pid = create_child(&ctx, ns_flags);
+	pid_t pid = create_child(&ctx);
 	int fork_errno = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pfd[1]);
