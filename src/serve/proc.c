@@ -804,8 +804,10 @@ int cd_proc_write(struct cd_proc *p, const char *write_id, const void *data, siz
 	if (len > STDIN_QUEUE_MAX - p->inq_len)
 		return -ENOBUFS;
 	if (p->inq_off + p->inq_len + len > p->inq_cap) {
-		/* Compact first; grow only when that is not enough. */
-		memmove(p->inq, p->inq + p->inq_off, p->inq_len);
+		/* Compact first; grow only when that is not enough. (memmove
+		 * with the NULL of an empty queue is undefined, even for 0 bytes.) */
+		if (p->inq_len)
+			memmove(p->inq, p->inq + p->inq_off, p->inq_len);
 		p->inq_off = 0;
 		if (p->inq_len + len > p->inq_cap) {
 			size_t cap = p->inq_cap ? p->inq_cap : 4096;
