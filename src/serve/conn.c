@@ -281,8 +281,10 @@ static void flush(struct cd_conn *c)
 			continue;
 		if (w < 0 && errno == EAGAIN && !c->out_is_file) {
 			out_watch(c, true);
+			/* Not return: a partial write may have brought the queue under
+			 * its cap, and the held-back requests below must be resumed. */
 			if (c->out_watching)
-				return;
+				break;
 			continue;
 		}
 		cd_log_debug("serve: stdout: %s", w < 0 ? strerror(errno) : "short write");
