@@ -15,6 +15,7 @@ enum {
 	OPT_LISTEN,
 	OPT_LOOP,
 	OPT_MAX_PROCESSES,
+	OPT_PID_NAMESPACE,
 	OPT_VERBOSE,
 };
 
@@ -23,6 +24,7 @@ static const struct cd_cli_opt serve_opts[] = {
 	{ "listen", 0, true, OPT_LISTEN },
 	{ "loop", 0, true, OPT_LOOP },
 	{ "max-processes", 0, true, OPT_MAX_PROCESSES },
+	{ "pid-namespace", 0, true, OPT_PID_NAMESPACE },
 	{ "verbose", 'v', false, OPT_VERBOSE },
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED },
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI },
@@ -32,6 +34,7 @@ static const struct cd_cli_opt serve_opts[] = {
 static void serve_help(void)
 {
 	printf("Usage: cordon serve [--listen stdio] [--loop epoll|poll] [--max-processes N]\n"
+	       "                    [--pid-namespace=auto|always|never]\n"
 	       "                    [--allow-degraded=protected-metadata] [--min-landlock-abi N]\n"
 	       "                    [-v]\n"
 	       "\n"
@@ -49,8 +52,10 @@ static void serve_help(void)
 	       "process/output, process/exited, process/closed. Closed processes are kept\n"
 	       "for 30 s. See cordon-protocol(7).\n"
 	       "\n"
-	       "End of input (or a line over the limit, or SIGTERM/SIGINT) kills every\n"
-	       "process the server started and exits 0.\n"
+	       "End of input (or a line over the limit, or SIGTERM, SIGINT or SIGHUP) kills\n"
+	       "every process the server started and exits 0. A server running as root is\n"
+	       "the init of its own pid namespace: if it is killed, even with SIGKILL, the\n"
+	       "kernel kills every process it started, their descendants included.\n"
 	       "\n"
 	       "Options:\n"
 	       "  --listen stdio          transport (default and only one so far; ws://IP:PORT\n"
@@ -59,6 +64,10 @@ static void serve_help(void)
 	       "                          CORDON_LOOP=poll in the environment)\n"
 	       "  --max-processes N       processes per session, closed ones included until\n"
 	       "                          they are forgotten (default %u)\n"
+	       "  --pid-namespace=WHEN    run the server as pid 1 of a new pid namespace so\n"
+	       "                          that no descendant outlives it: auto (default:\n"
+	       "                          when root), always (exit 125 if it cannot be\n"
+	       "                          created: needs CAP_SYS_ADMIN) or never\n"
 	       "  --allow-degraded=FEATURE  explicit opt-down for sandboxed processes; FEATURE:\n"
 	       "                          protected-metadata (run without the mount-namespace\n"
 	       "                          carve-outs when user namespaces are unavailable)\n"
@@ -93,6 +102,7 @@ int cd_cmd_serve(int argc, char **argv)
 		.max_processes = CD_SERVE_DEFAULT_MAX_PROCS,
 	};
 	const char *loop_arg = NULL, *arg;
+	enum cd_pidns_mode pidns = CD_PIDNS_AUTO;
 	int ret = CD_EXIT_USAGE;
 	bool verbose = false;
 	int id;
@@ -138,6 +148,20 @@ int cd_cmd_serve(int argc, char **argv)
 			o.max_processes = (unsigned)v;
 			break;
 		}
+		case OPT_PID_NAMESPACE:
+			if (cd_streq(arg, "auto")) {
+				pidns = CD_PIDNS_AUTO;
+			} else if (cd_streq(arg, "always")) {
+				pidns = CD_PIDNS_ALWAYS;
+			} else if (cd_streq(arg, "never")) {
+				pidns = CD_PIDNS_NEVER;
+			} else {
+				cd_cli_usage_error(a.cmd,
+						   "--pid-namespace: '%s' is not auto, always or never",
+						   arg);
+				goto out;
+			}
+			break;
 		case OPT_VERBOSE:
 			verbose = true;
 			break;
@@ -163,6 +187,9 @@ int cd_cmd_serve(int argc, char **argv)
 	}
 	cd_log_verbosity = verbose ? 2 : 1;
 	o.lopts = pol.lopts;
+	/* Before the loop and the host probe: the outer process only waits. */
+	if (cd_serve_pidns(pidns, &ret) < 0)
+		goto out;
 	ret = cd_serve_stdio(&o);
 out:
 	cd_cli_policy_done(&pol);

@@ -10,7 +10,7 @@ cordon_SOURCES = \
 	src/serve/server.c src/serve/server.h src/serve/conn.c src/serve/methods.c \
 	src/serve/intent.c src/serve/intent.h \
 	src/serve/loop.c src/serve/loop.h src/serve/proc.c src/serve/proc.h \
-	src/serve/base64.c \
+	src/serve/base64.c src/serve/pidns.c \
 	src/shared/log.c src/shared/log.h
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS)

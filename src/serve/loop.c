@@ -84,6 +84,7 @@ struct cd_loop {
 	/* SIGCHLD-path children may have exited: reap before sleeping. */
 	bool sigchld_pending;
 	bool sigchld_setup;
+	bool reap_orphans; /* also reap exited children nobody watches */
 
 	/* epoll */
 	int epfd;
@@ -438,12 +439,57 @@ static void reap_one(struct cd_loop *l, struct cd_child_watch *c)
 		child_done(l, c, 0xff << 8);
 }
 
+static struct cd_child_watch *find_child_watch(struct cd_loop *l, pid_t pid)
+{
+	for (struct cd_child_watch *c = l->children; c; c = c->next)
+		if (!c->deleted && c->pid == pid)
+			return c;
+	return NULL;
+}
+
+/*
+ * Orphans: peek at the next exited child without reaping it (WNOWAIT), and
+ * reap it here only when no watch owns it; a watched one is reaped through
+ * its watch now (its callback gets the status), as waitid(P_ALL) would
+ * otherwise report that same zombie again and hide the ones behind it.
+ */
+static void reap_orphans(struct cd_loop *l)
+{
+	for (;;) {
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return; /* ECHILD: no children at all */
+		}
+		if (si.si_pid <= 0)
+			return; /* children, but none exited */
+		struct cd_child_watch *c = find_child_watch(l, si.si_pid);
+		if (c) {
+			reap_one(l, c);
+			if (!c->deleted)
+				return; /* not reapable as a watched child: leave it */
+			continue;
+		}
+		int status;
+		pid_t r;
+		do
+			r = waitpid(si.si_pid, &status, WNOHANG | __WALL);
+		while (r < 0 && errno == EINTR);
+		if (r <= 0)
+			return;
+	}
+}
+
 static void reap_sigchld_children(struct cd_loop *l)
 {
 	l->sigchld_pending = false;
 	for (struct cd_child_watch *c = l->children; c; c = c->next)
 		if (!c->deleted && !c->fdw)
 			reap_one(l, c);
+	if (l->reap_orphans && !l->quit)
+		reap_orphans(l);
 }
 
 #ifdef __linux__
@@ -586,6 +632,19 @@ struct cd_child_watch *cd_loop_watch_child(struct cd_loop *l, pid_t pid, int pid
 		l->children->prev = c;
 	l->children = c;
 	return c;
+}
+
+int cd_loop_reap_orphans(struct cd_loop *l, bool on)
+{
+	if (on) {
+		int r = setup_sigchld(l);
+		if (r < 0)
+			return r;
+		/* Orphans may have exited before SIGCHLD was watched. */
+		l->sigchld_pending = true;
+	}
+	l->reap_orphans = on;
+	return 0;
 }
 
 void cd_loop_unwatch_child(struct cd_loop *l, struct cd_child_watch *c)

@@ -64,6 +64,14 @@ struct cd_child_watch *cd_loop_watch_child(struct cd_loop *l, pid_t pid, int pid
 					   cd_loop_child_fn fn, void *data);
 void cd_loop_unwatch_child(struct cd_loop *l, struct cd_child_watch *w);
 
+/*
+ * Also reap exited children that nobody watches (on SIGCHLD): what a pid-1
+ * server inherits when descendants are orphaned. A watched child is still
+ * reaped by its watch only, so its callback always gets its status. 0 or
+ * -errno (SIGCHLD could not be watched).
+ */
+int cd_loop_reap_orphans(struct cd_loop *l, bool on);
+
 /* Run until cd_loop_quit; returns 0 or -errno. */
 int cd_loop_run(struct cd_loop *l);
 void cd_loop_quit(struct cd_loop *l);

@@ -446,10 +446,21 @@ static void noop_handler(int sig)
 {
 }
 
+bool cd_serve_sighup_ignored(void)
+{
+	struct sigaction sa;
+	return sigaction(SIGHUP, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+}
+
+/* The signals that end the server: SIGTERM, SIGINT, and SIGHUP unless nohup'ed. */
+static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP };
+
 int cd_serve_stdio(const struct cd_serve_opts *o)
 {
 	struct cd_server srv;
 	sigset_t mask, old;
+	struct sigaction old_act[CD_ARRAY_SIZE(stop_signals)];
+	bool handled[CD_ARRAY_SIZE(stop_signals)] = { false };
 	int ret = 0;
 
 	memset(&srv, 0, sizeof(srv));
@@ -474,14 +485,29 @@ int cd_serve_stdio(const struct cd_serve_opts *o)
 	sa.sa_handler = noop_handler;
 	sigemptyset(&sa.sa_mask);
 	(void)sigaction(SIGPIPE, &sa, NULL);
+	/*
+	 * Blocked and read from a signalfd; the no-op handler as well because,
+	 * as the init of a pid namespace (pidns.c), the server is sent only the
+	 * signals it has a handler for.
+	 */
 	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(stop_signals); i++) {
+		if (stop_signals[i] == SIGHUP && cd_serve_sighup_ignored())
+			continue;
+		sigaddset(&mask, stop_signals[i]);
+		handled[i] = sigaction(stop_signals[i], &sa, &old_act[i]) == 0;
+	}
 	sigprocmask(SIG_BLOCK, &mask, &old);
 	srv.sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (srv.sig_fd < 0 ||
 	    !(srv.sig_watch = cd_loop_add_fd(srv.loop, srv.sig_fd, CD_LOOP_IN, on_signal, &srv))) {
 		cd_log_error("serve: cannot watch signals: %s", strerror(errno));
+		ret = 1;
+		goto out;
+	}
+	/* The init of a pid namespace inherits every orphaned descendant: reap them. */
+	if (getpid() == 1 && (errno = -cd_loop_reap_orphans(srv.loop, true)) != 0) {
+		cd_log_error("serve: cannot reap orphaned processes: %s", strerror(errno));
 		ret = 1;
 		goto out;
 	}
@@ -514,6 +540,9 @@ out:
 	if (srv.sig_fd >= 0)
 		close(srv.sig_fd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(stop_signals); i++)
+		if (handled[i])
+			(void)sigaction(stop_signals[i], &old_act[i], NULL);
 	free(srv.env_info);
 	cd_loop_free(srv.loop);
 	return ret;

@@ -54,6 +54,27 @@ struct cd_serve_opts {
 /* Run the server on stdin/stdout until the connection ends or a signal; the exit code. */
 int cd_serve_stdio(const struct cd_serve_opts *o);
 
+/* SIGHUP was ignored when cordon started (nohup): the server leaves it ignored. */
+bool cd_serve_sighup_ignored(void);
+
+/* --pid-namespace (pidns.c) */
+enum cd_pidns_mode {
+	CD_PIDNS_AUTO,	 /* when running as root, if the kernel allows it */
+	CD_PIDNS_ALWAYS, /* or fail */
+	CD_PIDNS_NEVER,
+};
+
+/*
+ * Make the server the init (pid 1) of a new pid namespace, so that nothing
+ * it started outlives it, under an outer process that forwards SIGTERM,
+ * SIGINT and SIGHUP and reports the server's exit status. Call before the
+ * loop exists (one fork). Returns 0 in the process that goes on to serve
+ * (the namespace's init, or the only process when none is made), -1 on
+ * failure (message printed, *exit_code: 125). The outer does not return: it
+ * exits with the server's status (128+N for signal N) once the server ended.
+ */
+int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code);
+
 /* ---- internals shared by the serve sources ---- */
 
 struct cd_server;

@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# `cordon serve`: lifecycle. stdin EOF, SIGTERM and SIGINT kill every child
-# and exit 0; a SIGKILLed server takes its direct children with it
-# (PR_SET_PDEATHSIG); no zombies; an idle server uses no CPU; the CLI refuses
-# the transports that are not there yet. TAP; both event loops.
+# `cordon serve`: lifecycle. stdin EOF, SIGTERM, SIGINT and SIGHUP kill every
+# child and exit 0; a SIGKILLed server takes its direct children with it
+# (PR_SET_PDEATHSIG) and, as root (the server is the init of its own pid
+# namespace), every descendant; no zombies; an idle server uses no CPU; the
+# CLI refuses the transports that are not there yet. TAP; both event loops.
+#
+# s.pid is the process the test spawned (signals go there); s.server_pid the
+# one running the loop, the parent of the processes (the pid namespace's init
+# as root).
 
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,6 +26,39 @@ t = Tap()
 why = cordon_usable()
 if why:
     t.skip_all(why)
+
+ROOT = os.geteuid() == 0
+NO_PIDNS = ("needs root for the server's pid namespace; unprivileged servers get it "
+            "with the per-process init (issue 4)")
+# Descendants that leave the command's process group and session.
+TREE = "sleep %s & (setsid sleep %s &) ; sleep %s"
+_serial = [0]
+
+
+def durations(n):
+    """n sleep durations that no other process on the host uses."""
+    _serial[0] += 1
+    return ["%d.%d%03d" % (900 + i, os.getpid(), _serial[0]) for i in range(n)]
+
+
+def find_sleepers(durs, timeout=3.0):
+    """Host pids of the `sleep D` processes for durations durs (waiting for all)."""
+    want = {("sleep\0%s\0" % d).encode() for d in durs}
+    deadline = time.monotonic() + timeout
+    while True:
+        found = []
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    if f.read() in want:
+                        found.append(int(p))
+            except OSError:
+                pass
+        if len(found) >= len(durs) or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.02)
 
 
 def with_sleepers(tag, n=2, sandboxed=False):
@@ -35,7 +75,7 @@ def with_sleepers(tag, n=2, sandboxed=False):
     deadline = time.monotonic() + 3
     kids = []
     while time.monotonic() < deadline:
-        kids = children_of(s.pid)
+        kids = children_of(s.server_pid)
         if len(kids) >= n:
             break
         time.sleep(0.02)
@@ -50,7 +90,7 @@ def ending(tag, how):
         if how == "stdin EOF":
             s.close_stdin()
         else:
-            os.kill(s.pid, signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
+            os.kill(s.pid, getattr(signal, how))
         rc = s.wait(2.0)
         dt = time.monotonic() - t0
         t.eq(rc, 0, "[%s] %s: the server exits 0 within 2 s (%.2f s)" % (tag, how, dt))
@@ -73,7 +113,7 @@ def busy_end(tag, how, busy):
             s.start("flood", ["yes"])
         s.start("sleeper", ["sleep", "100"])
         time.sleep(0.2)
-        kids = children_of(s.pid)
+        kids = children_of(s.server_pid)
         if busy == "long poll":
             s.send({"id": 77, "method": "process/read",
                     "params": {"processId": "sleeper", "afterSeq": 0, "waitMs": 30000}})
@@ -102,12 +142,113 @@ def sigkill(tag):
         s.p.wait()
         t.ok(wait_gone(kids, 3.0), "[%s] server SIGKILLed: its direct children die (PDEATHSIG)"
              % tag, [k for k in kids if pid_alive(k)])
-        t.skip("[%s] server SIGKILLed: grandchildren that left the group die" % tag,
-               "needs the pid-namespace init (issue 4)")
     finally:
         for k in kids:
             kill_quietly(k)
         s.stop()
+
+
+def sigkill_descendants(tag, victim):
+    """As root the server is the init of its own pid namespace: when it dies, even by
+    SIGKILL, the kernel kills everything it started. victim: "server" is the process
+    the client spawned (the namespace's init dies with it through PDEATHSIG), "init"
+    the namespace's init itself."""
+    what = "[%s] server SIGKILLed (%s): descendants that left the group die" % (tag, victim)
+    if not ROOT:
+        t.skip(what, NO_PIDNS)
+        return
+    s = Server(tag)
+    found = []
+    try:
+        s.handshake()
+        d = durations(6)
+        r1 = s.start("tree", ["sh", "-c", TREE % tuple(d[:3])])
+        r2 = s.start("stree", ["sh", "-c", TREE % tuple(d[3:])],
+                     sandbox={"permissions": ROOT_READ, "windowsSandboxLevel": "disabled"})
+        t.ok("result" in r1 and r2.get("result", {}).get("sandboxType") == "linuxSeccomp",
+             "[%s] %s: an unsandboxed and a sandboxed tree start" % (tag, victim), (r1, r2))
+        found = find_sleepers(d)
+        t.eq(len(found), 6, "[%s] %s: the trees run their 6 sleeps" % (tag, victim))
+        init = s.server_pid
+        t.ok(init != s.pid, "[%s] %s: the server runs as the init of a pid namespace"
+             % (tag, victim))
+        os.kill(s.pid if victim == "server" else init, signal.SIGKILL)
+        t0 = time.monotonic()
+        rc = s.p.wait(5)
+        gone = wait_gone(found + [init], 2.0)
+        t.ok(gone, "%s (within 2 s: %.2f s)" % (what, time.monotonic() - t0),
+             [p for p in found + [init] if pid_alive(p)])
+        t.eq(rc, -signal.SIGKILL if victim == "server" else 128 + signal.SIGKILL,
+             "[%s] %s: the exit status says SIGKILL" % (tag, victim))
+    finally:
+        for p in found:
+            kill_quietly(p)
+        s.stop()
+
+
+def pidns_never(tag):
+    """--pid-namespace=never keeps the old behaviour: the mechanism is what makes the
+    difference."""
+    what = "[%s] --pid-namespace=never: a setsid grandchild outlives a SIGKILLed server" % tag
+    if not ROOT:
+        t.skip(what, "the namespace is only made as root: nothing to turn off")
+        return
+    s = Server(tag, args=["--pid-namespace=never"])
+    found = []
+    try:
+        s.handshake()
+        t.eq(s.server_pid, s.pid, "[%s] --pid-namespace=never: no pid namespace" % tag)
+        d = durations(3)
+        s.start("tree", ["sh", "-c", TREE % tuple(d)])
+        found = find_sleepers(d)
+        t.eq(len(found), 3, "[%s] --pid-namespace=never: the tree runs its 3 sleeps" % tag)
+        os.kill(s.pid, signal.SIGKILL)
+        s.p.wait(5)
+        time.sleep(0.3)
+        setsid_one = find_sleepers(d[1:2], 0)
+        t.ok(setsid_one and pid_alive(setsid_one[0]), what)
+    finally:
+        for p in found:
+            kill_quietly(p)
+        s.stop()
+
+
+def pidns_cli():
+    def run(*args):
+        return subprocess.run(list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=10)
+
+    r = run(CORDON, "serve", "--pid-namespace=bogus")
+    t.ok(r.returncode == 2 and b"--pid-namespace" in r.stderr,
+         "--pid-namespace=bogus: usage error, exit 2", r.stderr)
+    r = run(CORDON, "serve", "--help")
+    t.ok(b"--pid-namespace" in r.stdout, "--help documents --pid-namespace")
+    for mode in ("auto", "never") + (("always",) if ROOT else ()):
+        r = run(CORDON, "serve", "--pid-namespace=" + mode)
+        t.ok(r.returncode == 0 and r.stdout == b"" and r.stderr == b"",
+             "--pid-namespace=%s: EOF at once, exit 0, silent" % mode, r.stderr)
+
+    # Unprivileged, `always` must refuse rather than serve without the namespace.
+    desc = "--pid-namespace=always unprivileged: exit 125, names the reason and the fix"
+    argv = [CORDON, "serve", "--pid-namespace=always"]
+    if ROOT:
+        setpriv = shutil.which("setpriv")
+        try:
+            pw = pwd.getpwnam("cordon-test")
+        except KeyError:
+            pw = None
+        if not setpriv or not pw:
+            t.skip(desc, "needs setpriv and the user cordon-test to drop root")
+            return
+        argv = [setpriv, "--reuid=%d" % pw.pw_uid, "--regid=%d" % pw.pw_gid,
+                "--clear-groups"] + argv
+    r = run(*argv)
+    if ROOT and r.returncode in (126, 127):
+        t.skip(desc, "cordon-test cannot run %s: %r" % (CORDON, r.stderr))
+        return
+    t.ok(r.returncode == 125 and b"cannot create a pid namespace" in r.stderr and
+         b"CAP_SYS_ADMIN" in r.stderr and b"--pid-namespace=auto" in r.stderr, desc,
+         (r.returncode, r.stderr))
 
 
 def zombies_and_idle(tag):
@@ -121,7 +262,8 @@ def zombies_and_idle(tag):
             s.wait_closed("z%d" % i)
         s.wait_closed("bg", 5)
         time.sleep(0.1)
-        t.eq(children_of(s.pid), [], "[%s] no zombies: the server has no children left" % tag)
+        t.eq(children_of(s.server_pid), [],
+             "[%s] no zombies: the server has no children left" % tag)
         zombies = []
         for p in os.listdir("/proc"):
             if p.isdigit():
@@ -131,22 +273,22 @@ def zombies_and_idle(tag):
                 except OSError:
                     continue
                 fields = st[st.rindex(")") + 2:].split()
-                if fields[0] == "Z" and int(fields[1]) == s.pid:
+                if fields[0] == "Z" and int(fields[1]) == s.server_pid:
                     zombies.append(int(p))
         t.eq(zombies, [], "[%s] no zombie process has the server as parent" % tag)
 
         # Idle: nothing running (but closed entries retained).
         time.sleep(0.3)
-        c0 = cpu_ticks(s.pid)
+        c0 = cpu_ticks(s.server_pid)
         time.sleep(1.0)
-        c1 = cpu_ticks(s.pid)
+        c1 = cpu_ticks(s.server_pid)
         t.eq(c1 - c0, 0, "[%s] idle with retained entries: no CPU over 1 s" % tag)
         # Idle with a running child that prints nothing.
         s.start("idle", ["sleep", "100"])
         time.sleep(0.3)
-        c0 = cpu_ticks(s.pid)
+        c0 = cpu_ticks(s.server_pid)
         time.sleep(1.0)
-        c1 = cpu_ticks(s.pid)
+        c1 = cpu_ticks(s.server_pid)
         t.eq(c1 - c0, 0, "[%s] idle with a silent running child: no CPU over 1 s" % tag)
         t.eq(s.stop(), 0, "[%s] exit 0" % tag)
     finally:
@@ -158,15 +300,15 @@ def fresh_idle(tag):
     try:
         s.handshake()
         time.sleep(0.3)
-        c0 = cpu_ticks(s.pid)
+        c0 = cpu_ticks(s.server_pid)
         time.sleep(1.0)
-        c1 = cpu_ticks(s.pid)
+        c1 = cpu_ticks(s.server_pid)
         t.eq(c1 - c0, 0, "[%s] idle after the handshake: no CPU over 1 s" % tag)
         s2 = Server(tag)
         time.sleep(0.3)
-        c0 = cpu_ticks(s2.pid)
+        c0 = cpu_ticks(s2.server_pid)
         time.sleep(0.5)
-        t.eq(cpu_ticks(s2.pid) - c0, 0, "[%s] idle before any input: no CPU" % tag)
+        t.eq(cpu_ticks(s2.server_pid) - c0, 0, "[%s] idle before any input: no CPU" % tag)
         t.eq(s2.stop(), 0, "[%s] EOF before initialize: exit 0" % tag)
         t.eq(s2.stderr_text(), "", "[%s] a silent EOF prints nothing on stderr" % tag)
     finally:
@@ -220,13 +362,17 @@ def cli():
 
 
 cli()
+t.guard("--pid-namespace", pidns_cli)
 for loop in LOOPS:
-    for how in ("stdin EOF", "SIGTERM", "SIGINT"):
+    for how in ("stdin EOF", "SIGTERM", "SIGINT", "SIGHUP"):
         t.guard("[%s] %s" % (loop, how), ending, loop, how)
     for how in ("stdin EOF", "SIGTERM"):
         for busy in ("long poll", "flood"):
             t.guard("[%s] %s during %s" % (loop, how, busy), busy_end, loop, how, busy)
     t.guard("[%s] SIGKILL" % loop, sigkill, loop)
+    for victim in ("server", "init"):
+        t.guard("[%s] SIGKILL %s: descendants" % (loop, victim), sigkill_descendants, loop, victim)
+    t.guard("[%s] --pid-namespace=never" % loop, pidns_never, loop)
     t.guard("[%s] zombies and idle" % loop, zombies_and_idle, loop)
     t.guard("[%s] fresh idle" % loop, fresh_idle, loop)
     t.guard("[%s] verbose" % loop, verbose, loop)

@@ -471,7 +471,7 @@ def backpressure(tag):
         s.handshake()
         start_ok(s, tag, "flood", ["yes"])
         time.sleep(2.0)
-        rss = vm_rss_kb(s.pid)
+        rss = vm_rss_kb(s.server_pid)
         t.ok(rss < 128 * 1024, "[%s] flood with a client that does not read: RSS bounded "
              "(%d kB after 2 s)" % (tag, rss))
         n0 = len(s.notes_for("flood"))
@@ -610,13 +610,13 @@ def limits(tag):
         s.handshake()
         for i in range(20):
             run(s, tag, "warm%d" % i, ["true"])
-        fd0, rss0 = fd_count(s.pid), vm_rss_kb(s.pid)
+        fd0, rss0 = fd_count(s.server_pid), vm_rss_kb(s.server_pid)
         t0 = time.monotonic()
         codes = set()
         for i in range(n):
             codes.add(run(s, tag, "many%d" % i, ["true"]).exit_code)
         dt = time.monotonic() - t0
-        fd1, rss1 = fd_count(s.pid), vm_rss_kb(s.pid)
+        fd1, rss1 = fd_count(s.server_pid), vm_rss_kb(s.server_pid)
         t.eq(codes, {0}, "[%s] %d short processes in a row all exit 0 (%.2f s, %.2f ms each)"
              % (tag, n, dt, dt * 1000 / n))
         t.eq(fd1, fd0, "[%s] no fd growth over %d processes (%d fds)" % (tag, n, fd0))

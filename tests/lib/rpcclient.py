@@ -189,7 +189,8 @@ class Server:
         self.argv = [CORDON, "serve", "--listen", "stdio"] + list(args)
         self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=e, cwd=cwd, bufsize=0)
-        self.pid = self.p.pid
+        self.pid = self.p.pid    # the process spawned (signals go here)
+        self._server_pid = None
         os.set_blocking(self.p.stdout.fileno(), False)
         os.set_blocking(self.p.stderr.fileno(), False)
         self.sel = selectors.DefaultSelector()
@@ -324,6 +325,15 @@ class Server:
         res = self.call("initialize", {"clientName": client})
         self.notify("initialized", {})
         return res
+
+    @property
+    def server_pid(self):
+        """The pid of the process that runs the server loop and is the parent of the
+        processes: self.pid, or, when the server made its own pid namespace (root,
+        --pid-namespace), that namespace's init, the only child of self.pid."""
+        if self._server_pid is None:
+            self._server_pid = server_pid_of(self.pid)
+        return self._server_pid
 
     def close_stdin(self):
         if self.stdin_open:
@@ -504,6 +514,39 @@ def children_of(pid):
         except OSError:
             pass
     return out
+
+
+def ns_init_child(pid):
+    """The child of pid that is pid 1 of a pid namespace of its own, or None."""
+    for c in children_of(pid):
+        try:
+            with open("/proc/%d/status" % c) as f:
+                for line in f:
+                    if line.startswith("NSpid:"):
+                        ns = line.split()[1:]
+                        if len(ns) >= 2 and ns[-1] == "1":
+                            return c
+        except OSError:
+            pass
+    return None
+
+
+def server_pid_of(pid, timeout=3.0):
+    """The server loop's pid for a spawned `cordon serve` (see Server.server_pid)."""
+    try:
+        own = os.readlink("/proc/%d/ns/pid" % pid)
+        kids = os.readlink("/proc/%d/ns/pid_for_children" % pid)
+    except OSError:
+        return pid
+    if own == kids:
+        return pid
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        c = ns_init_child(pid)
+        if c is not None:
+            return c
+        time.sleep(0.01)
+    return pid
 
 
 def fd_count(pid):

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -478,6 +479,106 @@ START_TEST(test_quit_and_rerun)
 }
 END_TEST
 
+static void on_child_noquit(struct cd_loop *l, pid_t pid, int status, void *data)
+{
+	struct ch_ctx *c = data;
+	(void)l;
+	c->pid = pid;
+	c->status = status;
+	c->calls++;
+}
+
+static void quit_cb(struct cd_loop *l, void *data)
+{
+	(void)data;
+	cd_loop_quit(l);
+}
+
+static void wait_zombie(pid_t pid)
+{
+	siginfo_t si;
+	ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+}
+
+/*
+ * As a subreaper (a pid-1 server in miniature): orphans and unwatched
+ * children are reaped, a watched one only through its watch, with its own
+ * status, even when it is a zombie next to the orphans. _i: kind, pidfd.
+ */
+START_TEST(test_reap_orphans)
+{
+	int kind = _i % 2;
+	bool use_pidfd = _i / 2;
+	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	struct cd_loop *l = new_loop(kind);
+	ck_assert_int_eq(cd_loop_reap_orphans(l, true), 0);
+
+	pid_t unwatched = fork_exit(5, 0);
+	int pfd[2];
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid_t middle = fork();
+	ck_assert_int_ge(middle, 0);
+	if (middle == 0) {
+		pid_t g = fork();
+		if (g == 0) {
+			usleep(50 * 1000);
+			_exit(9);
+		}
+		ssize_t n = write(pfd[1], &g, sizeof(g));
+		_exit(n == sizeof(g) ? 0 : 1);
+	}
+	pid_t orphan;
+	ck_assert_int_eq(read(pfd[0], &orphan, sizeof(orphan)), (ssize_t)sizeof(orphan));
+	close(pfd[0]);
+	close(pfd[1]);
+	pid_t watched = fork_exit(7, 0);
+	wait_zombie(watched);
+	wait_zombie(unwatched);
+	wait_zombie(middle);
+	int pidfd = use_pidfd ? open_pidfd(watched) : -1;
+	struct ch_ctx c = { 0 };
+	ck_assert_ptr_nonnull(cd_loop_watch_child(l, watched, pidfd, on_child_noquit, &c));
+	/* Long enough for the orphan to exit and be reaped on its SIGCHLD. */
+	cd_loop_add_timer(l, 300, quit_cb, NULL);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+
+	ck_assert_int_eq(c.calls, 1);
+	ck_assert_int_eq(c.pid, watched);
+	ck_assert(WIFEXITED(c.status));
+	ck_assert_int_eq(WEXITSTATUS(c.status), 7);
+	pid_t gone[] = { unwatched, middle, orphan, watched };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(gone); i++) {
+		errno = 0;
+		ck_assert_int_eq(waitpid(gone[i], NULL, WNOHANG), -1);
+		ck_assert_int_eq(errno, ECHILD);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	cd_loop_free(l);
+}
+END_TEST
+
+/* Off (the default): a child nobody watches is left to its owner. */
+START_TEST(test_no_reap_orphans_by_default)
+{
+	struct cd_loop *l = new_loop(_i);
+	pid_t unwatched = fork_exit(5, 0);
+	wait_zombie(unwatched);
+	pid_t watched = fork_exit(7, 20);
+	struct ch_ctx c = { 0 };
+	ck_assert_ptr_nonnull(cd_loop_watch_child(l, watched, -1, on_child, &c));
+	bool timed_out = false;
+	cd_loop_add_timer(l, 5000, on_deadline, &timed_out);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert(!timed_out);
+	ck_assert_int_eq(c.calls, 1);
+	int status;
+	ck_assert_int_eq(waitpid(unwatched, &status, WNOHANG), unwatched);
+	ck_assert_int_eq(WEXITSTATUS(status), 5);
+	cd_loop_free(l);
+}
+END_TEST
+
 static Suite *loop_suite(void)
 {
 	Suite *s = suite_create("loop");
@@ -502,6 +603,8 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(tc, test_child_sigchld, 0, n);
 	tcase_add_loop_test(tc, test_child_already_exited, 0, n);
 	tcase_add_loop_test(tc, test_child_many_and_unwatch, 0, n);
+	tcase_add_loop_test(tc, test_reap_orphans, 0, 2 * n);
+	tcase_add_loop_test(tc, test_no_reap_orphans_by_default, 0, n);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("quit");

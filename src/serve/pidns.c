@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The server as the init of its own pid namespace.
+ *
+ * PR_SET_PDEATHSIG only reaches a server's direct children: a command's
+ * descendants that leave its process group (`sh -c 'sleep 100 &'`, a daemon
+ * that calls setsid) would outlive a SIGKILLed server. As pid 1 of a new pid
+ * namespace, the server takes everything it started with it: when a
+ * namespace's init dies, for whatever reason, the kernel SIGKILLs every
+ * other process in it.
+ *
+ * The process that was started (the "outer") unshares the namespace and
+ * forks the server (the "inner", pid 1 inside), then only forwards SIGTERM,
+ * SIGINT and SIGHUP to it and exits with its status. The inner dies with
+ * the outer through PR_SET_PDEATHSIG. getppid() cannot tell whether the
+ * outer died before that was armed (it is 0 in a new pid namespace, bubblewrap
+ * #633), so a pipe does: the outer holds its write end until it exits.
+ *
+ * getpid() in the namespace answers namespace pids, so the inner mounts a
+ * /proc of the namespace over /proc, in a mount namespace of its own (host
+ * mounts still propagate in, nothing propagates out): `cat /proc/$$/stat` in
+ * a command must describe that command, not the host process with its
+ * number. Without that mount (it failed: a warning) /proc stays the host's,
+ * where only /proc/self is right.
+ *
+ * One fork at startup; nothing per process.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "serve/server.h"
+#include "shared/log.h"
+#include "spawn.h"
+
+/* The signals that end a server gracefully (server.c), forwarded by the outer. */
+static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP };
+
+static const char *unshare_reason(int e)
+{
+	if (e == EPERM)
+		return "it needs CAP_SYS_ADMIN, which this process does not have";
+	if (e == EINVAL)
+		return "this kernel has no pid namespaces (CONFIG_PID_NS)";
+	if (e == ENOSPC)
+		return "the pid namespace nesting limit or user.max_pid_namespaces is reached";
+	return "unexpected failure";
+}
+
+/* The inner: a /proc that matches its pids (see the top). */
+static void mount_proc(void)
+{
+	const char *what = "unshare(CLONE_NEWNS)";
+	if (unshare(CLONE_NEWNS) < 0)
+		goto fail;
+	what = "making / a slave mount";
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		goto fail;
+	what = "mounting proc on /proc";
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		goto fail;
+	return;
+fail:
+	cd_log_warn("serve: pid namespace: %s failed: %s; processes see the host's /proc, "
+		    "where /proc/PID does not match their pids",
+		    what, strerror(errno));
+}
+
+/* The outer: wait for the inner, forwarding the signals; its exit code. */
+static int supervise(pid_t inner, const sigset_t *wait_set)
+{
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(wait_set, &si);
+		if (sig < 0)
+			continue; /* EINTR: a stop/continue */
+		if (sig != SIGCHLD) {
+			(void)kill(inner, sig);
+			continue;
+		}
+		int status;
+		pid_t r = waitpid(inner, &status, WNOHANG);
+		if (r == inner) {
+			if (WIFSIGNALED(status))
+				return CD_EXIT_SIGNAL_BASE + WTERMSIG(status);
+			return WEXITSTATUS(status);
+		}
+		if (r < 0 && errno == ECHILD)
+			return CD_EXIT_SETUP; /* cannot happen: nobody else reaps it */
+	}
+}
+
+int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
+{
+	if (mode == CD_PIDNS_NEVER)
+		return 0;
+	/* auto: root only; unprivileged servers run without (issue 4). */
+	if (mode == CD_PIDNS_AUTO && geteuid() != 0)
+		return 0;
+
+	if (unshare(CLONE_NEWPID) < 0) {
+		int e = errno;
+		if (mode == CD_PIDNS_AUTO) {
+			/* Root without CAP_SYS_ADMIN (a container), or no pid namespaces. */
+			cd_log_debug("serve: no pid namespace (%s): descendants that leave "
+				     "their process group can outlive a killed server",
+				     strerror(e));
+			return 0;
+		}
+		fprintf(stderr,
+			"cordon: serve: --pid-namespace=always: cannot create a pid namespace: %s "
+			"(%s); run the server as root (with CAP_SYS_ADMIN), or use "
+			"--pid-namespace=auto to serve without it\n",
+			strerror(e), unshare_reason(e));
+		*exit_code = CD_EXIT_SETUP;
+		return -1;
+	}
+
+	/*
+	 * Block the forwarded signals (and SIGCHLD for the outer's wait) before
+	 * the fork: the inner keeps them blocked, so one forwarded before the
+	 * server watches them stays pending instead of being dropped (pid 1
+	 * drops signals it has no handler for). A SIGHUP inherited as ignored
+	 * (nohup) stays ignored: not forwarded, and not handled by the server.
+	 */
+	sigset_t wait_set, old;
+	sigemptyset(&wait_set);
+	sigaddset(&wait_set, SIGCHLD);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(forwarded); i++)
+		if (forwarded[i] != SIGHUP || !cd_serve_sighup_ignored())
+			sigaddset(&wait_set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &wait_set, &old);
+	/* An inherited SIGCHLD SIG_IGN would auto-reap the inner. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	(void)sigaction(SIGCHLD, &dfl, NULL);
+
+	int alive[2];
+	if (pipe2(alive, O_CLOEXEC) < 0) {
+		int e = errno;
+		fprintf(stderr, "cordon: serve: cannot create a pipe: %s\n", strerror(e));
+		*exit_code = CD_EXIT_SETUP;
+		return -1;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		/* The namespace is ours for children now: serving without it is not possible. */
+		int e = errno;
+		fprintf(stderr, "cordon: serve: cannot start the server in its pid namespace: %s\n",
+			strerror(e));
+		close(alive[0]);
+		close(alive[1]);
+		*exit_code = CD_EXIT_SETUP;
+		return -1;
+	}
+	if (pid == 0) {
+		close(alive[1]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+			_exit(CD_EXIT_SETUP);
+		/* The outer may have died before PDEATHSIG was armed: its write end is gone. */
+		struct pollfd p = { .fd = alive[0], .events = POLLIN };
+		int n;
+		do
+			n = poll(&p, 1, 0);
+		while (n < 0 && errno == EINTR);
+		if (n != 0)
+			_exit(CD_EXIT_SETUP);
+		close(alive[0]);
+		/* SIGCHLD back as it was; the forwarded signals stay blocked until watched. */
+		sigset_t keep = old;
+		for (size_t i = 0; i < CD_ARRAY_SIZE(forwarded); i++)
+			if (sigismember(&wait_set, forwarded[i]))
+				sigaddset(&keep, forwarded[i]);
+		sigprocmask(SIG_SETMASK, &keep, NULL);
+		mount_proc();
+		cd_log_debug("serve: running as pid 1 of a new pid namespace");
+		return 0;
+	}
+	close(alive[0]);
+	/* alive[1] stays open (close-on-exec) until this process exits. */
+	int code = supervise(pid, &wait_set);
+	/*
+	 * No atexit work here: it would belong to the server, and some cannot
+	 * work (a sanitizer's leak check forks, and a fork after unshare() lands
+	 * in the namespace whose init is gone: ENOMEM).
+	 */
+	fflush(NULL);
+	_exit(code);
+}
