@@ -37,11 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WARMUP	     20
-#define DEFAULT_N    300
-#define RELAY_BYTES  50000000L
-#define RELAY_RUNS   5
-#define LIVE_PROCS   200
+#define WARMUP	      20
+#define DEFAULT_N     300
+#define RELAY_BYTES   50000000L
+#define RELAY_RUNS    5
+#define LIVE_PROCS    200
 #define IO_TIMEOUT_MS 60000
 
 extern char **environ;
@@ -302,8 +302,7 @@ static bool handshake(struct server *s)
 /* The process/start params after processId and argv, for a sandboxed or plain start. */
 static char sandbox_json[2048];
 
-static int start(struct server *s, const char *pid, const char *argv_json, bool sandboxed,
-		 long *id)
+static int start(struct server *s, const char *pid, const char *argv_json, bool sandboxed, long *id)
 {
 	*id = s->next_id++;
 	return sendf(s,
@@ -469,7 +468,8 @@ static long cpu_ticks(pid_t pid)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	/* After the comm: state is field 3; utime and stime are fields 14 and 15. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
 		return -1;
 	return (long)(ut + st);
 }
@@ -550,8 +550,9 @@ static bool rss(char *const argv[], const char *name, long *idle, long *live)
 	*live = vm_rss_kb(s.pid);
 	for (i = 0; i < LIVE_PROCS; i++) {
 		id = s.next_id++;
-		sendf(&s, "{\"id\":%ld,\"method\":\"process/terminate\",\"params\":{\"processId\":"
-			  "\"live-%d\"}}",
+		sendf(&s,
+		      "{\"id\":%ld,\"method\":\"process/terminate\",\"params\":{\"processId\":"
+		      "\"live-%d\"}}",
 		      id, i);
 	}
 	while (closed < LIVE_PROCS && (line = next_line(&s, NULL)))
@@ -589,8 +590,15 @@ int main(int argc, char **argv)
 {
 	char ws_template[PATH_MAX], *ws;
 	const char *tmp = getenv("TMPDIR"), *codex = getenv("CODEX_BIN");
-	char *cordon_argv[] = { NULL, "serve", "--listen", "stdio", "--max-processes", "100000",
-				NULL };
+	/*
+	 * --pid-namespace=never: as root the server would otherwise run as pid 1
+	 * of its own namespace behind a small supervisor, and the RSS and CPU
+	 * figures would be the supervisor's. Per-process latency is the same.
+	 */
+	char *cordon_argv[] = {
+		NULL,	  "serve", "--listen", "stdio", "--pid-namespace=never", "--max-processes",
+		"100000", NULL
+	};
 	char *codex_argv[] = { NULL, "exec-server", "--listen", "stdio", NULL };
 	struct server srv[2];
 	struct lat cfg[5];
@@ -623,24 +631,26 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* workspace-write-like: read everything, write the workspace, no network. */
-	snprintf(sandbox_json, sizeof(sandbox_json),
-		 ",\"sandbox\":{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":"
-		 "\"restricted\",\"entries\":[{\"path\":{\"type\":\"special\",\"value\":{\"kind\":"
-		 "\"root\"}},\"access\":\"read\"},{\"path\":{\"type\":\"special\",\"value\":"
-		 "{\"kind\":\"project_roots\"}},\"access\":\"write\"}]},\"network\":\"restricted\"},"
-		 "\"workspaceRoots\":[\"file://%s\"],\"windowsSandboxLevel\":\"disabled\"}",
-		 ws);
+	snprintf(
+		sandbox_json, sizeof(sandbox_json),
+		",\"sandbox\":{\"permissions\":{\"type\":\"managed\",\"file_system\":{\"type\":"
+		"\"restricted\",\"entries\":[{\"path\":{\"type\":\"special\",\"value\":{\"kind\":"
+		"\"root\"}},\"access\":\"read\"},{\"path\":{\"type\":\"special\",\"value\":"
+		"{\"kind\":\"project_roots\"}},\"access\":\"write\"}]},\"network\":\"restricted\"},"
+		"\"workspaceRoots\":[\"file://%s\"],\"windowsSandboxLevel\":\"disabled\"}",
+		ws);
 
 	memset(cfg, 0, sizeof(cfg));
 	cfg[n_cfg++] = (struct lat){ .name = "direct fork/exec/wait", .enabled = true };
-	if (server_spawn(&srv[n_srv], "cordon serve", cordon_argv) < 0 ||
-	    !handshake(&srv[n_srv])) {
+	if (server_spawn(&srv[n_srv], "cordon serve", cordon_argv) < 0 || !handshake(&srv[n_srv])) {
 		fprintf(stderr, "bench-serve: %s serve does not start\n", argv[1]);
 		return 1;
 	}
 	cfg[n_cfg++] = (struct lat){ .name = "cordon serve", .srv = &srv[n_srv], .enabled = true };
-	cfg[n_cfg++] = (struct lat){ .name = "cordon serve sandboxed", .srv = &srv[n_srv],
-				     .sandboxed = true, .enabled = true };
+	cfg[n_cfg++] = (struct lat){ .name = "cordon serve sandboxed",
+				     .srv = &srv[n_srv],
+				     .sandboxed = true,
+				     .enabled = true };
 	n_srv++;
 	if (codex) {
 		if (server_spawn(&srv[n_srv], "codex exec-server", codex_argv) < 0 ||
@@ -650,9 +660,11 @@ int main(int argc, char **argv)
 			codex = NULL;
 		} else {
 			cfg[n_cfg++] = (struct lat){ .name = "codex exec-server",
-						     .srv = &srv[n_srv], .enabled = true };
+						     .srv = &srv[n_srv],
+						     .enabled = true };
 			cfg[n_cfg++] = (struct lat){ .name = "codex exec-server sandboxed",
-						     .srv = &srv[n_srv], .sandboxed = true,
+						     .srv = &srv[n_srv],
+						     .sandboxed = true,
 						     .enabled = true };
 			n_srv++;
 		}
@@ -753,7 +765,8 @@ int main(int argc, char **argv)
 		if (c_sb > 0 && x_sb > 0)
 			printf("%-40s %9.1fx\n", "start -> exited, sandboxed", x_sb / c_sb);
 		if (c_rel > 0 && x_rel > 0)
-			printf("%-40s %9.1fx\n", "relay throughput (cordon / codex)", c_rel / x_rel);
+			printf("%-40s %9.1fx\n", "relay throughput (cordon / codex)",
+			       c_rel / x_rel);
 		if (idle[0] > 0 && idle[1] > 0)
 			printf("%-40s %9.1fx\n", "RSS idle", (double)idle[1] / (double)idle[0]);
 		if (live[0] > 0 && live[1] > 0)

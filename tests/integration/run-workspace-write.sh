@@ -219,14 +219,16 @@ assert "SIGTERM to cordon reaches the command (its handler ran, exit 7)" \
 rm -f "$CD_TMP/escaped"
 rm -rf "$WS/.codex"
 sb sh -c 'setsid sh -c "sleep 0.4; mkdir .codex && touch '"$CD_TMP"'/escaped" </dev/null >/dev/null 2>&1 &
-	(sleep 30 </dev/null >/dev/null 2>&1 &); exit 0'
+	(sleep 30.'"$$"' </dev/null >/dev/null 2>&1 &); exit 0'
 rc=$?
 assert "a command that leaves background processes still exits 0" test "$rc" -eq 0
 sleep 0.7
 assert "a lingering setsid daemon cannot create .codex after the command exits" \
 	test ! -e "$WS/.codex" -a ! -e "$CD_TMP/escaped"
-assert "no process of the sandbox survives the command (double-forked sleep 30)" \
-	sh -c '! pgrep -f "^sleep 30\$" >/dev/null'
+# The duration is unique to this run: the root and the unprivileged copies of
+# this suite run at the same time.
+assert "no process of the sandbox survives the command (a double-forked sleep)" \
+	sh -c "! pgrep -f '^sleep 30\\.$$\$' >/dev/null"
 
 # ---- concurrent runs in one workspace share the masks and all succeed ----
 rm -f "$CD_TMP"/conc.*
