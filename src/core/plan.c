@@ -605,7 +605,17 @@ static int protect_metadata(struct builder *b)
 		for (size_t k = 0; r >= 0 && k < CD_ARRAY_SIZE(names); k++) {
 			char *q = cd_path_join(writable[w], names[k]);
 			/* An entry naming it (write: exempt; read/deny: already a carve-out) decides. */
-			if (lookup(b->plan, q) || named_by_write_entry(b, q)) {
+			const struct cd_plan_path *named = lookup(b->plan, q);
+			if (named || named_by_write_entry(b, q)) {
+				/*
+				 * ...but a read or deny entry on a "gitdir:" file (the
+				 * workspace-write profile names :workspace_roots/.git
+				 * read) protects only the pointer, not the repository
+				 * it points to: protect that too.
+				 */
+				if (k == 0 && named && named->access != CD_ACCESS_WRITE &&
+				    named->type == CD_FT_REG)
+					r = protect_gitfile(b, q);
 				free(q);
 				continue;
 			}

@@ -684,6 +684,43 @@ START_TEST(test_protected_gitdir_commondir)
 }
 END_TEST
 
+START_TEST(test_protected_gitdir_named_read)
+{
+	/*
+	 * The built-in workspace-write profile names :workspace_roots/.git with
+	 * read access. That entry must not stop the gitdir: target (a bare
+	 * repository beside the worktree, as in the "bare + worktree" layout)
+	 * and its commondir from being protected too.
+	 */
+	cd_fakefs_dir(fs, "/w/.bare/hooks");
+	cd_fakefs_dir(fs, "/w/.bare/worktrees/main");
+	cd_fakefs_file(fs, "/w/.bare/worktrees/main/commondir", "../..\n");
+	cd_fakefs_file(fs, "/w/.git", "gitdir: ./.bare/worktrees/main\n");
+	roots[0] = "/w";
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, ".git", CD_ACCESS_READ);
+	build_ok();
+	const struct cd_plan_path *p = get("/w/.git");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_ENTRY);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	p = get("/w/.bare/worktrees/main");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_GITDIR);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	p = get("/w/.bare");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_GITDIR);
+	ck_assert(p->carve_out);
+	ck_assert_int_eq(cd_plan_access(plan, "/w/.bare/hooks/pre-commit", NULL), CD_ACCESS_READ);
+	ck_assert_int_eq(cd_plan_access(plan, "/w/src/main.c", NULL), CD_ACCESS_WRITE);
+
+	/* A write entry naming .git exempts it, and with it what it points to. */
+	prof->entries[2].access = CD_ACCESS_WRITE;
+	plan = cd_plan_free(plan);
+	build_ok();
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_GITDIR), 0);
+}
+END_TEST
+
 START_TEST(test_protected_gitfile_not_pointer)
 {
 	cd_fakefs_file(fs, "/w/.git", "something else\n");
@@ -921,6 +958,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, test_protected_workspace_write_shape);
 	tcase_add_test(tc, test_protected_gitdir);
 	tcase_add_test(tc, test_protected_gitdir_commondir);
+	tcase_add_test(tc, test_protected_gitdir_named_read);
 	tcase_add_test(tc, test_protected_gitfile_not_pointer);
 	tcase_add_loop_test(tc, test_protected_symlink_refused, 0,
 			    (int)CD_ARRAY_SIZE(protected_names));
