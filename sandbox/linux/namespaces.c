@@ -2,8 +2,10 @@
 /*
  * Namespaces backend: a private mount namespace (inside a user namespace
  * when not root) with the plan's carve-outs: read-only binds of existing
- * paths, writable binds below them, and read-only empty tmpfs masks on
- * missing protected names so that they cannot be created.
+ * paths, writable binds below them, read-only empty tmpfs masks on missing
+ * protected names so that they cannot be created, and pins (directories
+ * bound on themselves so that they cannot be renamed away from above the
+ * carve-outs).
  *
  * Mounts use the new mount API (open_tree, mount_setattr, fsopen, fsmount,
  * move_mount; Linux 5.12, older than any kernel with Landlock ABI 1, 5.13):
@@ -72,7 +74,7 @@ struct cd_backend_state {
 	struct ns_mount *m; /* owned */
 	size_t n;
 	const char *step;
-	int mask_src; /* child: the detached tmpfs cloned onto masks, or -1 */
+	int mask_src;  /* child: the detached tmpfs cloned onto masks, or -1 */
 	bool at_clone; /* the spawner creates the namespaces with clone(): apply does not unshare */
 	bool finished;
 };
@@ -248,7 +250,8 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 	close(fd);
 	m->fmt = st.st_mode & S_IFMT;
 	pp = plan_lookup(lp->plan, m->path);
-	if (m->fmt == S_IFLNK || (pp && !type_matches(pp->type, m->fmt))) {
+	if (m->fmt == S_IFLNK || (pp && !type_matches(pp->type, m->fmt)) ||
+	    (m->op == CD_MOUNT_PIN && m->fmt != S_IFDIR)) {
 		*reterr = cd_xasprintf("namespaces: '%s' changed type since the plan was built",
 				       m->path);
 		return -ESTALE;
@@ -365,6 +368,10 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 			m->step = cd_xasprintf("writable bind of '%s'", m->path);
 			r = prepare_bind(lp, m, reterr);
 			break;
+		case CD_MOUNT_PIN:
+			m->step = cd_xasprintf("pin of '%s'", m->path);
+			r = prepare_bind(lp, m, reterr);
+			break;
 		case CD_MOUNT_MASK_DIR:
 			m->step = cd_xasprintf("mask on '%s'", m->path);
 			r = prepare_mask(m, reterr);
@@ -440,7 +447,7 @@ static int apply_bind(const struct ns_mount *m, int fd)
 	if (m->op == CD_MOUNT_RO_BIND) {
 		attr.attr_set = MOUNT_ATTR_RDONLY;
 		flags |= AT_RECURSIVE;
-	} else if (!m->host_rdonly) {
+	} else if (m->op == CD_MOUNT_RW_BIND && !m->host_rdonly) {
 		/*
 		 * Writable again, top mount only: a mount below it keeps its own
 		 * state (read-only from an enclosing read-only bind at worst,
@@ -449,6 +456,10 @@ static int apply_bind(const struct ns_mount *m, int fd)
 		 */
 		attr.attr_clr = MOUNT_ATTR_RDONLY;
 	}
+	/*
+	 * A pin changes no attribute: only the new mount point matters. The
+	 * clone keeps the access it had and, being recursive, its submounts.
+	 */
 	if ((attr.attr_set || attr.attr_clr) &&
 	    mount_setattr(tree, "", flags, &attr, sizeof(attr)) < 0)
 		r = -errno;
@@ -552,6 +563,7 @@ static int ns_apply(struct cd_backend_state *s)
 		switch (m->op) {
 		case CD_MOUNT_RO_BIND:
 		case CD_MOUNT_RW_BIND:
+		case CD_MOUNT_PIN:
 			r = apply_bind(m, fd);
 			break;
 		case CD_MOUNT_MASK_DIR:

@@ -271,6 +271,8 @@ const char *cd_mount_op_name(enum cd_mount_op op)
 		return "rw-bind";
 	case CD_MOUNT_MASK_DIR:
 		return "mask-dir";
+	case CD_MOUNT_PIN:
+		return "pin";
 	case CD_MOUNT_OP_COUNT:
 		break;
 	}
@@ -285,6 +287,7 @@ struct cd_linux_plan *cd_linux_plan_free(struct cd_linux_plan *lp)
 	free(lp->mounts);
 	cd_strv_free(lp->degraded);
 	cd_strv_free(lp->notes);
+	cd_strv_free(lp->owned);
 	free(lp);
 	return NULL;
 }
@@ -313,6 +316,14 @@ static const char *ll_abi_kernel(unsigned abi)
 
 static int check_landlock(const struct cd_linux_host *host, unsigned min, char **reterr)
 {
+	/* Capping would quietly give less than asked: no kernel can satisfy it. */
+	if (min > CD_LL_MAX_ABI)
+		return refuse(
+			reterr,
+			cd_xasprintf("cordon knows Landlock ABIs up to %u; a minimum Landlock "
+				     "ABI of %u (--min-landlock-abi) cannot be satisfied on "
+				     "any kernel; lower it to %u or less",
+				     CD_LL_MAX_ABI, min, CD_LL_MAX_ABI));
 	if (host->landlock_abi == 0)
 		return refuse(
 			reterr,
@@ -359,8 +370,8 @@ static const struct cd_mount *ro_mount_above(const struct cd_linux_plan *lp, siz
 
 	for (size_t i = 0; i < n; i++) {
 		const struct cd_mount *m = &lp->mounts[i];
-		if (m->op == CD_MOUNT_RW_BIND || cd_streq(m->path, path) ||
-		    !cd_path_is_beneath(path, m->path))
+		if ((m->op != CD_MOUNT_RO_BIND && m->op != CD_MOUNT_MASK_DIR) ||
+		    cd_streq(m->path, path) || !cd_path_is_beneath(path, m->path))
 			continue;
 		if (!best || cd_path_depth(m->path) > cd_path_depth(best->path))
 			best = m;
@@ -378,6 +389,82 @@ static const struct cd_mount *rewidened_in_ro_mount(const struct cd_linux_plan *
 	if (pp->access != CD_ACCESS_WRITE || pp->parent_access != CD_ACCESS_READ)
 		return NULL;
 	return ro_mount_above(lp, lp->n_mounts, pp->path);
+}
+
+/* "/a/b" -> "/a", "/a" -> "/". */
+static char *path_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return cd_xstrndup(path, slash && slash > path ? (size_t)(slash - path) : 1);
+}
+
+static bool has_mount(const struct cd_linux_plan *lp, const char *path)
+{
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		if (cd_streq(lp->mounts[i].path, path))
+			return true;
+	return false;
+}
+
+/* path is a directory for sure: a plan path that is one, or above an existing plan path. */
+static bool known_dir(const struct cd_plan *plan, const char *path)
+{
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+
+		if (pp->type == CD_FT_MISSING || !cd_path_is_beneath(pp->path, path))
+			continue;
+		if (pp->type == CD_FT_DIR || !cd_streq(pp->path, path))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A carve-out is a mount on a dentry; Landlock rules are on inodes. A
+ * directory above a carve-out whose parent is writable can be renamed away
+ * (the carve-out goes with it) and a fresh one made at its path, which
+ * inherits the enclosing writable rule: `mv /tmp/w /tmp/x && mkdir -p
+ * /tmp/w/.git/hooks` would plant hooks where the host looks for them. A
+ * mount point cannot be renamed or removed in the namespace that has the
+ * mount (EBUSY), so each such directory is bound on itself. The top of a
+ * writable region needs no pin: its parent is not writable.
+ */
+static void add_pins(struct cd_linux_plan *lp)
+{
+	const struct cd_plan *plan = lp->plan;
+	size_t n_targets = lp->n_mounts;
+
+	for (size_t i = 0; i < n_targets; i++) {
+		char *dir = path_parent(lp->mounts[i].path);
+
+		/* A mounted dir's own walk covers (or will cover) everything above it. */
+		while (!cd_streq(dir, "/") && !has_mount(lp, dir)) {
+			char *up = path_parent(dir);
+			const struct cd_plan_path *region = NULL;
+			struct cd_mount *m;
+
+			if (cd_plan_access(plan, up, &region) == CD_ACCESS_WRITE &&
+			    known_dir(plan, dir)) {
+				cd_strv_push(&lp->owned, dir);
+				lp->mounts = cd_xreallocarray(lp->mounts, lp->n_mounts + 1,
+							      sizeof(*lp->mounts));
+				m = &lp->mounts[lp->n_mounts++];
+				m->op = CD_MOUNT_PIN;
+				m->path = lp->owned[cd_strv_length(lp->owned) - 1];
+				cd_strv_push_take(
+					&lp->owned,
+					cd_xasprintf("inside writable %s: pinned so that it cannot "
+						     "be renamed away with the carve-outs below it",
+						     region ? region->path : up));
+				m->why = lp->owned[cd_strv_length(lp->owned) - 1];
+			}
+			free(dir);
+			dir = up;
+		}
+		free(dir);
+	}
 }
 
 static void add_mounts(struct cd_linux_plan *lp)
@@ -417,20 +504,29 @@ static void add_mounts(struct cd_linux_plan *lp)
 		push_mount(lp, CD_MOUNT_RW_BIND, pp);
 	}
 
+	add_pins(lp);
 	if (lp->n_mounts > 1)
 		qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
 }
 
-/* "P1, P2, P3, ..." naming the first few mount paths. */
-static char *mount_paths_list(const struct cd_linux_plan *lp)
+/* "P1, P2, P3, ..." naming the first few carve-outs (pins == false) or pins; NULL if none. */
+static char *mount_paths_list(const struct cd_linux_plan *lp, bool pins)
 {
 	struct cd_strbuf sb = { 0 };
 	const size_t max = 3;
+	size_t n = 0;
 
-	for (size_t i = 0; i < lp->n_mounts && i < max; i++)
-		cd_strbuf_printf(&sb, "%s%s", i ? ", " : "", lp->mounts[i].path);
-	if (lp->n_mounts > max)
-		cd_strbuf_append(&sb, ", ...");
+	for (size_t i = 0; i < lp->n_mounts; i++) {
+		if ((lp->mounts[i].op == CD_MOUNT_PIN) != pins)
+			continue;
+		if (n++ == max) {
+			cd_strbuf_append(&sb, ", ...");
+			break;
+		}
+		cd_strbuf_printf(&sb, "%s%s", n > 1 ? ", " : "", lp->mounts[i].path);
+	}
+	if (!n)
+		return NULL;
 	return cd_strbuf_steal(&sb);
 }
 
@@ -543,7 +639,8 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	add_mounts(lp);
 	add_ll_rules(lp);
 	if (lp->n_mounts > 0 && !host->userns && !host->is_root) {
-		cleanup_free char *list = mount_paths_list(lp);
+		cleanup_free char *list = mount_paths_list(lp, false);
+		cleanup_free char *pins = mount_paths_list(lp, true);
 
 		if (!(degraded & CD_DEGRADE_PROTECTED_METADATA))
 			return refuse(
@@ -555,13 +652,20 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 					     "user.max_user_namespaces > 0, or an AppArmor "
 					     "profile allowing userns) or pass "
 					     "--allow-degraded=protected-metadata",
-					     list));
+					     list ? list : pins));
 		cd_strv_push_take(
 			&lp->degraded,
 			cd_xasprintf("protected metadata NOT enforced: user namespaces are "
 				     "unavailable; .git, .codex and .agents under writable "
 				     "roots are writable (%s)",
-				     list));
+				     list ? list : pins));
+		if (pins)
+			cd_strv_push_take(
+				&lp->degraded,
+				cd_xasprintf("nested writable roots NOT pinned: without a mount "
+					     "namespace the command can rename %s away and make "
+					     "new directories in their place",
+					     pins));
 		free(lp->mounts);
 		lp->mounts = NULL;
 		lp->n_mounts = 0;

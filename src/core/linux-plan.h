@@ -144,12 +144,19 @@ enum cd_mount_op {
 	CD_MOUNT_RW_BIND,  /* bind path on itself writable again (under an ro bind) */
 	CD_MOUNT_MASK_DIR, /* missing path: create an empty directory mount point, mount a read-only
 			       empty tmpfs (mode 0555) on it; removed after the run */
+	/*
+	 * Existing directory: bind it on itself (recursively, attributes
+	 * unchanged). The bind makes it a mount point, which cannot be renamed
+	 * or removed (EBUSY) in the sandbox's namespace: a directory inside a
+	 * writable region that holds carve-outs stays where the carve-outs are.
+	 */
+	CD_MOUNT_PIN,
 	CD_MOUNT_OP_COUNT,
 };
 
 struct cd_mount {
 	enum cd_mount_op op;
-	const char *path; /* borrowed from the plan */
+	const char *path; /* borrowed from the plan (pins: from the linux plan) */
 	const char *why;  /* borrowed */
 };
 
@@ -175,6 +182,8 @@ struct cd_linux_plan {
 	/* Reported degradations, NULL-terminated (e.g. "protected metadata NOT enforced: ...") */
 	char **degraded;
 	char **notes;
+	/* Storage for the paths and reasons of pins (not plan paths); NULL-terminated. */
+	char **owned;
 };
 
 /*
@@ -187,6 +196,14 @@ struct cd_linux_plan {
  *    (and not root), unless CD_DEGRADE_PROTECTED_METADATA;
  *  - deny carve-outs or glob entries (deny masks are not implemented yet);
  *  - CD_NET_MANAGED (no proxy yet).
+ *
+ * Mounts, in the order to perform them (parents first): read-only binds and
+ * masks for read-only carve-outs under writable paths, writable binds for
+ * writable paths re-widened inside them, and pins: every directory above a
+ * mount target whose parent is writable (so it could be renamed away and
+ * replaced, taking the carve-outs with it), up to the top of the writable
+ * region. Without a mount namespace (CD_DEGRADE_PROTECTED_METADATA) there
+ * are no mounts, and degraded[] says what is not enforced.
  */
 int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *host,
 			const struct cd_linux_opts *opts, struct cd_linux_plan **ret,

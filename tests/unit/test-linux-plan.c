@@ -253,6 +253,7 @@ START_TEST(test_mount_op_names)
 	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_RO_BIND), "ro-bind");
 	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_RW_BIND), "rw-bind");
 	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_MASK_DIR), "mask-dir");
+	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_PIN), "pin");
 	ck_assert_ptr_null(cd_mount_op_name(CD_MOUNT_OP_COUNT));
 }
 END_TEST
@@ -650,6 +651,36 @@ START_TEST(test_refuse_landlock)
 }
 END_TEST
 
+START_TEST(test_refuse_landlock_unknown_abi)
+{
+	/* A minimum above what cordon knows: no kernel helps, and "?" is no hint. */
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+	struct cd_linux_opts o = { .min_landlock_abi = CD_LL_MAX_ABI + 2 };
+	const char *const msg[] = { "cordon knows Landlock ABIs up to 7",
+				    "minimum Landlock ABI of 9", "--min-landlock-abi",
+				    "cannot be satisfied", NULL };
+	struct cd_linux_plan *lp = NULL;
+	char *err = NULL;
+
+	build_refused(&plan, &h, &o, msg);
+	h.landlock_abi = 0;
+	build_refused(&plan, &h, &o, msg);
+	/* A future kernel does not help either: cordon would use only ABI 7. */
+	h.landlock_abi = CD_LL_MAX_ABI + 5;
+	o.min_landlock_abi = CD_LL_MAX_ABI + 1;
+	build_refused(&plan, &h, &o, (const char *const[]){ "up to 7", "of 8", NULL });
+	ck_assert_int_eq(cd_linux_plan_build(&plan, &h, &o, &lp, &err), -EOPNOTSUPP);
+	ck_assert_ptr_null(strchr(err, '?'));
+	free(err);
+	/* The newest known ABI as the minimum is fine. */
+	o.min_landlock_abi = CD_LL_MAX_ABI;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert_uint_eq(lp->landlock_abi, CD_LL_MAX_ABI);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
 START_TEST(test_refuse_seccomp)
 {
 	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_RESTRICTED);
@@ -746,6 +777,232 @@ START_TEST(test_degraded)
 }
 END_TEST
 
+/* ---- pins: directories above carve-outs that a writable parent could rename ---- */
+
+/* A workspace /tmp/a/b/w under writable /tmp (the reviewer's case). */
+static struct cd_plan_path tmp_ws_paths[] = {
+	PP("/", R, CD_FT_DIR, D, false),
+	PP("/dev/null", W, CD_FT_OTHER, R, false),
+	PP("/tmp", W, CD_FT_DIR, R, false),
+	PP("/tmp/.agents", R, CD_FT_MISSING, W, true),
+	PP("/tmp/.codex", R, CD_FT_MISSING, W, true),
+	PP("/tmp/.git", R, CD_FT_MISSING, W, true),
+	PP("/tmp/a/b/w", W, CD_FT_DIR, W, false),
+	PP("/tmp/a/b/w/.agents", R, CD_FT_MISSING, W, true),
+	PP("/tmp/a/b/w/.codex", R, CD_FT_MISSING, W, true),
+	PP("/tmp/a/b/w/.git", R, CD_FT_DIR, W, true),
+};
+
+struct want_mount {
+	enum cd_mount_op op;
+	const char *path;
+};
+
+static void check_mounts(const struct cd_linux_plan *lp, const struct want_mount *want, size_t n)
+{
+	for (size_t i = 0; i < lp->n_mounts && i < n; i++) {
+		ck_assert_msg(cd_streq(lp->mounts[i].path, want[i].path) &&
+				      lp->mounts[i].op == want[i].op,
+			      "mount %zu: got %s %s, want %s %s", i,
+			      cd_mount_op_name(lp->mounts[i].op), lp->mounts[i].path,
+			      cd_mount_op_name(want[i].op), want[i].path);
+		ck_assert_ptr_nonnull(lp->mounts[i].why);
+	}
+	ck_assert_uint_eq(lp->n_mounts, n);
+	/* Parents first: nothing is mounted over a mount made before it. */
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		for (size_t j = i + 1; j < lp->n_mounts; j++)
+			ck_assert_msg(!cd_path_is_beneath(lp->mounts[i].path, lp->mounts[j].path),
+				      "%s is mounted before its parent %s", lp->mounts[i].path,
+				      lp->mounts[j].path);
+}
+
+static const struct cd_mount *mount_for(const struct cd_linux_plan *lp, const char *path)
+{
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		if (cd_streq(lp->mounts[i].path, path))
+			return &lp->mounts[i];
+	return NULL;
+}
+
+static const char *why_of(const struct cd_linux_plan *lp, const char *path)
+{
+	const struct cd_mount *m = mount_for(lp, path);
+
+	ck_assert_msg(m, "no mount on %s", path);
+	return m ? m->why : "";
+}
+
+START_TEST(test_pin_workspace_in_tmp)
+{
+	static const struct want_mount want[] = {
+		{ CD_MOUNT_MASK_DIR, "/tmp/.agents" },
+		{ CD_MOUNT_MASK_DIR, "/tmp/.codex" },
+		{ CD_MOUNT_MASK_DIR, "/tmp/.git" },
+		{ CD_MOUNT_PIN, "/tmp/a" },
+		{ CD_MOUNT_PIN, "/tmp/a/b" },
+		{ CD_MOUNT_PIN, "/tmp/a/b/w" },
+		{ CD_MOUNT_MASK_DIR, "/tmp/a/b/w/.agents" },
+		{ CD_MOUNT_MASK_DIR, "/tmp/a/b/w/.codex" },
+		{ CD_MOUNT_RO_BIND, "/tmp/a/b/w/.git" },
+	};
+	struct cd_plan plan =
+		make_plan(tmp_ws_paths, CD_ARRAY_SIZE(tmp_ws_paths), CD_NET_RESTRICTED);
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+
+	check_mounts(lp, want, CD_ARRAY_SIZE(want));
+	/* The top of the writable region: its parent (/) is read-only. */
+	ck_assert_ptr_null(mount_for(lp, "/tmp"));
+	ck_assert_ptr_nonnull(strstr(why_of(lp, "/tmp/a/b/w"), "inside writable /tmp"));
+	ck_assert_ptr_nonnull(strstr(why_of(lp, "/tmp/a/b/w"), "cannot be renamed away"));
+	/* Pins are mounts: no Landlock rule, no note, nothing degraded. */
+	ck_assert_ptr_null(rule_for(lp, "/tmp/a"));
+	ck_assert_uint_eq(cd_strv_length(lp->notes), 0);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	ck_assert(lp->mount_ns);
+	ck_assert(lp->user_ns);
+	cd_linux_plan_free(lp);
+
+	/* Root: the same mounts without a user namespace. */
+	struct cd_linux_host h = host_full;
+	h.is_root = true;
+	h.userns = false;
+	lp = build_ok(&plan, &h, NULL);
+	check_mounts(lp, want, CD_ARRAY_SIZE(want));
+	ck_assert(lp->mount_ns);
+	ck_assert(!lp->user_ns);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_pin_none_under_readonly_parent)
+{
+	/* /home/u/w's parent is read-only: it cannot be renamed, nothing to pin. */
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/home/u/w", W, CD_FT_DIR, R, false),
+		PP("/home/u/w/.codex", R, CD_FT_MISSING, W, true),
+		PP("/home/u/w/.git", R, CD_FT_DIR, W, true),
+		PP("/tmp", W, CD_FT_DIR, R, false),
+		PP("/tmp/.git", R, CD_FT_MISSING, W, true),
+	};
+	static const struct want_mount want[] = {
+		{ CD_MOUNT_MASK_DIR, "/tmp/.git" },
+		{ CD_MOUNT_MASK_DIR, "/home/u/w/.codex" },
+		{ CD_MOUNT_RO_BIND, "/home/u/w/.git" },
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+
+	check_mounts(lp, want, CD_ARRAY_SIZE(want));
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_pin_nested_root)
+{
+	/*
+	 * A root nested in another (/w/sub/x inside /w), a gitdir target deep
+	 * in /w, and carve-outs below a writable bind inside a read-only one.
+	 */
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/w", W, CD_FT_DIR, R, false),
+		PP("/w/.git", R, CD_FT_REG, W, true),
+		PP("/w/repo/gitdir", R, CD_FT_DIR, W, true),
+		PP("/w/repo/gitdir/hooks", W, CD_FT_DIR, R, false),
+		PP("/w/repo/gitdir/hooks/a/b", W, CD_FT_DIR, W, false),
+		PP("/w/repo/gitdir/hooks/a/b/.git", R, CD_FT_DIR, W, true),
+		PP("/w/sub/x", W, CD_FT_DIR, W, false),
+		PP("/w/sub/x/.codex", R, CD_FT_MISSING, W, true),
+	};
+	static const struct want_mount want[] = {
+		{ CD_MOUNT_RO_BIND, "/w/.git" },
+		{ CD_MOUNT_PIN, "/w/repo" },
+		{ CD_MOUNT_PIN, "/w/sub" },
+		{ CD_MOUNT_RO_BIND, "/w/repo/gitdir" },
+		{ CD_MOUNT_PIN, "/w/sub/x" },
+		{ CD_MOUNT_RW_BIND, "/w/repo/gitdir/hooks" },
+		{ CD_MOUNT_MASK_DIR, "/w/sub/x/.codex" },
+		{ CD_MOUNT_PIN, "/w/repo/gitdir/hooks/a" },
+		{ CD_MOUNT_PIN, "/w/repo/gitdir/hooks/a/b" },
+		{ CD_MOUNT_RO_BIND, "/w/repo/gitdir/hooks/a/b/.git" },
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+
+	check_mounts(lp, want, CD_ARRAY_SIZE(want));
+	ck_assert_ptr_nonnull(strstr(why_of(lp, "/w/sub"), "inside writable /w:"));
+	ck_assert_ptr_nonnull(strstr(why_of(lp, "/w/repo/gitdir/hooks/a"),
+				     "inside writable /w/repo/gitdir/hooks:"));
+	/* A pin is not a read-only mount: the writable paths need no notes. */
+	ck_assert_uint_eq(cd_strv_length(lp->notes), 0);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_pin_only_known_directories)
+{
+	/* A missing workspace: its masks cannot be made, and nothing above is pinned
+	 * on a guess (the directories may not exist). */
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/tmp", W, CD_FT_DIR, R, false),
+		PP("/tmp/m/w", W, CD_FT_MISSING, W, false),
+		PP("/tmp/m/w/.git", R, CD_FT_MISSING, W, true),
+		PP("/tmp/n/w", W, CD_FT_DIR, W, false),
+		PP("/tmp/n/w/.git", R, CD_FT_MISSING, W, true),
+	};
+	static const struct want_mount want[] = {
+		{ CD_MOUNT_PIN, "/tmp/n" },
+		{ CD_MOUNT_PIN, "/tmp/n/w" },
+		{ CD_MOUNT_MASK_DIR, "/tmp/m/w/.git" },
+		{ CD_MOUNT_MASK_DIR, "/tmp/n/w/.git" },
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+
+	check_mounts(lp, want, CD_ARRAY_SIZE(want));
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
+START_TEST(test_pin_degraded)
+{
+	struct cd_plan plan =
+		make_plan(tmp_ws_paths, CD_ARRAY_SIZE(tmp_ws_paths), CD_NET_RESTRICTED);
+	struct cd_linux_host h = host_full;
+	struct cd_linux_opts o = { .degraded = CD_DEGRADE_PROTECTED_METADATA };
+	struct cd_linux_plan *lp;
+
+	h.userns = false;
+	/* The refusal names the protected paths, not the pins. */
+	build_refused(&plan, &h, NULL,
+		      (const char *const[]){ "protected paths inside writable roots (/tmp/.agents, "
+					     "/tmp/.codex, /tmp/.git, ...)",
+					     "--allow-degraded=protected-metadata", NULL });
+
+	lp = build_ok(&plan, &h, &o);
+	ck_assert_uint_eq(lp->n_mounts, 0);
+	ck_assert(!lp->mount_ns);
+	ck_assert(!lp->user_ns);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 2);
+	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "/tmp/.agents"));
+	ck_assert_ptr_null(strstr(lp->degraded[0], "/tmp/a,"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "nested writable roots NOT pinned"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "/tmp/a, /tmp/a/b, /tmp/a/b/w"));
+	ck_assert_ptr_null(strchr(lp->degraded[1], '\n'));
+	cd_linux_plan_free(lp);
+
+	/* Without anything to pin, only the protected-metadata line. */
+	plan.n_paths = 6; /* up to /tmp/.git */
+	lp = build_ok(&plan, &h, &o);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
 START_TEST(test_free_null)
 {
 	ck_assert_ptr_null(cd_linux_plan_free(NULL));
@@ -784,8 +1041,17 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_free_null);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("pins");
+	tcase_add_test(tc, test_pin_workspace_in_tmp);
+	tcase_add_test(tc, test_pin_none_under_readonly_parent);
+	tcase_add_test(tc, test_pin_nested_root);
+	tcase_add_test(tc, test_pin_only_known_directories);
+	tcase_add_test(tc, test_pin_degraded);
+	suite_add_tcase(s, tc);
+
 	tc = tcase_create("refusals");
 	tcase_add_test(tc, test_refuse_landlock);
+	tcase_add_test(tc, test_refuse_landlock_unknown_abi);
 	tcase_add_test(tc, test_refuse_seccomp);
 	tcase_add_test(tc, test_refuse_managed_network);
 	tcase_add_test(tc, test_refuse_deny);

@@ -982,6 +982,128 @@ START_TEST(test_ns_destroy_without_finish)
 }
 END_TEST
 
+/* Pins: a directory bound on itself cannot be renamed or removed, and stays writable. */
+struct pin_fixture {
+	char p[96], w[112], git[128], moved[96], file[128];
+};
+
+static int pin_child_checks(const struct ns_fixture *f, const struct pin_fixture *x)
+{
+	char path[160];
+	int fd;
+
+	if (rename(x->p, x->moved) == 0 || errno != EBUSY)
+		return 10;
+	snprintf(path, sizeof(path), "%s/w2", x->p);
+	if (rename(x->w, path) == 0 || errno != EBUSY)
+		return 11;
+	if (rmdir(x->w) == 0 || errno != EBUSY)
+		return 12;
+	/* The access is unchanged: writable, and the carve-out below is still there. */
+	fd = open(x->file, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 13;
+	close(fd);
+	snprintf(path, sizeof(path), "%s/config", x->git);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd >= 0 || errno != EROFS)
+		return 14;
+	/* Outside the pins: still renamable. */
+	snprintf(path, sizeof(path), "%s/ro-moved", f->dir);
+	if (rename(f->ro, path) < 0 || rename(path, f->ro) < 0)
+		return 15;
+	return 0;
+}
+
+static void run_pin_test(bool user_ns)
+{
+	struct ns_fixture f;
+	struct pin_fixture x;
+	struct cd_mount mounts[3];
+	struct cd_linux_plan lp = { .sandboxed = true,
+				    .mount_ns = true,
+				    .user_ns = user_ns,
+				    .mounts = mounts,
+				    .n_mounts = 3 };
+	struct cd_backend_state *s;
+	struct stat st;
+	int st_code;
+	pid_t p;
+
+	if (geteuid() != 0 && !user_ns) {
+		fprintf(stderr, "test-seccomp: not root, skipping\n");
+		return;
+	}
+	ns_setup(&f);
+	snprintf(x.p, sizeof(x.p), "%s/p", f.dir);
+	snprintf(x.w, sizeof(x.w), "%s/p/w", f.dir);
+	snprintf(x.git, sizeof(x.git), "%s/p/w/.git", f.dir);
+	snprintf(x.moved, sizeof(x.moved), "%s/moved", f.dir);
+	snprintf(x.file, sizeof(x.file), "%s/p/w/new", f.dir);
+	ck_assert_int_eq(mkdir(x.p, 0755), 0);
+	ck_assert_int_eq(mkdir(x.w, 0755), 0);
+	ck_assert_int_eq(mkdir(x.git, 0755), 0);
+	mounts[0] = (struct cd_mount){ CD_MOUNT_PIN, x.p, "test" };
+	mounts[1] = (struct cd_mount){ CD_MOUNT_PIN, x.w, "test" };
+	mounts[2] = (struct cd_mount){ CD_MOUNT_RO_BIND, x.git, "test" };
+	s = prepare_ok(&cd_backend_namespaces, &lp);
+
+	p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		int r = cd_backend_namespaces.apply(s);
+
+		if (r < 0) {
+			fprintf(stderr, "apply failed at %s: %s\n",
+				cd_backend_namespaces.last_step(s), strerror(-r));
+			_exit(2);
+		}
+		_exit(pin_child_checks(&f, &x));
+	}
+	ck_assert_int_eq(waitpid(p, &st_code, 0), p);
+	ck_assert_msg(WIFEXITED(st_code) && WEXITSTATUS(st_code) == 0, "child status 0x%x",
+		      st_code);
+	/* The file written through the pin is on the host; the pin is not. */
+	ck_assert_int_eq(stat(x.file, &st), 0);
+	ck_assert_int_eq(rename(x.p, x.moved), 0);
+	cd_backend_namespaces.finish(s);
+	cd_backend_namespaces.destroy(s);
+	ns_cleanup(&f);
+}
+
+START_TEST(test_ns_pin_root)
+{
+	run_pin_test(false);
+}
+END_TEST
+
+START_TEST(test_ns_pin_userns)
+{
+	run_pin_test(true);
+}
+END_TEST
+
+START_TEST(test_ns_pin_not_a_directory)
+{
+	/* A pin is only ever planned on a directory; anything else changed since. */
+	struct ns_fixture f;
+	struct cd_mount m;
+	struct cd_linux_plan lp = {
+		.sandboxed = true, .mount_ns = true, .mounts = &m, .n_mounts = 1
+	};
+	struct cd_backend_state *s = NULL;
+	char *err = NULL;
+
+	ns_setup(&f);
+	m = (struct cd_mount){ CD_MOUNT_PIN, f.ro_file, "test" };
+	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -ESTALE);
+	ck_assert_ptr_null(s);
+	ck_assert_ptr_nonnull(strstr(err, "changed type"));
+	free(err);
+	ns_cleanup(&f);
+}
+END_TEST
+
 START_TEST(test_ns_empty_plan)
 {
 	struct cd_linux_plan lp = { .sandboxed = true };
@@ -1042,6 +1164,9 @@ static Suite *seccomp_suite(void)
 	tcase_add_test(tc, test_ns_mask_not_adopted);
 	tcase_add_test(tc, test_ns_destroy_without_finish);
 	tcase_add_test(tc, test_ns_empty_plan);
+	tcase_add_test(tc, test_ns_pin_root);
+	tcase_add_test(tc, test_ns_pin_userns);
+	tcase_add_test(tc, test_ns_pin_not_a_directory);
 	tcase_add_test(tc, test_backends_order);
 	suite_add_tcase(s, tc);
 	return s;
