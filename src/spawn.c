@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -8,11 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef HAVE_SYS_PIDFD_H
 #include <sys/pidfd.h>
@@ -20,6 +24,7 @@
 
 #include "core/util.h"
 #include "sandbox/backend.h"
+#include "shared/log.h"
 #include "spawn.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -28,14 +33,27 @@
 
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
+/* Scans of /proc before cd_child_kill_namespace gives up (see there). */
+#define KILL_NS_ROUNDS 1000
+
+/* The identity of a mount namespace: its nsfs inode. */
+struct mnt_ns_id {
+	bool known;
+	dev_t dev;
+	ino_t ino;
+};
+
 struct cd_child {
 	pid_t pid;
 	int pidfd;			  /* owned; -1 when pidfd_open is unavailable */
 	struct cd_backend_state **states; /* owned; parallel to cd_backends[] */
 	size_t n_states;
 	bool waited;
-	bool finished;	/* finish hooks have run */
-	bool kill_tree; /* kill every remaining descendant when the command exits */
+	bool finished;	  /* finish hooks have run */
+	bool kill_tree;	  /* kill every remaining descendant when the command exits */
+	bool tree_killed; /* kill_tree ran: nothing of the command is left */
+	/* The sandbox's own mount namespace; !known when it shares ours. */
+	struct mnt_ns_id mnt_ns;
 };
 
 /* What the child sends back over the error pipe when it cannot exec. */
@@ -60,6 +78,14 @@ struct child_ctx {
 	int report_fd;
 	unsigned long nofile; /* RLIMIT_NOFILE soft limit, for the close-on-exec fallback */
 	int close_fd;	      /* the parent's end of the error pipe, closed in the child */
+	/*
+	 * Where the child notes the identity of the mount namespace it runs
+	 * in, once the namespaces backend has set it up: shared memory (see
+	 * note_page), since the parent cannot reliably look it up itself after
+	 * exec (the command may already have exited, and a zombie has no
+	 * namespaces left to stat).
+	 */
+	struct mnt_ns_id *mnt_note;
 };
 
 static size_t n_backends(void)
@@ -177,6 +203,16 @@ static const char *backend_step(const struct cd_backend *b, struct cd_backend_st
 	return b->last_step ? b->last_step(s) : NULL;
 }
 
+static void child_note_mnt_ns(const struct child_ctx *c)
+{
+	struct stat st;
+	if (!c->mnt_note || stat("/proc/self/ns/mnt", &st) < 0)
+		return;
+	c->mnt_note->dev = st.st_dev;
+	c->mnt_note->ino = st.st_ino;
+	c->mnt_note->known = true;
+}
+
 static void child_apply(const struct child_ctx *c)
 {
 	bool nnp = false;
@@ -197,6 +233,8 @@ static void child_apply(const struct child_ctx *c)
 		int r = b->apply(c->states[i]);
 		if (r < 0)
 			child_fail(c, CD_EXIT_SETUP, -r, b->name, backend_step(b, c->states[i]));
+		if (b == &cd_backend_namespaces)
+			child_note_mnt_ns(c);
 	}
 	if (!nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "no_new_privs", NULL);
@@ -407,6 +445,34 @@ static pid_t create_child(struct child_ctx *ctx)
 }
 #endif
 
+/*
+ * One shared anonymous page for the child's mount namespace note: shared
+ * memory under CLONE_VM anyway, and still shared with a forked child in
+ * the sanitizer builds. Mapped once; cd_spawn is not reentrant.
+ */
+static struct mnt_ns_id *note_page(void)
+{
+	static struct mnt_ns_id *page;
+	if (!page) {
+		void *p = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED)
+			page = p;
+	}
+	return page;
+}
+
+/* The child's mount namespace if it has one of its own, from its note. */
+static void record_mnt_ns(struct cd_child *c, const struct mnt_ns_id *note)
+{
+	struct stat own;
+	if (!note || !note->known || stat("/proc/self/ns/mnt", &own) < 0)
+		return;
+	if (own.st_dev == note->dev && own.st_ino == note->ino)
+		return;
+	c->mnt_ns = *note;
+}
+
 int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err)
 {
 	size_t n = n_backends();
@@ -444,7 +510,10 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		.states = sandboxed ? c->states : NULL,
 		.parent = getpid(),
 		.nofile = 1024,
+		.mnt_note = sandboxed ? note_page() : NULL,
 	};
+	if (ctx.mnt_note)
+		memset(ctx.mnt_note, 0, sizeof(*ctx.mnt_note));
 	/* For the close-on-exec fallback when close_range is missing at run time. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
@@ -493,6 +562,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	close(pfd[0]);
 
 	if (got == 0) {
+		record_mnt_ns(c, ctx.mnt_note);
 #ifdef HAVE_PIDFD_OPEN
 		c->pidfd = pidfd_open(pid, 0);
 		if (c->pidfd >= 0)
@@ -537,52 +607,282 @@ int cd_exit_code_from_status(int status)
 	return CD_EXIT_SETUP;
 }
 
+static bool is_pid_name(const char *s)
+{
+	if (*s < '1' || *s > '9')
+		return false;
+	while (*++s)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/*
+ * The namespace link's text, "mnt:[<inode>]", for the comparisons: a
+ * readlink of /proc/<pid>/ns/mnt costs half a stat of it (stat makes the
+ * kernel set up an nsfs dentry and inode each time; readlink only formats
+ * the number). nsfs is one superblock, so the inode number alone names the
+ * namespace.
+ */
+struct ns_link {
+	char text[48];
+	size_t len;
+};
+
+static void ns_link_init(struct ns_link *l, const struct mnt_ns_id *ns)
+{
+	int n = snprintf(l->text, sizeof(l->text), "mnt:[%llu]", (unsigned long long)ns->ino);
+	l->len = n > 0 && (size_t)n < sizeof(l->text) ? (size_t)n : 0;
+}
+
+/* 1: the link at dirfd/path names the namespace, 0: another, -errno: cannot tell. */
+static int link_is(int dirfd, const char *path, const struct ns_link *l)
+{
+	char buf[sizeof(l->text)];
+	ssize_t n = readlinkat(dirfd, path, buf, sizeof(buf));
+	if (n < 0)
+		return -errno;
+	return (size_t)n == l->len && memcmp(buf, l->text, l->len) == 0;
+}
+
+/*
+ * A thread group whose leader has exited while other threads live on: the
+ * leader (a zombie) has no namespaces any more, so /proc/<pid>/ns/mnt is
+ * ENOENT, but its threads are still running in the namespace.
+ */
+static bool threads_in_ns(int piddir, const struct ns_link *l)
+{
+	int fd = openat(piddir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		char path[sizeof(de->d_name) + 8];
+		if (!is_pid_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/ns/mnt", de->d_name);
+		found = link_is(dirfd(d), path, l) == 1;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * SIGKILL the process of an open /proc/<pid> directory. The directory is
+ * used as a pidfd: no pid reuse race, and right even when /proc belongs to
+ * another pid namespace than ours (the server as pid 1 of its own whose
+ * /proc could not be remounted), where the number in the name is not a pid
+ * kill() would understand.
+ */
+static int kill_piddir(int piddir, const char *name, bool proc_is_ours)
+{
+#ifdef SYS_pidfd_send_signal
+	if (syscall(SYS_pidfd_send_signal, piddir, SIGKILL, NULL, 0) == 0)
+		return 0;
+	if (errno != ENOSYS && errno != EBADF && errno != EINVAL)
+		return errno == ESRCH ? 0 : -errno;
+#else
+	(void)piddir;
+#endif
+	if (!proc_is_ours)
+		return -ENOSYS;
+	if (kill((pid_t)strtol(name, NULL, 10), SIGKILL) < 0 && errno != ESRCH)
+		return -errno;
+	return 0;
+}
+
+/* Whether /proc numbers processes as our pid namespace does. */
+static bool proc_is_ours(int procfd)
+{
+	char buf[32];
+	ssize_t n = readlinkat(procfd, "self", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10) == (long)getpid();
+}
+
+/*
+ * One pass over /proc: SIGKILL every process in the mount namespace l.
+ * Returns how many were signalled (killed or already dying), or -errno
+ * when /proc cannot be read; *kill_err keeps the first failed kill.
+ */
+static int kill_ns_round(const struct ns_link *l, bool *checked_proc, bool *ours, int *kill_err)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -errno;
+	int procfd = dirfd(d);
+	if (!*checked_proc) {
+		*ours = proc_is_ours(procfd);
+		*checked_proc = true;
+	}
+	int found = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char path[sizeof(de->d_name) + 8];
+		if ((de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) || !is_pid_name(de->d_name))
+			continue;
+		/* The common case (another namespace) costs one readlink. */
+		snprintf(path, sizeof(path), "%s/ns/mnt", de->d_name);
+		int in = link_is(procfd, path, l);
+		/* EACCES or the like: not ours to kill. ENOENT: gone, or a zombie leader. */
+		if (in == 0 || (in < 0 && in != -ENOENT))
+			continue;
+		int piddir = openat(procfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (piddir < 0)
+			continue;
+		/* Checked again through the directory: the pid may have been reused. */
+		in = link_is(piddir, "ns/mnt", l);
+		if (in == 1 || (in == -ENOENT && threads_in_ns(piddir, l))) {
+			int k = kill_piddir(piddir, de->d_name, *ours);
+			if (k == 0)
+				found++;
+			else if (!*kill_err)
+				*kill_err = k;
+		}
+		close(piddir);
+	}
+	closedir(d);
+	return found;
+}
+
+int cd_child_kill_namespace(struct cd_child *c)
+{
+	if (!c || !c->mnt_ns.known)
+		return 0;
+	struct ns_link l;
+	ns_link_init(&l, &c->mnt_ns);
+	bool checked = false, ours = false;
+	int kill_err = 0;
+	for (unsigned round = 0; round < KILL_NS_ROUNDS; round++) {
+		int n = kill_ns_round(&l, &checked, &ours, &kill_err);
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return kill_err;
+		/*
+		 * Killed processes stay in the namespace until they have
+		 * released their memory and files: after two quick passes, give
+		 * them a millisecond rather than spin on /proc.
+		 */
+		if (round >= 1)
+			nanosleep(&(struct timespec){ .tv_nsec = 1000 * 1000 }, NULL);
+	}
+	return -EBUSY;
+}
+
 static void run_finish(struct cd_child *c)
 {
 	if (c->finished)
 		return;
 	c->finished = true;
+	/*
+	 * Before the finish hooks remove the mask mount points: that would
+	 * detach the masks in the namespace of whatever still runs there (a
+	 * daemon that left the command's process group), which could then
+	 * create the names they hid. With kill_tree, the subreaper already
+	 * killed and reaped every descendant: no /proc scan needed.
+	 */
+	if (!c->tree_killed) {
+		int r = cd_child_kill_namespace(c);
+		if (r < 0)
+			cd_log_warn("cannot kill what is left of sandboxed process %d: %s",
+				    (int)c->pid, strerror(-r));
+	}
 	finish_states(c->states, c->n_states);
 }
+
+/* Read all of /proc/self/task/<tid>/children (it is longer than a page with many children). */
+static char *read_children(void)
+{
+	int fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return NULL;
+	size_t cap = 4096, len = 0;
+	char *buf = cd_xmalloc(cap);
+	for (;;) {
+		if (cap - len < 1024)
+			buf = cd_xrealloc(buf, cap *= 2);
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+/* PID_MAX_LIMIT on 64-bit: no pid is larger. */
+#define PID_LIMIT (4 * 1024 * 1024)
 
 /*
  * Kill and reap every remaining descendant. Orphans of the command are
  * re-parented to us (the caller made us a child subreaper), so repeatedly
  * killing our direct children reaches the whole tree: a killed process
- * cannot fork any more, and its children come to us in turn. Ends when
- * waitpid says there is no child left.
+ * cannot fork any more, and its children come to us in turn. Each round
+ * kills the children listed now that were not killed yet, then reaps every
+ * child that is already dead, blocking for one only when none was: killing
+ * every listed child again per reaped child is quadratic (893,530 kill
+ * calls for 1,500 children). A child stays listed until it is reaped, and
+ * its pid cannot be reused before that, so "killed" is remembered by pid
+ * (a bitmap, 512 KiB of mostly untouched zero pages, only when there are
+ * children) and forgotten when the pid is reaped. Ends when waitpid says
+ * there is no child left.
  */
 static void kill_tree(pid_t group)
 {
+	unsigned char *killed = NULL;
 	(void)kill(-group, SIGKILL);
 	for (;;) {
-		char buf[4096];
-		int fd = open("/proc/self/task/self/children", O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			char path[64];
-			snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-		}
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			buf[n] = '\0';
-			for (char *p = buf, *end; *p; p = end) {
-				long pid = strtol(p, &end, 10);
-				if (end == p)
-					break;
-				if (pid > 0)
-					(void)kill((pid_t)pid, SIGKILL);
+		char *list = read_children();
+		for (char *p = list, *end; p && *p; p = end) {
+			long pid = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (pid <= 0)
+				continue;
+			if (pid < PID_LIMIT) {
+				if (!killed)
+					killed = cd_xcalloc(PID_LIMIT / 8, 1);
+				if (killed[pid / 8] & (1u << (pid % 8)))
+					continue;
+				killed[pid / 8] |= (unsigned char)(1u << (pid % 8));
 			}
+			(void)kill((pid_t)pid, SIGKILL);
 		}
+		free(list);
 		int status;
-		pid_t r = waitpid(-1, &status, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
+		bool reaped = false;
+		pid_t r;
+		for (;;) {
+			r = waitpid(-1, &status, reaped ? WNOHANG : 0);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			reaped = true;
+			if (killed && r < PID_LIMIT)
+				killed[r / 8] &= (unsigned char)~(1u << (r % 8));
+		}
 		if (r < 0)
 			break; /* ECHILD: the tree is gone */
 	}
+	free(killed);
 }
 
 int cd_child_wait(struct cd_child *c)
@@ -594,8 +894,10 @@ int cd_child_wait(struct cd_child *c)
 	}
 	c->waited = true;
 	/* Before finish: a survivor must not outlive the masks that confine it. */
-	if (c->kill_tree)
+	if (c->kill_tree) {
 		kill_tree(c->pid);
+		c->tree_killed = true;
+	}
 	run_finish(c);
 	return cd_exit_code_from_status(status);
 }

@@ -80,5 +80,21 @@ int cd_child_pidfd(const struct cd_child *c);
 int cd_child_wait(struct cd_child *c);
 /* Convert a waitpid status to the exit code convention. */
 int cd_exit_code_from_status(int status);
+/*
+ * SIGKILL every process left in the sandbox's mount namespace, wherever it
+ * was re-parented (a daemon that called setsid is out of the command's
+ * process group and session). The child notes the namespace's identity
+ * (the nsfs inode of /proc/self/ns/mnt) right after the namespaces backend
+ * set it up; the sandbox cannot leave it (seccomp forbids setns, unshare
+ * and new namespaces) and nothing else enters it, so the processes in it
+ * are exactly what is left of the command. Scans /proc until a pass finds
+ * nobody (bounded; -EBUSY then). Returns 0 at once when the child has no
+ * mount namespace of its own. The run's pipes stay open: output already
+ * written is still there to read.
+ *
+ * cd_child_wait and cd_child_free call it before the finish hooks remove
+ * the mask mount points, unless kill_tree already killed the whole tree.
+ */
+int cd_child_kill_namespace(struct cd_child *c);
 /* Runs finish hooks if not done yet, frees. NULL-safe. */
 struct cd_child *cd_child_free(struct cd_child *c);

@@ -508,14 +508,17 @@ static void on_child(struct cd_loop *l, pid_t pid, int status, void *data)
 	p->exit_code = cd_exit_code_from_status(status);
 	/*
 	 * A sandbox ends with its command, as with `cordon run` (and bwrap's
-	 * pid namespace in the reference): what is left of its group is killed
-	 * before the finish hooks undo the host-side setup (mask directories)
-	 * that still confines it. Output already in the pipes stays readable.
-	 * Unsandboxed commands keep their group: late output is allowed.
+	 * pid namespace in the reference): what is left of it is killed before
+	 * the finish hooks undo the host-side setup (mask directories) that
+	 * still confines it. The group first (one call, the common case);
+	 * cd_child_free then kills every process left in the sandbox's mount
+	 * namespace, which also reaches daemons that left the group with
+	 * setsid(). Output already in the pipes stays readable. Unsandboxed
+	 * commands keep their group: late output is allowed.
 	 */
 	if (p->sandboxed)
 		(void)kill(-pid, SIGKILL);
-	/* Reaped by the loop: this only runs the finish hooks and closes the pidfd. */
+	/* Reaped by the loop: this kills the namespace, runs the finish hooks, closes the pidfd. */
 	p->child = cd_child_free(p->child);
 	proc_ref(p);
 	if (all_eof(p))

@@ -243,6 +243,97 @@ assert "6 concurrent runs: each ran, none could create .codex" test -z "$bad"
 assert "concurrent runs leave no mask directory behind" \
 	test ! -e "$WS/.codex" -a ! -e "$WS/.agents"
 
+# ---- a workspace whose parent is writable stays in place (pins) ----
+# /tmp (and $TMPDIR) are writable, so a workspace below them could be renamed
+# away, taking its read-only .git along, and replaced by a fresh directory
+# with hooks. Its directories are bound on themselves in the sandbox: EBUSY.
+PW=$CD_TMP/pin/a/w
+mkdir -p "$PW/.git/hooks"
+PW=$(cd "$PW" && pwd -P)
+PA=$(dirname "$PW")
+psb() {
+	pr=$1
+	shift
+	"$CORDON" run --profile workspace-write --workspace-root "$pr" --cwd "$pr" -- "$@"
+}
+pins() {
+	"$CORDON" explain --profile workspace-write --workspace-root "$1" --cwd "$1" |
+		awk '$1 == "pin" { print $2 }' | tr '\n' ' '
+}
+if in_writable "$PA"; then
+	# Put things back after an attack that worked, so each check stands alone.
+	pin_restore() {
+		if [ -e "$PA/moved" ]; then
+			rm -rf "$PW" && mv "$PA/moved" "$PW"
+		fi
+		if [ -e "$PA-moved" ]; then
+			rm -rf "$PA" && mv "$PA-moved" "$PA"
+		fi
+	}
+	p=$(pins "$PW")
+	assert "explain pins the workspace and its parents below the writable top" \
+		sh -c "case '$p' in *' $PA $PW ') exit 0 ;; *) exit 1 ;; esac"
+	assert "/tmp itself is not pinned (its parent is read-only)" \
+		sh -c "case ' $p' in *' /tmp '*) exit 1 ;; esac"
+	expect_fail "renaming the workspace away to plant .git/hooks fails" psb "$PW" sh -c \
+		"mv '$PW' '$PA/moved' && mkdir -p '$PW/.git/hooks' && echo x >'$PW/.git/hooks/post-checkout'"
+	assert "no hook was planted, the workspace was not moved" \
+		test ! -e "$PW/.git/hooks/post-checkout" -a ! -e "$PA/moved"
+	pin_restore
+	expect_fail "renaming its parent away to plant .git/hooks fails" psb "$PW" sh -c \
+		"mv '$PA' '$PA-moved' && mkdir -p '$PW/.git/hooks' && echo x >'$PW/.git/hooks/post-checkout'"
+	assert "no hook was planted, the parent was not moved" \
+		test ! -e "$PW/.git/hooks/post-checkout" -a ! -e "$PA-moved"
+	pin_restore
+	expect_errno "rename(workspace) gives EBUSY" EBUSY psb "$PW" "$TRY" rename "$PW" "$PA/moved"
+	pin_restore
+	expect_errno "rename(its parent) gives EBUSY" EBUSY psb "$PW" "$TRY" rename "$PA" "$PA-moved"
+	pin_restore
+	check "work inside the pinned workspace is unaffected" psb "$PW" sh -c \
+		'mkdir -p d && echo x >d/f && mv d/f g && rm -r d g'
+	check "the pins stay in the sandbox: the host can rename the workspace" \
+		sh -c "mv '$PW' '$PA/moved' && mv '$PA/moved' '$PW'"
+else
+	skip "a workspace inside a writable region cannot be renamed away" "$PA is not writable here"
+fi
+# A workspace whose parent is read-only: nothing to pin, renaming is denied anyway.
+if NB=$(mktemp -d /var/tmp/cordon-pin.XXXXXX 2>/dev/null) && ! in_writable "$NB"; then
+	mkdir -p "$NB/w/.git"
+	check "a workspace in a read-only parent still works" psb "$NB/w" sh -c 'echo x >f'
+	expect_errno "and cannot be renamed (read-only parent)" "$denied" \
+		psb "$NB/w" "$TRY" rename "$NB/w" "$NB/moved"
+	assert "no pin is planned for it" test -z "$(pins "$NB/w")"
+else
+	skip "a workspace in a read-only parent still works" "no read-only place for it"
+fi
+if [ -n "${NB:-}" ]; then
+	rm -rf "$NB"
+fi
+
+# ---- many children: the tree kill is linear, and nothing survives ----
+# The kill phase is timed from the command's last step to cordon's exit, so
+# forking the children does not count. With strace, count cordon's kill()s.
+many='i=0; while [ $i -lt 300 ]; do sleep 100.'"$$"' </dev/null >/dev/null 2>&1 & i=$((i + 1)); done
+	date +%s%N >"'"$CD_TMP"'/many.t"; exit 0'
+sb sh -c "$many"
+rc=$?
+end=$(date +%s%N)
+assert "300 background children: the command still exits 0" test "$rc" -eq 0
+ms=$(((end - $(cat "$CD_TMP/many.t" 2>/dev/null || echo 0)) / 1000000))
+assert "300 background children are killed in well under a second ($ms ms)" test "$ms" -lt 1000
+assert "no child of the 300 survives" sh -c "! pgrep -f '^sleep 100\\.$$\$' >/dev/null"
+if command -v strace >/dev/null 2>&1 && strace -o /dev/null true 2>/dev/null; then
+	# (LeakSanitizer fails under ptrace: its exit status does not count here.)
+	ASAN_OPTIONS=detect_leaks=0 strace -o "$CD_TMP/many.trace" -e trace=kill -e signal=none \
+		"$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" \
+		-- sh -c "$many"
+	kills=$(grep -c '^kill(' "$CD_TMP/many.trace")
+	assert "300 background children: cordon kills each once ($kills kill calls)" \
+		test "$kills" -le 400
+else
+	skip "300 background children: cordon kills each once" "no usable strace"
+fi
+
 # ---- after all the runs: no leftovers on the host ----
 assert "no protected-metadata mount points left in the workspace" \
 	test ! -e "$WS/.agents" -a ! -e "$WS/.codex-old"

@@ -13,7 +13,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from rpcclient import (HELPERS, LOOPS, ROOT_READ, Server, Tap, cordon_usable,  # noqa: E402
-                       err_code, err_msg, path_entry, profile, special, uri, workspace_write)
+                       err_code, err_msg, kill_quietly, path_entry, pid_alive, profile, special,
+                       uri, workspace_write)
 
 t = Tap()
 why = cordon_usable()
@@ -258,10 +259,52 @@ def masked(tag, base):
         s.stop()
 
 
+def setsid_survivor(tag, base):
+    """A daemon that leaves the command's process group must not outlive the
+    sandbox: once the mask mount points are removed on the host, the read-only
+    masks are gone in its mount namespace too, and it could create .codex or
+    .git/hooks in the workspace. No pid namespace here (the root server's own
+    would kill the daemon when the server exits, hiding the bug)."""
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    pidfile = os.path.join(ws, "daemon.pid")
+    targets = [os.path.join(ws, p) for p in (".codex", ".git", ".agents")]
+    daemon = ("echo $$ > daemon.pid; sleep 1; mkdir .codex .git .agents .git/hooks; "
+              "echo hacked > .codex/config.toml; echo hacked > .git/hooks/pre-commit; "
+              "echo hacked > .agents/a; exec sleep 30")
+    script = ("setsid sh -c '%s' </dev/null >/dev/null 2>&1 & "
+              "while [ ! -s daemon.pid ]; do sleep 0.05; done; echo started; sleep 0.3" % daemon)
+    s = Server(tag, args=["--pid-namespace=never"])
+    dpid = None
+    try:
+        s.handshake()
+        r, out = s.run("survivor", ["sh", "-c", script], cwd=ws,
+                       sandbox=sandbox(workspace_write(), workspaceRoots=[uri(ws)]))
+        t.ok(out and out.exit_code == 0 and out.stdout == b"started\n",
+             "[%s] setsid daemon: the command ran, its output was delivered" % tag,
+             (r, out and (out.exit_code, out.stdout, out.stderr)))
+        try:
+            with open(pidfile) as f:
+                dpid = int(f.read().strip())
+        except (OSError, ValueError):
+            pass
+        s.drain(1.5)
+        t.ok(not any(os.path.lexists(p) for p in targets),
+             "[%s] setsid daemon: no .codex, .git or .agents appeared after closed" % tag,
+             [p for p in targets if os.path.lexists(p)])
+        t.ok(dpid is not None and not pid_alive(dpid),
+             "[%s] setsid daemon: the daemon is gone" % tag, dpid)
+    finally:
+        if dpid is not None:
+            kill_quietly(dpid)
+        s.stop()
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 with tempfile.TemporaryDirectory(prefix="cordon-serve-sb-") as base:
     base = os.path.realpath(base)
     for loop in LOOPS:
         t.guard("[%s] Appendix A" % loop, appendix_a, loop)
         t.guard("[%s] workspace" % loop, workspace, loop, base)
         t.guard("[%s] masked features" % loop, masked, loop, base)
+        t.guard("[%s] setsid survivor" % loop, setsid_survivor, loop, base)
 t.done()
