@@ -228,6 +228,8 @@ static int adopt_mask(struct ns_mount *m)
 	return 0;
 }
 
+static int prepare_mask(struct ns_mount *m, char **reterr);
+
 static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char **reterr)
 {
 	const struct cd_plan_path *pp;
@@ -236,6 +238,15 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 	int fd, r;
 
 	fd = open(m->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && m->op == CD_MOUNT_RO_BIND && protected_name(m->path)) {
+		/*
+		 * The plan saw a protected name that a concurrent run's mask
+		 * provided, and that run has removed it since: it is missing
+		 * now, so mask it ourselves.
+		 */
+		m->op = CD_MOUNT_MASK_DIR;
+		return prepare_mask(m, reterr);
+	}
 	if (fd < 0) {
 		r = -errno;
 		*reterr = cd_xasprintf("namespaces: cannot open '%s': %s", m->path, strerror(-r));
