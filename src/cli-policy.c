@@ -125,6 +125,16 @@ void cd_cli_bound_done(struct cd_cli_bound *b)
 
 static int refuse(struct cd_cli_bound *b, char *msg)
 {
+	/*
+	 * The test hook makes features look absent; a refusal it caused must
+	 * not send an admin chasing a kernel option.
+	 */
+	const char *hook = getenv("CORDON_TEST_DISABLE");
+	if (hook && *hook) {
+		char *m = cd_xasprintf("%s (note: CORDON_TEST_DISABLE=%s is set)", msg, hook);
+		free(msg);
+		msg = m;
+	}
 	free(b->refusal);
 	b->refusal = msg;
 	return CD_BIND_REFUSED;

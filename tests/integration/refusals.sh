@@ -41,6 +41,8 @@ refused "nonexistent --cwd" "--cwd" --profile read-only --cwd "$CD_TMP/no-such-d
 CORDON_TEST_DISABLE=landlock
 export CORDON_TEST_DISABLE
 refused "no Landlock (CORDON_TEST_DISABLE=landlock)" "Landlock" --profile read-only
+refused "a refusal caused by the hook says so" "CORDON_TEST_DISABLE=landlock is set" \
+	--profile read-only
 CORDON_TEST_DISABLE=seccomp
 refused "no seccomp (CORDON_TEST_DISABLE=seccomp)" "seccomp" --profile workspace-write --workspace-root "$WS"
 CORDON_TEST_DISABLE=landlock,seccomp,userns
