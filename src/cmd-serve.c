@@ -132,8 +132,8 @@ int cd_cmd_serve(int argc, char **argv)
 		case OPT_LOOP:
 			loop_arg = arg;
 			if (parse_loop(arg, &o.loop) < 0) {
-				cd_cli_usage_error(a.cmd, "--loop: unknown loop '%s' (epoll or poll)",
-						   arg);
+				cd_cli_usage_error(
+					a.cmd, "--loop: unknown loop '%s' (epoll or poll)", arg);
 				goto out;
 			}
 			break;
@@ -156,9 +156,9 @@ int cd_cmd_serve(int argc, char **argv)
 			} else if (cd_streq(arg, "never")) {
 				pidns = CD_PIDNS_NEVER;
 			} else {
-				cd_cli_usage_error(a.cmd,
-						   "--pid-namespace: '%s' is not auto, always or never",
-						   arg);
+				cd_cli_usage_error(
+					a.cmd, "--pid-namespace: '%s' is not auto, always or never",
+					arg);
 				goto out;
 			}
 			break;

@@ -27,11 +27,8 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "run", cd_cmd_run },
-	{ "explain", cd_cmd_explain },
-	{ "probe", cd_cmd_probe },
-	{ "check", cd_cmd_check },
-	{ "serve", cd_cmd_serve },
+	{ "run", cd_cmd_run },	   { "explain", cd_cmd_explain }, { "probe", cd_cmd_probe },
+	{ "check", cd_cmd_check }, { "serve", cd_cmd_serve },
 };
 
 int main(int argc, char **argv)

@@ -22,18 +22,18 @@
 #include "core/linux-plan.h"
 
 enum cd_exit {
-	CD_EXIT_SETUP = 125,       /* supervisor failed before exec */
+	CD_EXIT_SETUP = 125,	   /* supervisor failed before exec */
 	CD_EXIT_CANNOT_EXEC = 126, /* found but could not be executed */
 	CD_EXIT_NOT_FOUND = 127,   /* command not found */
 	CD_EXIT_SIGNAL_BASE = 128, /* 128+N: killed by signal N */
 };
 
 struct cd_spawn_opts {
-	char *const *argv;   /* non-empty */
-	const char *arg0;    /* argv[0] as the program sees it; NULL = argv[0] */
-	char *const *envp;   /* the exact environment */
-	const char *cwd;     /* NULL = inherit */
-	int stdin_fd;        /* fd to become 0, or -1 to keep the parent's 0 */
+	char *const *argv; /* non-empty */
+	const char *arg0;  /* argv[0] as the program sees it; NULL = argv[0] */
+	char *const *envp; /* the exact environment */
+	const char *cwd;   /* NULL = inherit */
+	int stdin_fd;	   /* fd to become 0, or -1 to keep the parent's 0 */
 	int stdout_fd;
 	int stderr_fd;
 	const struct cd_linux_plan *lp; /* NULL or !lp->sandboxed: no sandbox */

@@ -31,9 +31,9 @@
  */
 
 /* One maximal line, its "\r\n" included. */
-#define IN_CAP	     ((size_t)CD_SERVE_MAX_LINE + 2)
-#define IN_READ_MIN  (64 * 1024)
-#define OUT_COMPACT  (1024 * 1024)
+#define IN_CAP	    ((size_t)CD_SERVE_MAX_LINE + 2)
+#define IN_READ_MIN (64 * 1024)
+#define OUT_COMPACT (1024 * 1024)
 
 static void flush(struct cd_conn *c);
 static void update_in_watch(struct cd_conn *c);
@@ -450,8 +450,8 @@ void cd_conn_process(struct cd_conn *c)
 	}
 	while (!c->pending && !c->closing && out_queued(c) <= CD_SERVE_OUT_QUEUE_CAP) {
 		size_t from = c->in_scan > c->in_start ? c->in_scan : c->in_start;
-		char *nl = from < c->in_len ? memchr(c->in_buf + from, '\n', c->in_len - from)
-					    : NULL;
+		char *nl =
+			from < c->in_len ? memchr(c->in_buf + from, '\n', c->in_len - from) : NULL;
 		if (nl) {
 			size_t start = c->in_start;
 			size_t end = (size_t)(nl - c->in_buf);

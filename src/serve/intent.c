@@ -240,8 +240,8 @@ int cd_intent_bind(const struct cd_json *sandbox, const char *params_cwd,
 	r = cd_param_string(sandbox, "cwd", "sandbox.cwd", false, true, &cwd, err);
 	if (r < 0)
 		return r;
-	r = param_string_array(sandbox, "workspaceRoots", "sandbox.workspaceRoots", false,
-			       &roots_v, err);
+	r = param_string_array(sandbox, "workspaceRoots", "sandbox.workspaceRoots", false, &roots_v,
+			       err);
 	if (r < 0)
 		return r;
 
@@ -314,7 +314,7 @@ bool cd_env_pattern_match(const char *pattern, const char *name)
 			star = p++;
 			resume = n;
 		} else if (*p && (*p == '?' || (*p >= 'A' && *p <= 'Z' ? *p + 32 : *p) ==
-							(*n >= 'A' && *n <= 'Z' ? *n + 32 : *n))) {
+						       (*n >= 'A' && *n <= 'Z' ? *n + 32 : *n))) {
 			p++;
 			n++;
 		} else if (star) {
@@ -387,7 +387,7 @@ static void envv_filter(struct envv *e, bool (*keep)(const char *name, const voi
 
 static bool keep_core(const char *name, const void *arg)
 {
-	static const char *const core[] = { "PATH", "SHELL",   "TMPDIR", "TEMP",    "TMP",  "HOME",
+	static const char *const core[] = { "PATH", "SHELL",  "TMPDIR",	  "TEMP",    "TMP", "HOME",
 					    "LANG", "LC_ALL", "LC_CTYPE", "LOGNAME", "USER" };
 	for (size_t i = 0; i < CD_ARRAY_SIZE(core); i++)
 		if (!strcasecmp(name, core[i]))
@@ -485,8 +485,9 @@ int cd_env_build(const struct cd_json *env, const struct cd_json *policy, char *
 			*err = cd_strbuf_steal(&sb);
 			return -EINVAL;
 		}
-		r = cd_param_bool(policy, "ignoreDefaultExcludes", "envPolicy.ignoreDefaultExcludes",
-				  true, false, &ignore_defaults, err);
+		r = cd_param_bool(policy, "ignoreDefaultExcludes",
+				  "envPolicy.ignoreDefaultExcludes", true, false, &ignore_defaults,
+				  err);
 		if (r < 0)
 			return r;
 		r = param_string_array(policy, "exclude", "envPolicy.exclude", true, &exclude, err);

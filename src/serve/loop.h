@@ -50,8 +50,7 @@ int cd_loop_mod_fd(struct cd_loop *l, struct cd_watch *w, cd_loop_events ev);
 void cd_loop_del_fd(struct cd_loop *l, struct cd_watch *w);
 
 /* One-shot timer after ms milliseconds (monotonic). */
-struct cd_timer *cd_loop_add_timer(struct cd_loop *l, uint64_t ms, cd_loop_timer_fn fn,
-				   void *data);
+struct cd_timer *cd_loop_add_timer(struct cd_loop *l, uint64_t ms, cd_loop_timer_fn fn, void *data);
 void cd_loop_cancel_timer(struct cd_loop *l, struct cd_timer *t);
 
 /*

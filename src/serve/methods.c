@@ -76,7 +76,8 @@ static void m_initialize(struct cd_conn *c, const char *id, const struct cd_json
 		/* stdio has a single connection: there is never a session to resume. */
 		struct cd_strbuf sb = { 0 };
 		cd_strbuf_append(&sb, "unknown session id ");
-		cd_strbuf_append_n(&sb, resume->u.str.s, strnlen(resume->u.str.s, resume->u.str.len));
+		cd_strbuf_append_n(&sb, resume->u.str.s,
+				   strnlen(resume->u.str.s, resume->u.str.len));
 		invalid_request(c, id, cd_strbuf_steal(&sb));
 		return;
 	}
@@ -89,8 +90,7 @@ static void m_initialize(struct cd_conn *c, const char *id, const struct cd_json
 	cd_log_debug("serve: initialize from client '%s': session %s", name->u.str.s, se->id);
 
 	struct cd_strbuf sb = { 0 };
-	cd_strbuf_printf(&sb, "{\"sessionId\":\"%s\",\"environmentInfo\":%s}", se->id,
-			 s->env_info);
+	cd_strbuf_printf(&sb, "{\"sessionId\":\"%s\",\"environmentInfo\":%s}", se->id, s->env_info);
 	reply_sb(c, id, &sb);
 }
 
@@ -150,8 +150,8 @@ static int check_managed_network(const struct cd_json *params, char **err)
 		*err = cd_param_invalid(v, "struct ManagedNetworkContext", "managedNetwork");
 		return -EINVAL;
 	}
-	if (cd_param_bool(v, "allowLocalBinding", "managedNetwork.allowLocalBinding", false,
-			  false, &b, err) < 0)
+	if (cd_param_bool(v, "allowLocalBinding", "managedNetwork.allowLocalBinding", false, false,
+			  &b, err) < 0)
 		return -EINVAL;
 	const struct cd_json *ports = cd_json_get(v, "loopbackPorts");
 	if (!ports)
@@ -181,15 +181,14 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 	cd_strbuf_append(sb, "{\"processId\":");
 	cd_strbuf_append_n(sb, e->id_json, e->id_json_len);
 	cd_strbuf_printf(sb, ",\"sandboxType\":\"%s\"", sandboxed ? "linuxSeccomp" : "none");
-	cd_strbuf_printf(sb,
-			 ",\"cordon\":{\"sandboxed\":%s,\"landlockAbi\":%u,\"landlockRules\":%zu,"
-			 "\"seccomp\":%s,\"network\":\"%s\",\"namespaces\":[",
-			 sandboxed ? "true" : "false",
-			 sandboxed && lp->landlock ? lp->landlock_abi : 0,
-			 sandboxed && lp->landlock ? lp->n_ll_rules : 0,
-			 sandboxed && lp->seccomp ? "true" : "false",
-			 sandboxed && b->plan->network == CD_NET_RESTRICTED ? "restricted"
-									    : "enabled");
+	cd_strbuf_printf(
+		sb,
+		",\"cordon\":{\"sandboxed\":%s,\"landlockAbi\":%u,\"landlockRules\":%zu,"
+		"\"seccomp\":%s,\"network\":\"%s\",\"namespaces\":[",
+		sandboxed ? "true" : "false", sandboxed && lp->landlock ? lp->landlock_abi : 0,
+		sandboxed && lp->landlock ? lp->n_ll_rules : 0,
+		sandboxed && lp->seccomp ? "true" : "false",
+		sandboxed && b->plan->network == CD_NET_RESTRICTED ? "restricted" : "enabled");
 	if (sandboxed && lp->user_ns)
 		cd_strbuf_append(sb, "\"user\"");
 	if (sandboxed && lp->mount_ns)
@@ -275,8 +274,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 					     s->opts.max_processes));
 		goto out;
 	}
-	if (sandbox && cd_intent_bind(sandbox, cwd, enforce, &s->host, &s->opts.lopts, &b,
-				      &err) < 0)
+	if (sandbox &&
+	    cd_intent_bind(sandbox, cwd, enforce, &s->host, &s->opts.lopts, &b, &err) < 0)
 		goto invalid;
 
 	struct cd_proc_opts po = {

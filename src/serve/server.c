@@ -48,10 +48,9 @@ static void uuid_v4(char out[37])
 	}
 	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
 	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	snprintf(out, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-		 b[14], b[15]);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
 }
 
 struct cd_session *cd_session_new(struct cd_server *s)
@@ -203,7 +202,8 @@ static void on_exited(struct cd_proc *p, uint64_t seq, int exit_code, bool sandb
 		struct cd_strbuf sb = { 0 };
 		cd_strbuf_append(&sb, "{\"method\":\"process/exited\",\"params\":{\"processId\":");
 		cd_strbuf_append_n(&sb, e->id_json, e->id_json_len);
-		cd_strbuf_printf(&sb, ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s}}\n",
+		cd_strbuf_printf(&sb,
+				 ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s}}\n",
 				 seq, exit_code, sandbox_denied ? "true" : "false");
 		memcpy(cd_conn_out_reserve(c, sb.len), sb.buf, sb.len);
 		cd_conn_out_commit(c, sb.len);
@@ -298,10 +298,10 @@ void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
 	char *w = cd_conn_out_reserve(c, need);
 	char *q = w;
 
-#define PUT(s)                                   \
-	do {                                     \
-		memcpy(q, s, sizeof(s) - 1);     \
-		q += sizeof(s) - 1;              \
+#define PUT(s)                               \
+	do {                                 \
+		memcpy(q, s, sizeof(s) - 1); \
+		q += sizeof(s) - 1;          \
 	} while (0)
 
 	PUT("{\"id\":");

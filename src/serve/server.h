@@ -95,7 +95,7 @@ struct cd_pentry {
 
 struct cd_session {
 	struct cd_server *server;
-	char id[37]; /* UUID v4 */
+	char id[37];	      /* UUID v4 */
 	struct cd_conn *conn; /* attached connection, or NULL (notifications are dropped) */
 	struct cd_pentry **buckets;
 	size_t n_buckets; /* power of two */
@@ -124,9 +124,9 @@ struct cd_conn {
 	bool out_watching;	  /* out_watch has OUT enabled (data queued, fd was full) */
 	bool out_is_file;	  /* stdout cannot be polled: write synchronously */
 	bool in_eof;
-	bool out_broken; /* write failed: the client is gone */
-	bool closing;	 /* the connection ends: no more lines are processed */
-	int batch;	 /* > 0: appends do not flush (flushed once at the end) */
+	bool out_broken;    /* write failed: the client is gone */
+	bool closing;	    /* the connection ends: no more lines are processed */
+	int batch;	    /* > 0: appends do not flush (flushed once at the end) */
 	bool output_paused; /* the queue is over its cap: process output is not read */
 
 	char *in_buf;

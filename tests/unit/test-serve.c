@@ -74,7 +74,9 @@ static const struct {
 
 START_TEST(test_env)
 {
-	static char *base[] = { "PATH=/bin", "API_KEY=k", "Home=/h", "my_token=t", "OTHER=o", NULL };
+	static char *base[] = {
+		"PATH=/bin", "API_KEY=k", "Home=/h", "my_token=t", "OTHER=o", NULL
+	};
 	struct cd_json *env = parse(env_cases[_i].env);
 	struct cd_json *pol = env_cases[_i].policy ? parse(env_cases[_i].policy) : NULL;
 	char **out = NULL, *err = NULL;
