@@ -128,37 +128,91 @@ void cd_strbuf_printf(struct cd_strbuf *sb, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when invalid. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
 void cd_strbuf_append_json_string(struct cd_strbuf *sb, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, run = 0;
+
 	cd_strbuf_append_c(sb, '"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '"':
-			cd_strbuf_append_n(sb, "\\\"", 2);
-			break;
-		case '\\':
-			cd_strbuf_append_n(sb, "\\\\", 2);
-			break;
-		case '\n':
-			cd_strbuf_append_n(sb, "\\n", 2);
-			break;
-		case '\r':
-			cd_strbuf_append_n(sb, "\\r", 2);
-			break;
-		case '\t':
-			cd_strbuf_append_n(sb, "\\t", 2);
-			break;
-		default:
-			if (c < 0x20 || c == 0x7f) {
-				char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-				cd_strbuf_append_n(sb, e, 6);
-			} else {
-				cd_strbuf_append_c(sb, (char)c);
-			}
+	while (i < n) {
+		unsigned char c = u[i];
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != 0x7f) {
+			i++;
+			continue;
 		}
+		/* Flush the plain run before i, then handle the special byte. */
+		cd_strbuf_append_n(sb, s + run, i - run);
+		if (c >= 0x80) {
+			size_t len = utf8_seq_len(u + i, n - i);
+			if (len) {
+				cd_strbuf_append_n(sb, s + i, len);
+				i += len;
+			} else {
+				cd_strbuf_append(sb, "\xef\xbf\xbd");
+				i++;
+			}
+		} else {
+			static const char hex[] = "0123456789abcdef";
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			switch (c) {
+			case '"':
+				cd_strbuf_append_n(sb, "\\\"", 2);
+				break;
+			case '\\':
+				cd_strbuf_append_n(sb, "\\\\", 2);
+				break;
+			case '\n':
+				cd_strbuf_append_n(sb, "\\n", 2);
+				break;
+			case '\r':
+				cd_strbuf_append_n(sb, "\\r", 2);
+				break;
+			case '\t':
+				cd_strbuf_append_n(sb, "\\t", 2);
+				break;
+			default:
+				cd_strbuf_append_n(sb, e, 6);
+				break;
+			}
+			i++;
+		}
+		run = i;
 	}
+	cd_strbuf_append_n(sb, s + run, n - run);
 	cd_strbuf_append_c(sb, '"');
 }
 

@@ -64,7 +64,8 @@ void cd_strbuf_append(struct cd_strbuf *sb, const char *s);
 void cd_strbuf_append_n(struct cd_strbuf *sb, const char *s, size_t n);
 void cd_strbuf_append_c(struct cd_strbuf *sb, char c);
 void cd_strbuf_printf(struct cd_strbuf *sb, const char *fmt, ...) CD_PRINTF(2, 3);
-/* Append s as a JSON string literal (quotes and escapes included). */
+/* Append s as a JSON string literal (quotes and escapes included). Bytes that
+ * are not valid UTF-8 become U+FFFD, so the output is always valid JSON. */
 void cd_strbuf_append_json_string(struct cd_strbuf *sb, const char *s, size_t n);
 /* Return the buffer (never NULL, "" when empty) and reset sb. Caller frees. */
 char *cd_strbuf_steal(struct cd_strbuf *sb);

@@ -255,7 +255,7 @@ struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t
 	memcpy(e->id, id, id_len);
 	e->id[id_len] = '\0';
 	e->id_len = id_len;
-	cd_json_write_string(&sb, id, id_len);
+	cd_strbuf_append_json_string(&sb, id, id_len);
 	e->id_json_len = sb.len;
 	e->id_json = cd_strbuf_steal(&sb);
 

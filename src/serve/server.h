@@ -191,11 +191,10 @@ void cd_conn_schedule_process(struct cd_conn *c);
 void cd_conn_final_flush(struct cd_conn *c, int timeout_ms);
 
 /* JSON text writers. */
-/* A JSON string; bytes that are not valid UTF-8 become U+FFFD. */
-void cd_json_write_string(struct cd_strbuf *sb, const char *s, size_t n);
+/* A JSON string (cd_strbuf_append_json_string: invalid UTF-8 becomes U+FFFD). */
 static inline void cd_json_write_cstr(struct cd_strbuf *sb, const char *s)
 {
-	cd_json_write_string(sb, s, strlen(s));
+	cd_strbuf_append_json_string(sb, s, strlen(s));
 }
 /* Decimal u64 into buf (at least 20 bytes); returns the length. */
 size_t cd_fmt_u64(char *buf, uint64_t v);

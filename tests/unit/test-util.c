@@ -138,6 +138,36 @@ static const struct {
 	{ "</script>", 9, "\"</script>\"" },
 };
 
+/* Bytes that are not UTF-8 become U+FFFD: the output stays valid JSON. */
+static const struct {
+	const char *in;
+	size_t len;
+	const char *out;
+} json_lossy[] = {
+	{ "a\xff"
+	  "b",
+	  3,
+	  "\"a\xef\xbf\xbd"
+	  "b\"" },
+	{ "\xc0\xaf", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\"" },		   /* overlong '/' */
+	{ "\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"" }, /* surrogate */
+	{ "\xc3", 1, "\"\xef\xbf\xbd\"" },				   /* truncated */
+};
+
+START_TEST(test_json_string_lossy)
+{
+	struct cd_strbuf sb = { 0 };
+	struct cd_json *v = NULL;
+	struct cd_json_error err;
+
+	cd_strbuf_append_json_string(&sb, json_lossy[_i].in, json_lossy[_i].len);
+	ck_assert_str_eq(sb.buf, json_lossy[_i].out);
+	ck_assert_int_eq(cd_json_parse(sb.buf, sb.len, NULL, &v, &err), 0);
+	cd_json_free(v);
+	cd_strbuf_done(&sb);
+}
+END_TEST
+
 START_TEST(test_json_string)
 {
 	struct cd_strbuf sb = { 0 };
@@ -353,6 +383,7 @@ static Suite *util_suite(void)
 	tc = tcase_create("strbuf");
 	tcase_add_test(tc, test_strbuf);
 	tcase_add_loop_test(tc, test_json_string, 0, CD_ARRAY_SIZE(json_esc));
+	tcase_add_loop_test(tc, test_json_string_lossy, 0, CD_ARRAY_SIZE(json_lossy));
 	tcase_add_test(tc, test_json_string_all_ascii);
 	suite_add_tcase(s, tc);
 
