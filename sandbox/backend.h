@@ -16,6 +16,8 @@
  *   finish   parent, after the child has exited: undo host-side effects
  *            (remove synthetic mount points). NULL-safe state. Optional.
  *   destroy  parent: free the state. NULL-safe.
+ *   abandon  parent, instead of a full finish when the sandbox may still
+ *            run: keep what confines it. Optional.
  *
  * Backends stack; the supervisor walks cd_backends[] in order for prepare
  * and apply. Order matters: namespaces (mounts need capabilities), then
@@ -50,6 +52,13 @@ struct cd_backend {
 	 * user namespace must come from clone().
 	 */
 	unsigned long (*clone_flags)(struct cd_backend_state *s);
+	/*
+	 * Optional (may be NULL; NULL-safe state). Parent, before finish, when
+	 * something of the sandbox may still be running (the supervisor could
+	 * not kill it): finish and destroy then keep the host-side effects that
+	 * still confine it (mask directories) instead of undoing them.
+	 */
+	void (*abandon)(struct cd_backend_state *s);
 };
 
 extern const struct cd_backend cd_backend_namespaces;

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -36,13 +36,6 @@
 /* Scans of /proc before cd_child_kill_namespace gives up (see there). */
 #define KILL_NS_ROUNDS 1000
 
-/* The identity of a mount namespace: its nsfs inode. */
-struct mnt_ns_id {
-	bool known;
-	dev_t dev;
-	ino_t ino;
-};
-
 struct cd_child {
 	pid_t pid;
 	int pidfd;			  /* owned; -1 when pidfd_open is unavailable */
@@ -52,16 +45,36 @@ struct cd_child {
 	bool finished;	  /* finish hooks have run */
 	bool kill_tree;	  /* kill every remaining descendant when the command exits */
 	bool tree_killed; /* kill_tree ran: nothing of the command is left */
-	/* The sandbox's own mount namespace; !known when it shares ours. */
-	struct mnt_ns_id mnt_ns;
+	/*
+	 * The sandbox's own mount namespace, or -1 when it shares ours (or
+	 * finish has run). Held open until finish: the kernel hands a freed
+	 * namespace's inode number to the next namespace created anywhere, and
+	 * cd_child_kill_namespace kills by that number, so the namespace must
+	 * outlive the command and everything it left behind.
+	 */
+	int mnt_ns_fd;
+	ino_t mnt_ns_ino; /* its nsfs inode, when mnt_ns_fd >= 0 */
 };
 
-/* What the child sends back over the error pipe when it cannot exec. */
+/*
+ * The messages on the error socket (SOCK_SEQPACKET: one per send). Before
+ * exec: CHILD_MNT_NS with the mount namespace's fd (SCM_RIGHTS) right after
+ * the namespaces backend set it up; CHILD_FAILED when the child cannot exec,
+ * just before it exits. End of file once exec succeeded or the child died.
+ */
+enum child_msg {
+	CHILD_MNT_NS = 1,
+	CHILD_FAILED = 2,
+};
+
 struct child_report {
+	int kind; /* enum child_msg */
 	int exit_code;
 	int err;
 	char stage[64];
 };
+
+#define PIN_STAGE "cannot pin the sandbox's mount namespace"
 
 /*
  * Everything the child needs, computed before fork: after fork the child
@@ -77,15 +90,14 @@ struct child_ctx {
 	pid_t parent;
 	int report_fd;
 	unsigned long nofile; /* RLIMIT_NOFILE soft limit, for the close-on-exec fallback */
-	int close_fd;	      /* the parent's end of the error pipe, closed in the child */
+	int close_fd;	      /* the parent's end of the error socket, closed in the child */
 	/*
-	 * Where the child notes the identity of the mount namespace it runs
-	 * in, once the namespaces backend has set it up: shared memory (see
-	 * note_page), since the parent cannot reliably look it up itself after
-	 * exec (the command may already have exited, and a zombie has no
-	 * namespaces left to stat).
+	 * The plan has a mount namespace: send it to the parent once the
+	 * namespaces backend has set it up. The parent cannot open it itself
+	 * after exec: the command may already have exited, and a zombie has no
+	 * namespaces left.
 	 */
-	struct mnt_ns_id *mnt_note;
+	bool pin_mnt_ns;
 };
 
 static size_t n_backends(void)
@@ -101,6 +113,13 @@ static void finish_states(struct cd_backend_state **states, size_t n)
 	for (size_t i = n; i-- > 0;)
 		if (states[i] && cd_backends[i]->finish)
 			cd_backends[i]->finish(states[i]);
+}
+
+static void abandon_states(struct cd_backend_state **states, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (states[i] && cd_backends[i]->abandon)
+			cd_backends[i]->abandon(states[i]);
 }
 
 static void destroy_states(struct cd_backend_state **states, size_t n)
@@ -128,18 +147,44 @@ static void copy_stage(char *dst, size_t size, const char *a, const char *b)
 	dst[i] = '\0';
 }
 
+/* One message to the parent, with fd attached when fd >= 0. 0 or -errno. */
+static int child_send(const struct child_ctx *c, const struct child_report *r, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)r, .iov_len = sizeof(*r) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	ssize_t n;
+	do
+		n = sendmsg(c->report_fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == sizeof(*r) ? 0 : -EMSGSIZE;
+}
+
 static CD_NORETURN void child_fail(const struct child_ctx *c, int code, int err, const char *stage,
 				   const char *step)
 {
 	struct child_report r;
 	memset(&r, 0, sizeof(r));
+	r.kind = CHILD_FAILED;
 	r.exit_code = code;
 	r.err = err;
 	copy_stage(r.stage, sizeof(r.stage), stage, step);
-	ssize_t n;
-	do
-		n = write(c->report_fd, &r, sizeof(r));
-	while (n < 0 && errno == EINTR);
+	(void)child_send(c, &r, -1);
 	_exit(code);
 }
 
@@ -203,14 +248,19 @@ static const char *backend_step(const struct cd_backend *b, struct cd_backend_st
 	return b->last_step ? b->last_step(s) : NULL;
 }
 
-static void child_note_mnt_ns(const struct child_ctx *c)
+/* Hand the parent a reference to our mount namespace (see struct cd_child). */
+static void child_pin_mnt_ns(const struct child_ctx *c)
 {
-	struct stat st;
-	if (!c->mnt_note || stat("/proc/self/ns/mnt", &st) < 0)
-		return;
-	c->mnt_note->dev = st.st_dev;
-	c->mnt_note->ino = st.st_ino;
-	c->mnt_note->known = true;
+	int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, PIN_STAGE, NULL);
+	struct child_report r;
+	memset(&r, 0, sizeof(r));
+	r.kind = CHILD_MNT_NS;
+	int e = child_send(c, &r, fd);
+	close(fd);
+	if (e < 0)
+		child_fail(c, CD_EXIT_SETUP, -e, PIN_STAGE, NULL);
 }
 
 static void child_apply(const struct child_ctx *c)
@@ -233,8 +283,8 @@ static void child_apply(const struct child_ctx *c)
 		int r = b->apply(c->states[i]);
 		if (r < 0)
 			child_fail(c, CD_EXIT_SETUP, -r, b->name, backend_step(b, c->states[i]));
-		if (b == &cd_backend_namespaces)
-			child_note_mnt_ns(c);
+		if (b == &cd_backend_namespaces && c->pin_mnt_ns)
+			child_pin_mnt_ns(c);
 	}
 	if (!nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "no_new_privs", NULL);
@@ -445,32 +495,106 @@ static pid_t create_child(struct child_ctx *ctx)
 }
 #endif
 
-/*
- * One shared anonymous page for the child's mount namespace note: shared
- * memory under CLONE_VM anyway, and still shared with a forked child in
- * the sanitizer builds. Mapped once; cd_spawn is not reentrant.
- */
-static struct mnt_ns_id *note_page(void)
+/* What the child said before it exec'ed or exited. */
+struct child_replies {
+	bool failed;   /* report holds its CHILD_FAILED message */
+	bool garbled;  /* a message that is none of ours */
+	int recv_err;  /* recvmsg failed with this errno before the end */
+	int mnt_ns_fd; /* from CHILD_MNT_NS, or -1 */
+	struct child_report report;
+};
+
+/* The fd passed with a message, or -1; any other passed fd is closed. */
+static int take_passed_fd(struct msghdr *mh)
 {
-	static struct mnt_ns_id *page;
-	if (!page) {
-		void *p = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		if (p != MAP_FAILED)
-			page = p;
+	int fd = -1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
+			if (fd < 0)
+				fd = f;
+			else
+				close(f);
+		}
 	}
-	return page;
+	return fd;
 }
 
-/* The child's mount namespace if it has one of its own, from its note. */
-static void record_mnt_ns(struct cd_child *c, const struct mnt_ns_id *note)
+/* Read the error socket to its end (every write end closed: exec or exit). */
+static void read_replies(int sock, struct child_replies *out)
 {
-	struct stat own;
-	if (!note || !note->known || stat("/proc/self/ns/mnt", &own) < 0)
-		return;
-	if (own.st_dev == note->dev && own.st_ino == note->ino)
-		return;
-	c->mnt_ns = *note;
+	memset(out, 0, sizeof(*out));
+	out->mnt_ns_fd = -1;
+	for (;;) {
+		struct child_report m;
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+		struct msghdr mh = {
+			.msg_iov = &iov,
+			.msg_iovlen = 1,
+			.msg_control = ctl.buf,
+			.msg_controllen = sizeof(ctl.buf),
+		};
+		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			out->recv_err = errno;
+			return;
+		}
+		if (n == 0)
+			return;
+		int fd = take_passed_fd(&mh);
+		bool whole = (size_t)n == sizeof(m) && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+		if (whole && m.kind == CHILD_MNT_NS && fd >= 0 && out->mnt_ns_fd < 0) {
+			out->mnt_ns_fd = fd;
+			continue;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (whole && m.kind == CHILD_FAILED && !out->failed) {
+			out->report = m;
+			out->failed = true;
+		} else {
+			out->garbled = true;
+		}
+	}
+}
+
+/*
+ * Keep the child's mount namespace (see struct cd_child). 0, or -errno when
+ * the fd does not name a namespace we can use. A namespace that turns out
+ * to be ours is not kept: there is nothing to kill by it.
+ */
+static int keep_mnt_ns(struct cd_child *c, int fd)
+{
+	struct stat st, own;
+	if (fstat(fd, &st) < 0 || stat("/proc/self/ns/mnt", &own) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (st.st_dev == own.st_dev && st.st_ino == own.st_ino) {
+		close(fd);
+		return 0;
+	}
+	c->mnt_ns_fd = fd;
+	c->mnt_ns_ino = st.st_ino;
+	return 0;
+}
+
+static void drop_mnt_ns(struct cd_child *c)
+{
+	if (c->mnt_ns_fd >= 0)
+		close(c->mnt_ns_fd);
+	c->mnt_ns_fd = -1;
 }
 
 int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err)
@@ -480,6 +604,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	struct cd_child *c = cd_xcalloc(1, sizeof(*c));
 	c->pid = -1;
 	c->pidfd = -1;
+	c->mnt_ns_fd = -1;
 	c->n_states = n;
 	c->states = cd_xcalloc(n ? n : 1, sizeof(*c->states));
 	c->kill_tree = o->kill_tree;
@@ -510,19 +635,22 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		.states = sandboxed ? c->states : NULL,
 		.parent = getpid(),
 		.nofile = 1024,
-		.mnt_note = sandboxed ? note_page() : NULL,
+		.pin_mnt_ns = sandboxed && o->lp->mount_ns,
 	};
-	if (ctx.mnt_note)
-		memset(ctx.mnt_note, 0, sizeof(*ctx.mnt_note));
 	/* For the close-on-exec fallback when close_range is missing at run time. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		ctx.nofile = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
 
+	/*
+	 * A socket rather than a pipe: the namespace fd travels over it, and
+	 * the child has an fd table of its own (no CLONE_FILES), so it cannot
+	 * just leave the fd there for us.
+	 */
 	int pfd[2];
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pfd) < 0) {
 		int e = errno;
-		set_error(err, CD_EXIT_SETUP, "error pipe: %s", strerror(e));
+		set_error(err, CD_EXIT_SETUP, "error socket: %s", strerror(e));
 		cd_child_free(c);
 		return -e;
 	}
@@ -549,20 +677,23 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	c->pid = pid;
 	c->finished = !sandboxed;
 
-	struct child_report rep;
-	ssize_t got = 0;
-	while ((size_t)got < sizeof(rep)) {
-		ssize_t k = read(pfd[0], (char *)&rep + got, sizeof(rep) - (size_t)got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += k;
-	}
+	struct child_replies rp;
+	read_replies(pfd[0], &rp);
 	close(pfd[0]);
 
-	if (got == 0) {
-		record_mnt_ns(c, ctx.mnt_note);
+	/*
+	 * Without the namespace pinned, what the command leaves behind could
+	 * not be killed safely when it exits: refuse to run it at all.
+	 */
+	int pin_err = 0;
+	if (rp.mnt_ns_fd >= 0 && rp.failed)
+		close(rp.mnt_ns_fd);
+	else if (rp.mnt_ns_fd >= 0)
+		pin_err = -keep_mnt_ns(c, rp.mnt_ns_fd);
+	else if (!rp.failed && !rp.garbled && ctx.pin_mnt_ns)
+		pin_err = rp.recv_err ? rp.recv_err : ENOMSG;
+
+	if (!rp.failed && !rp.garbled && !pin_err) {
 #ifdef HAVE_PIDFD_OPEN
 		c->pidfd = pidfd_open(pid, 0);
 		if (c->pidfd >= 0)
@@ -572,15 +703,30 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		return 0;
 	}
 
-	/* The child failed before exec and has exited (or is about to). */
+	/*
+	 * The child failed before exec and has exited (or is about to). When
+	 * it did not say so, it may have exec'ed: it and its group go, before
+	 * the finish hooks. It has not been reaped, so its pid is still its.
+	 */
+	if (!rp.failed) {
+		(void)kill(-pid, SIGKILL);
+		(void)kill(pid, SIGKILL);
+	}
 	int status;
 	wait_pid(pid, &status);
 	c->waited = true;
-	if ((size_t)got != sizeof(rep)) {
+	/* Unless it said it failed, cd_child_free kills what it may have left in its namespace. */
+	struct child_report rep = rp.report;
+	if (!rp.failed) {
 		memset(&rep, 0, sizeof(rep));
 		rep.exit_code = CD_EXIT_SETUP;
-		rep.err = EPIPE;
-		copy_stage(rep.stage, sizeof(rep.stage), "child setup", "truncated report");
+		if (pin_err) {
+			rep.err = pin_err;
+			copy_stage(rep.stage, sizeof(rep.stage), PIN_STAGE, NULL);
+		} else {
+			rep.err = EPIPE;
+			copy_stage(rep.stage, sizeof(rep.stage), "child setup", "truncated report");
+		}
 	}
 	if (err)
 		format_error(err, o, &rep);
@@ -629,9 +775,9 @@ struct ns_link {
 	size_t len;
 };
 
-static void ns_link_init(struct ns_link *l, const struct mnt_ns_id *ns)
+static void ns_link_init(struct ns_link *l, ino_t ino)
 {
-	int n = snprintf(l->text, sizeof(l->text), "mnt:[%llu]", (unsigned long long)ns->ino);
+	int n = snprintf(l->text, sizeof(l->text), "mnt:[%llu]", (unsigned long long)ino);
 	l->len = n > 0 && (size_t)n < sizeof(l->text) ? (size_t)n : 0;
 }
 
@@ -755,10 +901,10 @@ static int kill_ns_round(const struct ns_link *l, bool *checked_proc, bool *ours
 
 int cd_child_kill_namespace(struct cd_child *c)
 {
-	if (!c || !c->mnt_ns.known)
+	if (!c || c->mnt_ns_fd < 0)
 		return 0;
 	struct ns_link l;
-	ns_link_init(&l, &c->mnt_ns);
+	ns_link_init(&l, c->mnt_ns_ino);
 	bool checked = false, ours = false;
 	int kill_err = 0;
 	for (unsigned round = 0; round < KILL_NS_ROUNDS; round++) {
@@ -792,11 +938,20 @@ static void run_finish(struct cd_child *c)
 	 */
 	if (!c->tree_killed) {
 		int r = cd_child_kill_namespace(c);
-		if (r < 0)
-			cd_log_warn("cannot kill what is left of sandboxed process %d: %s",
+		if (r < 0) {
+			/*
+			 * Something may still run in the namespace: removing the
+			 * mask mount points would unmask the protected names for
+			 * it. Leave them; a later run adopts and removes them.
+			 */
+			cd_log_warn("cannot kill what is left of sandboxed process %d: %s; "
+				    "leaving its mask directories in place",
 				    (int)c->pid, strerror(-r));
+			abandon_states(c->states, c->n_states);
+		}
 	}
 	finish_states(c->states, c->n_states);
+	drop_mnt_ns(c);
 }
 
 /* Read all of /proc/self/task/<tid>/children (it is longer than a page with many children). */
@@ -907,6 +1062,7 @@ struct cd_child *cd_child_free(struct cd_child *c)
 	if (!c)
 		return NULL;
 	run_finish(c);
+	drop_mnt_ns(c);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	destroy_states(c->states, c->n_states);

@@ -10,10 +10,13 @@
  * every other fd closed on exec, each backend's apply (namespaces, caps,
  * no_new_privs, Landlock, seccomp), chdir, then exec with exactly the given
  * environment (PATH search in the child's own PATH when argv[0] has no '/').
- * Any failure before exec travels to the parent over a close-on-exec pipe
- * as {stage, errno}; the parent then reports it and the exit code is
- * CD_EXIT_SETUP (125), or CD_EXIT_NOT_FOUND (127) / CD_EXIT_CANNOT_EXEC (126)
- * when exec itself failed.
+ * Any failure before exec travels to the parent over a close-on-exec
+ * socket (AF_UNIX, SOCK_SEQPACKET) as {stage, errno}; the parent then
+ * reports it and the exit code is CD_EXIT_SETUP (125), or CD_EXIT_NOT_FOUND
+ * (127) / CD_EXIT_CANNOT_EXEC (126) when exec itself failed. When the plan
+ * has a mount namespace, the child also sends an fd of it over the socket
+ * right after the namespaces backend's apply (see cd_child_kill_namespace);
+ * without it the spawn fails with 125.
  */
 
 #include <stdbool.h>
@@ -83,17 +86,22 @@ int cd_exit_code_from_status(int status);
 /*
  * SIGKILL every process left in the sandbox's mount namespace, wherever it
  * was re-parented (a daemon that called setsid is out of the command's
- * process group and session). The child notes the namespace's identity
- * (the nsfs inode of /proc/self/ns/mnt) right after the namespaces backend
- * set it up; the sandbox cannot leave it (seccomp forbids setns, unshare
- * and new namespaces) and nothing else enters it, so the processes in it
- * are exactly what is left of the command. Scans /proc until a pass finds
+ * process group and session). The child passes an fd of its namespace
+ * right after the namespaces backend set it up, and the cd_child holds it
+ * until the finish hooks have run: the kernel reuses a freed namespace's
+ * inode number at once, so only a namespace kept alive can be named by it.
+ * The sandbox cannot leave it (seccomp forbids setns, unshare and new
+ * namespaces) and nothing else enters it, so the processes in it are
+ * exactly what is left of the command. Scans /proc until a pass finds
  * nobody (bounded; -EBUSY then). Returns 0 at once when the child has no
  * mount namespace of its own. The run's pipes stay open: output already
  * written is still there to read.
  *
  * cd_child_wait and cd_child_free call it before the finish hooks remove
  * the mask mount points, unless kill_tree already killed the whole tree.
+ * When it fails, the backends are told to abandon their host-side effects
+ * (the mask directories stay, see cd_backend.abandon) and a warning is
+ * logged.
  */
 int cd_child_kill_namespace(struct cd_child *c);
 /* Runs finish hooks if not done yet, frees. NULL-safe. */

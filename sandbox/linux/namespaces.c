@@ -77,6 +77,7 @@ struct cd_backend_state {
 	int mask_src;  /* child: the detached tmpfs cloned onto masks, or -1 */
 	bool at_clone; /* the spawner creates the namespaces with clone(): apply does not unshare */
 	bool finished;
+	bool abandoned; /* something may still run in the namespace: finish leaves the masks */
 };
 
 static void ns_finish(struct cd_backend_state *s)
@@ -89,7 +90,8 @@ static void ns_finish(struct cd_backend_state *s)
 		struct ns_mount *m = &s->m[i];
 		struct stat st;
 
-		if (m->mask && m->lock_fd >= 0 && flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0 &&
+		if (!s->abandoned && m->mask && m->lock_fd >= 0 &&
+		    flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0 &&
 		    fstatat(AT_FDCWD, m->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISDIR(st.st_mode) && st.st_dev == m->dev && st.st_ino == m->ino)
 			/* Fails (ENOTEMPTY) if someone put something in it: then it stays. */
@@ -100,6 +102,16 @@ static void ns_finish(struct cd_backend_state *s)
 			m->lock_fd = -1;
 		}
 	}
+}
+
+/*
+ * Removing a mask directory on the host detaches the mask mounted on it in
+ * every namespace, the abandoned one included: leave them to a later run.
+ */
+static void ns_abandon(struct cd_backend_state *s)
+{
+	if (s)
+		s->abandoned = true;
 }
 
 static void ns_destroy(struct cd_backend_state *s)
@@ -614,4 +626,5 @@ const struct cd_backend cd_backend_namespaces = {
 	.destroy = ns_destroy,
 	.last_step = ns_last_step,
 	.clone_flags = ns_clone_flags,
+	.abandon = ns_abandon,
 };

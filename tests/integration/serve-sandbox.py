@@ -8,13 +8,16 @@
 
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from rpcclient import (HELPERS, LOOPS, ROOT_READ, Server, Tap, cordon_usable,  # noqa: E402
                        err_code, err_msg, kill_quietly, path_entry, pid_alive, profile, special,
-                       uri, workspace_write)
+                       unb64, uri, workspace_write)
 
 t = Tap()
 why = cordon_usable()
@@ -300,6 +303,97 @@ def setsid_survivor(tag, base):
         shutil.rmtree(ws, ignore_errors=True)
 
 
+def ns_reuse(tag, base):
+    """The kernel hands a freed mount namespace's inode number to the next
+    namespace at once. When a sandboxed command exits, the server kills what
+    is left in its namespace by that number: unless the server pins the
+    namespace until then, a namespace created in between (here the next
+    sandbox) can get the number and be killed instead."""
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    s = Server(tag)
+    ww = sandbox(workspace_write(), workspaceRoots=[uri(ws)])
+    bad = []
+    try:
+        s.handshake()
+        for i in range(40):
+            ra = s.start("a%d" % i, ["true"], cwd=ws, sandbox=ww)
+            rb = s.start("b%d" % i, ["sh", "-c", "sleep 1; echo survived"], cwd=ws, sandbox=ww)
+            if "result" not in ra or "result" not in rb:
+                bad.append((i, ra, rb))
+        for i in range(40):
+            out = s.wait_closed("b%d" % i)
+            if out.exit_code != 0 or out.stdout != b"survived\n":
+                bad.append((i, out.exit_code, out.stdout, out.stderr))
+        t.ok(not bad, "[%s] namespace reuse: no later sandbox is killed with an earlier one" % tag,
+             bad)
+    finally:
+        s.stop()
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def ns_number(pid):
+    try:
+        return os.readlink("/proc/%d/ns/mnt" % pid)
+    except OSError:
+        return None
+
+
+def ns_reuse_host(tag, base):
+    """The same with host processes: a namespace the host creates after the
+    sandboxed command exited, but before the server reaped it, must not be
+    killed. The server is stopped over the window to make it certain."""
+    if os.geteuid() != 0:
+        t.skip("[%s] namespace reuse by host processes" % tag, "needs root for unshare -m")
+        return
+    unshare = shutil.which("unshare")
+    if not unshare:
+        t.skip("[%s] namespace reuse by host processes" % tag, "no unshare")
+        return
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    s = Server(tag, args=["--pid-namespace=never"])
+    hosts = []
+    stopped = False
+    try:
+        s.handshake()
+        r = s.start("short", ["sh", "-c", "readlink /proc/self/ns/mnt; sleep 0.3"], cwd=ws,
+                    sandbox=sandbox(workspace_write(), workspaceRoots=[uri(ws)]))
+        ns = None
+        deadline = time.monotonic() + 5
+        while ns is None and time.monotonic() < deadline:
+            s.drain(0.02)
+            got = b"".join(unb64(n["params"]["chunk"]) for n in s.notes_for("short")
+                           if n["method"] == "process/output")
+            if got.endswith(b"\n"):
+                ns = got.decode().strip()
+        os.kill(s.pid, signal.SIGSTOP)
+        stopped = True
+        time.sleep(0.6)
+        # The lowest free number goes first: a few are enough to reach the
+        # sandbox's, if it is free.
+        for _ in range(8):
+            hosts.append(subprocess.Popen([unshare, "-m", "sleep", "5"]))
+        time.sleep(0.2)
+        same = [h.pid for h in hosts if ns_number(h.pid) == ns]
+        os.kill(s.pid, signal.SIGCONT)
+        stopped = False
+        out = s.wait_closed("short")
+        time.sleep(0.2)
+        dead = [(h.pid, h.poll()) for h in hosts if not pid_alive(h.pid)]
+        t.ok("result" in r and out.exit_code == 0 and not dead,
+             "[%s] namespace reuse: host processes in a new namespace survive" % tag,
+             (r, out.exit_code, ns, same, dead))
+        if same:
+            t.diag("a host process got the sandbox's namespace number %s" % ns)
+    finally:
+        if stopped:
+            os.kill(s.pid, signal.SIGCONT)
+        for h in hosts:
+            kill_quietly(h.pid)
+            h.wait()
+        s.stop()
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 with tempfile.TemporaryDirectory(prefix="cordon-serve-sb-") as base:
     base = os.path.realpath(base)
     for loop in LOOPS:
@@ -307,4 +401,6 @@ with tempfile.TemporaryDirectory(prefix="cordon-serve-sb-") as base:
         t.guard("[%s] workspace" % loop, workspace, loop, base)
         t.guard("[%s] masked features" % loop, masked, loop, base)
         t.guard("[%s] setsid survivor" % loop, setsid_survivor, loop, base)
+        t.guard("[%s] namespace reuse" % loop, ns_reuse, loop, base)
+        t.guard("[%s] namespace reuse by the host" % loop, ns_reuse_host, loop, base)
 t.done()
