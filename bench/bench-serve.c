@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,8 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
+
 #define WARMUP	      20
-#define DEFAULT_N     300
 #define RELAY_BYTES   50000000L
 #define RELAY_RUNS    5
 #define LIVE_PROCS    200
@@ -57,50 +57,6 @@ struct server {
 	long next_id;
 	bool dead;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile; sorts v. */
-static double percentile(double *v, size_t n, unsigned pct)
-{
-	size_t rank;
-
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	rank = (n * pct + 99) / 100;
-	return v[rank ? rank - 1 : 0];
-}
-
-static unsigned long parse_n(void)
-{
-	const char *s = getenv("BENCH_N");
-	unsigned long n;
-	char *end;
-
-	if (!s || !*s)
-		return DEFAULT_N;
-	errno = 0;
-	n = strtoul(s, &end, 10);
-	if (errno || *end || n == 0 || n > 1000000) {
-		fprintf(stderr, "bench-serve: BENCH_N must be a positive integer, not \"%s\"\n", s);
-		exit(2);
-	}
-	return n;
-}
 
 static int server_spawn(struct server *s, const char *name, char *const argv[])
 {
@@ -328,7 +284,7 @@ static double direct_true(void)
 {
 	posix_spawn_file_actions_t fa;
 	char *argv[] = { "/bin/true", NULL };
-	double t0 = now_ms();
+	double t0 = bench_now_ms();
 	pid_t pid;
 	int status;
 
@@ -343,7 +299,7 @@ static double direct_true(void)
 	posix_spawn_file_actions_destroy(&fa);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	return now_ms() - t0;
+	return bench_now_ms() - t0;
 }
 
 /* One start of /bin/true; false when the configuration must be dropped. */
@@ -366,7 +322,7 @@ static bool lat_once(struct lat *c, unsigned long round, bool record)
 		return true;
 	}
 	snprintf(pid, sizeof(pid), "lat-%d-%lu", c->sandboxed, round);
-	t0 = now_ms();
+	t0 = bench_now_ms();
 	if (start(c->srv, pid, "[\"/bin/true\"]", c->sandboxed, &id) < 0)
 		return false;
 	while ((line = next_line(c->srv, NULL))) {
@@ -379,9 +335,9 @@ static bool lat_once(struct lat *c, unsigned long round, bool record)
 			continue;
 		}
 		if (is_method(line, "process/exited") && t_exit < 0)
-			t_exit = now_ms() - t0;
+			t_exit = bench_now_ms() - t0;
 		else if (is_method(line, "process/closed")) {
-			double t_closed = now_ms() - t0;
+			double t_closed = bench_now_ms() - t0;
 
 			/* The response may follow the notifications. */
 			if (!answered && !wait_response(c->srv, id, false))
@@ -421,7 +377,7 @@ static double relay_once(struct server *s, unsigned run)
 	snprintf(pid, sizeof(pid), "relay-%u", run);
 	snprintf(argv_json, sizeof(argv_json), "[\"head\",\"-c\",\"%ld\",\"/dev/zero\"]",
 		 RELAY_BYTES);
-	t0 = now_ms();
+	t0 = bench_now_ms();
 	if (start(s, pid, argv_json, false, &id) < 0)
 		return -1;
 	while ((line = next_line(s, &len))) {
@@ -446,7 +402,7 @@ static double relay_once(struct server *s, unsigned run)
 		       RELAY_BYTES);
 		return -1;
 	}
-	return (double)RELAY_BYTES / 1e6 / ((now_ms() - t0) / 1e3);
+	return (double)RELAY_BYTES / 1e6 / ((bench_now_ms() - t0) / 1e3);
 }
 
 /* utime + stime of a process, in clock ticks; -1 if unknown. */
@@ -481,7 +437,7 @@ static double pipe_once(void)
 	static char buf[1 << 16];
 	size_t total = 0;
 	int p[2], status;
-	double t0 = now_ms();
+	double t0 = bench_now_ms();
 	pid_t pid;
 	ssize_t r;
 
@@ -504,7 +460,7 @@ static double pipe_once(void)
 		;
 	if (total != (size_t)RELAY_BYTES)
 		return -1;
-	return (double)RELAY_BYTES / 1e6 / ((now_ms() - t0) / 1e3);
+	return (double)RELAY_BYTES / 1e6 / ((bench_now_ms() - t0) / 1e3);
 }
 
 static long vm_rss_kb(pid_t pid)
@@ -562,12 +518,6 @@ static bool rss(char *const argv[], const char *name, long *idle, long *live)
 	return closed == LIVE_PROCS;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	remove(path);
-	return 0;
-}
-
 static void print_lat(const char *name, double *v, size_t n, double base)
 {
 	double med, p90;
@@ -576,14 +526,14 @@ static void print_lat(const char *name, double *v, size_t n, double base)
 		printf("%-40s %10s\n", name, "-");
 		return;
 	}
-	p90 = percentile(v, n, 90);
-	med = percentile(v, n, 50);
+	p90 = bench_percentile(v, n, 90);
+	med = bench_percentile(v, n, 50);
 	printf("%-40s %10.3f %10.3f %8.1fx\n", name, med, p90, base > 0 ? med / base : 0.0);
 }
 
 static double median_of(double *v, size_t n)
 {
-	return n ? percentile(v, n, 50) : -1;
+	return n ? bench_percentile(v, n, 50) : -1;
 }
 
 int main(int argc, char **argv)
@@ -616,7 +566,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cordon_argv[0] = argv[1];
 	codex_argv[0] = (char *)codex;
-	n = parse_n();
+	n = bench_parse_n("bench-serve");
 	devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull_fd < 0) {
 		perror("bench-serve: /dev/null");
@@ -715,7 +665,7 @@ int main(int argc, char **argv)
 
 	printf("\nlatency: process/start sent -> notification received\n");
 	printf("%-40s %10s %10s %9s\n", "config", "median ms", "p90 ms", "ratio");
-	base = cfg[0].n ? percentile(cfg[0].exited, cfg[0].n, 50) : 0;
+	base = cfg[0].n ? bench_percentile(cfg[0].exited, cfg[0].n, 50) : 0;
 	print_lat("direct fork/exec/wait /bin/true", cfg[0].exited, cfg[0].n, base);
 	for (i = 1; i < n_cfg; i++) {
 		char name[96];
@@ -780,6 +730,6 @@ int main(int argc, char **argv)
 		free(cfg[i].exited);
 		free(cfg[i].closed);
 	}
-	nftw(ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	bench_rm_tree("bench-serve", ws);
 	return 0;
 }

@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -24,9 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WARMUP	  20
-#define DEFAULT_N 300
-#define MAX_ARGS  24
+#include "bench-util.h"
+
+#define WARMUP	 20
+#define MAX_ARGS 24
 
 extern char **environ;
 
@@ -69,14 +69,6 @@ static int run_once(char *const argv[], int errfd)
 	return status;
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Run a configuration once outside the timing and say why it cannot be
  * benchmarked, if it cannot: timing a command that fails measures nothing. */
 static bool preflight(struct config *c)
@@ -108,21 +100,6 @@ static bool preflight(struct config *c)
 	return false;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array. */
-static double percentile(const double *v, size_t n, unsigned pct)
-{
-	size_t rank = (n * pct + 99) / 100;
-
-	return v[rank ? rank - 1 : 0];
-}
-
 /* An executable named prog in $PATH, written into buf; false if none. */
 static bool find_in_path(const char *prog, char *buf, size_t size)
 {
@@ -142,30 +119,6 @@ static bool find_in_path(const char *prog, char *buf, size_t size)
 			return true;
 	}
 	return false;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	if (remove(path) < 0)
-		fprintf(stderr, "bench-spawn: cannot remove %s: %s\n", path, strerror(errno));
-	return 0;
-}
-
-static unsigned long parse_n(void)
-{
-	const char *s = getenv("BENCH_N");
-	unsigned long n;
-	char *end;
-
-	if (!s || !*s)
-		return DEFAULT_N;
-	errno = 0;
-	n = strtoul(s, &end, 10);
-	if (errno || *end || n == 0 || n > 1000000) {
-		fprintf(stderr, "bench-spawn: BENCH_N must be a positive integer, not \"%s\"\n", s);
-		exit(2);
-	}
-	return n;
 }
 
 static void set_argv(struct config *c, const char *name, char *const *args)
@@ -199,7 +152,7 @@ int main(int argc, char **argv)
 		perror("bench-spawn: setenv");
 		return 1;
 	}
-	n = parse_n();
+	n = bench_parse_n("bench-spawn");
 
 	devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull_fd < 0) {
@@ -265,9 +218,9 @@ int main(int argc, char **argv)
 
 			if (!cfg[i].enabled)
 				continue;
-			t0 = now_ms();
+			t0 = bench_now_ms();
 			status = run_once(cfg[i].argv, -1);
-			t1 = now_ms();
+			t1 = bench_now_ms();
 			if (status != 0) {
 				printf("skipped %s: run %zu failed (status %d)\n", cfg[i].name,
 				       round, status);
@@ -288,9 +241,8 @@ int main(int argc, char **argv)
 			printf("%-28s %10s\n", cfg[i].name, "-");
 			continue;
 		}
-		qsort(cfg[i].samples, cfg[i].n, sizeof(double), cmp_double);
-		med = percentile(cfg[i].samples, cfg[i].n, 50);
-		p90 = percentile(cfg[i].samples, cfg[i].n, 90);
+		med = bench_percentile(cfg[i].samples, cfg[i].n, 50);
+		p90 = bench_percentile(cfg[i].samples, cfg[i].n, 90);
 		if (i == 0)
 			base = med;
 		printf("%-28s %10.3f %10.3f %12.3f %7.1fx\n", cfg[i].name, med, p90, med - base,
@@ -299,7 +251,6 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < n_cfg; i++)
 		free(cfg[i].samples);
-	if (nftw(ws, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
-		fprintf(stderr, "bench-spawn: cannot clean up %s: %s\n", ws, strerror(errno));
+	bench_rm_tree("bench-spawn", ws);
 	return 0;
 }
