@@ -179,11 +179,14 @@ static void connection_gone(struct cd_conn *c)
 	cd_server_stop(c->server);
 }
 
-static void flush(struct cd_conn *c)
+/*
+ * Write what is queued until it is all out or the fd cannot take more.
+ * 0 when the queue is empty, -EAGAIN, or another -errno (-EIO for a write
+ * that wrote nothing).
+ */
+static int write_queued(struct cd_conn *c)
 {
-	bool was_over = out_queued(c) > CD_SERVE_OUT_QUEUE_CAP;
-
-	while (out_queued(c) > 0 && !c->out_broken) {
+	while (out_queued(c) > 0) {
 		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
 		if (w > 0) {
 			c->out_off += (size_t)w;
@@ -191,7 +194,20 @@ static void flush(struct cd_conn *c)
 		}
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && errno == EAGAIN && !c->out_is_file) {
+		return w < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
+
+static void flush(struct cd_conn *c)
+{
+	bool was_over = out_queued(c) > CD_SERVE_OUT_QUEUE_CAP;
+
+	while (!c->out_broken) {
+		int r = write_queued(c);
+		if (r == 0)
+			break;
+		if (r == -EAGAIN && !c->out_is_file) {
 			out_watch(c, true);
 			/* Not return: a partial write may have brought the queue under
 			 * its cap, and the held-back requests below must be resumed. */
@@ -199,7 +215,7 @@ static void flush(struct cd_conn *c)
 				break;
 			continue;
 		}
-		cd_log_debug("serve: stdout: %s", w < 0 ? strerror(errno) : "short write");
+		cd_log_debug("serve: stdout: %s", strerror(-r));
 		c->out_broken = true;
 		c->out.len = c->out_off = 0;
 		connection_gone(c);
@@ -223,21 +239,12 @@ void cd_conn_final_flush(struct cd_conn *c, int timeout_ms)
 {
 	uint64_t deadline = cd_loop_now_ms() + (uint64_t)timeout_ms;
 
-	while (out_queued(c) > 0 && !c->out_broken) {
-		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
-		if (w > 0) {
-			c->out_off += (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
+	while (!c->out_broken && write_queued(c) == -EAGAIN) {
 		uint64_t now = cd_loop_now_ms();
-		if (w < 0 && errno == EAGAIN && now < deadline) {
-			struct pollfd pfd = { .fd = c->out_fd, .events = POLLOUT };
-			(void)poll(&pfd, 1, (int)(deadline - now));
-			continue;
-		}
-		break;
+		if (now >= deadline)
+			break;
+		struct pollfd pfd = { .fd = c->out_fd, .events = POLLOUT };
+		(void)poll(&pfd, 1, (int)(deadline - now));
 	}
 }
 
