@@ -187,7 +187,10 @@ static bool protected_name(const char *path)
 {
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
-	return cd_streq(base, ".git") || cd_streq(base, ".codex") || cd_streq(base, ".agents");
+	for (size_t i = 0; cd_protected_names[i]; i++)
+		if (cd_streq(base, cd_protected_names[i]))
+			return true;
+	return false;
 }
 
 /*

@@ -588,9 +588,10 @@ static bool named_by_write_entry(const struct builder *b, const char *q)
 	return false;
 }
 
+const char *const cd_protected_names[] = { ".git", ".codex", ".agents", NULL };
+
 static int protect_metadata(struct builder *b)
 {
-	static const char *const names[] = { ".git", ".codex", ".agents" };
 	char **writable = NULL;
 	int r = 0;
 
@@ -602,8 +603,8 @@ static int protect_metadata(struct builder *b)
 			cd_strv_push(&writable, pp->path);
 	}
 	for (size_t w = 0; r >= 0 && writable && writable[w]; w++) {
-		for (size_t k = 0; r >= 0 && k < CD_ARRAY_SIZE(names); k++) {
-			char *q = cd_path_join(writable[w], names[k]);
+		for (size_t k = 0; r >= 0 && cd_protected_names[k]; k++) {
+			char *q = cd_path_join(writable[w], cd_protected_names[k]);
 			/* An entry naming it (write: exempt; read/deny: already a carve-out) decides. */
 			const struct cd_plan_path *named = lookup(b->plan, q);
 			if (named || named_by_write_entry(b, q)) {

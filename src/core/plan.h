@@ -109,6 +109,9 @@ struct cd_bind_input {
 	const struct cd_fs_ops *ops;	  /* required */
 };
 
+/* The protected metadata names, NULL-terminated; ".git" first. */
+extern const char *const cd_protected_names[];
+
 /* Linux's :minimal set (only existing ones are bound). */
 extern const char *const cd_minimal_paths_linux[];
 
