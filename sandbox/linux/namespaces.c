@@ -2,8 +2,8 @@
 /*
  * Namespaces backend: a private mount namespace (inside a user namespace
  * when not root) with the plan's carve-outs: read-only binds of existing
- * paths, writable binds below them, read-only empty tmpfs masks on missing
- * protected names so that they cannot be created, and pins (directories
+ * paths, writable binds below them, masks on missing paths (protected
+ * names) so that they cannot be created, and pins (directories
  * bound on themselves so that they cannot be renamed away from above the
  * carve-outs).
  *
@@ -26,19 +26,26 @@
  * opened O_NOFOLLOW and its identity checked; the directories above are the
  * plan's canonical paths. bubblewrap has the same window.
  *
- * Mask directories are created by the parent (mkdir 0555) and removed by
- * finish. They are shared: concurrent runs with the same writable root (two
- * sessions in one workspace, or /tmp) mask the same names. So a mask
- * directory is recognised by what it is, not by who made it: an empty
- * directory of mode 0555 under a protected name (.git, .codex, .agents). A
- * run that finds one (made by a concurrent run, or left by a run that was
- * killed) adopts it. The parent holds a shared flock on it until finish;
- * finish removes it only if it can take the lock exclusively (no other run
- * still uses it) and it is still the same, empty directory. Leftovers from a
- * killed run, or from two runs finishing at the same instant, are thus
- * removed by the next run that touches them.
+ * A mask needs a mount point on the host: the parent creates an empty
+ * regular file of mode 0444 (a file, not a directory: on ext4 creating and
+ * removing a directory costs three times as much, and a run makes up to six
+ * masks) and finish removes it. The child mounts on it a symlink to a path
+ * that cannot exist (MASK_LINK_TARGET, in procfs, which refuses new names):
+ * in the sandbox the name looks missing (stat and every lookup below it fail
+ * with ENOENT, so git's repository discovery walks past a masked .git), and
+ * it cannot be created (EEXIST), written through, removed or renamed (EBUSY).
+ *
+ * Masks are shared: concurrent runs with the same writable root (two
+ * sessions in one workspace, or /tmp) mask the same names. So a mask file
+ * is recognised by what it is, not by who made it: an empty regular file of
+ * mode 0444 under a protected name (.git, .codex, .agents). A run that finds
+ * one (made by a concurrent run, or left by a run that was killed) adopts
+ * it. The parent holds a shared flock on it until finish; finish removes it
+ * only if it can take the lock exclusively (no other run still uses it) and
+ * it is still the same, empty file. Leftovers from a killed run, or from two
+ * runs finishing at the same instant, are thus removed by the next run that
+ * touches them.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -48,11 +55,21 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
 #include "sandbox/backend.h"
 #include "sandbox/linux/linux-util.h"
+
+/* The mode of a mask file on the host: with its emptiness, what marks it as one. */
+#define MASK_MODE 0444
+/*
+ * Where a mask's symlink points. procfs refuses to create names in its root,
+ * so nothing can appear there, even for a sandbox allowed to write to /.
+ */
+#define MASK_LINK_TARGET "/proc/.cordon-masked"
+#define MASK_LINK_NAME	 "mask"
 
 struct ns_mount {
 	enum cd_mount_op op;
@@ -62,8 +79,8 @@ struct ns_mount {
 	ino_t ino;
 	mode_t fmt;	  /* S_IFDIR, S_IFREG, ... */
 	bool host_rdonly; /* the host mount holding path is read-only */
-	bool mask;	  /* a mask directory (ours or adopted): finish removes it when last */
-	int lock_fd;	  /* O_RDONLY directory fd holding a LOCK_SH, or -1 */
+	bool mask;	  /* a mask file (ours or adopted): finish removes it when last */
+	int lock_fd;	  /* O_RDONLY fd holding a LOCK_SH, or -1 */
 };
 
 struct cd_backend_state {
@@ -74,7 +91,7 @@ struct cd_backend_state {
 	struct ns_mount *m; /* owned */
 	size_t n;
 	const char *step;
-	int mask_src;  /* child: the detached tmpfs cloned onto masks, or -1 */
+	int mask_src;  /* child: the detached tmpfs holding the mask symlink, or -1 */
 	bool at_clone; /* the spawner creates the namespaces with clone(): apply does not unshare */
 	bool finished;
 	bool abandoned; /* something may still run in the namespace: finish leaves the masks */
@@ -90,12 +107,13 @@ static void ns_finish(struct cd_backend_state *s)
 		struct ns_mount *m = &s->m[i];
 		struct stat st;
 
+		/* Only while still the same empty file: what someone wrote in it stays. */
 		if (!s->abandoned && m->mask && m->lock_fd >= 0 &&
 		    flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0 &&
 		    fstatat(AT_FDCWD, m->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISDIR(st.st_mode) && st.st_dev == m->dev && st.st_ino == m->ino)
-			/* Fails (ENOTEMPTY) if someone put something in it: then it stays. */
-			(void)rmdir(m->path);
+		    S_ISREG(st.st_mode) && st.st_size == 0 && st.st_dev == m->dev &&
+		    st.st_ino == m->ino)
+			(void)unlink(m->path);
 		m->mask = false;
 		if (m->lock_fd >= 0) {
 			close(m->lock_fd);
@@ -105,7 +123,7 @@ static void ns_finish(struct cd_backend_state *s)
 }
 
 /*
- * Removing a mask directory on the host detaches the mask mounted on it in
+ * Removing a mask file on the host detaches the mask mounted on it in
  * every namespace, the abandoned one included: leave them to a later run.
  */
 static void ns_abandon(struct cd_backend_state *s)
@@ -166,21 +184,27 @@ static bool type_matches(enum cd_file_type t, mode_t fmt)
 	return false;
 }
 
-/* Best-effort shared lock on a directory, see the top comment. */
-static int lock_dir(const char *path, dev_t dev, ino_t ino)
+/*
+ * Take the shared lock on a mask file. A run that is finishing holds it
+ * exclusively for as long as it takes to check and unlink the file: wait
+ * for that (bounded: the holder could be a stuck or hostile process), then
+ * make sure the file was not unlinked meanwhile. 0; -ESTALE when it is gone
+ * (make a new one); -EBUSY when the lock never came.
+ */
+static int lock_mask(int fd)
 {
 	struct stat st;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino ||
-	    flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		close(fd);
-		return -1;
+	for (int i = 0; flock(fd, LOCK_SH | LOCK_NB) < 0; i++) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (i >= 200)
+			return -EBUSY;
+		nanosleep(&(struct timespec){ .tv_nsec = 500 * 1000 }, NULL);
 	}
-	return fd;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return st.st_nlink > 0 ? 0 : -ESTALE;
 }
 
 static bool protected_name(const char *path)
@@ -194,51 +218,42 @@ static bool protected_name(const char *path)
 }
 
 /*
- * Take over an existing mask directory (see the top comment): an empty
- * directory of mode 0555 under a protected name. On success m describes it,
+ * Take over an existing mask file (see the top comment): an empty regular
+ * file of mode 0444 under a protected name. On success m describes it,
  * holds a shared lock on it and is marked for removal when last. -ENOENT
- * when the path is anything else.
+ * when the path is anything else, or a lock_mask() error.
  */
 static int adopt_mask(struct ns_mount *m)
 {
-	struct dirent *de;
 	struct stat st;
-	bool empty = true;
-	DIR *d;
-	int fd;
+	int fd, r;
 
 	if (!protected_name(m->path))
 		return -ENOENT;
-	fd = open(m->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/*
+	 * O_NONBLOCK: never wait on a FIFO planted under the name (it is not
+	 * a mask anyway). Whoever made it: a root run and an unprivileged run
+	 * share /tmp, and each must be able to use the other's mask. Removing
+	 * an empty 0444 file of another user is harmless (in a sticky
+	 * directory the kernel refuses it anyway, and the next run retries).
+	 */
+	fd = open(m->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -ENOENT;
-	/*
-	 * Whoever made it: a root run and an unprivileged run share /tmp, and
-	 * each must be able to use the other's mask. Removing an empty 0555
-	 * directory of another user is harmless (in a sticky directory the
-	 * kernel refuses it anyway, and the next run retries).
-	 */
-	if (fstat(fd, &st) < 0 || (st.st_mode & 07777) != 0555) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != MASK_MODE ||
+	    st.st_size != 0) {
 		close(fd);
 		return -ENOENT;
 	}
-	d = fdopendir(dup(fd));
-	if (!d) {
+	r = lock_mask(fd);
+	if (r < 0) {
 		close(fd);
-		return -ENOENT;
-	}
-	while (empty && (de = readdir(d)))
-		if (!cd_streq(de->d_name, ".") && !cd_streq(de->d_name, ".."))
-			empty = false;
-	closedir(d);
-	if (!empty || flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		close(fd);
-		return -ENOENT;
+		return r;
 	}
 	m->lock_fd = fd;
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
-	m->fmt = S_IFDIR;
+	m->fmt = S_IFREG;
 	m->mask = true;
 	return 0;
 }
@@ -259,7 +274,7 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 		 * provided, and that run has removed it since: it is missing
 		 * now, so mask it ourselves.
 		 */
-		m->op = CD_MOUNT_MASK_DIR;
+		m->op = CD_MOUNT_MASK;
 		return prepare_mask(m, reterr);
 	}
 	if (fd < 0) {
@@ -285,21 +300,30 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
 	m->host_rdonly = sv.f_flag & ST_RDONLY;
-	/* A mask left by a concurrent or killed run: bind it and share its removal. */
-	if (m->op == CD_MOUNT_RO_BIND && m->fmt == S_IFDIR && adopt_mask(m) == 0 &&
-	    m->dev == st.st_dev && m->ino == st.st_ino)
+	if (m->op != CD_MOUNT_RO_BIND || m->fmt != S_IFREG)
 		return 0;
-	if (m->lock_fd >= 0) {
-		/* adopt_mask raced with a replacement: not the object we stat'ed. */
+	/*
+	 * A mask left by a concurrent or killed run: mask it the same way
+	 * (the sandbox sees what it would see had the name been missing) and
+	 * share its removal.
+	 */
+	r = adopt_mask(m);
+	if (r == -ENOENT)
+		return 0; /* a file of the user's: bind it read-only */
+	m->op = CD_MOUNT_MASK;
+	if (r == 0 && (m->dev != st.st_dev || m->ino != st.st_ino)) {
+		/* Replaced since the plan looked: still a mask, but not what it saw. */
+		r = -ESTALE;
 		close(m->lock_fd);
 		m->lock_fd = -1;
 		m->mask = false;
-		m->dev = st.st_dev;
-		m->ino = st.st_ino;
 	}
-	if (m->fmt == S_IFDIR)
-		m->lock_fd = lock_dir(m->path, m->dev, m->ino);
-	return 0;
+	if (r == -ESTALE) /* removed since: make our own */
+		return prepare_mask(m, reterr);
+	if (r < 0)
+		*reterr = cd_xasprintf("namespaces: cannot share the mask on '%s': %s", m->path,
+				       strerror(-r));
+	return r;
 }
 
 static int prepare_mask(struct ns_mount *m, char **reterr)
@@ -307,38 +331,57 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 	struct stat st;
 	int r;
 
-	if (mkdir(m->path, 0555) < 0) {
+	/* A few rounds: a mask we find may be unlinked by a finishing run as we take it. */
+	for (int round = 0;; round++) {
+		m->lock_fd = open(m->path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				  MASK_MODE);
+		if (m->lock_fd >= 0)
+			break;
 		r = -errno;
 		/* A concurrent run may have just made the same mask: share it. */
-		if (r == -EEXIST && adopt_mask(m) == 0)
-			return 0;
-		if (r == -EEXIST)
-			*reterr = cd_xasprintf("namespaces: '%s' appeared after binding; run again",
-					       m->path);
-		else
-			*reterr = cd_xasprintf("namespaces: cannot create the mount point '%s' "
-					       "for a protected name: %s",
-					       m->path, strerror(-r));
+		if (r == -EEXIST) {
+			r = adopt_mask(m);
+			if (r == 0)
+				return 0;
+			if (r == -ESTALE && round < 3)
+				continue;
+			if (r == -ENOENT)
+				*reterr = cd_xasprintf(
+					"namespaces: '%s' appeared after binding; run again",
+					m->path);
+			else
+				*reterr = cd_xasprintf(
+					"namespaces: cannot share the mask on '%s': %s", m->path,
+					strerror(-r));
+			return r == -ENOENT ? -EEXIST : r;
+		}
+		*reterr = cd_xasprintf("namespaces: cannot create the mount point '%s' for a "
+				       "missing protected path: %s",
+				       m->path, strerror(-r));
 		return r;
 	}
-	m->lock_fd = open(m->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (m->lock_fd < 0 || fstat(m->lock_fd, &st) < 0) {
+	/* The umask may have taken bits away: the mode is what marks a mask. */
+	if (fstat(m->lock_fd, &st) < 0 ||
+	    ((st.st_mode & 07777) != MASK_MODE && fchmod(m->lock_fd, MASK_MODE) < 0)) {
 		r = -errno;
-		if (m->lock_fd >= 0) {
-			close(m->lock_fd);
-			m->lock_fd = -1;
-		}
-		/* Ours for sure only if we can still see it: best-effort cleanup. */
-		(void)rmdir(m->path);
-		*reterr = cd_xasprintf("namespaces: cannot open '%s': %s", m->path, strerror(-r));
+		close(m->lock_fd);
+		m->lock_fd = -1;
+		/* We just made it, empty: best-effort cleanup. */
+		(void)unlink(m->path);
+		*reterr = cd_xasprintf("namespaces: cannot set up the mount point '%s': %s",
+				       m->path, strerror(-r));
 		return r;
 	}
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
-	m->fmt = S_IFDIR;
+	m->fmt = S_IFREG;
 	m->mask = true;
-	if (flock(m->lock_fd, LOCK_SH | LOCK_NB) < 0) {
-		r = -errno;
+	/*
+	 * Until this lock is held, a run that adopted the new file could
+	 * finish and unlink it: then fail (the child would not find it anyway).
+	 */
+	r = lock_mask(m->lock_fd);
+	if (r < 0) {
 		*reterr = cd_xasprintf("namespaces: cannot lock '%s': %s", m->path, strerror(-r));
 		return r;
 	}
@@ -398,7 +441,7 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 			m->step = cd_xasprintf("pin of '%s'", m->path);
 			r = prepare_bind(lp, m, reterr);
 			break;
-		case CD_MOUNT_MASK_DIR:
+		case CD_MOUNT_MASK:
 			m->step = cd_xasprintf("mask on '%s'", m->path);
 			r = prepare_mask(m, reterr);
 			break;
@@ -411,6 +454,10 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 		}
 		if (r < 0)
 			goto fail;
+		if (m->op != in->op) { /* a read-only bind that turned out to be a mask */
+			free(m->step);
+			m->step = cd_xasprintf("mask on '%s'", m->path);
+		}
 	}
 	*ret_state = s;
 	return 0;
@@ -497,11 +544,14 @@ static int apply_bind(const struct ns_mount *m, int fd)
 }
 
 /*
- * One empty read-only tmpfs per run, cloned onto every mask: creating a
- * superblock per mask costs several times a clone.
+ * One small detached tmpfs per run holding the mask symlink; each mask is a
+ * clone of the symlink itself (AT_SYMLINK_NOFOLLOW): a superblock per mask
+ * would cost several times a clone. The tmpfs is made read-only before any
+ * clone is taken, and it is never attached anywhere.
  */
 static int mask_source(struct cd_backend_state *s)
 {
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	int fs, mnt;
 
 	if (s->mask_src >= 0)
@@ -516,12 +566,17 @@ static int mask_source(struct cd_backend_state *s)
 		return -errno;
 	}
 	mnt = fsmount(fs, FSMOUNT_CLOEXEC,
-		      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+		      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
 	if (mnt < 0) {
 		cd_close_keep_errno(fs);
 		return -errno;
 	}
 	close(fs);
+	if (symlinkat(MASK_LINK_TARGET, mnt, MASK_LINK_NAME) < 0 ||
+	    mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0) {
+		cd_close_keep_errno(mnt);
+		return -errno;
+	}
 	s->mask_src = mnt;
 	return mnt;
 }
@@ -533,7 +588,8 @@ static int apply_mask(struct cd_backend_state *s, int fd)
 	src = mask_source(s);
 	if (src < 0)
 		return src;
-	tree = open_tree(src, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	tree = open_tree(src, MASK_LINK_NAME,
+			 AT_SYMLINK_NOFOLLOW | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
 		return -errno;
 	if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
@@ -592,7 +648,7 @@ static int ns_apply(struct cd_backend_state *s)
 		case CD_MOUNT_PIN:
 			r = apply_bind(m, fd);
 			break;
-		case CD_MOUNT_MASK_DIR:
+		case CD_MOUNT_MASK:
 			r = apply_mask(s, fd);
 			break;
 		case CD_MOUNT_OP_COUNT:

@@ -269,8 +269,8 @@ const char *cd_mount_op_name(enum cd_mount_op op)
 		return "ro-bind";
 	case CD_MOUNT_RW_BIND:
 		return "rw-bind";
-	case CD_MOUNT_MASK_DIR:
-		return "mask-dir";
+	case CD_MOUNT_MASK:
+		return "mask";
 	case CD_MOUNT_PIN:
 		return "pin";
 	case CD_MOUNT_OP_COUNT:
@@ -362,7 +362,7 @@ static int mount_cmp(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* Innermost read-only mount (RO_BIND or MASK_DIR) strictly above path, or NULL. */
+/* Innermost read-only mount (RO_BIND or MASK) strictly above path, or NULL. */
 static const struct cd_mount *ro_mount_above(const struct cd_linux_plan *lp, size_t n,
 					     const char *path)
 {
@@ -370,7 +370,7 @@ static const struct cd_mount *ro_mount_above(const struct cd_linux_plan *lp, siz
 
 	for (size_t i = 0; i < n; i++) {
 		const struct cd_mount *m = &lp->mounts[i];
-		if ((m->op != CD_MOUNT_RO_BIND && m->op != CD_MOUNT_MASK_DIR) ||
+		if ((m->op != CD_MOUNT_RO_BIND && m->op != CD_MOUNT_MASK) ||
 		    cd_streq(m->path, path) || !cd_path_is_beneath(path, m->path))
 			continue;
 		if (!best || cd_path_depth(m->path) > cd_path_depth(best->path))
@@ -478,8 +478,7 @@ static void add_mounts(struct cd_linux_plan *lp)
 		if (!pp->carve_out || pp->access != CD_ACCESS_READ ||
 		    pp->parent_access != CD_ACCESS_WRITE)
 			continue;
-		push_mount(lp, pp->type == CD_FT_MISSING ? CD_MOUNT_MASK_DIR : CD_MOUNT_RO_BIND,
-			   pp);
+		push_mount(lp, pp->type == CD_FT_MISSING ? CD_MOUNT_MASK : CD_MOUNT_RO_BIND, pp);
 	}
 
 	/* Writable paths re-widened inside a read-only carve-out. A writable
@@ -493,7 +492,7 @@ static void add_mounts(struct cd_linux_plan *lp)
 		above = rewidened_in_ro_mount(lp, pp);
 		if (!above)
 			continue;
-		if (pp->type == CD_FT_MISSING || above->op == CD_MOUNT_MASK_DIR) {
+		if (pp->type == CD_FT_MISSING || above->op == CD_MOUNT_MASK) {
 			cd_strv_push_take(
 				&lp->notes,
 				cd_xasprintf("%s does not exist: it cannot be made writable "

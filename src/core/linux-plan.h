@@ -140,10 +140,16 @@ extern const struct cd_sc_rule cd_sc_rules[];
 const char *cd_sc_action_name(enum cd_sc_action a);
 
 enum cd_mount_op {
-	CD_MOUNT_RO_BIND,  /* bind path on itself read-only (existing path) */
-	CD_MOUNT_RW_BIND,  /* bind path on itself writable again (under an ro bind) */
-	CD_MOUNT_MASK_DIR, /* missing path: create an empty directory mount point, mount a read-only
-			       empty tmpfs (mode 0555) on it; removed after the run */
+	CD_MOUNT_RO_BIND, /* bind path on itself read-only (existing path) */
+	CD_MOUNT_RW_BIND, /* bind path on itself writable again (under an ro bind) */
+	/*
+	 * Missing path: create an empty regular file as the mount point (it is
+	 * removed after the run) and mount on it a symlink to a path that
+	 * cannot exist, so the sandbox sees a dangling symlink: the name looks
+	 * missing (lookups below it fail with ENOENT) and cannot be created,
+	 * replaced or removed.
+	 */
+	CD_MOUNT_MASK,
 	/*
 	 * Existing directory: bind it on itself (recursively, attributes
 	 * unchanged). The bind makes it a mount point, which cannot be renamed

@@ -110,6 +110,32 @@ expect_fail "creating .codex as a file is denied" sb sh -c "rmdir .codex 2>/dev/
 expect_fail "replacing a missing .codex with a symlink is denied" \
 	sb sh -c "rmdir .codex 2>/dev/null; ln -s /tmp .codex"
 assert "no .codex is left behind in the workspace" test ! -e "$WS/.codex" -a ! -L "$WS/.codex"
+# The mask is a dangling symlink: the name looks missing, nothing below it exists.
+check "a masked .codex looks missing to the command" sb sh -c 'test ! -e .codex && test -L .codex'
+expect_errno "reading below a masked .codex says ENOENT" ENOENT \
+	sb "$TRY" read-file "$WS/.codex/config.toml"
+expect_fail "removing a masked .codex is denied" sb sh -c "rm -f .codex && test ! -L .codex"
+expect_fail "writing through a masked .codex is denied" sb sh -c "echo x >>.codex"
+assert "nothing was created where the mask points" test ! -e /proc/.cordon-masked
+
+# A workspace inside a repository: the masked .git must not stop git's discovery of it.
+if command -v git >/dev/null 2>&1; then
+	REPO=$CD_TMP/repo
+	mkdir -p "$REPO/sub"
+	REPO=$(cd "$REPO" && pwd -P)
+	if git init -q "$REPO" 2>/dev/null; then
+		top=$("$CORDON" run --profile workspace-write --workspace-root "$REPO/sub" \
+			--cwd "$REPO/sub" -- git -c safe.directory='*' rev-parse --show-toplevel 2>&1)
+		assert "git inside a masked .git finds the enclosing repository ($top)" \
+			test "$top" = "$REPO"
+		assert "the masked .git is gone from the host afterwards" \
+			test ! -e "$REPO/sub/.git" -a ! -L "$REPO/sub/.git"
+	else
+		skip "git discovery through a masked .git" "git init failed"
+	fi
+else
+	skip "git discovery through a masked .git" "git is not installed"
+fi
 
 # ---- protected metadata: an existing .codex ----
 mkdir -p "$WS/.codex"

@@ -252,7 +252,7 @@ START_TEST(test_mount_op_names)
 {
 	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_RO_BIND), "ro-bind");
 	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_RW_BIND), "rw-bind");
-	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_MASK_DIR), "mask-dir");
+	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_MASK), "mask");
 	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_PIN), "pin");
 	ck_assert_ptr_null(cd_mount_op_name(CD_MOUNT_OP_COUNT));
 }
@@ -484,10 +484,8 @@ static void check_ww_mounts(const struct cd_linux_plan *lp)
 		enum cd_mount_op op;
 		const char *path;
 	} want[] = {
-		{ CD_MOUNT_MASK_DIR, "/b/.codex" },
-		{ CD_MOUNT_RO_BIND, "/b/.git" },
-		{ CD_MOUNT_MASK_DIR, "/a/long/w/.agents" },
-		{ CD_MOUNT_MASK_DIR, "/a/long/w/.codex" },
+		{ CD_MOUNT_MASK, "/b/.codex" },		{ CD_MOUNT_RO_BIND, "/b/.git" },
+		{ CD_MOUNT_MASK, "/a/long/w/.agents" }, { CD_MOUNT_MASK, "/a/long/w/.codex" },
 		{ CD_MOUNT_RO_BIND, "/a/long/w/.git" },
 	};
 
@@ -573,7 +571,7 @@ START_TEST(test_build_rewiden)
 
 	ck_assert_uint_eq(lp->n_mounts, 4);
 	ck_assert_str_eq(lp->mounts[0].path, "/w/.codex");
-	ck_assert_int_eq(lp->mounts[0].op, CD_MOUNT_MASK_DIR);
+	ck_assert_int_eq(lp->mounts[0].op, CD_MOUNT_MASK);
 	ck_assert_str_eq(lp->mounts[1].path, "/w/.git");
 	ck_assert_int_eq(lp->mounts[1].op, CD_MOUNT_RO_BIND);
 	ck_assert_str_eq(lp->mounts[2].path, "/w/.git/hooks");
@@ -836,14 +834,14 @@ static const char *why_of(const struct cd_linux_plan *lp, const char *path)
 START_TEST(test_pin_workspace_in_tmp)
 {
 	static const struct want_mount want[] = {
-		{ CD_MOUNT_MASK_DIR, "/tmp/.agents" },
-		{ CD_MOUNT_MASK_DIR, "/tmp/.codex" },
-		{ CD_MOUNT_MASK_DIR, "/tmp/.git" },
+		{ CD_MOUNT_MASK, "/tmp/.agents" },
+		{ CD_MOUNT_MASK, "/tmp/.codex" },
+		{ CD_MOUNT_MASK, "/tmp/.git" },
 		{ CD_MOUNT_PIN, "/tmp/a" },
 		{ CD_MOUNT_PIN, "/tmp/a/b" },
 		{ CD_MOUNT_PIN, "/tmp/a/b/w" },
-		{ CD_MOUNT_MASK_DIR, "/tmp/a/b/w/.agents" },
-		{ CD_MOUNT_MASK_DIR, "/tmp/a/b/w/.codex" },
+		{ CD_MOUNT_MASK, "/tmp/a/b/w/.agents" },
+		{ CD_MOUNT_MASK, "/tmp/a/b/w/.codex" },
 		{ CD_MOUNT_RO_BIND, "/tmp/a/b/w/.git" },
 	};
 	struct cd_plan plan =
@@ -887,8 +885,8 @@ START_TEST(test_pin_none_under_readonly_parent)
 		PP("/tmp/.git", R, CD_FT_MISSING, W, true),
 	};
 	static const struct want_mount want[] = {
-		{ CD_MOUNT_MASK_DIR, "/tmp/.git" },
-		{ CD_MOUNT_MASK_DIR, "/home/u/w/.codex" },
+		{ CD_MOUNT_MASK, "/tmp/.git" },
+		{ CD_MOUNT_MASK, "/home/u/w/.codex" },
 		{ CD_MOUNT_RO_BIND, "/home/u/w/.git" },
 	};
 	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
@@ -923,7 +921,7 @@ START_TEST(test_pin_nested_root)
 		{ CD_MOUNT_RO_BIND, "/w/repo/gitdir" },
 		{ CD_MOUNT_PIN, "/w/sub/x" },
 		{ CD_MOUNT_RW_BIND, "/w/repo/gitdir/hooks" },
-		{ CD_MOUNT_MASK_DIR, "/w/sub/x/.codex" },
+		{ CD_MOUNT_MASK, "/w/sub/x/.codex" },
 		{ CD_MOUNT_PIN, "/w/repo/gitdir/hooks/a" },
 		{ CD_MOUNT_PIN, "/w/repo/gitdir/hooks/a/b" },
 		{ CD_MOUNT_RO_BIND, "/w/repo/gitdir/hooks/a/b/.git" },
@@ -956,8 +954,8 @@ START_TEST(test_pin_only_known_directories)
 	static const struct want_mount want[] = {
 		{ CD_MOUNT_PIN, "/tmp/n" },
 		{ CD_MOUNT_PIN, "/tmp/n/w" },
-		{ CD_MOUNT_MASK_DIR, "/tmp/m/w/.git" },
-		{ CD_MOUNT_MASK_DIR, "/tmp/n/w/.git" },
+		{ CD_MOUNT_MASK, "/tmp/m/w/.git" },
+		{ CD_MOUNT_MASK, "/tmp/n/w/.git" },
 	};
 	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
 	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -770,17 +771,30 @@ static int child_checks(const struct ns_fixture *f)
 	if (fd < 0)
 		return 12;
 	close(fd);
-	/* The mask is an empty read-only directory. */
-	if (stat(f->mask, &st) < 0 || !S_ISDIR(st.st_mode))
+	/*
+	 * The mask looks missing (a dangling symlink: stat and lookups below
+	 * it say ENOENT) and nothing can be made there or through it.
+	 */
+	if (stat(f->mask, &st) == 0 || errno != ENOENT)
+		return 13;
+	if (lstat(f->mask, &st) < 0 || !S_ISLNK(st.st_mode))
 		return 13;
 	snprintf(path, sizeof(path), "%s/config", f->mask);
 	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-	if (fd >= 0 || errno != EROFS)
+	if (fd >= 0 || errno != ENOENT)
 		return 14;
-	if (mkdir(path, 0755) == 0 || errno != EROFS)
+	if (mkdir(f->mask, 0755) == 0 || errno != EEXIST)
 		return 15;
-	if (rmdir(f->mask) == 0)
+	if (unlink(f->mask) == 0 || errno != EBUSY)
 		return 16;
+	if (rename(f->mask, path) == 0)
+		return 16;
+	/* Creating through the link fails: its target is in procfs' root. */
+	fd = open(f->mask, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		return 18;
+	if (symlink("/tmp", f->mask) == 0 || errno != EEXIST)
+		return 19;
 	/* Outside the carve-outs: writable. */
 	snprintf(path, sizeof(path), "%s/outside", f->dir);
 	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
@@ -812,11 +826,12 @@ static void run_ns_test(bool user_ns)
 	ns_setup(&f);
 	mounts[0] = (struct cd_mount){ CD_MOUNT_RO_BIND, f.ro, "test" };
 	mounts[1] = (struct cd_mount){ CD_MOUNT_RW_BIND, f.rw, "test" };
-	mounts[2] = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
+	mounts[2] = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
 	s = prepare_ok(&cd_backend_namespaces, &lp);
 	ck_assert_ptr_nonnull(s);
-	/* prepare created the mask directory on the host. */
-	ck_assert_int_eq(stat(f.mask, &st), 0);
+	/* prepare created the mask's mount point on the host: an empty 0444 file. */
+	ck_assert_int_eq(lstat(f.mask, &st), 0);
+	ck_assert(S_ISREG(st.st_mode) && st.st_size == 0 && (st.st_mode & 07777) == 0444);
 
 	p = fork();
 	ck_assert_int_ge(p, 0);
@@ -907,11 +922,11 @@ START_TEST(test_ns_mask_shared)
 	struct stat st;
 
 	ns_setup(&f);
-	m1 = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
+	m1 = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
 	s1 = prepare_ok(&cd_backend_namespaces, &lp1);
 	/* A concurrent run planned the same mask: it shares it instead of failing. */
 	s2 = prepare_ok(&cd_backend_namespaces, &lp1);
-	/* A run that saw the mask as an existing directory binds it and shares it too. */
+	/* A run that saw the mask as an existing file masks it too and shares it. */
 	m2 = (struct cd_mount){ CD_MOUNT_RO_BIND, f.mask, "test" };
 	s3 = prepare_ok(&cd_backend_namespaces, &lp2);
 	cd_backend_namespaces.destroy(s1);
@@ -927,37 +942,102 @@ END_TEST
 
 START_TEST(test_ns_mask_not_adopted)
 {
-	/* A non-empty directory, or one of another mode, is the user's: never adopted. */
+	/*
+	 * A file with content, one of another mode, a directory or a FIFO
+	 * under the name is the user's: never adopted, never removed.
+	 */
 	struct ns_fixture f;
 	struct cd_mount m;
 	struct cd_linux_plan lp = {
 		.sandboxed = true, .mount_ns = true, .mounts = &m, .n_mounts = 1
 	};
 	struct cd_backend_state *s = NULL;
-	char *err = NULL, keep[160];
+	char *err = NULL;
 	struct stat st;
+	int fd;
 
 	ns_setup(&f);
 	ck_assert_int_eq(mkdir(f.mask, 0755), 0);
-	m = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
+	m = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
 	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
 	ck_assert_ptr_nonnull(strstr(err, "appeared after binding"));
 	free(err);
+	err = NULL;
+	ck_assert_int_eq(rmdir(f.mask), 0);
+
+	/* An empty 0644 file: bound read-only, kept. */
+	fd = open(f.mask, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fchmod(fd, 0644), 0);
 	m = (struct cd_mount){ CD_MOUNT_RO_BIND, f.mask, "test" };
 	s = prepare_ok(&cd_backend_namespaces, &lp);
 	cd_backend_namespaces.destroy(s);
-	ck_assert_msg(stat(f.mask, &st) == 0, "a 0755 directory was removed");
-	ck_assert_int_eq(chmod(f.mask, 0555), 0);
-	snprintf(keep, sizeof(keep), "%s/keep", f.mask);
-	ck_assert_int_eq(chmod(f.mask, 0755), 0);
-	ck_assert_int_eq(mkdir(keep, 0755), 0);
-	ck_assert_int_eq(chmod(f.mask, 0555), 0);
+	ck_assert_msg(stat(f.mask, &st) == 0, "an empty 0644 file was removed");
+
+	/* A 0444 file with content: kept too. */
+	ck_assert_int_eq(write(fd, "gitdir: x\n", 10), 10);
+	ck_assert_int_eq(fchmod(fd, 0444), 0);
+	close(fd);
 	s = prepare_ok(&cd_backend_namespaces, &lp);
 	cd_backend_namespaces.destroy(s);
-	ck_assert_msg(stat(keep, &st) == 0, "a non-empty 0555 directory was touched");
-	ck_assert_int_eq(chmod(f.mask, 0755), 0);
-	ck_assert_int_eq(rmdir(keep), 0);
-	ck_assert_int_eq(rmdir(f.mask), 0);
+	ck_assert_msg(stat(f.mask, &st) == 0 && st.st_size == 10,
+		      "a non-empty 0444 file was touched");
+	m = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
+	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
+	free(err);
+	err = NULL;
+	ck_assert_int_eq(unlink(f.mask), 0);
+
+	/* A FIFO: adoption must not block opening it, and leaves it alone. */
+	ck_assert_int_eq(mkfifo(f.mask, 0444), 0);
+	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
+	free(err);
+	ck_assert_msg(lstat(f.mask, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was touched");
+	ck_assert_int_eq(unlink(f.mask), 0);
+	ns_cleanup(&f);
+}
+END_TEST
+
+/* A mask that its last user is removing right now is not adopted: a new one is made. */
+START_TEST(test_ns_mask_being_removed)
+{
+	struct ns_fixture f;
+	struct cd_mount m;
+	struct cd_linux_plan lp = {
+		.sandboxed = true, .mount_ns = true, .mounts = &m, .n_mounts = 1
+	};
+	struct cd_backend_state *s;
+	struct stat st;
+	int pfd[2], st_code;
+	char c;
+
+	ns_setup(&f);
+	ck_assert_int_eq(pipe(pfd), 0);
+	/* The finishing run: holds the mask's exclusive lock, then unlinks it. */
+	pid_t p = fork();
+	ck_assert_int_ge(p, 0);
+	if (p == 0) {
+		int fd = open(f.mask, O_CREAT | O_RDONLY | O_EXCL | O_CLOEXEC, 0444);
+		if (fd < 0 || fchmod(fd, 0444) < 0 || flock(fd, LOCK_EX) < 0)
+			_exit(1);
+		if (write(pfd[1], "x", 1) != 1)
+			_exit(1);
+		usleep(30 * 1000);
+		_exit(unlink(f.mask) == 0 ? 0 : 1);
+	}
+	close(pfd[1]);
+	ck_assert_int_eq(read(pfd[0], &c, 1), 1);
+	close(pfd[0]);
+	/* This run finds the name while the lock is held, waits, and sees it go. */
+	m = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
+	s = prepare_ok(&cd_backend_namespaces, &lp);
+	ck_assert_int_eq(waitpid(p, &st_code, 0), p);
+	ck_assert(WIFEXITED(st_code) && WEXITSTATUS(st_code) == 0);
+	/* The old one was unlinked: a mask there now is the new one this run made. */
+	ck_assert_msg(lstat(f.mask, &st) == 0 && S_ISREG(st.st_mode),
+		      "a mask being removed was adopted instead of making a new one");
+	cd_backend_namespaces.destroy(s);
+	ck_assert_msg(lstat(f.mask, &st) < 0 && errno == ENOENT, "mask left behind");
 	ns_cleanup(&f);
 }
 END_TEST
@@ -973,7 +1053,7 @@ START_TEST(test_ns_destroy_without_finish)
 	struct stat st;
 
 	ns_setup(&f);
-	m = (struct cd_mount){ CD_MOUNT_MASK_DIR, f.mask, "test" };
+	m = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
 	s = prepare_ok(&cd_backend_namespaces, &lp);
 	ck_assert_int_eq(stat(f.mask, &st), 0);
 	cd_backend_namespaces.destroy(s);
@@ -1162,6 +1242,7 @@ static Suite *seccomp_suite(void)
 	tcase_add_test(tc, test_ns_swapped_path);
 	tcase_add_test(tc, test_ns_mask_shared);
 	tcase_add_test(tc, test_ns_mask_not_adopted);
+	tcase_add_test(tc, test_ns_mask_being_removed);
 	tcase_add_test(tc, test_ns_destroy_without_finish);
 	tcase_add_test(tc, test_ns_empty_plan);
 	tcase_add_test(tc, test_ns_pin_root);
