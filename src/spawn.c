@@ -36,9 +36,12 @@
 /* Scans of /proc before cd_child_kill_namespace gives up (see there). */
 #define KILL_NS_ROUNDS 1000
 
+static void kill_tree(pid_t group);
+
 struct cd_child {
 	pid_t pid;
-	int pidfd;			  /* owned; -1 when pidfd_open is unavailable */
+	int pidfd; /* owned; -1 until cd_child_pidfd, or unavailable */
+	bool pidfd_tried;
 	struct cd_backend_state **states; /* owned; parallel to cd_backends[] */
 	size_t n_states;
 	bool waited;
@@ -635,7 +638,8 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		.states = sandboxed ? c->states : NULL,
 		.parent = getpid(),
 		.nofile = 1024,
-		.pin_mnt_ns = sandboxed && o->lp->mount_ns,
+		/* With kill_tree the subreaper finds every process left: no scan, no pin. */
+		.pin_mnt_ns = sandboxed && o->lp->mount_ns && !o->kill_tree,
 	};
 	/* For the close-on-exec fallback when close_range is missing at run time. */
 	struct rlimit rl;
@@ -694,11 +698,6 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		pin_err = rp.recv_err ? rp.recv_err : ENOMSG;
 
 	if (!rp.failed && !rp.garbled && !pin_err) {
-#ifdef HAVE_PIDFD_OPEN
-		c->pidfd = pidfd_open(pid, 0);
-		if (c->pidfd >= 0)
-			(void)fcntl(c->pidfd, F_SETFD, FD_CLOEXEC);
-#endif
 		*ret = c;
 		return 0;
 	}
@@ -715,6 +714,10 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	int status;
 	wait_pid(pid, &status);
 	c->waited = true;
+	if (c->kill_tree) {
+		kill_tree(pid);
+		c->tree_killed = true;
+	}
 	/* Unless it said it failed, cd_child_free kills what it may have left in its namespace. */
 	struct child_report rep = rp.report;
 	if (!rp.failed) {
@@ -739,8 +742,20 @@ pid_t cd_child_pid(const struct cd_child *c)
 	return c->pid;
 }
 
-int cd_child_pidfd(const struct cd_child *c)
+int cd_child_pidfd(struct cd_child *c)
 {
+	/*
+	 * Opened on first use (cordon run never needs it): the pid names our
+	 * child until we reap it, and only cd_child_wait reaps it.
+	 */
+#ifdef HAVE_PIDFD_OPEN
+	if (c->pidfd < 0 && !c->waited && !c->pidfd_tried) {
+		c->pidfd_tried = true;
+		c->pidfd = pidfd_open(c->pid, 0);
+		if (c->pidfd >= 0)
+			(void)fcntl(c->pidfd, F_SETFD, FD_CLOEXEC);
+	}
+#endif
 	return c->pidfd;
 }
 
@@ -938,6 +953,14 @@ static void run_finish(struct cd_child *c)
 	 */
 	if (!c->tree_killed) {
 		int r = cd_child_kill_namespace(c);
+		if (r == 0)
+			/*
+			 * Nothing runs in the namespace any more: let it go
+			 * before the finish hooks unlink the mask mount points,
+			 * or each unlink would detach a mount in it, and every
+			 * detach waits for an RCU grace period.
+			 */
+			drop_mnt_ns(c);
 		if (r < 0) {
 			/*
 			 * Something may still run in the namespace: removing the
@@ -1002,6 +1025,14 @@ static char *read_children(void)
 static void kill_tree(pid_t group)
 {
 	unsigned char *killed = NULL;
+	int st;
+	/*
+	 * No child left at all (the common case): then no descendant is left
+	 * either, since every orphan comes to us, and so nobody is left in the
+	 * group, which only the command's descendants can be in.
+	 */
+	if (waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD)
+		return;
 	(void)kill(-group, SIGKILL);
 	for (;;) {
 		char *list = read_children();

@@ -72,8 +72,11 @@ struct cd_spawn_error {
 int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err);
 
 pid_t cd_child_pid(const struct cd_child *c);
-/* A pidfd for the child (pidfd_open), or -1 when unsupported. Owned by c. */
-int cd_child_pidfd(const struct cd_child *c);
+/*
+ * A pidfd for the child (pidfd_open), or -1 when unsupported. Owned by c.
+ * Opened on the first call, which must come before cd_child_wait.
+ */
+int cd_child_pidfd(struct cd_child *c);
 
 /*
  * Wait for the child (retrying on EINTR), run the backends' finish hooks
