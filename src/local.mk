@@ -14,4 +14,6 @@ cordon_SOURCES = \
 	src/shared/log.c src/shared/log.h
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS)
+# -static-pie unless --disable-static-cordon (see configure.ac).
+cordon_LDFLAGS = $(AM_LDFLAGS) $(STATIC_LDFLAGS)
 endif

@@ -387,8 +387,41 @@ static void append_uri(struct cd_strbuf *sb, const char *path)
 	free(uri);
 }
 
+/*
+ * The home directory of uid from the password database, for when $HOME is
+ * unset. A static glibc can only reach NSS (getpwuid) through the shared
+ * libraries of the very glibc it was built with, so the static cordon reads
+ * /etc/passwd itself; users that only NSS knows (LDAP) need $HOME set.
+ */
+static const char *passwd_home(uid_t uid, char *buf, size_t size)
+{
+	const char *home = NULL;
+#ifdef CD_STATIC_BINARY
+	FILE *f = fopen("/etc/passwd", "re");
+	struct passwd *pw = NULL;
+	while (f && (pw = fgetpwent(f)) && pw->pw_uid != uid)
+		;
+	if (pw)
+		home = pw->pw_dir;
+#else
+	struct passwd *pw = getpwuid(uid);
+	if (pw)
+		home = pw->pw_dir;
+#endif
+	if (home && home[0] == '/' && strlen(home) < size)
+		home = strcpy(buf, home);
+	else
+		home = NULL;
+#ifdef CD_STATIC_BINARY
+	if (f)
+		fclose(f);
+#endif
+	return home;
+}
+
 static char *build_env_info(void)
 {
+	char home_buf[PATH_MAX];
 	struct cd_strbuf sb = { 0 };
 	const char *shell = getenv("SHELL");
 	const char *home = getenv("HOME");
@@ -398,10 +431,8 @@ static char *build_env_info(void)
 	if (!shell || shell[0] != '/')
 		shell = "/bin/sh";
 	const char *name = strrchr(shell, '/') + 1;
-	if (!home || home[0] != '/') {
-		struct passwd *pw = getpwuid(getuid());
-		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-	}
+	if (!home || home[0] != '/')
+		home = passwd_home(getuid(), home_buf, sizeof(home_buf));
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
 
