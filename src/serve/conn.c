@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "serve/server.h"
@@ -494,6 +495,23 @@ static void update_in_watch(struct cd_conn *c)
 	}
 }
 
+/*
+ * A pipe to the client holds 64 KiB by default: less than one burst of
+ * notifications (64 KiB of output is 88 KB of JSON), so the server would
+ * stall on EAGAIN and wake up again for every burst. 1 MiB (the default
+ * pipe-max-size, allowed without privileges) doubles the relay rate here.
+ * One pipe per connection: best effort, never shrinks it.
+ */
+static void grow_pipe(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+		return;
+	int cur = fcntl(fd, F_GETPIPE_SZ);
+	if (cur >= 0 && cur < CD_SERVE_OUT_PIPE_SIZE)
+		(void)fcntl(fd, F_SETPIPE_SZ, CD_SERVE_OUT_PIPE_SIZE);
+}
+
 struct cd_conn *cd_conn_new(struct cd_server *s, int in_fd, int out_fd)
 {
 	struct cd_conn *c = cd_xcalloc(1, sizeof(*c));
@@ -506,6 +524,7 @@ struct cd_conn *cd_conn_new(struct cd_server *s, int in_fd, int out_fd)
 	fl = fcntl(out_fd, F_GETFL);
 	if (fl >= 0)
 		(void)fcntl(out_fd, F_SETFL, fl | O_NONBLOCK);
+	grow_pipe(out_fd);
 	update_in_watch(c);
 	return c;
 }

@@ -60,6 +60,8 @@ struct cd_chunk {
 struct cd_proc_events {
 	void *data;
 	void (*output)(struct cd_proc *p, const struct cd_chunk *c, void *data);
+	/* Optional: after a burst of output calls (one readiness callback). */
+	void (*output_end)(struct cd_proc *p, void *data);
 	void (*exited)(struct cd_proc *p, uint64_t seq, int exit_code, bool sandbox_denied,
 		       void *data);
 	void (*closed)(struct cd_proc *p, uint64_t seq, void *data);

@@ -185,9 +185,18 @@ static void on_output(struct cd_proc *p, const struct cd_chunk *ch, void *data)
 		memcpy(q, "\"}}\n", 4);
 		q += 4;
 		cd_conn_out_commit(c, (size_t)(q - w));
-		cd_conn_kick(c);
+		/* No flush yet: on_output_end writes the whole burst at once. */
 	}
 	check_pending(e);
+}
+
+static void on_output_end(struct cd_proc *p, void *data)
+{
+	struct cd_pentry *e = data;
+	struct cd_conn *c = e->session->conn;
+
+	if (c && !c->out_broken)
+		cd_conn_kick(c);
 }
 
 static void on_exited(struct cd_proc *p, uint64_t seq, int exit_code, bool sandbox_denied,
@@ -262,6 +271,7 @@ struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t
 	struct cd_proc_events ev = {
 		.data = e,
 		.output = on_output,
+		.output_end = on_output_end,
 		.exited = on_exited,
 		.closed = on_closed,
 	};

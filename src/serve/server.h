@@ -30,11 +30,13 @@
 #include "serve/proc.h"
 
 /* Limits (reference 1.3, 1.4, 2.9). */
-#define CD_SERVE_MAX_LINE	   (64u * 1024 * 1024)
-#define CD_SERVE_MAX_VALUES	   262144
-#define CD_SERVE_MAX_DEPTH	   512
-#define CD_SERVE_RETENTION_MS	   30000
-#define CD_SERVE_OUT_QUEUE_CAP	   (64u * 1024 * 1024)
+#define CD_SERVE_MAX_LINE      (64u * 1024 * 1024)
+#define CD_SERVE_MAX_VALUES    262144
+#define CD_SERVE_MAX_DEPTH     512
+#define CD_SERVE_RETENTION_MS  30000
+#define CD_SERVE_OUT_QUEUE_CAP (64u * 1024 * 1024)
+/* What a pipe to the client is grown to (see grow_pipe in conn.c). */
+#define CD_SERVE_OUT_PIPE_SIZE	   (1024 * 1024)
 #define CD_SERVE_DEFAULT_MAX_PROCS 256
 
 /* JSON-RPC error codes (reference 2.13). */

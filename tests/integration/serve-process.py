@@ -4,6 +4,7 @@
 # process notifications (exec-server-reference.md 2.3-2.9, 8.1-8.3), without
 # a sandbox. TAP; the scenarios run under both event loops.
 
+import fcntl
 import hashlib
 import os
 import re
@@ -330,6 +331,9 @@ def reads(tag):
     s = Server(tag)
     try:
         s.handshake()
+        # The pipe to the client holds a whole burst of notifications (1 MiB).
+        t.eq(fcntl.fcntl(s.p.stdout.fileno(), getattr(fcntl, "F_GETPIPE_SZ", 1032)), 1 << 20,
+             "[%s] the server grows its stdout pipe to 1 MiB" % tag)
         start_ok(s, tag, "lp", ["sh", "-c", "sleep 0.3; echo hi"])
         t0 = time.monotonic()
         rd = s.call("process/read", {"processId": "lp", "afterSeq": 0, "waitMs": 5000})
@@ -426,6 +430,12 @@ def reads(tag):
             sizes = [len(unb64(n["params"]["chunk"])) for n in res.notes
                      if n["method"] == "process/output"]
             t.ok(max(sizes) <= 8192, "[%s] chunks are at most 8192 bytes" % tag, max(sizes))
+            # Read 64 KiB at a time, cut like the reference's 8192-byte reads: a
+            # short chunk only where the pipe ran dry, never two in a row.
+            full = sum(1 for n in sizes if n == 8192)
+            t.ok(full * 8192 >= len(data) // 2,
+                 "[%s] bulk output comes in full 8192-byte chunks (%d of %d)"
+                 % (tag, full, len(sizes)))
             rd = s.call("process/read", {"processId": "big"})
             kept = sum(len(unb64(c["chunk"])) for c in rd["chunks"])
             t.ok(0 < kept <= 1024 * 1024 and data.endswith(
