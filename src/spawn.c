@@ -1009,7 +1009,8 @@ static char *read_children(void)
 #define PID_LIMIT (4 * 1024 * 1024)
 
 /*
- * Kill and reap every remaining descendant. Orphans of the command are
+ * Kill and reap every remaining descendant: kill_tree sends the command's
+ * process group a SIGKILL, then cd_kill_children loops. Orphans of the command are
  * re-parented to us (the caller made us a child subreaper), so repeatedly
  * killing our direct children reaches the whole tree: a killed process
  * cannot fork any more, and its children come to us in turn. Each round
@@ -1024,7 +1025,6 @@ static char *read_children(void)
  */
 static void kill_tree(pid_t group)
 {
-	unsigned char *killed = NULL;
 	int st;
 	/*
 	 * No child left at all (the common case): then no descendant is left
@@ -1034,6 +1034,12 @@ static void kill_tree(pid_t group)
 	if (waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD)
 		return;
 	(void)kill(-group, SIGKILL);
+	cd_kill_children();
+}
+
+void cd_kill_children(void)
+{
+	unsigned char *killed = NULL;
 	for (;;) {
 		char *list = read_children();
 		for (char *p = list, *end; p && *p; p = end) {

@@ -107,5 +107,11 @@ int cd_exit_code_from_status(int status);
  * logged.
  */
 int cd_child_kill_namespace(struct cd_child *c);
+/*
+ * SIGKILL and reap every child of this process until none is left. In a
+ * child subreaper that is every descendant: orphans come back to it, and a
+ * killed process cannot fork any more. Blocks until then.
+ */
+void cd_kill_children(void);
 /* Runs finish hooks if not done yet, frees. NULL-safe. */
 struct cd_child *cd_child_free(struct cd_child *c);

@@ -23,6 +23,18 @@
  * number. Without that mount (it failed: a warning) /proc stays the host's,
  * where only /proc/self is right.
  *
+ * Without a pid namespace (an unprivileged server, which would need a user
+ * namespace for one and so change what every unsandboxed command sees; or
+ * --pid-namespace=never), the same pair of processes keeps the promise
+ * with child subreapers instead:
+ *  - the inner server is a subreaper, so every descendant that leaves its
+ *    command's process group or session comes back to it; it reaps them,
+ *    and when it ends, however (stdin EOF, a signal, the outer's death,
+ *    which PR_SET_PDEATHSIG turns into a SIGTERM), it kills them all;
+ *  - the outer is a subreaper too: if the inner is SIGKILLed, what it
+ *    started comes to the outer, which kills it all before exiting.
+ * Both SIGKILLed at once is the remaining hole.
+ *
  * One fork at startup; nothing per process.
  */
 #include "config.h"
@@ -102,26 +114,35 @@ static int supervise(pid_t inner, const sigset_t *wait_set)
 
 int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 {
-	if (mode == CD_PIDNS_NEVER)
-		return 0;
-	/* auto: root only; unprivileged servers run without (issue 4). */
-	if (mode == CD_PIDNS_AUTO && geteuid() != 0)
-		return 0;
+	bool ns = false;
 
-	if (unshare(CLONE_NEWPID) < 0) {
-		int e = errno;
-		if (mode == CD_PIDNS_AUTO) {
+	/* auto: root only; unprivileged servers use subreapers (see the top). */
+	if (mode == CD_PIDNS_ALWAYS || (mode == CD_PIDNS_AUTO && geteuid() == 0)) {
+		if (unshare(CLONE_NEWPID) == 0) {
+			ns = true;
+		} else {
+			int e = errno;
+			if (mode == CD_PIDNS_ALWAYS) {
+				fprintf(stderr,
+					"cordon: serve: --pid-namespace=always: cannot create a "
+					"pid "
+					"namespace: %s (%s); run the server as root (with "
+					"CAP_SYS_ADMIN), or use --pid-namespace=auto to serve "
+					"without it\n",
+					strerror(e), unshare_reason(e));
+				*exit_code = CD_EXIT_SETUP;
+				return -1;
+			}
 			/* Root without CAP_SYS_ADMIN (a container), or no pid namespaces. */
-			cd_log_debug("serve: no pid namespace (%s): descendants that leave "
-				     "their process group can outlive a killed server",
+			cd_log_debug("serve: no pid namespace (%s): subreapers instead",
 				     strerror(e));
-			return 0;
 		}
-		fprintf(stderr,
-			"cordon: serve: --pid-namespace=always: cannot create a pid namespace: %s "
-			"(%s); run the server as root (with CAP_SYS_ADMIN), or use "
-			"--pid-namespace=auto to serve without it\n",
-			strerror(e), unshare_reason(e));
+	}
+	/* Before the fork: orphans of a SIGKILLed inner must come to the outer. */
+	if (!ns && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		int e = errno;
+		fprintf(stderr, "cordon: serve: cannot become a child subreaper: %s\n",
+			strerror(e));
 		*exit_code = CD_EXIT_SETUP;
 		return -1;
 	}
@@ -159,8 +180,7 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 	if (pid < 0) {
 		/* The namespace is ours for children now: serving without it is not possible. */
 		int e = errno;
-		fprintf(stderr, "cordon: serve: cannot start the server in its pid namespace: %s\n",
-			strerror(e));
+		fprintf(stderr, "cordon: serve: cannot start the server: %s\n", strerror(e));
 		close(alive[0]);
 		close(alive[1]);
 		*exit_code = CD_EXIT_SETUP;
@@ -168,7 +188,12 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 	}
 	if (pid == 0) {
 		close(alive[1]);
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		/*
+		 * In a namespace the kernel kills what we started when we die;
+		 * without one we must live to kill it ourselves: SIGTERM, which
+		 * the server handles by ending everything.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, ns ? SIGKILL : SIGTERM, 0, 0, 0) < 0)
 			_exit(CD_EXIT_SETUP);
 		/* The outer may have died before PDEATHSIG was armed: its write end is gone. */
 		struct pollfd p = { .fd = alive[0], .events = POLLIN };
@@ -179,19 +204,28 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 		if (n != 0)
 			_exit(CD_EXIT_SETUP);
 		close(alive[0]);
+		if (!ns && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+			_exit(CD_EXIT_SETUP);
 		/* SIGCHLD back as it was; the forwarded signals stay blocked until watched. */
 		sigset_t keep = old;
 		for (size_t i = 0; i < CD_ARRAY_SIZE(forwarded); i++)
 			if (sigismember(&wait_set, forwarded[i]))
 				sigaddset(&keep, forwarded[i]);
 		sigprocmask(SIG_SETMASK, &keep, NULL);
-		mount_proc();
-		cd_log_debug("serve: running as pid 1 of a new pid namespace");
+		if (ns) {
+			mount_proc();
+			cd_log_debug("serve: running as pid 1 of a new pid namespace");
+		} else {
+			cd_log_debug("serve: running as a child subreaper under a subreaper");
+		}
 		return 0;
 	}
 	close(alive[0]);
 	/* alive[1] stays open (close-on-exec) until this process exits. */
 	int code = supervise(pid, &wait_set);
+	/* Whatever the inner left (it was SIGKILLed, say) came to us: it goes too. */
+	if (!ns)
+		cd_kill_children();
 	/*
 	 * No atexit work here: it would belong to the server, and some cannot
 	 * work (a sanitizer's leak check forks, and a fork after unshare() lands

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "sandbox/backend.h"
 #include "serve/server.h"
 #include "shared/log.h"
+#include "spawn.h"
 
 /* ---- session: the process table ---- */
 
@@ -546,8 +548,14 @@ int cd_serve_stdio(const struct cd_serve_opts *o)
 		ret = 1;
 		goto out;
 	}
-	/* The init of a pid namespace inherits every orphaned descendant: reap them. */
-	if (getpid() == 1 && (errno = -cd_loop_reap_orphans(srv.loop, true)) != 0) {
+	/*
+	 * The init of a pid namespace, or a child subreaper (pidns.c), inherits
+	 * every orphaned descendant: reap them.
+	 */
+	int subreaper = 0;
+	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0);
+	srv.adopts_orphans = getpid() == 1 || subreaper;
+	if (srv.adopts_orphans && (errno = -cd_loop_reap_orphans(srv.loop, true)) != 0) {
 		cd_log_error("serve: cannot reap orphaned processes: %s", strerror(errno));
 		ret = 1;
 		goto out;
@@ -573,6 +581,13 @@ int cd_serve_stdio(const struct cd_serve_opts *o)
 		srv.session->conn = NULL;
 	cd_session_free(srv.session);
 	srv.session = NULL;
+	/*
+	 * What left its process group and came back to us as an orphan was
+	 * started by us too: it does not outlive the server. (As pid 1 the
+	 * kernel does this when we exit; doing it here is the same.)
+	 */
+	if (srv.adopts_orphans)
+		cd_kill_children();
 	cd_conn_final_flush(srv.conn, 2000);
 	cd_conn_free(srv.conn);
 out:

@@ -148,6 +148,7 @@ struct cd_server {
 	struct cd_linux_host host; /* probed once at start */
 	char *env_info;		   /* environmentInfo object, JSON text */
 	int sig_fd;
+	bool adopts_orphans; /* pid 1 or a child subreaper: orphans come to us */
 	struct cd_watch *sig_watch;
 	struct cd_conn *conn;
 	struct cd_session *session; /* stdio: the single session, once initialized */

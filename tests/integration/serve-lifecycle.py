@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # `cordon serve`: lifecycle. stdin EOF, SIGTERM, SIGINT and SIGHUP kill every
-# child and exit 0; a SIGKILLed server takes its direct children with it
-# (PR_SET_PDEATHSIG) and, as root (the server is the init of its own pid
-# namespace), every descendant; no zombies; an idle server uses no CPU; the
+# child and exit 0; a SIGKILLed server takes every descendant with it (as
+# root the server is the init of its own pid namespace; otherwise it and the
+# process the client started are child subreapers); no zombies; an idle
+# server uses no CPU; the
 # CLI refuses the transports that are not there yet. TAP; both event loops.
 #
 # s.pid is the process the test spawned (signals go there); s.server_pid the
-# one running the loop, the parent of the processes (the pid namespace's init
-# as root).
+# one running the loop, the parent of the processes (its only child: the pid
+# namespace's init as root, the inner subreaper otherwise).
 
 import os
 import pwd
@@ -28,8 +29,6 @@ if why:
     t.skip_all(why)
 
 ROOT = os.geteuid() == 0
-NO_PIDNS = ("needs root for the server's pid namespace; unprivileged servers get it "
-            "with the per-process init (issue 4)")
 # Descendants that leave the command's process group and session.
 TREE = "sleep %s & (setsid sleep %s &) ; sleep %s"
 _serial = [0]
@@ -148,16 +147,16 @@ def sigkill(tag):
         s.stop()
 
 
-def sigkill_descendants(tag, victim):
-    """As root the server is the init of its own pid namespace: when it dies, even by
-    SIGKILL, the kernel kills everything it started. victim: "server" is the process
-    the client spawned (the namespace's init dies with it through PDEATHSIG), "init"
-    the namespace's init itself."""
-    what = "[%s] server SIGKILLed (%s): descendants that left the group die" % (tag, victim)
-    if not ROOT:
-        t.skip(what, NO_PIDNS)
-        return
-    s = Server(tag)
+def sigkill_descendants(tag, victim, args=()):
+    """Nothing the server started survives it, even when it is SIGKILLed. As root the
+    server is the init of its own pid namespace (the kernel kills everything in it);
+    unprivileged, or with --pid-namespace=never, the server and the process the client
+    started are child subreapers, and whichever survives kills the rest. victim:
+    "server" is the process the client spawned, "init" the one that runs the loop."""
+    mode = "pid namespace" if ROOT and not args else "subreapers"
+    what = "[%s] server SIGKILLed (%s, %s): descendants that left the group die" % (
+        tag, victim, mode)
+    s = Server(tag, args=list(args))
     found = []
     try:
         s.handshake()
@@ -170,8 +169,8 @@ def sigkill_descendants(tag, victim):
         found = find_sleepers(d)
         t.eq(len(found), 6, "[%s] %s: the trees run their 6 sleeps" % (tag, victim))
         init = s.server_pid
-        t.ok(init != s.pid, "[%s] %s: the server runs as the init of a pid namespace"
-             % (tag, victim))
+        t.ok(init != s.pid, "[%s] %s: the server loop runs in a child of the started process"
+             " (%s)" % (tag, victim, mode))
         os.kill(s.pid if victim == "server" else init, signal.SIGKILL)
         t0 = time.monotonic()
         rc = s.p.wait(5)
@@ -180,33 +179,6 @@ def sigkill_descendants(tag, victim):
              [p for p in found + [init] if pid_alive(p)])
         t.eq(rc, -signal.SIGKILL if victim == "server" else 128 + signal.SIGKILL,
              "[%s] %s: the exit status says SIGKILL" % (tag, victim))
-    finally:
-        for p in found:
-            kill_quietly(p)
-        s.stop()
-
-
-def pidns_never(tag):
-    """--pid-namespace=never keeps the old behaviour: the mechanism is what makes the
-    difference."""
-    what = "[%s] --pid-namespace=never: a setsid grandchild outlives a SIGKILLed server" % tag
-    if not ROOT:
-        t.skip(what, "the namespace is only made as root: nothing to turn off")
-        return
-    s = Server(tag, args=["--pid-namespace=never"])
-    found = []
-    try:
-        s.handshake()
-        t.eq(s.server_pid, s.pid, "[%s] --pid-namespace=never: no pid namespace" % tag)
-        d = durations(3)
-        s.start("tree", ["sh", "-c", TREE % tuple(d)])
-        found = find_sleepers(d)
-        t.eq(len(found), 3, "[%s] --pid-namespace=never: the tree runs its 3 sleeps" % tag)
-        os.kill(s.pid, signal.SIGKILL)
-        s.p.wait(5)
-        time.sleep(0.3)
-        setsid_one = find_sleepers(d[1:2], 0)
-        t.ok(setsid_one and pid_alive(setsid_one[0]), what)
     finally:
         for p in found:
             kill_quietly(p)
@@ -372,7 +344,9 @@ for loop in LOOPS:
     t.guard("[%s] SIGKILL" % loop, sigkill, loop)
     for victim in ("server", "init"):
         t.guard("[%s] SIGKILL %s: descendants" % (loop, victim), sigkill_descendants, loop, victim)
-    t.guard("[%s] --pid-namespace=never" % loop, pidns_never, loop)
+        if ROOT:
+            t.guard("[%s] SIGKILL %s: descendants, --pid-namespace=never" % (loop, victim),
+                    sigkill_descendants, loop, victim, ["--pid-namespace=never"])
     t.guard("[%s] zombies and idle" % loop, zombies_and_idle, loop)
     t.guard("[%s] fresh idle" % loop, fresh_idle, loop)
     t.guard("[%s] verbose" % loop, verbose, loop)

@@ -11,6 +11,9 @@
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SCRIPTS="run-workspace-write.sh run-profiles.sh refusals.sh"
+# The server's guarantees that differ without root (subreapers instead of a pid
+# namespace, a user namespace for sandboxed processes).
+PYSCRIPTS="serve-lifecycle.py serve-sandbox.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
@@ -66,6 +69,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	for s in $SCRIPTS; do
 		relay "$s" sh "$HERE/$s"
 	done
+	for s in $PYSCRIPTS; do
+		relay "$s" env PYTHONDONTWRITEBYTECODE=1 python3 "$HERE/$s"
+	done
 	done_testing
 fi
 
@@ -99,8 +105,8 @@ mkdir -p "$BASE/helpers" "$BASE/policies" "$BASE/tests/lib" "$BASE/tests/integra
 cp "$CORDON" "$BASE/cordon"
 cp "$TRY" "$BASE/helpers/try-syscall"
 cp "$CD_POLICYDIR"/*.json "$BASE/policies/"
-cp "$HERE/../lib/libtest.sh" "$BASE/tests/lib/"
-for s in $SCRIPTS; do
+cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$BASE/tests/lib/"
+for s in $SCRIPTS $PYSCRIPTS; do
 	cp "$HERE/$s" "$BASE/tests/integration/"
 done
 chmod -R a+rX "$BASE"
@@ -118,6 +124,12 @@ for s in $SCRIPTS; do
 		LOGNAME="$USER_NAME" USER="$USER_NAME" \
 		CORDON="$BASE/cordon" CD_TEST_HELPERS="$BASE/helpers" CD_POLICYDIR="$BASE/policies" \
 		sh "$BASE/tests/integration/$s"
+done
+for s in $PYSCRIPTS; do
+	relay "$s" as_user env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$BASE/home" \
+		LOGNAME="$USER_NAME" USER="$USER_NAME" \
+		CORDON="$BASE/cordon" CD_TEST_HELPERS="$BASE/helpers" CD_POLICYDIR="$BASE/policies" \
+		PYTHONDONTWRITEBYTECODE=1 python3 "$BASE/tests/integration/$s"
 done
 
 done_testing

@@ -329,8 +329,8 @@ class Server:
     @property
     def server_pid(self):
         """The pid of the process that runs the server loop and is the parent of the
-        processes: self.pid, or, when the server made its own pid namespace (root,
-        --pid-namespace), that namespace's init, the only child of self.pid."""
+        processes: the only child of self.pid (the init of the server's pid namespace
+        as root, the inner child subreaper otherwise; see src/serve/pidns.c)."""
         if self._server_pid is None:
             self._server_pid = server_pid_of(self.pid)
         return self._server_pid
@@ -532,17 +532,15 @@ def ns_init_child(pid):
 
 
 def server_pid_of(pid, timeout=3.0):
-    """The server loop's pid for a spawned `cordon serve` (see Server.server_pid)."""
-    try:
-        own = os.readlink("/proc/%d/ns/pid" % pid)
-        kids = os.readlink("/proc/%d/ns/pid_for_children" % pid)
-    except OSError:
-        return pid
-    if own == kids:
-        return pid
+    """The server loop's pid for a spawned `cordon serve` (see Server.server_pid): the
+    only child of the started process, which is the init of a pid namespace as root
+    and a child subreaper otherwise (src/serve/pidns.c)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         c = ns_init_child(pid)
+        if c is None:
+            kids = children_of(pid)
+            c = kids[0] if len(kids) == 1 else None
         if c is not None:
             return c
         time.sleep(0.01)
