@@ -84,6 +84,9 @@ endif
 # Helper programs run inside the sandbox by the integration tests.
 check_PROGRAMS += tests/helpers/try-syscall
 tests_helpers_try_syscall_SOURCES = tests/helpers/try-syscall.c
+# The escape suite's probe (tests/escape/escape.sh runs it in the sandbox).
+check_PROGRAMS += tests/escape/escape-probe
+tests_escape_escape_probe_SOURCES = tests/escape/escape-probe.c
 
 INTEGRATION_TESTS = \
 	tests/integration/cli.sh \
@@ -93,7 +96,8 @@ INTEGRATION_TESTS = \
 	tests/integration/run-profiles.sh \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \
-	tests/integration/man.sh
+	tests/integration/man.sh \
+	tests/escape/escape.sh
 if WITH_JANSSON
 TESTS += $(INTEGRATION_TESTS)
 endif

@@ -72,6 +72,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	for s in $PYSCRIPTS; do
 		relay "$s" env PYTHONDONTWRITEBYTECODE=1 python3 "$HERE/$s"
 	done
+	relay escape.sh sh "$HERE/../escape/escape.sh"
 	done_testing
 fi
 
@@ -101,9 +102,12 @@ fi
 # Outside /tmp: workspace-write makes /tmp writable, and $HOME must not be.
 BASE=$(mktemp -d /var/tmp/cordon-unpriv.XXXXXX) || skip_all "cannot create a directory in /var/tmp"
 trap 'chmod -R u+rwX "$BASE" "$CD_TMP" 2>/dev/null; rm -rf "$BASE" "$CD_TMP"' EXIT
-mkdir -p "$BASE/helpers" "$BASE/policies" "$BASE/tests/lib" "$BASE/tests/integration" "$BASE/home"
+mkdir -p "$BASE/helpers" "$BASE/policies" "$BASE/tests/lib" "$BASE/tests/integration" \
+	"$BASE/tests/escape" "$BASE/home"
 cp "$CORDON" "$BASE/cordon"
 cp "$TRY" "$BASE/helpers/try-syscall"
+cp "$CD_BUILDDIR/tests/escape/escape-probe" "$BASE/helpers/escape-probe"
+cp "$HERE/../escape/escape.sh" "$BASE/tests/escape/"
 cp "$CD_POLICYDIR"/*.json "$BASE/policies/"
 cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$BASE/tests/lib/"
 for s in $SCRIPTS $PYSCRIPTS; do
@@ -125,6 +129,10 @@ for s in $SCRIPTS; do
 		CORDON="$BASE/cordon" CD_TEST_HELPERS="$BASE/helpers" CD_POLICYDIR="$BASE/policies" \
 		sh "$BASE/tests/integration/$s"
 done
+relay escape.sh as_user env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$BASE/home" \
+	LOGNAME="$USER_NAME" USER="$USER_NAME" CORDON="$BASE/cordon" \
+	CD_TEST_HELPERS="$BASE/helpers" CD_ESCAPE_PROBE="$BASE/helpers/escape-probe" \
+	CD_POLICYDIR="$BASE/policies" sh "$BASE/tests/escape/escape.sh"
 for s in $PYSCRIPTS; do
 	relay "$s" as_user env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$BASE/home" \
 		LOGNAME="$USER_NAME" USER="$USER_NAME" \

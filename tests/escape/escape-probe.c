@@ -1,0 +1,702 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * escape-probe NAME [ARGS]: attempt one escape from the sandbox, run inside
+ * it by tests/escape/escape.sh. Every probe knows what "denied" looks like
+ * for its attempt, so the verdict is its exit status:
+ *
+ *   0  denied (prints "denied: WHAT: WHY")
+ *   1  ESCAPED (prints "ESCAPED: WHAT")
+ *   2  usage or setup error: the probe could not try (prints why)
+ *
+ * Probes whose name starts with "allowed-" check the opposite: that
+ * something the sandbox must permit works (0 = it worked).
+ *
+ * One program rather than one per probe: one thing to build and copy (the
+ * unprivileged run copies it for another user), and each probe stays a
+ * small function attempting exactly one thing.
+ *
+ * Outside the sandbox, "escape-probe listen DIR" binds a pathname unix
+ * socket (DIR/sock), an abstract one and a TCP port on 127.0.0.1, writes
+ * their names to DIR/abstract and DIR/tcp-port, and waits to be killed:
+ * the targets of the connect probes.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+#ifndef IPPROTO_MPTCP
+#define IPPROTO_MPTCP 262
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+static const char *probe;
+
+static int denied(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int denied(const char *fmt, ...)
+{
+	va_list ap;
+	printf("denied: %s: ", probe);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	return 0;
+}
+
+static int escaped(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int escaped(const char *fmt, ...)
+{
+	va_list ap;
+	printf("ESCAPED: %s: ", probe);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	return 1;
+}
+
+static int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int setup_error(const char *fmt, ...)
+{
+	va_list ap;
+	printf("cannot try: %s: ", probe);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	return 2;
+}
+
+/* The errnos by which the sandbox says no (Landlock, seccomp, read-only mounts, DAC). */
+static bool is_denial(int e)
+{
+	return e == EPERM || e == EACCES || e == EROFS;
+}
+
+/* A failed call's verdict: denied for a denial errno, a setup error otherwise. */
+static int verdict_errno(int e, const char *what)
+{
+	if (is_denial(e))
+		return denied("%s: %s", what, strerror(e));
+	return setup_error("%s failed with %s, which is not a denial", what, strerror(e));
+}
+
+/* ---- file system ---- */
+
+static int p_write(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return verdict_errno(errno, "open for writing");
+	bool wrote = write(fd, "x", 1) == 1;
+	close(fd);
+	return wrote ? escaped("wrote to %s", path) : escaped("opened %s for writing", path);
+}
+
+/* Writes that may end in ENOENT too: a masked name, a dangling link target. */
+static int p_write_or_missing(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == EEXIST || errno == ELOOP))
+		return denied("open for writing: %s", strerror(errno));
+	if (fd < 0)
+		return verdict_errno(errno, "open for writing");
+	close(fd);
+	return escaped("created or opened %s for writing", path);
+}
+
+static int p_mkdir(const char *path)
+{
+	if (mkdir(path, 0755) == 0)
+		return escaped("created the directory %s", path);
+	if (errno == EEXIST || errno == ENOENT || errno == ENOTDIR)
+		return denied("mkdir: %s", strerror(errno));
+	return verdict_errno(errno, "mkdir");
+}
+
+static int p_symlink(const char *target, const char *path)
+{
+	if (symlink(target, path) == 0)
+		return escaped("made %s a symlink to %s", path, target);
+	if (errno == EEXIST || errno == EBUSY)
+		return denied("symlink: %s", strerror(errno));
+	return verdict_errno(errno, "symlink");
+}
+
+static int p_rename(const char *from, const char *to)
+{
+	if (rename(from, to) == 0)
+		return escaped("renamed %s to %s", from, to);
+	if (errno == EBUSY || errno == EXDEV)
+		return denied("rename: %s", strerror(errno));
+	return verdict_errno(errno, "rename");
+}
+
+static int p_unlink(const char *path)
+{
+	if (unlink(path) == 0 || (errno == EISDIR && rmdir(path) == 0))
+		return escaped("removed %s", path);
+	if (errno == EBUSY || errno == ENOTEMPTY)
+		return denied("unlink: %s", strerror(errno));
+	return verdict_errno(errno, "unlink");
+}
+
+/* A hard link of an outside file into the workspace, then a write through it. */
+static int p_hardlink(const char *outside, const char *inside)
+{
+	if (link(outside, inside) < 0) {
+		if (errno == EXDEV)
+			return denied("link: %s", strerror(errno));
+		return verdict_errno(errno, "link");
+	}
+	int fd = open(inside, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		(void)unlink(inside);
+		return is_denial(e)
+			       ? escaped("linked %s into the workspace (not writable through it)",
+					 outside)
+			       : setup_error("open: %s", strerror(e));
+	}
+	close(fd);
+	return escaped("linked %s into the workspace and opened it for writing", outside);
+}
+
+static int p_truncate(const char *path)
+{
+	if (truncate(path, 0) == 0)
+		return escaped("truncated %s", path);
+	return verdict_errno(errno, "truncate");
+}
+
+static int p_mknod_char(const char *path)
+{
+	if (mknod(path, S_IFCHR | 0600, makedev(1, 3)) == 0)
+		return escaped("made a device node at %s", path);
+	return verdict_errno(errno, "mknod");
+}
+
+static int p_mkfifo(const char *path)
+{
+	if (mkfifo(path, 0600) == 0)
+		return escaped("made a FIFO at %s", path);
+	return verdict_errno(errno, "mkfifo");
+}
+
+static int p_bind_unix(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return setup_error("path too long");
+	strcpy(sun.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return setup_error("socket: %s", strerror(errno));
+	int r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	int e = errno;
+	close(fd);
+	if (r == 0)
+		return escaped("bound a unix socket at %s", path);
+	return verdict_errno(e, "bind");
+}
+
+/* Reopen a read-only fd for writing through /proc/self/fd. */
+static int p_proc_fd_reopen(const char *path)
+{
+	char link[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return setup_error("open %s for reading: %s", path, strerror(errno));
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	int w = open(link, O_WRONLY | O_APPEND | O_CLOEXEC);
+	int e = errno;
+	close(fd);
+	if (w >= 0) {
+		close(w);
+		return escaped("reopened %s for writing through %s", path, link);
+	}
+	return verdict_errno(e, "reopen through /proc/self/fd");
+}
+
+static int p_read(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return verdict_errno(errno, "open for reading");
+	ssize_t n = read(fd, buf, sizeof(buf));
+	int e = errno;
+	close(fd);
+	if (n >= 0)
+		return escaped("read %s", path);
+	return verdict_errno(e, "read");
+}
+
+/* ---- processes ---- */
+
+/* A pid, or "parent": the process that started us (cordon, from inside the sandbox). */
+static pid_t arg_pid(const char *s)
+{
+	char *end;
+	if (strcmp(s, "parent") == 0)
+		return getppid();
+	long v = strtol(s, &end, 10);
+	return *end || v <= 1 ? -1 : (pid_t)v;
+}
+
+static int p_ptrace_attach(pid_t pid)
+{
+	if (ptrace(PTRACE_ATTACH, pid, NULL, NULL) == 0) {
+		(void)ptrace(PTRACE_DETACH, pid, NULL, NULL);
+		return escaped("attached to %d", (int)pid);
+	}
+	return verdict_errno(errno, "PTRACE_ATTACH");
+}
+
+static int p_proc_mem(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return verdict_errno(errno, "open /proc/PID/mem");
+	close(fd);
+	return escaped("opened %s", path);
+}
+
+static int p_proc_environ(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	return p_read(path);
+}
+
+static int p_pidfd_getfd(pid_t pid)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		return verdict_errno(errno, "pidfd_open");
+	int fd = (int)syscall(SYS_pidfd_getfd, pfd, 0, 0);
+	int e = errno;
+	close(pfd);
+	if (fd >= 0) {
+		close(fd);
+		return escaped("took fd 0 of %d", (int)pid);
+	}
+	return verdict_errno(e, "pidfd_getfd");
+}
+
+static int p_signal(pid_t pid)
+{
+	if (kill(pid, SIGTERM) == 0)
+		return escaped("sent SIGTERM to %d", (int)pid);
+	return verdict_errno(errno, "kill");
+}
+
+/* Run fn in a child: a seccomp kill shows as death by SIGSYS. */
+static int killed_by_sigsys(void (*fn)(void), const char *what)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return setup_error("fork: %s", strerror(errno));
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		return setup_error("waitpid: %s", strerror(errno));
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
+		return denied("%s: killed by SIGSYS", what);
+	if (WIFSIGNALED(st))
+		return setup_error("%s: killed by signal %d", what, WTERMSIG(st));
+	return escaped("%s ran", what);
+}
+
+#if defined(__x86_64__)
+static void x32_getpid(void)
+{
+	/* getpid through the x32 ABI: the syscall number with bit 30 set. */
+	(void)syscall(0x40000000L | SYS_getpid);
+}
+
+static void i386_getpid(void)
+{
+	long ret;
+	/* getpid (20) through the i386 entry point. */
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory", "r8", "r9", "r10", "r11");
+	(void)ret;
+}
+#endif
+
+/* ---- IPC and network ---- */
+
+static int connect_unix(const char *path, bool abstract)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	size_t n = strlen(path);
+	if (n + 1 >= sizeof(sun.sun_path))
+		return setup_error("name too long");
+	memcpy(sun.sun_path + (abstract ? 1 : 0), path, n);
+	socklen_t len =
+		(socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (abstract ? 1 : 0));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return verdict_errno(errno, "socket(AF_UNIX)");
+	int r = connect(fd, (struct sockaddr *)&sun, len);
+	int e = errno;
+	close(fd);
+	if (r == 0)
+		return escaped("connected to the %s unix socket %s",
+			       abstract ? "abstract" : "pathname", path);
+	return verdict_errno(e, "connect");
+}
+
+/* A socket of this kind cannot even be created. */
+static int p_socket(int domain, int type, int proto, const char *what)
+{
+	int fd = socket(domain, type | SOCK_CLOEXEC, proto);
+	if (fd >= 0) {
+		close(fd);
+		return escaped("created a %s socket", what);
+	}
+	/* The filter answers EPERM; EAFNOSUPPORT means the kernel lacks it (no way out either). */
+	if (errno == EAFNOSUPPORT || errno == EPROTONOSUPPORT)
+		return denied("socket(%s): %s (not even in this kernel)", what, strerror(errno));
+	return verdict_errno(errno, what);
+}
+
+static int p_connect_tcp(const char *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	sin.sin_port = htons((uint16_t)atoi(port));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return verdict_errno(errno, "socket(AF_INET)");
+	int r = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+	int e = errno;
+	close(fd);
+	if (r == 0)
+		return escaped("connected to 127.0.0.1:%s", port);
+	return verdict_errno(e, "connect");
+}
+
+static int p_udp_dns(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	sin.sin_port = htons(53);
+	sin.sin_addr.s_addr = htonl(0x7f000035); /* 127.0.0.53 */
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return verdict_errno(errno, "socket(AF_INET, SOCK_DGRAM)");
+	ssize_t n = sendto(fd, "q", 1, 0, (struct sockaddr *)&sin, sizeof(sin));
+	close(fd);
+	return n == 1 ? escaped("sent a UDP datagram to port 53") : escaped("created a UDP socket");
+}
+
+/* ---- allowed operations ---- */
+
+static int p_allowed_write(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return escaped("(wrongly denied) cannot write %s: %s", path, strerror(errno));
+	bool ok = write(fd, "ok\n", 3) == 3;
+	close(fd);
+	if (!ok)
+		return escaped("(wrongly denied) write to %s failed", path);
+	printf("allowed: wrote %s\n", path);
+	return 0;
+}
+
+static int p_allowed_unix_pair(void)
+{
+	int sv[2];
+	char c = 0;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return escaped("(wrongly denied) socketpair: %s", strerror(errno));
+	bool ok = write(sv[0], "y", 1) == 1 && read(sv[1], &c, 1) == 1 && c == 'y';
+	close(sv[0]);
+	close(sv[1]);
+	if (!ok)
+		return escaped("(wrongly denied) socketpair I/O failed");
+	printf("allowed: a unix socketpair works\n");
+	return 0;
+}
+
+/* Only 0, 1 and 2 are open (the directory fd used to look is not counted). */
+static int p_allowed_fds(void)
+{
+	char path[64], seen[256] = "";
+	int n = 0;
+	for (int fd = 0; fd < 1024; fd++) {
+		if (fcntl(fd, F_GETFD) < 0)
+			continue;
+		n++;
+		snprintf(path, sizeof(path), "%s%d", *seen ? " " : "", fd);
+		strncat(seen, path, sizeof(seen) - strlen(seen) - 1);
+	}
+	if (n != 3 || fcntl(0, F_GETFD) < 0 || fcntl(1, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0)
+		return escaped("fds open in the sandbox: %s (want 0 1 2)", seen);
+	printf("allowed: only fds 0 1 2 are open\n");
+	return 0;
+}
+
+/* No capability in any set, no_new_privs set: a setuid program can gain nothing. */
+static int p_allowed_no_caps(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	bool nnp = false;
+	int zero = 0;
+	if (!f)
+		return setup_error("/proc/self/status: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+		if (sscanf(line, "NoNewPrivs: %llu", &v) == 1)
+			nnp = v == 1;
+		if ((sscanf(line, "CapInh: %llx", &v) == 1 ||
+		     sscanf(line, "CapPrm: %llx", &v) == 1 ||
+		     sscanf(line, "CapEff: %llx", &v) == 1 ||
+		     sscanf(line, "CapBnd: %llx", &v) == 1 ||
+		     sscanf(line, "CapAmb: %llx", &v) == 1)) {
+			if (v != 0) {
+				fclose(f);
+				return escaped("%.*s", (int)strcspn(line, "\n"), line);
+			}
+			zero++;
+		}
+	}
+	fclose(f);
+	if (!nnp || zero != 5)
+		return escaped("NoNewPrivs %d, %d empty capability sets of 5", nnp, zero);
+	printf("allowed: no capabilities, no_new_privs\n");
+	return 0;
+}
+
+/* ---- the listeners, outside the sandbox ---- */
+
+static int listen_all(const char *dir)
+{
+	char path[512], name[64];
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int s1 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int s2 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int s3 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s1 < 0 || s2 < 0 || s3 < 0)
+		return setup_error("socket: %s", strerror(errno));
+
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return setup_error("socket path too long");
+	strcpy(sun.sun_path, path);
+	if (bind(s1, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(s1, 64) < 0)
+		return setup_error("bind %s: %s", path, strerror(errno));
+
+	snprintf(name, sizeof(name), "cordon-escape-%d", (int)getpid());
+	memset(sun.sun_path, 0, sizeof(sun.sun_path));
+	memcpy(sun.sun_path + 1, name, strlen(name));
+	if (bind(s2, (struct sockaddr *)&sun,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) < 0 ||
+	    listen(s2, 64) < 0)
+		return setup_error("bind @%s: %s", name, strerror(errno));
+
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t sl = sizeof(sin);
+	if (bind(s3, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(s3, 64) < 0 ||
+	    getsockname(s3, (struct sockaddr *)&sin, &sl) < 0)
+		return setup_error("bind 127.0.0.1: %s", strerror(errno));
+
+	snprintf(path, sizeof(path), "%s/abstract", dir);
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return setup_error("%s: %s", path, strerror(errno));
+	fprintf(f, "%s\n", name);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/tcp-port", dir);
+	f = fopen(path, "we");
+	if (!f)
+		return setup_error("%s: %s", path, strerror(errno));
+	fprintf(f, "%u\n", (unsigned)ntohs(sin.sin_port));
+	fclose(f);
+	/* The parent waits for "ready" before it runs probes. */
+	puts("ready");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static void need(int argc, int n)
+{
+	if (argc < n + 2) {
+		fprintf(stderr, "escape-probe: %s needs %d argument(s)\n", probe, n);
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: escape-probe NAME [ARGS]\n");
+		return 2;
+	}
+	probe = argv[1];
+	const char *a = argc > 2 ? argv[2] : NULL, *b = argc > 3 ? argv[3] : NULL;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+#define IS(s) (strcmp(probe, (s)) == 0)
+	if (IS("listen")) {
+		need(argc, 1);
+		return listen_all(a);
+	}
+	/* file system */
+	if (IS("write")) {
+		need(argc, 1);
+		return p_write(a);
+	}
+	if (IS("write-or-missing")) {
+		need(argc, 1);
+		return p_write_or_missing(a);
+	}
+	if (IS("mkdir")) {
+		need(argc, 1);
+		return p_mkdir(a);
+	}
+	if (IS("symlink")) {
+		need(argc, 2);
+		return p_symlink(a, b);
+	}
+	if (IS("rename")) {
+		need(argc, 2);
+		return p_rename(a, b);
+	}
+	if (IS("unlink")) {
+		need(argc, 1);
+		return p_unlink(a);
+	}
+	if (IS("hardlink")) {
+		need(argc, 2);
+		return p_hardlink(a, b);
+	}
+	if (IS("truncate")) {
+		need(argc, 1);
+		return p_truncate(a);
+	}
+	if (IS("mknod-char")) {
+		need(argc, 1);
+		return p_mknod_char(a);
+	}
+	if (IS("mkfifo")) {
+		need(argc, 1);
+		return p_mkfifo(a);
+	}
+	if (IS("bind-unix")) {
+		need(argc, 1);
+		return p_bind_unix(a);
+	}
+	if (IS("proc-fd-reopen")) {
+		need(argc, 1);
+		return p_proc_fd_reopen(a);
+	}
+	if (IS("read")) {
+		need(argc, 1);
+		return p_read(a);
+	}
+	/* processes */
+	if (IS("ptrace-attach") || IS("proc-mem") || IS("proc-environ") || IS("pidfd-getfd") ||
+	    IS("signal")) {
+		need(argc, 1);
+		pid_t pid = arg_pid(a);
+		if (pid < 0)
+			return setup_error("bad pid '%s'", a);
+		if (IS("ptrace-attach"))
+			return p_ptrace_attach(pid);
+		if (IS("proc-mem"))
+			return p_proc_mem(pid);
+		if (IS("proc-environ"))
+			return p_proc_environ(pid);
+		if (IS("pidfd-getfd"))
+			return p_pidfd_getfd(pid);
+		return p_signal(pid);
+	}
+#if defined(__x86_64__)
+	if (IS("x32"))
+		return killed_by_sigsys(x32_getpid, "getpid through the x32 ABI");
+	if (IS("i386"))
+		return killed_by_sigsys(i386_getpid, "getpid through int 0x80");
+#endif
+	/* IPC and network */
+	if (IS("connect-abstract")) {
+		need(argc, 1);
+		return connect_unix(a, true);
+	}
+	if (IS("connect-unix")) {
+		need(argc, 1);
+		return connect_unix(a, false);
+	}
+	if (IS("connect-tcp")) {
+		need(argc, 1);
+		return p_connect_tcp(a);
+	}
+	if (IS("socket-netlink"))
+		return p_socket(AF_NETLINK, SOCK_RAW, 0, "AF_NETLINK");
+	if (IS("socket-packet"))
+		return p_socket(AF_PACKET, SOCK_RAW, 0, "AF_PACKET");
+	if (IS("socket-raw"))
+		return p_socket(AF_INET, SOCK_RAW, IPPROTO_ICMP, "raw AF_INET");
+	if (IS("socket-ping"))
+		return p_socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP, "ICMP datagram");
+	if (IS("socket-vsock"))
+		return p_socket(AF_VSOCK, SOCK_STREAM, 0, "AF_VSOCK");
+	if (IS("socket-mptcp"))
+		return p_socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP, "MPTCP");
+	if (IS("socket-sctp"))
+		return p_socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP, "SCTP");
+	if (IS("socket-udp6"))
+		return p_socket(AF_INET6, SOCK_DGRAM, 0, "UDP over IPv6");
+	if (IS("udp-dns"))
+		return p_udp_dns();
+	/* allowed */
+	if (IS("allowed-write")) {
+		need(argc, 1);
+		return p_allowed_write(a);
+	}
+	if (IS("allowed-unix-pair"))
+		return p_allowed_unix_pair();
+	if (IS("allowed-fds"))
+		return p_allowed_fds();
+	if (IS("allowed-no-caps"))
+		return p_allowed_no_caps();
+#undef IS
+	fprintf(stderr, "escape-probe: unknown probe '%s'\n", probe);
+	return 2;
+}
