@@ -36,7 +36,7 @@
 #define CD_SERVE_RETENTION_MS  30000
 #define CD_SERVE_OUT_QUEUE_CAP (64u * 1024 * 1024)
 /* What a pipe to the client is grown to (see grow_pipe in conn.c). */
-#define CD_SERVE_OUT_PIPE_SIZE	   (1024 * 1024)
+#define CD_SERVE_OUT_PIPE_SIZE	   (256 * 1024)
 #define CD_SERVE_DEFAULT_MAX_PROCS 256
 
 /* JSON-RPC error codes (reference 2.13). */
