@@ -81,6 +81,13 @@ static void install_forwarders(void)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < CD_ARRAY_SIZE(fwd_signals); i++)
 		(void)sigaction(fwd_signals[i], &sa, NULL);
+	/*
+	 * An inherited SIGCHLD SIG_IGN would make the kernel reap the command
+	 * on its own: waitpid() could not report its status, and the end of
+	 * the run would not know whether anything of the sandbox is left.
+	 */
+	sa.sa_handler = SIG_DFL;
+	(void)sigaction(SIGCHLD, &sa, NULL);
 }
 
 static void start_forwarding(pid_t pid)

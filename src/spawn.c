@@ -1019,9 +1019,11 @@ static char *read_children(void)
  * every listed child again per reaped child is quadratic (893,530 kill
  * calls for 1,500 children). A child stays listed until it is reaped, and
  * its pid cannot be reused before that, so "killed" is remembered by pid
- * (a bitmap, 512 KiB of mostly untouched zero pages, only when there are
+ * (a byte per pid, 4 MiB of mostly untouched zero pages, only when there are
  * children) and forgotten when the pid is reaped. Ends when waitpid says
- * there is no child left.
+ * there is no child left, or when only children we may not signal are left
+ * (a setuid root program an unsandboxed command ran): waiting for those
+ * could take forever.
  */
 static void kill_tree(pid_t group)
 {
@@ -1039,48 +1041,71 @@ static void kill_tree(pid_t group)
 
 void cd_kill_children(void)
 {
-	unsigned char *killed = NULL;
+	/* Per pid: bit 0 killed, bit 1 cannot be killed (EPERM: a setuid root program). */
+	unsigned char *state = NULL;
 	for (;;) {
 		char *list = read_children();
+		bool killable = false;
 		for (char *p = list, *end; p && *p; p = end) {
 			long pid = strtol(p, &end, 10);
 			if (end == p)
 				break;
-			if (pid <= 0)
+			if (pid <= 0 || pid >= PID_LIMIT)
 				continue;
-			if (pid < PID_LIMIT) {
-				if (!killed)
-					killed = cd_xcalloc(PID_LIMIT / 8, 1);
-				if (killed[pid / 8] & (1u << (pid % 8)))
-					continue;
-				killed[pid / 8] |= (unsigned char)(1u << (pid % 8));
-			}
-			(void)kill((pid_t)pid, SIGKILL);
+			if (!state)
+				state = cd_xcalloc(PID_LIMIT, 1);
+			if (state[pid] & 2)
+				continue;
+			killable = true;
+			if (state[pid] & 1)
+				continue;
+			state[pid] |= 1;
+			if (kill((pid_t)pid, SIGKILL) < 0 && errno == EPERM)
+				state[pid] |= 2;
 		}
 		free(list);
 		int status;
 		bool reaped = false;
 		pid_t r;
 		for (;;) {
-			r = waitpid(-1, &status, reaped ? WNOHANG : 0);
+			/* Block only while a killed child is still to come. */
+			r = waitpid(-1, &status, reaped || !killable ? WNOHANG : 0);
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r <= 0)
 				break;
 			reaped = true;
-			if (killed && r < PID_LIMIT)
-				killed[r / 8] &= (unsigned char)~(1u << (r % 8));
+			if (state && r < PID_LIMIT)
+				state[r] = 0;
 		}
 		if (r < 0)
 			break; /* ECHILD: the tree is gone */
+		/*
+		 * Only children we may not kill are left (their exit would wake
+		 * us, but nothing says when): leave them rather than hang.
+		 */
+		if (!reaped && !killable) {
+			cd_log_warn("leaving processes that cannot be killed (not permitted: "
+				    "setuid programs that became another user)");
+			break;
+		}
 	}
-	free(killed);
+	free(state);
 }
 
 int cd_child_wait(struct cd_child *c)
 {
 	int status = 0;
 	if (wait_pid(c->pid, &status) < 0) {
+		/*
+		 * No status (a caller that ignores SIGCHLD): whatever the
+		 * sandbox left may still run. Kill it all when we can; the
+		 * finish hooks then see whether the namespace is empty.
+		 */
+		if (c->kill_tree) {
+			cd_kill_children();
+			c->tree_killed = true;
+		}
 		run_finish(c);
 		return CD_EXIT_SETUP;
 	}

@@ -26,10 +26,15 @@
  * opened O_NOFOLLOW and its identity checked; the directories above are the
  * plan's canonical paths. bubblewrap has the same window.
  *
- * A mask needs a mount point on the host: the parent creates an empty
- * regular file of mode 0444 (a file, not a directory: on ext4 creating and
- * removing a directory costs three times as much, and a run makes up to six
- * masks) and finish removes it. The child mounts on it a symlink to a path
+ * A mask needs a mount point on the host: the parent creates a FIFO of
+ * mode 0444 under the name and finish removes it. Not a directory: on ext4
+ * creating and removing one costs three times as much, and a run makes up
+ * to six masks. Not a regular file either: while the run lasts the host
+ * sees the name too, and git, finding a .git that is a regular file, stops
+ * with "invalid gitfile format" in every directory below (any directory
+ * under /tmp, say); a .git that is neither a file nor a directory it walks
+ * past, as if it were missing. Tools that walk trees (find, grep -r, rg,
+ * tar, cp -r) skip or recreate FIFOs without opening them. The child mounts on it a symlink to a path
  * that cannot exist (MASK_LINK_TARGET, in procfs, which refuses new names):
  * in the sandbox the name looks missing (stat and every lookup below it fail
  * with ENOENT, so git's repository discovery walks past a masked .git), and
@@ -37,12 +42,12 @@
  *
  * Masks are shared: concurrent runs with the same writable root (two
  * sessions in one workspace, or /tmp) mask the same names. So a mask file
- * is recognised by what it is, not by who made it: an empty regular file of
- * mode 0444 under a protected name (.git, .codex, .agents). A run that finds
+ * is recognised by what it is, not by who made it: a FIFO of mode 0444
+ * under a protected name (.git, .codex, .agents). A run that finds
  * one (made by a concurrent run, or left by a run that was killed) adopts
  * it. The parent holds a shared flock on it until finish; finish removes it
  * only if it can take the lock exclusively (no other run still uses it) and
- * it is still the same, empty file. Leftovers from a killed run, or from two
+ * it is still the same FIFO. Leftovers from a killed run, or from two
  * runs finishing at the same instant, are thus removed by the next run that
  * touches them.
  */
@@ -62,7 +67,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/linux/linux-util.h"
 
-/* The mode of a mask file on the host: with its emptiness, what marks it as one. */
+/* The mode of a mask FIFO on the host: with its type, what marks it as one. */
 #define MASK_MODE 0444
 /*
  * Where a mask's symlink points. procfs refuses to create names in its root,
@@ -107,12 +112,11 @@ static void ns_finish(struct cd_backend_state *s)
 		struct ns_mount *m = &s->m[i];
 		struct stat st;
 
-		/* Only while still the same empty file: what someone wrote in it stays. */
+		/* Only while still the same FIFO: anything else there is not ours. */
 		if (!s->abandoned && m->mask && m->lock_fd >= 0 &&
 		    flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0 &&
 		    fstatat(AT_FDCWD, m->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) && st.st_size == 0 && st.st_dev == m->dev &&
-		    st.st_ino == m->ino)
+		    S_ISFIFO(st.st_mode) && st.st_dev == m->dev && st.st_ino == m->ino)
 			(void)unlink(m->path);
 		m->mask = false;
 		if (m->lock_fd >= 0) {
@@ -218,10 +222,10 @@ static bool protected_name(const char *path)
 }
 
 /*
- * Take over an existing mask file (see the top comment): an empty regular
- * file of mode 0444 under a protected name. On success m describes it,
- * holds a shared lock on it and is marked for removal when last. -ENOENT
- * when the path is anything else, or a lock_mask() error.
+ * Take over an existing mask (see the top comment): a FIFO of mode 0444
+ * under a protected name. On success m describes it, holds a shared lock on
+ * it and is marked for removal when last. -ENOENT when the path is
+ * anything else, -ESTALE when it is gone, or a lock_mask() error.
  */
 static int adopt_mask(struct ns_mount *m)
 {
@@ -231,17 +235,16 @@ static int adopt_mask(struct ns_mount *m)
 	if (!protected_name(m->path))
 		return -ENOENT;
 	/*
-	 * O_NONBLOCK: never wait on a FIFO planted under the name (it is not
-	 * a mask anyway). Whoever made it: a root run and an unprivileged run
-	 * share /tmp, and each must be able to use the other's mask. Removing
-	 * an empty 0444 file of another user is harmless (in a sticky
-	 * directory the kernel refuses it anyway, and the next run retries).
+	 * O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+	 * Whoever made it: a root run and an unprivileged run share /tmp, and
+	 * each must be able to use the other's mask. Removing another user's
+	 * 0444 FIFO is harmless (in a sticky directory the kernel refuses it
+	 * anyway, and the next run retries).
 	 */
 	fd = open(m->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return -ENOENT;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != MASK_MODE ||
-	    st.st_size != 0) {
+		return errno == ENOENT ? -ESTALE : -ENOENT;
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || (st.st_mode & 07777) != MASK_MODE) {
 		close(fd);
 		return -ENOENT;
 	}
@@ -253,7 +256,7 @@ static int adopt_mask(struct ns_mount *m)
 	m->lock_fd = fd;
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
-	m->fmt = S_IFREG;
+	m->fmt = S_IFIFO;
 	m->mask = true;
 	return 0;
 }
@@ -300,7 +303,7 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
 	m->host_rdonly = sv.f_flag & ST_RDONLY;
-	if (m->op != CD_MOUNT_RO_BIND || m->fmt != S_IFREG)
+	if (m->op != CD_MOUNT_RO_BIND || m->fmt != S_IFIFO)
 		return 0;
 	/*
 	 * A mask left by a concurrent or killed run: mask it the same way
@@ -333,10 +336,17 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 
 	/* A few rounds: a mask we find may be unlinked by a finishing run as we take it. */
 	for (int round = 0;; round++) {
-		m->lock_fd = open(m->path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				  MASK_MODE);
-		if (m->lock_fd >= 0)
-			break;
+		if (mknod(m->path, S_IFIFO | MASK_MODE, 0) == 0) {
+			m->lock_fd = open(m->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+							   O_CLOEXEC);
+			if (m->lock_fd >= 0)
+				break;
+			r = -errno;
+			(void)unlink(m->path); /* just made: do not leave it behind */
+			*reterr = cd_xasprintf("namespaces: cannot open the mount point '%s': %s",
+					       m->path, strerror(-r));
+			return r;
+		}
 		r = -errno;
 		/* A concurrent run may have just made the same mask: share it. */
 		if (r == -EEXIST) {
@@ -356,32 +366,40 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 			return r == -ENOENT ? -EEXIST : r;
 		}
 		*reterr = cd_xasprintf("namespaces: cannot create the mount point '%s' for a "
-				       "missing protected path: %s",
+				       "missing read-only path: %s",
 				       m->path, strerror(-r));
 		return r;
 	}
 	/* The umask may have taken bits away: the mode is what marks a mask. */
-	if (fstat(m->lock_fd, &st) < 0 ||
-	    ((st.st_mode & 07777) != MASK_MODE && fchmod(m->lock_fd, MASK_MODE) < 0)) {
+	r = fstat(m->lock_fd, &st) < 0 ? -errno : !S_ISFIFO(st.st_mode) ? -ESTALE : 0;
+	if (r == 0 && (st.st_mode & 07777) != MASK_MODE && fchmod(m->lock_fd, MASK_MODE) < 0)
 		r = -errno;
+	if (r < 0) {
 		close(m->lock_fd);
 		m->lock_fd = -1;
-		/* We just made it, empty: best-effort cleanup. */
-		(void)unlink(m->path);
+		/* Replaced between mknod and open (-ESTALE): not ours to remove. */
+		if (r != -ESTALE)
+			(void)unlink(m->path);
 		*reterr = cd_xasprintf("namespaces: cannot set up the mount point '%s': %s",
 				       m->path, strerror(-r));
 		return r;
 	}
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
-	m->fmt = S_IFREG;
+	m->fmt = S_IFIFO;
 	m->mask = true;
 	/*
-	 * Until this lock is held, a run that adopted the new file could
+	 * Until this lock is held, a run that adopted the new FIFO could
 	 * finish and unlink it: then fail (the child would not find it anyway).
 	 */
 	r = lock_mask(m->lock_fd);
 	if (r < 0) {
+		struct stat now;
+		/* Ours and still there (the lock itself failed): do not leave it behind. */
+		if (r != -ESTALE && fstatat(AT_FDCWD, m->path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    now.st_dev == m->dev && now.st_ino == m->ino)
+			(void)unlink(m->path);
+		m->mask = false;
 		*reterr = cd_xasprintf("namespaces: cannot lock '%s': %s", m->path, strerror(-r));
 		return r;
 	}

@@ -130,6 +130,20 @@ if command -v git >/dev/null 2>&1; then
 			test "$top" = "$REPO"
 		assert "the masked .git is gone from the host afterwards" \
 			test ! -e "$REPO/sub/.git" -a ! -L "$REPO/sub/.git"
+		# Meanwhile on the host: the mask's mount point must not stop git either.
+		mkdir -p "$REPO/sub/deeper"
+		"$CORDON" run --profile workspace-write --workspace-root "$REPO/sub" \
+			--cwd "$REPO/sub" -- sleep 1 &
+		run=$!
+		i=0
+		while [ ! -p "$REPO/sub/.git" ] && [ "$i" -lt 100 ]; do
+			i=$((i + 1))
+			sleep 0.01
+		done
+		host_top=$(cd "$REPO/sub/deeper" && git -c safe.directory='*' rev-parse --show-toplevel 2>&1)
+		wait "$run"
+		assert "during a run, git on the host walks past the mask's mount point ($host_top)" \
+			test "$host_top" = "$REPO"
 	else
 		skip "git discovery through a masked .git" "git init failed"
 	fi

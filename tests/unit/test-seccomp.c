@@ -829,9 +829,9 @@ static void run_ns_test(bool user_ns)
 	mounts[2] = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
 	s = prepare_ok(&cd_backend_namespaces, &lp);
 	ck_assert_ptr_nonnull(s);
-	/* prepare created the mask's mount point on the host: an empty 0444 file. */
+	/* prepare created the mask's mount point on the host: a 0444 FIFO. */
 	ck_assert_int_eq(lstat(f.mask, &st), 0);
-	ck_assert(S_ISREG(st.st_mode) && st.st_size == 0 && (st.st_mode & 07777) == 0444);
+	ck_assert(S_ISFIFO(st.st_mode) && (st.st_mode & 07777) == 0444);
 
 	p = fork();
 	ck_assert_int_ge(p, 0);
@@ -926,7 +926,7 @@ START_TEST(test_ns_mask_shared)
 	s1 = prepare_ok(&cd_backend_namespaces, &lp1);
 	/* A concurrent run planned the same mask: it shares it instead of failing. */
 	s2 = prepare_ok(&cd_backend_namespaces, &lp1);
-	/* A run that saw the mask as an existing file masks it too and shares it. */
+	/* A run that saw the mask as an existing FIFO masks it too and shares it. */
 	m2 = (struct cd_mount){ CD_MOUNT_RO_BIND, f.mask, "test" };
 	s3 = prepare_ok(&cd_backend_namespaces, &lp2);
 	cd_backend_namespaces.destroy(s1);
@@ -943,7 +943,7 @@ END_TEST
 START_TEST(test_ns_mask_not_adopted)
 {
 	/*
-	 * A file with content, one of another mode, a directory or a FIFO
+	 * A directory, an empty 0444 regular file or a FIFO of another mode
 	 * under the name is the user's: never adopted, never removed.
 	 */
 	struct ns_fixture f;
@@ -965,31 +965,25 @@ START_TEST(test_ns_mask_not_adopted)
 	err = NULL;
 	ck_assert_int_eq(rmdir(f.mask), 0);
 
-	/* An empty 0644 file: bound read-only, kept. */
-	fd = open(f.mask, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	/* An empty 0444 regular file: bound read-only, kept. */
+	fd = open(f.mask, O_CREAT | O_WRONLY | O_CLOEXEC, 0444);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fchmod(fd, 0644), 0);
+	ck_assert_int_eq(fchmod(fd, 0444), 0);
+	close(fd);
 	m = (struct cd_mount){ CD_MOUNT_RO_BIND, f.mask, "test" };
 	s = prepare_ok(&cd_backend_namespaces, &lp);
 	cd_backend_namespaces.destroy(s);
-	ck_assert_msg(stat(f.mask, &st) == 0, "an empty 0644 file was removed");
-
-	/* A 0444 file with content: kept too. */
-	ck_assert_int_eq(write(fd, "gitdir: x\n", 10), 10);
-	ck_assert_int_eq(fchmod(fd, 0444), 0);
-	close(fd);
-	s = prepare_ok(&cd_backend_namespaces, &lp);
-	cd_backend_namespaces.destroy(s);
-	ck_assert_msg(stat(f.mask, &st) == 0 && st.st_size == 10,
-		      "a non-empty 0444 file was touched");
+	ck_assert_msg(stat(f.mask, &st) == 0 && S_ISREG(st.st_mode),
+		      "an empty 0444 file was removed");
 	m = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
 	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
 	free(err);
 	err = NULL;
 	ck_assert_int_eq(unlink(f.mask), 0);
 
-	/* A FIFO: adoption must not block opening it, and leaves it alone. */
-	ck_assert_int_eq(mkfifo(f.mask, 0444), 0);
+	/* A 0644 FIFO: adoption must not block opening it, and leaves it alone. */
+	ck_assert_int_eq(mkfifo(f.mask, 0644), 0);
+	ck_assert_int_eq(chmod(f.mask, 0644), 0);
 	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
 	free(err);
 	ck_assert_msg(lstat(f.mask, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was touched");
@@ -1017,7 +1011,8 @@ START_TEST(test_ns_mask_being_removed)
 	pid_t p = fork();
 	ck_assert_int_ge(p, 0);
 	if (p == 0) {
-		int fd = open(f.mask, O_CREAT | O_RDONLY | O_EXCL | O_CLOEXEC, 0444);
+		int fd = mkfifo(f.mask, 0444) == 0 ? open(f.mask, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+						   : -1;
 		if (fd < 0 || fchmod(fd, 0444) < 0 || flock(fd, LOCK_EX) < 0)
 			_exit(1);
 		if (write(pfd[1], "x", 1) != 1)
@@ -1034,7 +1029,7 @@ START_TEST(test_ns_mask_being_removed)
 	ck_assert_int_eq(waitpid(p, &st_code, 0), p);
 	ck_assert(WIFEXITED(st_code) && WEXITSTATUS(st_code) == 0);
 	/* The old one was unlinked: a mask there now is the new one this run made. */
-	ck_assert_msg(lstat(f.mask, &st) == 0 && S_ISREG(st.st_mode),
+	ck_assert_msg(lstat(f.mask, &st) == 0 && S_ISFIFO(st.st_mode),
 		      "a mask being removed was adopted instead of making a new one");
 	cd_backend_namespaces.destroy(s);
 	ck_assert_msg(lstat(f.mask, &st) < 0 && errno == ENOENT, "mask left behind");
