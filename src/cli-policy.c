@@ -25,7 +25,8 @@ const char cd_cli_policy_help[] =
 	"  --allow-write PATH      add a write entry\n"
 	"  --deny PATH             add a deny entry\n"
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
-	"  --allow-degraded=FEATURE  explicit opt-down; FEATURE: protected-metadata\n"
+	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
+	"                          protected-metadata or pid-isolation\n"
 	"  --min-landlock-abi N    refuse when the kernel's Landlock ABI is below N (default 1)\n";
 
 void cd_cli_policy_init(struct cd_cli_policy *p)
@@ -89,13 +90,19 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 		return 0;
 	}
 	case CD_OPT_ALLOW_DEGRADED:
+		/* Repeatable: each names one feature. */
 		if (cd_streq(arg, "protected-metadata")) {
 			p->lopts.degraded |= CD_DEGRADE_PROTECTED_METADATA;
 			return 0;
 		}
-		cd_cli_usage_error(
-			cmd, "--allow-degraded: unknown feature '%s' (only protected-metadata)",
-			arg);
+		if (cd_streq(arg, "pid-isolation")) {
+			p->lopts.degraded |= CD_DEGRADE_PID_ISOLATION;
+			return 0;
+		}
+		cd_cli_usage_error(cmd,
+				   "--allow-degraded: unknown feature '%s' (protected-metadata or "
+				   "pid-isolation)",
+				   arg);
 		return -1;
 	case CD_OPT_MIN_LANDLOCK_ABI: {
 		uint64_t v;

@@ -163,10 +163,16 @@ static void print_text(const struct cd_cli_bound *b)
 			} else {
 				printf("  seccomp: not used\n");
 			}
-			printf("  namespaces: %s\n", lp->user_ns && lp->mount_ns ? "user, mount"
-						     : lp->mount_ns		 ? "mount"
-						     : lp->user_ns		 ? "user"
-										 : "none");
+			const char *ns[3];
+			size_t n_ns = cd_linux_plan_namespaces(lp, ns);
+			printf("  namespaces:");
+			for (size_t i = 0; i < n_ns; i++)
+				printf("%s %s", i ? "," : "", ns[i]);
+			printf("%s\n", n_ns ? "" : " none");
+			if (lp->pid_ns)
+				printf("  pid namespace: the command runs under an init that kills "
+				       "what is left when it exits, and everything dies with "
+				       "cordon\n");
 			if (lp->n_mounts) {
 				printf("  mounts:\n");
 				for (size_t i = 0; i < lp->n_mounts; i++)
@@ -251,6 +257,7 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	json_t *ns = json_object();
 	json_object_set_new(ns, "user", json_boolean(lp->user_ns));
 	json_object_set_new(ns, "mount", json_boolean(lp->mount_ns));
+	json_object_set_new(ns, "pid", json_boolean(lp->pid_ns));
 	json_object_set_new(l, "namespaces", ns);
 
 	json_t *m = json_array();

@@ -168,12 +168,15 @@ static void print_enforced(const struct cd_cli_bound *b)
 	} else {
 		fputs("cordon: seccomp: not used\n", stderr);
 	}
-	if (lp->user_ns || lp->mount_ns)
-		fprintf(stderr, "cordon: namespaces: %s%s%s, %zu mounts\n",
-			lp->user_ns ? "user" : "", lp->user_ns && lp->mount_ns ? "+" : "",
-			lp->mount_ns ? "mount" : "", lp->n_mounts);
+	const char *ns[3];
+	size_t n_ns = cd_linux_plan_namespaces(lp, ns);
+	fputs("cordon: namespaces:", stderr);
+	for (size_t i = 0; i < n_ns; i++)
+		fprintf(stderr, "%s %s", i ? "," : "", ns[i]);
+	if (n_ns)
+		fprintf(stderr, "; %zu mounts\n", lp->n_mounts);
 	else
-		fputs("cordon: namespaces: none\n", stderr);
+		fputs(" none\n", stderr);
 	fputs("cordon: no_new_privs, all capabilities dropped, new session\n", stderr);
 }
 

@@ -35,7 +35,7 @@ static void serve_help(void)
 {
 	printf("Usage: cordon serve [--listen stdio] [--loop epoll|poll] [--max-processes N]\n"
 	       "                    [--pid-namespace=auto|always|never]\n"
-	       "                    [--allow-degraded=protected-metadata] [--min-landlock-abi N]\n"
+	       "                    [--allow-degraded=FEATURE] [--min-landlock-abi N]\n"
 	       "                    [-v]\n"
 	       "\n"
 	       "Serve the Codex exec-server protocol: newline-delimited JSON-RPC (without\n"
@@ -68,9 +68,10 @@ static void serve_help(void)
 	       "                          that no descendant outlives it: auto (default:\n"
 	       "                          when root), always (exit 125 if it cannot be\n"
 	       "                          created: needs CAP_SYS_ADMIN) or never\n"
-	       "  --allow-degraded=FEATURE  explicit opt-down for sandboxed processes; FEATURE:\n"
-	       "                          protected-metadata (run without the mount-namespace\n"
-	       "                          carve-outs when user namespaces are unavailable)\n"
+	       "  --allow-degraded=FEATURE  explicit opt-down for sandboxed processes when user\n"
+	       "                          namespaces are unavailable (repeatable): protected-\n"
+	       "                          metadata (no mount-namespace carve-outs) or\n"
+	       "                          pid-isolation (no pid namespace per process)\n"
 	       "  --min-landlock-abi N    refuse sandboxed processes when the kernel's Landlock\n"
 	       "                          ABI is below N (default 1)\n"
 	       "  -v, --verbose           log requests and process events on stderr\n"
@@ -187,6 +188,8 @@ int cd_cmd_serve(int argc, char **argv)
 	}
 	cd_log_verbosity = verbose ? 2 : 1;
 	o.lopts = pol.lopts;
+	/* The server contains its processes itself (pidns.c): no pid namespace each. */
+	o.lopts.no_pid_ns = true;
 	/* Before the loop and the host probe: the outer process only waits. */
 	if (cd_serve_pidns(pidns, &ret) < 0)
 		goto out;

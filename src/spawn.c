@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -101,6 +102,13 @@ struct child_ctx {
 	 * namespaces left.
 	 */
 	bool pin_mnt_ns;
+	/*
+	 * The plan has a pid namespace: the child is its init (pid 1). It
+	 * forks the command, reaps, and when the command exits kills what is
+	 * left and exits with the command's status (child_init). It never
+	 * exec's, so it is created with fork semantics, not CLONE_VFORK.
+	 */
+	bool pid_init;
 };
 
 static size_t n_backends(void)
@@ -349,6 +357,67 @@ static CD_NORETURN void child_exec(const struct child_ctx *c)
 	child_fail(c, CD_EXIT_NOT_FOUND, ENOENT, "exec", NULL);
 }
 
+/* The socket's other end is closed: the parent is gone. */
+static bool parent_gone(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	int n;
+	do
+		n = poll(&p, 1, 0);
+	while (n < 0 && errno == EINTR);
+	return n < 0 || (p.revents & (POLLHUP | POLLERR));
+}
+
+/*
+ * pid 1 of the sandbox's pid namespace, already sandboxed like the command
+ * (everything below runs under the same Landlock domain and seccomp
+ * filter). The command is pid 2, in our session and process group, so the
+ * signals cordon sends that group reach it directly; we ignore them (as a
+ * namespace's init without handlers, only SIGKILL and SIGSTOP from outside
+ * reach us). Orphans come to us and are reaped. When the command exits,
+ * every other process of the namespace is killed, and we exit with the
+ * command's status (128+N for signal N: an init cannot die of a signal it
+ * sends itself). If we die first (cordon died, PDEATHSIG), the kernel kills
+ * the whole namespace.
+ */
+static CD_NORETURN void child_init(const struct child_ctx *c)
+{
+	/*
+	 * Not dumpable: the command (same uid, same Landlock domain) cannot
+	 * open our /proc/1/mem. exec gives the command a dumpable mm of its own.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, "pid namespace init", "PR_SET_DUMPABLE");
+	/* vfork: the command exec's (or fails and reports) before we go on. */
+	pid_t cmd = vfork();
+	if (cmd == 0)
+		child_exec(c);
+	if (cmd < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, "fork",
+			   "the command, from the pid namespace's init");
+	/* Our copies: the parent reads the socket to its end, the client the pipes. */
+	close(c->report_fd);
+	close(STDIN_FILENO);
+	close(STDOUT_FILENO);
+	close(STDERR_FILENO);
+	int code = CD_EXIT_SETUP;
+	for (;;) {
+		int st;
+		pid_t r = waitpid(-1, &st, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break; /* ECHILD: nobody is left */
+		if (r == cmd) {
+			code = WIFSIGNALED(st) ? CD_EXIT_SIGNAL_BASE + WTERMSIG(st)
+					       : WEXITSTATUS(st);
+			/* Everyone else in the namespace; not us. */
+			(void)kill(-1, SIGKILL);
+		}
+	}
+	_exit(code);
+}
+
 static CD_NORETURN void child_run(const struct child_ctx *c)
 {
 	const struct cd_spawn_opts *o = c->o;
@@ -361,8 +430,12 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 		child_fail(c, CD_EXIT_SETUP, errno, "setsid", NULL);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "pdeathsig", NULL);
-	/* The parent may have died before PDEATHSIG was armed. */
-	if (getppid() != c->parent)
+	/*
+	 * The parent may have died before PDEATHSIG was armed. In a new pid
+	 * namespace getppid() is 0 whatever happened (bubblewrap #633), so
+	 * ask the error socket instead: the parent holds its other end.
+	 */
+	if (c->pid_init ? parent_gone(c->report_fd) : getppid() != c->parent)
 		_exit(CD_EXIT_SETUP);
 
 	int r;
@@ -381,6 +454,8 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	if (o->cwd && chdir(o->cwd) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "chdir", o->cwd);
 
+	if (c->pid_init)
+		child_init(c);
 	child_exec(c);
 }
 
@@ -449,19 +524,6 @@ static pid_t wait_pid(pid_t pid, int *status)
 	return r;
 }
 
-#ifdef CD_SANITIZERS
-/*
- * Sanitizer builds fork (ASan does not follow a switch to a foreign stack),
- * and the child unshares its namespaces on its own.
- */
-static pid_t create_child(struct child_ctx *ctx)
-{
-	pid_t pid = fork();
-	if (pid == 0)
-		child_run(ctx);
-	return pid;
-}
-#else
 /* Namespace flags the backends want created by clone() itself (see backend.h). */
 static unsigned long backend_clone_flags(struct cd_backend_state **states)
 {
@@ -472,6 +534,29 @@ static unsigned long backend_clone_flags(struct cd_backend_state **states)
 	return flags;
 }
 
+/*
+ * fork(), with namespaces: the child goes on here, on a copy of our stack
+ * and memory. For the init of a pid namespace (it never exec's, so the
+ * parent cannot wait for that as CLONE_VFORK does), and in sanitizer builds
+ * (ASan does not follow a switch to a foreign stack).
+ */
+static pid_t fork_child(struct child_ctx *ctx)
+{
+	unsigned long flags = SIGCHLD;
+	if (ctx->states)
+		flags |= backend_clone_flags(ctx->states);
+	long pid = syscall(SYS_clone, flags, NULL, NULL, NULL, 0L);
+	if (pid == 0)
+		child_run(ctx);
+	return (pid_t)pid;
+}
+
+#ifdef CD_SANITIZERS
+static pid_t create_child(struct child_ctx *ctx)
+{
+	return fork_child(ctx);
+}
+#else
 static int child_entry(void *arg)
 {
 	child_run(arg);
@@ -489,6 +574,8 @@ static int child_entry(void *arg)
  */
 static pid_t create_child(struct child_ctx *ctx)
 {
+	if (ctx->pid_init)
+		return fork_child(ctx);
 	/* Sized for the backends' apply paths; the child never recurses. */
 	static char stack[256 * 1024] __attribute__((aligned(64)));
 	unsigned long flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
@@ -640,6 +727,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		.nofile = 1024,
 		/* With kill_tree the subreaper finds every process left: no scan, no pin. */
 		.pin_mnt_ns = sandboxed && o->lp->mount_ns && !o->kill_tree,
+		.pid_init = sandboxed && o->lp->pid_ns,
 	};
 	/* For the close-on-exec fallback when close_range is missing at run time. */
 	struct rlimit rl;

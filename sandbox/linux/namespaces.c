@@ -91,6 +91,7 @@ struct ns_mount {
 struct cd_backend_state {
 	bool user_ns;
 	bool mount_ns;
+	bool pid_ns; /* we are the init of a new pid namespace: mount its /proc */
 	char uid_map[64];
 	char gid_map[64];
 	struct ns_mount *m; /* owned */
@@ -423,6 +424,7 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	s = cd_xcalloc(1, sizeof(*s));
 	s->user_ns = lp->user_ns;
 	s->mount_ns = lp->mount_ns;
+	s->pid_ns = lp->pid_ns;
 	s->mask_src = -1;
 	s->step = "prepare";
 	if (s->user_ns) {
@@ -623,6 +625,10 @@ static int ns_apply(struct cd_backend_state *s)
 	if (!s)
 		return 0;
 
+	/* unshare(CLONE_NEWPID) would only move our children: it must come from clone(). */
+	s->step = "pid namespace (needs clone flags)";
+	if (s->pid_ns && !s->at_clone)
+		return -EINVAL;
 	s->step = "unshare";
 	if (!s->at_clone &&
 	    unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0)) < 0)
@@ -678,6 +684,17 @@ static int ns_apply(struct cd_backend_state *s)
 		if (r < 0)
 			return r;
 	}
+	/*
+	 * A /proc of the pid namespace, so that /proc/$$ is the command and
+	 * not the host process with its number (and host processes are not
+	 * listed). Fails closed: a /proc that lies about pids would be wrong
+	 * in ways a command cannot tell.
+	 */
+	if (s->pid_ns) {
+		s->step = "mount a /proc for the pid namespace";
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			return -errno;
+	}
 	s->step = "done";
 	return 0;
 }
@@ -687,7 +704,8 @@ static unsigned long ns_clone_flags(struct cd_backend_state *s)
 	if (!s)
 		return 0;
 	s->at_clone = true;
-	return (s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0);
+	return (s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
+	       (s->pid_ns ? CLONE_NEWPID : 0);
 }
 
 static const char *ns_last_step(struct cd_backend_state *s)

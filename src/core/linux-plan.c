@@ -262,6 +262,18 @@ const char *cd_sc_action_name(enum cd_sc_action a)
 	return NULL;
 }
 
+size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *names[3])
+{
+	size_t n = 0;
+	if (lp && lp->sandboxed && lp->user_ns)
+		names[n++] = "user";
+	if (lp && lp->sandboxed && lp->mount_ns)
+		names[n++] = "mount";
+	if (lp && lp->sandboxed && lp->pid_ns)
+		names[n++] = "pid";
+	return n;
+}
+
 const char *cd_mount_op_name(enum cd_mount_op op)
 {
 	switch (op) {
@@ -566,6 +578,39 @@ static void add_ll_rules(struct cd_linux_plan *lp)
 	}
 }
 
+/*
+ * The namespaces every sandboxed plan gets: a pid namespace (see pid_ns in
+ * linux-plan.h) with the mount namespace its /proc needs, and a user
+ * namespace around them when not root. 0, or a refusal.
+ */
+static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *host,
+			  const struct cd_linux_opts *opts, char **reterr)
+{
+	cd_degrade_flags degraded = opts ? opts->degraded : 0;
+	if (opts && opts->no_pid_ns) {
+		/* Contained by the caller (see cd_linux_opts): nothing to refuse. */
+	} else if (host->is_root || host->userns) {
+		lp->pid_ns = true;
+	} else if (!(degraded & CD_DEGRADE_PID_ISOLATION)) {
+		return refuse(
+			reterr,
+			cd_xstrdup("pid isolation (a pid namespace whose init takes the "
+				   "command's whole process tree with it) needs user "
+				   "namespaces, which are unavailable on this host; enable "
+				   "them (sysctl kernel.unprivileged_userns_clone=1 / "
+				   "user.max_user_namespaces > 0, or an AppArmor profile "
+				   "allowing userns) or pass --allow-degraded=pid-isolation"));
+	} else {
+		cd_strv_push_take(&lp->degraded,
+				  cd_xstrdup("pid isolation NOT enforced: user namespaces are "
+					     "unavailable; a process that leaves the command's "
+					     "process group outlives cordon if cordon is killed"));
+	}
+	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns;
+	lp->user_ns = lp->mount_ns && !host->is_root;
+	return 0;
+}
+
 int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *host,
 			const struct cd_linux_opts *opts, struct cd_linux_plan **ret, char **reterr)
 {
@@ -621,6 +666,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	lp->sc_when = CD_SC_BASELINE | (net_restricted ? CD_SC_NET_RESTRICTED : 0);
 
 	if (plan->fs_unrestricted) {
+		r = add_namespaces(lp, host, opts, reterr);
+		if (r < 0)
+			return r;
 		*ret = cd_steal_pointer(&lp);
 		return 0;
 	}
@@ -669,8 +717,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		lp->mounts = NULL;
 		lp->n_mounts = 0;
 	}
-	lp->mount_ns = lp->n_mounts > 0;
-	lp->user_ns = lp->mount_ns && !host->is_root;
+	r = add_namespaces(lp, host, opts, reterr);
+	if (r < 0)
+		return r;
 
 	*ret = cd_steal_pointer(&lp);
 	return 0;

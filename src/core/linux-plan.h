@@ -66,11 +66,21 @@ struct cd_linux_host {
 
 typedef enum cd_degrade_flags {
 	CD_DEGRADE_PROTECTED_METADATA = 1u << 0, /* run without ro carve-outs when no mount ns */
+	CD_DEGRADE_PID_ISOLATION = 1u << 1,	 /* run without the pid namespace when no user ns */
 } cd_degrade_flags;
 
 struct cd_linux_opts {
 	unsigned min_landlock_abi; /* refuse below this (default 1) */
 	cd_degrade_flags degraded; /* explicit opt-downs */
+	/*
+	 * The caller contains the process tree itself and does not want a pid
+	 * namespace per process: cordon serve, whose own pid namespace (root)
+	 * or pair of subreapers outlives and ends every process it starts, and
+	 * which kills what a sandboxed command leaves in its mount namespace.
+	 * A pid namespace per process would cost a fork of the whole server,
+	 * and each init would keep the server's pages copy-on-write.
+	 */
+	bool no_pid_ns;
 };
 
 struct cd_ll_rule {
@@ -181,8 +191,15 @@ struct cd_linux_plan {
 	bool seccomp;
 	cd_sc_when sc_when; /* which rule groups apply */
 	/* namespaces */
-	bool user_ns;		 /* unshare(CLONE_NEWUSER) (not root) */
-	bool mount_ns;		 /* unshare(CLONE_NEWNS) */
+	bool user_ns;  /* unshare(CLONE_NEWUSER) (not root) */
+	bool mount_ns; /* unshare(CLONE_NEWNS) */
+	/*
+	 * A pid namespace whose init (the first child) runs the command, kills
+	 * what is left when the command exits, and takes everything with it
+	 * when it dies (with cordon, through PR_SET_PDEATHSIG). Implies
+	 * mount_ns: the namespace gets a /proc of its own.
+	 */
+	bool pid_ns;
 	struct cd_mount *mounts; /* in the order to perform them */
 	size_t n_mounts;
 	/* Reported degradations, NULL-terminated (e.g. "protected metadata NOT enforced: ...") */
@@ -193,6 +210,13 @@ struct cd_linux_plan {
 };
 
 /*
+ * The namespaces a plan creates, by their short names ("user", "mount",
+ * "pid"), in that order, into names[0..2]; returns how many. For explain,
+ * cordon run -v and the process/start result.
+ */
+size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *names[3]);
+
+/*
  * Build the Linux wrapper plan. Refusals (return -EOPNOTSUPP with *reterr a
  * malloc'ed one-line reason naming the mechanism and the fix):
  *  - Landlock ABI below opts->min_landlock_abi (including 0) for a plan that
@@ -200,6 +224,8 @@ struct cd_linux_plan {
  *  - no seccomp for a sandboxed plan;
  *  - carve-outs needing a mount namespace on a host without user namespaces
  *    (and not root), unless CD_DEGRADE_PROTECTED_METADATA;
+ *  - any sandboxed plan on such a host, which cannot have its pid namespace,
+ *    unless CD_DEGRADE_PID_ISOLATION;
  *  - deny carve-outs or glob entries (deny masks are not implemented yet);
  *  - CD_NET_MANAGED (no proxy yet).
  *

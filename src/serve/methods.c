@@ -189,10 +189,10 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 		sandboxed && lp->landlock ? lp->n_ll_rules : 0,
 		sandboxed && lp->seccomp ? "true" : "false",
 		sandboxed && b->plan->network == CD_NET_RESTRICTED ? "restricted" : "enabled");
-	if (sandboxed && lp->user_ns)
-		cd_strbuf_append(sb, "\"user\"");
-	if (sandboxed && lp->mount_ns)
-		cd_strbuf_append(sb, lp->user_ns ? ",\"mount\"" : "\"mount\"");
+	const char *ns[3];
+	size_t n_ns = sandboxed ? cd_linux_plan_namespaces(lp, ns) : 0;
+	for (size_t i = 0; i < n_ns; i++)
+		cd_strbuf_printf(sb, "%s\"%s\"", i ? "," : "", ns[i]);
 	cd_strbuf_printf(sb, "],\"mounts\":%zu,\"degraded\":[", sandboxed ? lp->n_mounts : 0);
 	for (char **d = sandboxed ? lp->degraded : NULL; d && *d; d++) {
 		if (d != lp->degraded)

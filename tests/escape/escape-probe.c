@@ -261,6 +261,18 @@ static int p_read(const char *path)
 
 /* ---- processes ---- */
 
+/*
+ * For a probe aimed at a process outside: ESRCH or ENOENT (/proc/PID) means
+ * it cannot even be named from the sandbox's own pid namespace.
+ */
+static int verdict_pid_errno(int e, const char *what)
+{
+	if (e == ESRCH || e == ENOENT)
+		return denied("%s: %s (not visible from the sandbox's pid namespace)", what,
+			      strerror(e));
+	return verdict_errno(e, what);
+}
+
 /* A pid, or "parent": the process that started us (cordon, from inside the sandbox). */
 static pid_t arg_pid(const char *s)
 {
@@ -277,7 +289,7 @@ static int p_ptrace_attach(pid_t pid)
 		(void)ptrace(PTRACE_DETACH, pid, NULL, NULL);
 		return escaped("attached to %d", (int)pid);
 	}
-	return verdict_errno(errno, "PTRACE_ATTACH");
+	return verdict_pid_errno(errno, "PTRACE_ATTACH");
 }
 
 static int p_proc_mem(pid_t pid)
@@ -286,23 +298,31 @@ static int p_proc_mem(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return verdict_errno(errno, "open /proc/PID/mem");
+		return verdict_pid_errno(errno, "open /proc/PID/mem");
 	close(fd);
 	return escaped("opened %s", path);
 }
 
 static int p_proc_environ(pid_t pid)
 {
-	char path[64];
+	char path[64], buf[64];
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	return p_read(path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return verdict_pid_errno(errno, "open /proc/PID/environ");
+	ssize_t n = read(fd, buf, sizeof(buf));
+	int e = errno;
+	close(fd);
+	if (n >= 0)
+		return escaped("read %s", path);
+	return verdict_errno(e, "read");
 }
 
 static int p_pidfd_getfd(pid_t pid)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd < 0)
-		return verdict_errno(errno, "pidfd_open");
+		return verdict_pid_errno(errno, "pidfd_open");
 	int fd = (int)syscall(SYS_pidfd_getfd, pfd, 0, 0);
 	int e = errno;
 	close(pfd);
@@ -317,7 +337,7 @@ static int p_signal(pid_t pid)
 {
 	if (kill(pid, SIGTERM) == 0)
 		return escaped("sent SIGTERM to %d", (int)pid);
-	return verdict_errno(errno, "kill");
+	return verdict_pid_errno(errno, "kill");
 }
 
 /* Run fn in a child: a seccomp kill shows as death by SIGSYS. */

@@ -58,9 +58,16 @@ if [ "$(id -u)" -ne 0 ]; then
 	refused "no user namespaces (CORDON_TEST_DISABLE=userns)" "user namespaces" \
 		--profile workspace-write --workspace-root "$WS"
 	contains "no user namespaces: the fix names --allow-degraded" "--allow-degraded"
+	# Pid isolation needs a user namespace too: opting down one feature is not enough.
+	refused "no user namespaces: protected-metadata alone still refuses (pid isolation)" \
+		"pid isolation" --profile workspace-write --workspace-root "$WS" \
+		--allow-degraded=protected-metadata
+	contains "the pid isolation refusal names its opt-down" "--allow-degraded=pid-isolation"
+	refused "no user namespaces: read-only refuses too (pid isolation)" "pid isolation" \
+		--profile read-only
 	rm -f "$M"
 	run_split "$CORDON" run --profile workspace-write --workspace-root "$WS" \
-		--allow-degraded=protected-metadata -- touch "$M"
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- touch "$M"
 	rc_is "--allow-degraded=protected-metadata: runs" 0
 	assert "--allow-degraded=protected-metadata: the command ran" test -e "$M"
 	case $cd_stderr in
@@ -71,15 +78,17 @@ if [ "$(id -u)" -ne 0 ]; then
 		;;
 	esac
 	run_split "$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
-		--allow-degraded=protected-metadata -- true
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- true
 	assert "-q silences the degradation warning" test "$cd_rc" -eq 0 -a -z "$cd_stderr"
 	# Still sandboxed: only the carve-outs are gone.
 	expect_errno "degraded: Landlock still applies" "EACCES|EPERM|EROFS" \
 		"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
-		--allow-degraded=protected-metadata -- "$TRY" write-file /etc/cordon-test-$$
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- \
+		"$TRY" write-file /etc/cordon-test-$$
 	expect_errno "degraded: seccomp still applies" EPERM \
 		"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
-		--allow-degraded=protected-metadata -- "$TRY" socket-inet
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- \
+		"$TRY" socket-inet
 	unset CORDON_TEST_DISABLE
 else
 	# root mounts without a user namespace, so the hook changes nothing here;

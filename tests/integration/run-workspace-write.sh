@@ -202,8 +202,14 @@ nnp=$(printf '%s\n' "$cd_out" | awk '/^NoNewPrivs:/ {print $2}')
 assert "CapEff is 0000000000000000 inside" test "$caps" = 0000000000000000
 assert "NoNewPrivs is 1 inside" test "$nnp" = 1
 cd_run_capture sb cat /proc/self/stat
-sid_ok=$(printf '%s\n' "$cd_out" | awk '{ print ($5 == $1 && $6 == $1) ? "yes" : "no" }')
-assert "the command leads its own session and process group" test "$sid_ok" = yes
+# In its own session and process group: led by itself, or (pid namespace) by
+# the namespace's init, pid 1, which forked it.
+sid_ok=$(printf '%s\n' "$cd_out" | awk '{ print ($5 == $6 && ($5 == $1 || $5 == 1)) ? "yes" : "no" }')
+assert "the command runs in a session and process group of its own" test "$sid_ok" = yes
+cd_run_capture sb sh -c 'echo $$; cat /proc/$$/stat'
+pid_ok=$(printf '%s\n' "$cd_out" | awk 'NR == 1 { p = $1 } NR == 2 { print ($1 == p && p == 2) ? "yes" : "no" }')
+assert "pid isolation: the command is pid 2 of its own namespace, and /proc agrees" \
+	test "$pid_ok" = yes
 
 # ---- exit status ----
 expect_exit "exit status 0" 0 sb true

@@ -262,22 +262,38 @@ def masked(tag, base):
         s.stop()
 
 
+def find_cmdline(token):
+    """Pids of host processes whose command line contains token."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if token.encode() in f.read():
+                    found.append(int(d))
+        except OSError:
+            pass
+    return found
+
+
 def setsid_survivor(tag, base):
     """A daemon that leaves the command's process group must not outlive the
     sandbox: once the mask mount points are removed on the host, the read-only
     masks are gone in its mount namespace too, and it could create .codex or
-    .git/hooks in the workspace. No pid namespace here (the root server's own
-    would kill the daemon when the server exits, hiding the bug)."""
+    .git/hooks in the workspace. No pid namespace for the server here (the root
+    server's own would kill the daemon when the server exits, hiding the bug).
+    The daemon is found by a unique sleep duration: inside the sandbox's pid
+    namespace its $$ is not its host pid."""
     ws = tempfile.mkdtemp(prefix="ws-", dir=base)
-    pidfile = os.path.join(ws, "daemon.pid")
+    token = "30.%d%03d" % (os.getpid(), len(tag))
     targets = [os.path.join(ws, p) for p in (".codex", ".git", ".agents")]
     daemon = ("echo $$ > daemon.pid; sleep 1; mkdir .codex .git .agents .git/hooks; "
               "echo hacked > .codex/config.toml; echo hacked > .git/hooks/pre-commit; "
-              "echo hacked > .agents/a; exec sleep 30")
+              "echo hacked > .agents/a; exec sleep %s" % token)
     script = ("setsid sh -c '%s' </dev/null >/dev/null 2>&1 & "
               "while [ ! -s daemon.pid ]; do sleep 0.05; done; echo started; sleep 0.3" % daemon)
     s = Server(tag, args=["--pid-namespace=never"])
-    dpid = None
     try:
         s.handshake()
         r, out = s.run("survivor", ["sh", "-c", script], cwd=ws,
@@ -285,20 +301,15 @@ def setsid_survivor(tag, base):
         t.ok(out and out.exit_code == 0 and out.stdout == b"started\n",
              "[%s] setsid daemon: the command ran, its output was delivered" % tag,
              (r, out and (out.exit_code, out.stdout, out.stderr)))
-        try:
-            with open(pidfile) as f:
-                dpid = int(f.read().strip())
-        except (OSError, ValueError):
-            pass
         s.drain(1.5)
         t.ok(not any(os.path.lexists(p) for p in targets),
              "[%s] setsid daemon: no .codex, .git or .agents appeared after closed" % tag,
              [p for p in targets if os.path.lexists(p)])
-        t.ok(dpid is not None and not pid_alive(dpid),
-             "[%s] setsid daemon: the daemon is gone" % tag, dpid)
+        left = find_cmdline("sleep\0%s" % token)
+        t.ok(not left, "[%s] setsid daemon: the daemon is gone" % tag, left)
     finally:
-        if dpid is not None:
-            kill_quietly(dpid)
+        for p in find_cmdline("sleep\0%s" % token):
+            kill_quietly(p)
         s.stop()
         shutil.rmtree(ws, ignore_errors=True)
 

@@ -351,6 +351,7 @@ START_TEST(test_build_disabled)
 	ck_assert(!lp->sandboxed);
 	ck_assert(!lp->landlock);
 	ck_assert(!lp->seccomp);
+	ck_assert(!lp->pid_ns);
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
 	ck_assert_uint_eq(lp->n_ll_rules, 0);
@@ -411,8 +412,10 @@ static void check_read_only(unsigned abi, enum cd_network net)
 	ck_assert(!!(null->allowed & CD_LL_FS_TRUNCATE) == (abi >= 3));
 	ck_assert(!!(null->allowed & CD_LL_FS_IOCTL_DEV) == (abi >= 5));
 
-	ck_assert(!lp->mount_ns);
-	ck_assert(!lp->user_ns);
+	/* No mounts, but a pid namespace, its /proc's mount namespace, a user namespace. */
+	ck_assert(lp->pid_ns);
+	ck_assert(lp->mount_ns);
+	ck_assert(lp->user_ns);
 	ck_assert_uint_eq(lp->n_mounts, 0);
 	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
 	cd_linux_plan_free(lp);
@@ -602,7 +605,6 @@ START_TEST(test_build_fs_unrestricted)
 	plan.fs_unrestricted = true;
 	/* Landlock is not needed, so its absence is no reason to refuse. */
 	h.landlock_abi = 0;
-	h.userns = false;
 	lp = build_ok(&plan, &h, NULL);
 	ck_assert(lp->sandboxed);
 	ck_assert(!lp->landlock);
@@ -610,8 +612,39 @@ START_TEST(test_build_fs_unrestricted)
 	ck_assert_uint_eq(lp->sc_when, CD_SC_BASELINE | CD_SC_NET_RESTRICTED);
 	ck_assert_uint_eq(lp->n_ll_rules, 0);
 	ck_assert_uint_eq(lp->ll_handled_fs, 0);
-	ck_assert(!lp->mount_ns);
+	/* Still isolated: the pid namespace does not depend on the file system. */
+	ck_assert(lp->pid_ns);
+	ck_assert(lp->mount_ns);
+	ck_assert_uint_eq(lp->n_mounts, 0);
 	cd_linux_plan_free(lp);
+
+	/* No user namespaces: refused, or run without pid isolation when asked. */
+	h.userns = false;
+	build_refused(&plan, &h, NULL,
+		      (const char *const[]){ "pid isolation", "needs user namespaces",
+					     "--allow-degraded=pid-isolation", NULL });
+	struct cd_linux_opts o = { .degraded = CD_DEGRADE_PID_ISOLATION };
+	lp = build_ok(&plan, &h, &o);
+	ck_assert(!lp->pid_ns);
+	ck_assert(!lp->mount_ns);
+	ck_assert(!lp->user_ns);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "pid isolation NOT enforced"));
+	cd_linux_plan_free(lp);
+	/* Root needs no user namespace for any of it. */
+	h.is_root = true;
+	lp = build_ok(&plan, &h, NULL);
+	ck_assert(lp->pid_ns && lp->mount_ns && !lp->user_ns);
+	cd_linux_plan_free(lp);
+	/* A caller that contains the tree itself (cordon serve) gets none of it. */
+	h.is_root = false;
+	struct cd_linux_opts own = { .no_pid_ns = true };
+	lp = build_ok(&plan, &h, &own);
+	ck_assert(!lp->pid_ns && !lp->mount_ns && !lp->user_ns);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	cd_linux_plan_free(lp);
+	h.is_root = false;
+	h.userns = true;
 
 	plan.type = CD_PROFILE_EXTERNAL;
 	plan.network = CD_NET_ENABLED;
@@ -752,18 +785,25 @@ START_TEST(test_degraded)
 	struct cd_linux_plan *lp;
 
 	h.userns = false;
+	/* One opt-down is not the other: pid isolation still needs a user namespace. */
+	build_refused(
+		&plan, &h, &o,
+		(const char *const[]){ "pid isolation", "--allow-degraded=pid-isolation", NULL });
+	o.degraded |= CD_DEGRADE_PID_ISOLATION;
 	lp = build_ok(&plan, &h, &o);
 	ck_assert(lp->sandboxed);
 	ck_assert(lp->landlock);
 	ck_assert(lp->seccomp);
 	ck_assert_uint_eq(lp->n_mounts, 0);
 	ck_assert_ptr_null(lp->mounts);
+	ck_assert(!lp->pid_ns);
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
 	ck_assert_uint_eq(lp->n_ll_rules, 6);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 2);
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "user namespaces are unavailable"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
 
 	/* The opt-down changes nothing on a host that can enforce. */
@@ -970,7 +1010,8 @@ START_TEST(test_pin_degraded)
 	struct cd_plan plan =
 		make_plan(tmp_ws_paths, CD_ARRAY_SIZE(tmp_ws_paths), CD_NET_RESTRICTED);
 	struct cd_linux_host h = host_full;
-	struct cd_linux_opts o = { .degraded = CD_DEGRADE_PROTECTED_METADATA };
+	struct cd_linux_opts o = { .degraded = CD_DEGRADE_PROTECTED_METADATA |
+					       CD_DEGRADE_PID_ISOLATION };
 	struct cd_linux_plan *lp;
 
 	h.userns = false;
@@ -984,7 +1025,7 @@ START_TEST(test_pin_degraded)
 	ck_assert_uint_eq(lp->n_mounts, 0);
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 2);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 3);
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "/tmp/.agents"));
 	ck_assert_ptr_null(strstr(lp->degraded[0], "/tmp/a,"));
@@ -993,10 +1034,11 @@ START_TEST(test_pin_degraded)
 	ck_assert_ptr_null(strchr(lp->degraded[1], '\n'));
 	cd_linux_plan_free(lp);
 
-	/* Without anything to pin, only the protected-metadata line. */
+	/* Without anything to pin, no pins line: protected metadata and pid isolation. */
 	plan.n_paths = 6; /* up to /tmp/.git */
 	lp = build_ok(&plan, &h, &o);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 2);
+	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
 }
 END_TEST
