@@ -43,6 +43,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef CD_ARRAY_SIZE
+#define CD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
@@ -58,41 +61,28 @@
 
 static const char *probe;
 
-static int denied(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int denied(const char *fmt, ...)
+/* One verdict line, "LABEL: PROBE: details"; returns code (the exit status). */
+static int verdict(int code, const char *label, const char *fmt, va_list ap)
 {
-	va_list ap;
-	printf("denied: %s: ", probe);
-	va_start(ap, fmt);
+	printf("%s: %s: ", label, probe);
 	vprintf(fmt, ap);
-	va_end(ap);
 	putchar('\n');
-	return 0;
+	return code;
 }
 
-static int escaped(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int escaped(const char *fmt, ...)
-{
-	va_list ap;
-	printf("ESCAPED: %s: ", probe);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return 1;
-}
-
-static int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int setup_error(const char *fmt, ...)
-{
-	va_list ap;
-	printf("cannot try: %s: ", probe);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	return 2;
-}
+#define VERDICT_FN(name, code, label)                                                \
+	static int name(const char *fmt, ...) __attribute__((format(printf, 1, 2))); \
+	static int name(const char *fmt, ...)                                        \
+	{                                                                            \
+		va_list ap;                                                          \
+		va_start(ap, fmt);                                                   \
+		int r = verdict(code, label, fmt, ap);                               \
+		va_end(ap);                                                          \
+		return r;                                                            \
+	}
+VERDICT_FN(denied, 0, "denied")
+VERDICT_FN(escaped, 1, "ESCAPED")
+VERDICT_FN(setup_error, 2, "cannot try")
 
 /* The errnos by which the sandbox says no (Landlock, seccomp, read-only mounts, DAC). */
 static bool is_denial(int e)
@@ -575,148 +565,135 @@ static int listen_all(const char *dir)
 		pause();
 }
 
-static void need(int argc, int n)
+/* Sockets that must not even be created: name, domain, type, protocol, what. */
+static const struct {
+	const char *name;
+	int domain, type, proto;
+	const char *what;
+} probes_socket[] = {
+	{ "socket-netlink", AF_NETLINK, SOCK_RAW, 0, "AF_NETLINK" },
+	{ "socket-packet", AF_PACKET, SOCK_RAW, 0, "AF_PACKET" },
+	{ "socket-raw", AF_INET, SOCK_RAW, IPPROTO_ICMP, "raw AF_INET" },
+	{ "socket-ping", AF_INET, SOCK_DGRAM, IPPROTO_ICMP, "ICMP datagram" },
+	{ "socket-vsock", AF_VSOCK, SOCK_STREAM, 0, "AF_VSOCK" },
+	{ "socket-mptcp", AF_INET, SOCK_STREAM, IPPROTO_MPTCP, "MPTCP" },
+	{ "socket-sctp", AF_INET, SOCK_STREAM, IPPROTO_SCTP, "SCTP" },
+	{ "socket-udp6", AF_INET6, SOCK_DGRAM, 0, "UDP over IPv6" },
+};
+
+static int p_connect_abstract(const char *name)
 {
-	if (argc < n + 2) {
-		fprintf(stderr, "escape-probe: %s needs %d argument(s)\n", probe, n);
-		exit(2);
-	}
+	return connect_unix(name, true);
+}
+static int p_connect_unix(const char *path)
+{
+	return connect_unix(path, false);
+}
+#if defined(__x86_64__)
+static int p_x32(void)
+{
+	return killed_by_sigsys(x32_getpid, "getpid through the x32 ABI");
+}
+static int p_i386(void)
+{
+	return killed_by_sigsys(i386_getpid, "getpid through int 0x80");
+}
+#endif
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} probes0[] = {
+	{ "udp-dns", p_udp_dns },
+#if defined(__x86_64__)
+	{ "x32", p_x32 },
+	{ "i386", p_i386 },
+#endif
+	{ "allowed-unix-pair", p_allowed_unix_pair },
+	{ "allowed-fds", p_allowed_fds },
+	{ "allowed-no-caps", p_allowed_no_caps },
+};
+
+static const struct {
+	const char *name;
+	int (*fn)(const char *);
+} probes1[] = {
+	{ "listen", listen_all },
+	{ "write", p_write },
+	{ "write-or-missing", p_write_or_missing },
+	{ "mkdir", p_mkdir },
+	{ "unlink", p_unlink },
+	{ "truncate", p_truncate },
+	{ "mknod-char", p_mknod_char },
+	{ "mkfifo", p_mkfifo },
+	{ "bind-unix", p_bind_unix },
+	{ "proc-fd-reopen", p_proc_fd_reopen },
+	{ "read", p_read },
+	{ "connect-abstract", p_connect_abstract },
+	{ "connect-unix", p_connect_unix },
+	{ "connect-tcp", p_connect_tcp },
+	{ "allowed-write", p_allowed_write },
+};
+
+static const struct {
+	const char *name;
+	int (*fn)(const char *, const char *);
+} probes2[] = {
+	{ "symlink", p_symlink },
+	{ "rename", p_rename },
+	{ "hardlink", p_hardlink },
+};
+
+/* Probes aimed at a process: PID, or "parent". */
+static const struct {
+	const char *name;
+	int (*fn)(pid_t);
+} probes_pid[] = {
+	{ "ptrace-attach", p_ptrace_attach },
+	{ "proc-mem", p_proc_mem },
+	{ "proc-environ", p_proc_environ },
+	{ "pidfd-getfd", p_pidfd_getfd },
+	{ "signal", p_signal },
+};
+
+static int usage(const char *why)
+{
+	fprintf(stderr, "escape-probe: %s\n", why);
+	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage: escape-probe NAME [ARGS]\n");
-		return 2;
-	}
+	if (argc < 2)
+		return usage("usage: escape-probe NAME [ARGS]");
 	probe = argv[1];
-	const char *a = argc > 2 ? argv[2] : NULL, *b = argc > 3 ? argv[3] : NULL;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	int nargs = argc - 2;
 
-#define IS(s) (strcmp(probe, (s)) == 0)
-	if (IS("listen")) {
-		need(argc, 1);
-		return listen_all(a);
-	}
-	/* file system */
-	if (IS("write")) {
-		need(argc, 1);
-		return p_write(a);
-	}
-	if (IS("write-or-missing")) {
-		need(argc, 1);
-		return p_write_or_missing(a);
-	}
-	if (IS("mkdir")) {
-		need(argc, 1);
-		return p_mkdir(a);
-	}
-	if (IS("symlink")) {
-		need(argc, 2);
-		return p_symlink(a, b);
-	}
-	if (IS("rename")) {
-		need(argc, 2);
-		return p_rename(a, b);
-	}
-	if (IS("unlink")) {
-		need(argc, 1);
-		return p_unlink(a);
-	}
-	if (IS("hardlink")) {
-		need(argc, 2);
-		return p_hardlink(a, b);
-	}
-	if (IS("truncate")) {
-		need(argc, 1);
-		return p_truncate(a);
-	}
-	if (IS("mknod-char")) {
-		need(argc, 1);
-		return p_mknod_char(a);
-	}
-	if (IS("mkfifo")) {
-		need(argc, 1);
-		return p_mkfifo(a);
-	}
-	if (IS("bind-unix")) {
-		need(argc, 1);
-		return p_bind_unix(a);
-	}
-	if (IS("proc-fd-reopen")) {
-		need(argc, 1);
-		return p_proc_fd_reopen(a);
-	}
-	if (IS("read")) {
-		need(argc, 1);
-		return p_read(a);
-	}
-	/* processes */
-	if (IS("ptrace-attach") || IS("proc-mem") || IS("proc-environ") || IS("pidfd-getfd") ||
-	    IS("signal")) {
-		need(argc, 1);
-		pid_t pid = arg_pid(a);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(probes_socket); i++)
+		if (strcmp(probe, probes_socket[i].name) == 0)
+			return p_socket(probes_socket[i].domain, probes_socket[i].type,
+					probes_socket[i].proto, probes_socket[i].what);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(probes0); i++)
+		if (strcmp(probe, probes0[i].name) == 0)
+			return probes0[i].fn();
+	for (size_t i = 0; i < CD_ARRAY_SIZE(probes1); i++)
+		if (strcmp(probe, probes1[i].name) == 0)
+			return nargs >= 1 ? probes1[i].fn(argv[2]) : usage("needs 1 argument");
+	for (size_t i = 0; i < CD_ARRAY_SIZE(probes2); i++)
+		if (strcmp(probe, probes2[i].name) == 0)
+			return nargs >= 2 ? probes2[i].fn(argv[2], argv[3])
+					  : usage("needs 2 arguments");
+	for (size_t i = 0; i < CD_ARRAY_SIZE(probes_pid); i++) {
+		if (strcmp(probe, probes_pid[i].name) != 0)
+			continue;
+		if (nargs < 1)
+			return usage("needs a pid");
+		pid_t pid = arg_pid(argv[2]);
 		if (pid < 0)
-			return setup_error("bad pid '%s'", a);
-		if (IS("ptrace-attach"))
-			return p_ptrace_attach(pid);
-		if (IS("proc-mem"))
-			return p_proc_mem(pid);
-		if (IS("proc-environ"))
-			return p_proc_environ(pid);
-		if (IS("pidfd-getfd"))
-			return p_pidfd_getfd(pid);
-		return p_signal(pid);
+			return setup_error("bad pid '%s'", argv[2]);
+		return probes_pid[i].fn(pid);
 	}
-#if defined(__x86_64__)
-	if (IS("x32"))
-		return killed_by_sigsys(x32_getpid, "getpid through the x32 ABI");
-	if (IS("i386"))
-		return killed_by_sigsys(i386_getpid, "getpid through int 0x80");
-#endif
-	/* IPC and network */
-	if (IS("connect-abstract")) {
-		need(argc, 1);
-		return connect_unix(a, true);
-	}
-	if (IS("connect-unix")) {
-		need(argc, 1);
-		return connect_unix(a, false);
-	}
-	if (IS("connect-tcp")) {
-		need(argc, 1);
-		return p_connect_tcp(a);
-	}
-	if (IS("socket-netlink"))
-		return p_socket(AF_NETLINK, SOCK_RAW, 0, "AF_NETLINK");
-	if (IS("socket-packet"))
-		return p_socket(AF_PACKET, SOCK_RAW, 0, "AF_PACKET");
-	if (IS("socket-raw"))
-		return p_socket(AF_INET, SOCK_RAW, IPPROTO_ICMP, "raw AF_INET");
-	if (IS("socket-ping"))
-		return p_socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP, "ICMP datagram");
-	if (IS("socket-vsock"))
-		return p_socket(AF_VSOCK, SOCK_STREAM, 0, "AF_VSOCK");
-	if (IS("socket-mptcp"))
-		return p_socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP, "MPTCP");
-	if (IS("socket-sctp"))
-		return p_socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP, "SCTP");
-	if (IS("socket-udp6"))
-		return p_socket(AF_INET6, SOCK_DGRAM, 0, "UDP over IPv6");
-	if (IS("udp-dns"))
-		return p_udp_dns();
-	/* allowed */
-	if (IS("allowed-write")) {
-		need(argc, 1);
-		return p_allowed_write(a);
-	}
-	if (IS("allowed-unix-pair"))
-		return p_allowed_unix_pair();
-	if (IS("allowed-fds"))
-		return p_allowed_fds();
-	if (IS("allowed-no-caps"))
-		return p_allowed_no_caps();
-#undef IS
 	fprintf(stderr, "escape-probe: unknown probe '%s'\n", probe);
 	return 2;
 }

@@ -21,7 +21,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from rpcclient import (CORDON, LOOPS, ROOT_READ, Server, Tap, children_of,  # noqa: E402
-                       cordon_usable, cpu_ticks, kill_quietly, pid_alive, wait_gone)
+                       cordon_usable, cpu_ticks, kill_quietly, pid_alive, pids_by_cmdline,
+                       wait_gone)
 
 t = Tap()
 why = cordon_usable()
@@ -45,16 +46,7 @@ def find_sleepers(durs, timeout=3.0):
     want = {("sleep\0%s\0" % d).encode() for d in durs}
     deadline = time.monotonic() + timeout
     while True:
-        found = []
-        for p in os.listdir("/proc"):
-            if not p.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % p, "rb") as f:
-                    if f.read() in want:
-                        found.append(int(p))
-            except OSError:
-                pass
+        found = pids_by_cmdline(lambda c: c in want)
         if len(found) >= len(durs) or time.monotonic() >= deadline:
             return found
         time.sleep(0.02)

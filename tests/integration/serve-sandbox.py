@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from rpcclient import (HELPERS, LOOPS, ROOT_READ, Server, Tap, cordon_usable,  # noqa: E402
-                       err_code, err_msg, kill_quietly, path_entry, pid_alive, profile, special,
-                       unb64, uri, workspace_write)
+                       err_code, err_msg, kill_quietly, path_entry, pid_alive, pids_by_cmdline,
+                       profile, special, unb64, uri, workspace_write)
 
 t = Tap()
 why = cordon_usable()
@@ -262,21 +262,6 @@ def masked(tag, base):
         s.stop()
 
 
-def find_cmdline(token):
-    """Pids of host processes whose command line contains token."""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                if token.encode() in f.read():
-                    found.append(int(d))
-        except OSError:
-            pass
-    return found
-
-
 def setsid_survivor(tag, base):
     """A daemon that leaves the command's process group must not outlive the
     sandbox: once the mask mount points are removed on the host, the read-only
@@ -287,6 +272,7 @@ def setsid_survivor(tag, base):
     namespace its $$ is not its host pid."""
     ws = tempfile.mkdtemp(prefix="ws-", dir=base)
     token = "30.%d%03d" % (os.getpid(), len(tag))
+    daemon_cmd = ("sleep\0%s" % token).encode()
     targets = [os.path.join(ws, p) for p in (".codex", ".git", ".agents")]
     daemon = ("echo $$ > daemon.pid; sleep 1; mkdir .codex .git .agents .git/hooks; "
               "echo hacked > .codex/config.toml; echo hacked > .git/hooks/pre-commit; "
@@ -305,10 +291,10 @@ def setsid_survivor(tag, base):
         t.ok(not any(os.path.lexists(p) for p in targets),
              "[%s] setsid daemon: no .codex, .git or .agents appeared after closed" % tag,
              [p for p in targets if os.path.lexists(p)])
-        left = find_cmdline("sleep\0%s" % token)
+        left = pids_by_cmdline(lambda c: daemon_cmd in c)
         t.ok(not left, "[%s] setsid daemon: the daemon is gone" % tag, left)
     finally:
-        for p in find_cmdline("sleep\0%s" % token):
+        for p in pids_by_cmdline(lambda c: daemon_cmd in c):
             kill_quietly(p)
         s.stop()
         shutil.rmtree(ws, ignore_errors=True)

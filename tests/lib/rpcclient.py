@@ -547,6 +547,21 @@ def server_pid_of(pid, timeout=3.0):
     return pid
 
 
+def pids_by_cmdline(match):
+    """Host pids whose /proc/PID/cmdline (NUL-separated bytes) satisfies match."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                if match(f.read()):
+                    found.append(int(p))
+        except OSError:
+            pass
+    return found
+
+
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
