@@ -200,6 +200,27 @@ static int write_queued(struct cd_conn *c)
 	return 0;
 }
 
+/*
+ * A pipe to the client holds 64 KiB by default: less than one burst of
+ * notifications (64 KiB of output is 88 KB of JSON), so a relaying server
+ * stalls on EAGAIN and wakes up again for every burst. 1 MiB (the default
+ * pipe-max-size, allowed without privileges) doubles the relay rate here.
+ * The kernel charges pipe buffers to the user (pipe-user-pages-soft, 64
+ * MiB by default; past it every new pipe of the user gets two pages), so
+ * only a server that has actually filled its pipe grows it: the first
+ * EAGAIN. Best effort, once per connection, never shrinks it.
+ */
+static void grow_pipe(struct cd_conn *c)
+{
+	struct stat st;
+	c->pipe_grown = true;
+	if (fstat(c->out_fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+		return;
+	int cur = fcntl(c->out_fd, F_GETPIPE_SZ);
+	if (cur >= 0 && cur < CD_SERVE_OUT_PIPE_SIZE)
+		(void)fcntl(c->out_fd, F_SETPIPE_SZ, CD_SERVE_OUT_PIPE_SIZE);
+}
+
 static void flush(struct cd_conn *c)
 {
 	bool was_over = out_queued(c) > CD_SERVE_OUT_QUEUE_CAP;
@@ -208,6 +229,10 @@ static void flush(struct cd_conn *c)
 		int r = write_queued(c);
 		if (r == 0)
 			break;
+		if (r == -EAGAIN && !c->pipe_grown) {
+			grow_pipe(c);
+			continue;
+		}
 		if (r == -EAGAIN && !c->out_is_file) {
 			out_watch(c, true);
 			/* Not return: a partial write may have brought the queue under
@@ -495,26 +520,6 @@ static void update_in_watch(struct cd_conn *c)
 	}
 }
 
-/*
- * A pipe to the client holds 64 KiB by default: less than one burst of
- * notifications (64 KiB of output is 88 KB of JSON), so the server would
- * stall on EAGAIN and wake up again for every burst. 256 KiB (allowed
- * without privileges) gives 1.2 GB/s here where 64 KiB gave 0.7 and 1 MiB
- * 1.4. Not more: the kernel charges pipe buffers to the user
- * (pipe-user-pages-soft, 64 MiB by default), and past that every new pipe
- * of the user gets two pages; at 256 KiB that takes 256 servers. One pipe
- * per connection: best effort, never shrinks it.
- */
-static void grow_pipe(int fd)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
-		return;
-	int cur = fcntl(fd, F_GETPIPE_SZ);
-	if (cur >= 0 && cur < CD_SERVE_OUT_PIPE_SIZE)
-		(void)fcntl(fd, F_SETPIPE_SZ, CD_SERVE_OUT_PIPE_SIZE);
-}
-
 struct cd_conn *cd_conn_new(struct cd_server *s, int in_fd, int out_fd)
 {
 	struct cd_conn *c = cd_xcalloc(1, sizeof(*c));
@@ -527,7 +532,6 @@ struct cd_conn *cd_conn_new(struct cd_server *s, int in_fd, int out_fd)
 	fl = fcntl(out_fd, F_GETFL);
 	if (fl >= 0)
 		(void)fcntl(out_fd, F_SETFL, fl | O_NONBLOCK);
-	grow_pipe(out_fd);
 	update_in_watch(c);
 	return c;
 }

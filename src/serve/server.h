@@ -36,7 +36,7 @@
 #define CD_SERVE_RETENTION_MS  30000
 #define CD_SERVE_OUT_QUEUE_CAP (64u * 1024 * 1024)
 /* What a pipe to the client is grown to (see grow_pipe in conn.c). */
-#define CD_SERVE_OUT_PIPE_SIZE	   (256 * 1024)
+#define CD_SERVE_OUT_PIPE_SIZE	   (1024 * 1024)
 #define CD_SERVE_DEFAULT_MAX_PROCS 256
 
 /* JSON-RPC error codes (reference 2.13). */
@@ -125,6 +125,7 @@ struct cd_conn {
 	bool in_is_file;	  /* stdin cannot be polled */
 	bool out_watching;	  /* out_watch has OUT enabled (data queued, fd was full) */
 	bool out_is_file;	  /* stdout cannot be polled: write synchronously */
+	bool pipe_grown;	  /* grow_pipe ran (conn.c) */
 	bool in_eof;
 	bool out_broken;    /* write failed: the client is gone */
 	bool closing;	    /* the connection ends: no more lines are processed */
