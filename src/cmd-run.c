@@ -296,6 +296,46 @@ int cd_cmd_run(int argc, char **argv)
 	struct cd_child *child = NULL;
 	struct cd_spawn_error err = { 0 };
 	r = cd_spawn(&so, &child, &err);
+	if (r < 0 && err.namespaces) {
+		/*
+		 * The host looked able to make the namespaces but is not (see
+		 * cd_spawn_error.namespaces): plan again as if it had no user
+		 * namespaces, which keeps what Landlock and seccomp enforce
+		 * alone and refuses the rest unless the caller opted down for
+		 * exactly that (--allow-degraded), naming the options.
+		 */
+		char *why = cd_xstrdup(err.msg);
+		struct cd_linux_host h = b.host;
+		struct cd_linux_plan *lp = NULL;
+		char *reterr = NULL;
+		h.userns = false;
+		h.is_root = false;
+		if (cd_linux_plan_build(b.plan, &h, &pol.lopts, &lp, &reterr) < 0) {
+			cd_log_error("%s; this host cannot create the sandbox's namespaces after "
+				     "all (a container's seccomp profile, systemd's "
+				     "RestrictNamespaces=, user.max_*_namespaces, or a /proc with "
+				     "masked paths), and without them: %s",
+				     why, reterr ? reterr : "refused");
+			free(reterr);
+			free(why);
+			ret = CD_EXIT_SETUP;
+			cd_cli_bound_done(&b);
+			goto out;
+		}
+		free(reterr);
+		cd_log_warn("%s: running without the sandbox's namespaces, as allowed by "
+			    "--allow-degraded",
+			    why);
+		free(why);
+		cd_linux_plan_free(b.lp);
+		b.lp = lp;
+		for (char **d = b.lp->degraded; d && *d; d++)
+			cd_log_warn("%s", *d);
+		so.lp = b.lp;
+		so.kill_tree = b.lp->sandboxed;
+		memset(&err, 0, sizeof(err));
+		r = cd_spawn(&so, &child, &err);
+	}
 	if (r < 0) {
 		cd_log_error("%s", err.msg);
 		ret = err.exit_code ? err.exit_code : CD_EXIT_SETUP;

@@ -368,17 +368,34 @@ static bool parent_gone(int fd)
 	return n < 0 || (p.revents & (POLLHUP | POLLERR));
 }
 
+/* The command, for the init's signal forwarding (the init's own copy of memory). */
+static volatile pid_t init_cmd = -1;
+
+/*
+ * The init passes the signals cordon forwards on to the command's process
+ * group, which the command leads (it may have made another one since:
+ * timeout(1) and setsid tools do; then the group is gone and the command
+ * gets it alone).
+ */
+static void init_forward(int sig)
+{
+	int e = errno;
+	if (init_cmd > 0 && kill(-init_cmd, sig) < 0)
+		(void)kill(init_cmd, sig);
+	errno = e;
+}
+
 /*
  * pid 1 of the sandbox's pid namespace, already sandboxed like the command
  * (everything below runs under the same Landlock domain and seccomp
- * filter). The command is pid 2, in our session and process group, so the
- * signals cordon sends that group reach it directly; we ignore them (as a
- * namespace's init without handlers, only SIGKILL and SIGSTOP from outside
- * reach us). Orphans come to us and are reaped. When the command exits,
- * every other process of the namespace is killed, and we exit with the
- * command's status (128+N for signal N: an init cannot die of a signal it
- * sends itself). If we die first (cordon died, PDEATHSIG), the kernel kills
- * the whole namespace.
+ * filter). The command is pid 2, in our session but in a process group of
+ * its own; cordon's forwarded signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
+ * reach us, as the only member of our group, through handlers (an init
+ * without a handler never sees them), and we pass them on. Orphans come to
+ * us and are reaped. When the command exits, every other process of the
+ * namespace is killed, and we exit with the command's status (128+N for
+ * signal N: an init cannot die of a signal it sends itself). If we die
+ * first (cordon died, PDEATHSIG), the kernel kills the whole namespace.
  */
 static CD_NORETURN void child_init(const struct child_ctx *c)
 {
@@ -390,16 +407,39 @@ static CD_NORETURN void child_init(const struct child_ctx *c)
 		child_fail(c, CD_EXIT_SETUP, errno, "pid namespace init", "PR_SET_DUMPABLE");
 	/* vfork: the command exec's (or fails and reports) before we go on. */
 	pid_t cmd = vfork();
-	if (cmd == 0)
+	if (cmd == 0) {
+		/* Its own group, so that forwarding to it cannot come back to us. */
+		if (setpgid(0, 0) < 0)
+			child_fail(c, CD_EXIT_SETUP, errno, "setpgid", NULL);
 		child_exec(c);
+	}
 	if (cmd < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "fork",
 			   "the command, from the pid namespace's init");
-	/* Our copies: the parent reads the socket to its end, the client the pipes. */
+	/* Before the parent learns the command runs (and starts forwarding). */
+	init_cmd = cmd;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = init_forward;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(forwarded); i++)
+		(void)sigaction(forwarded[i], &sa, NULL);
+	/*
+	 * Nothing of ours stays open: the parent reads the error socket to its
+	 * end, the client the pipes, and the rest (the ruleset, inherited
+	 * fds) has no use here; exec would have closed them.
+	 */
 	close(c->report_fd);
 	close(STDIN_FILENO);
 	close(STDOUT_FILENO);
 	close(STDERR_FILENO);
+#ifdef HAVE_CLOSE_RANGE
+	if (close_range(3, ~0U, 0) < 0)
+#endif
+		for (unsigned long fd = 3; fd < c->nofile && fd <= (unsigned long)INT32_MAX; fd++)
+			(void)close((int)fd);
 	int code = CD_EXIT_SETUP;
 	for (;;) {
 		int st;
@@ -482,6 +522,7 @@ static void format_error(struct cd_spawn_error *err, const struct cd_spawn_opts 
 	else
 		snprintf(err->msg, sizeof(err->msg), "%.*s: %s", (int)sizeof(r->stage), r->stage,
 			 strerror(r->err));
+	err->namespaces = strncmp(r->stage, "namespaces", strlen("namespaces")) == 0;
 }
 
 static void set_error(struct cd_spawn_error *err, int code, const char *fmt, ...) CD_PRINTF(3, 4);
@@ -545,7 +586,12 @@ static pid_t fork_child(struct child_ctx *ctx)
 	unsigned long flags = SIGCHLD;
 	if (ctx->states)
 		flags |= backend_clone_flags(ctx->states);
+#if defined(__s390__) || defined(__CRIS__)
+	/* These take the stack first (see clone(2), "C library/kernel differences"). */
+	long pid = syscall(SYS_clone, NULL, flags, NULL, NULL, 0L);
+#else
 	long pid = syscall(SYS_clone, flags, NULL, NULL, NULL, 0L);
+#endif
 	if (pid == 0)
 		child_run(ctx);
 	return (pid_t)pid;
@@ -762,7 +808,11 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	close(pfd[1]);
 	if (pid < 0) {
 		close(pfd[0]);
-		set_error(err, CD_EXIT_SETUP, "fork: %s", strerror(fork_errno));
+		bool ns = sandboxed && (o->lp->user_ns || o->lp->mount_ns || o->lp->pid_ns);
+		set_error(err, CD_EXIT_SETUP, "%s: %s",
+			  ns ? "creating the sandbox's namespaces" : "fork", strerror(fork_errno));
+		if (err && ns && fork_errno != EAGAIN && fork_errno != ENOMEM)
+			err->namespaces = true;
 		cd_child_free(c);
 		return -fork_errno;
 	}

@@ -61,6 +61,13 @@ struct cd_spawn_error {
 	int exit_code; /* 125, 126 or 127 */
 	char msg[512]; /* one line: "cannot execute foo: Permission denied",
 			  "landlock: restrict_self failed: Operation not permitted" */
+	/*
+	 * The sandbox's namespaces could not be created or set up (clone with
+	 * namespace flags, or the namespaces backend in the child), although
+	 * the host looked able: a container's seccomp profile, systemd's
+	 * RestrictNamespaces=, user.max_*_namespaces, a /proc with masked paths.
+	 */
+	bool namespaces;
 };
 
 /*

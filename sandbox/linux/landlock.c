@@ -16,6 +16,14 @@
 
 struct cd_backend_state {
 	int ruleset_fd;
+	/*
+	 * Rules on /proc and below, added again in the child: with a pid
+	 * namespace the child mounts a new /proc over the one the parent saw,
+	 * and Landlock does not look through a mount that hides another, so
+	 * the parent's rules there would cover nothing the command can reach.
+	 */
+	const struct cd_ll_rule **proc_rules; /* borrowed from the plan */
+	size_t n_proc_rules;
 };
 
 static const char *create_hint(int err)
@@ -41,6 +49,7 @@ static void landlock_destroy(struct cd_backend_state *s)
 		return;
 	if (s->ruleset_fd >= 0)
 		close(s->ruleset_fd);
+	free(s->proc_rules);
 	free(s);
 }
 
@@ -123,13 +132,39 @@ static int landlock_prepare(const struct cd_linux_plan *lp, struct cd_backend_st
 	}
 
 	for (size_t i = 0; i < lp->n_ll_rules; i++) {
-		r = add_rule(s->ruleset_fd, &lp->ll_rules[i], reterr);
+		const struct cd_ll_rule *rule = &lp->ll_rules[i];
+		r = add_rule(s->ruleset_fd, rule, reterr);
 		if (r < 0) {
 			landlock_destroy(s);
 			return r;
 		}
+		if (lp->pid_ns && rule->allowed && cd_path_is_beneath(rule->path, "/proc")) {
+			if (!s->proc_rules)
+				s->proc_rules = cd_xcalloc(lp->n_ll_rules, sizeof(*s->proc_rules));
+			s->proc_rules[s->n_proc_rules++] = rule;
+		}
 	}
 	*ret_state = s;
+	return 0;
+}
+
+/* Child: the /proc rules again, on the new /proc (see proc_rules). */
+static int add_proc_rules(struct cd_backend_state *s)
+{
+	for (size_t i = 0; i < s->n_proc_rules; i++) {
+		const struct cd_ll_rule *rule = s->proc_rules[i];
+		struct cd_landlock_path_beneath_attr pb = { .allowed_access = rule->allowed };
+		/* Missing in the namespace's /proc (a host pid): then there is nothing to allow. */
+		int fd = open(rule->path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		pb.parent_fd = fd;
+		int r = cd_landlock_add_rule(s->ruleset_fd, CD_LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+		int e = errno;
+		close(fd);
+		if (r < 0)
+			return -e;
+	}
 	return 0;
 }
 
@@ -137,6 +172,9 @@ static int landlock_apply(struct cd_backend_state *s)
 {
 	if (!s)
 		return 0;
+	int r = add_proc_rules(s);
+	if (r < 0)
+		return r;
 	/* Required by landlock_restrict_self() without CAP_SYS_ADMIN; idempotent. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;

@@ -603,8 +603,8 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 	} else {
 		cd_strv_push_take(&lp->degraded,
 				  cd_xstrdup("pid isolation NOT enforced: user namespaces are "
-					     "unavailable; a process that leaves the command's "
-					     "process group outlives cordon if cordon is killed"));
+					     "unavailable; if cordon is killed, the command's "
+					     "descendants outlive it"));
 	}
 	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns;
 	lp->user_ns = lp->mount_ns && !host->is_root;

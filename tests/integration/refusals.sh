@@ -102,6 +102,29 @@ else
 	skip "no user namespaces as an ordinary user" "running as root; see unprivileged.sh"
 fi
 
+# A host that looks able to make namespaces but will not (a container's seccomp
+# profile): refused with the opt-down named, or run without them when opted down.
+CORDON_TEST_DISABLE=namespace-setup
+export CORDON_TEST_DISABLE
+refused "namespaces blocked at setup: read-only refuses (pid isolation)" \
+	"cannot create the sandbox's namespaces after all" --profile read-only
+contains "namespaces blocked at setup: the fix names --allow-degraded=pid-isolation" \
+	"--allow-degraded=pid-isolation"
+refused "namespaces blocked at setup: pid-isolation alone is not enough for workspace-write" \
+	"--allow-degraded=protected-metadata" --profile workspace-write --workspace-root "$WS" \
+	--allow-degraded=pid-isolation
+rm -f "$M"
+run_split "$CORDON" run --profile workspace-write --workspace-root "$WS" \
+	--allow-degraded=pid-isolation --allow-degraded=protected-metadata -- touch "$M"
+rc_is "namespaces blocked at setup, both opt-downs: runs" 0
+assert "namespaces blocked at setup, both opt-downs: the command ran" test -e "$M"
+contains "namespaces blocked at setup: the degradation is reported" "pid isolation NOT enforced"
+expect_errno "namespaces blocked at setup: Landlock still applies" "EACCES|EPERM|EROFS" \
+	"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
+	--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- \
+	"$TRY" write-file /etc/cordon-test-$$
+unset CORDON_TEST_DISABLE
+
 # explain shows the same refusals without running anything.
 CORDON_TEST_DISABLE=landlock
 export CORDON_TEST_DISABLE

@@ -85,4 +85,16 @@ expect_exit "full-access: command not found is 127" 127 fa cordon-no-such-comman
 out=$(echo in | fa cat)
 assert "full-access: stdio passes through" test "$out" = in
 
+# ---- restricted reads and the sandbox's own /proc ----
+# Landlock does not see through a mount that hides another: a read rule on
+# /proc must cover the /proc of the pid namespace, not the host's one under it.
+printf '%s\n' '{"version": 1, "type": "managed", "network": "restricted",' \
+	' "file_system": {"type": "restricted", "entries": [' \
+	'  {"path": {"type": "special", "value": {"kind": "minimal"}}, "access": "read"}]}}' \
+	>"$CD_TMP/minimal.json"
+check "minimal + --allow-read /proc: the sandbox's /proc is readable" \
+	"$CORDON" run --profile "$CD_TMP/minimal.json" --allow-read /proc -- head -1 /proc/self/status
+expect_fail "minimal without /proc: /proc is not readable" \
+	"$CORDON" run --profile "$CD_TMP/minimal.json" -- head -1 /proc/self/status
+
 done_testing

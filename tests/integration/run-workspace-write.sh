@@ -202,9 +202,9 @@ nnp=$(printf '%s\n' "$cd_out" | awk '/^NoNewPrivs:/ {print $2}')
 assert "CapEff is 0000000000000000 inside" test "$caps" = 0000000000000000
 assert "NoNewPrivs is 1 inside" test "$nnp" = 1
 cd_run_capture sb cat /proc/self/stat
-# In its own session and process group: led by itself, or (pid namespace) by
-# the namespace's init, pid 1, which forked it.
-sid_ok=$(printf '%s\n' "$cd_out" | awk '{ print ($5 == $6 && ($5 == $1 || $5 == 1)) ? "yes" : "no" }')
+# Leads its own process group, in a new session: led by itself, or (pid
+# namespace) by the namespace's init, pid 1, which forked it.
+sid_ok=$(printf '%s\n' "$cd_out" | awk '{ print ($5 == $1 && ($6 == $1 || $6 == 1)) ? "yes" : "no" }')
 assert "the command runs in a session and process group of its own" test "$sid_ok" = yes
 cd_run_capture sb sh -c 'echo $$; cat /proc/$$/stat'
 pid_ok=$(printf '%s\n' "$cd_out" | awk 'NR == 1 { p = $1 } NR == 2 { print ($1 == p && p == 2) ? "yes" : "no" }')
@@ -216,6 +216,30 @@ expect_exit "exit status 0" 0 sb true
 expect_exit "exit status 3" 3 sb sh -c 'exit 3'
 expect_exit "command not found: 127" 127 sb cordon-no-such-command-here
 expect_exit "killed by SIGTERM: 143" 143 sb sh -c 'kill -TERM $$'
+# A SIGTERM to cordon reaches a command that made a process group of its own
+# (timeout(1) does): the pid namespace's init forwards it.
+if command -v timeout >/dev/null 2>&1; then
+	(exec "$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" -- \
+		timeout 100 sleep 100) &
+	run=$!
+	sleep 0.5
+	kill -TERM "$run"
+	i=0
+	while kill -0 "$run" 2>/dev/null && [ "$i" -lt 50 ]; do
+		i=$((i + 1))
+		sleep 0.05
+	done
+	if kill -0 "$run" 2>/dev/null; then
+		kill -KILL "$run"
+		not_ok "SIGTERM reaches a command in its own process group (timeout sleep)"
+	else
+		wait "$run"
+		cd_rc=$?
+		rc_is "SIGTERM reaches a command in its own process group (timeout sleep): 143" 143
+	fi
+else
+	skip "SIGTERM reaches a command in its own process group" "no timeout(1)"
+fi
 printf 'echo should-not-run\n' >"$WS/not-executable"
 chmod 644 "$WS/not-executable"
 expect_exit "not executable: 126" 126 sb "$WS/not-executable"
