@@ -206,6 +206,16 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 		close(alive[0]);
 		if (!ns && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 			_exit(CD_EXIT_SETUP);
+		/*
+		 * Out of the outer's process group, so that one SIGKILL to that
+		 * group (a runner's killpg on timeout) does not take both
+		 * subreapers at once: the outer dies, we get SIGTERM and end
+		 * everything. Not when stdin is a terminal: a background group
+		 * reading it would be stopped (SIGTTIN); a human at a terminal
+		 * sends ^C to the outer, which forwards it.
+		 */
+		if (!ns && !isatty(STDIN_FILENO))
+			(void)setpgid(0, 0);
 		/* SIGCHLD back as it was; the forwarded signals stay blocked until watched. */
 		sigset_t keep = old;
 		for (size_t i = 0; i < CD_ARRAY_SIZE(forwarded); i++)

@@ -148,7 +148,9 @@ def sigkill_descendants(tag, victim, args=()):
     mode = "pid namespace" if ROOT and not args else "subreapers"
     what = "[%s] server SIGKILLed (%s, %s): descendants that left the group die" % (
         tag, victim, mode)
-    s = Server(tag, args=list(args))
+    # "group": one SIGKILL to the started process's whole process group (a runner's
+    # killpg on timeout), in a session of its own so the test is not in it.
+    s = Server(tag, args=list(args), new_session=(victim == "group"))
     found = []
     try:
         s.handshake()
@@ -163,13 +165,16 @@ def sigkill_descendants(tag, victim, args=()):
         init = s.server_pid
         t.ok(init != s.pid, "[%s] %s: the server loop runs in a child of the started process"
              " (%s)" % (tag, victim, mode))
-        os.kill(s.pid if victim == "server" else init, signal.SIGKILL)
+        if victim == "group":
+            os.killpg(s.pid, signal.SIGKILL)
+        else:
+            os.kill(s.pid if victim == "server" else init, signal.SIGKILL)
         t0 = time.monotonic()
         rc = s.p.wait(5)
         gone = wait_gone(found + [init], 2.0)
         t.ok(gone, "%s (within 2 s: %.2f s)" % (what, time.monotonic() - t0),
              [p for p in found + [init] if pid_alive(p)])
-        t.eq(rc, -signal.SIGKILL if victim == "server" else 128 + signal.SIGKILL,
+        t.eq(rc, -signal.SIGKILL if victim != "init" else 128 + signal.SIGKILL,
              "[%s] %s: the exit status says SIGKILL" % (tag, victim))
     finally:
         for p in found:
@@ -334,7 +339,7 @@ for loop in LOOPS:
         for busy in ("long poll", "flood"):
             t.guard("[%s] %s during %s" % (loop, how, busy), busy_end, loop, how, busy)
     t.guard("[%s] SIGKILL" % loop, sigkill, loop)
-    for victim in ("server", "init"):
+    for victim in ("server", "init", "group"):
         t.guard("[%s] SIGKILL %s: descendants" % (loop, victim), sigkill_descendants, loop, victim)
         if ROOT:
             t.guard("[%s] SIGKILL %s: descendants, --pid-namespace=never" % (loop, victim),

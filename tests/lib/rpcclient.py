@@ -175,7 +175,8 @@ def cordon_usable():
 class Server:
     """One `cordon serve --listen stdio` child and its line streams."""
 
-    def __init__(self, loop="epoll", args=(), env=None, extra_env=None, cwd=None):
+    def __init__(self, loop="epoll", args=(), env=None, extra_env=None, cwd=None,
+                 new_session=False):
         e = dict(os.environ if env is None else env)
         # Keep the tests deterministic: feature masking only when asked for.
         e.pop("CORDON_TEST_DISABLE", None)
@@ -188,7 +189,8 @@ class Server:
         self.loop = loop
         self.argv = [CORDON, "serve", "--listen", "stdio"] + list(args)
         self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env=e, cwd=cwd, bufsize=0)
+                                  stderr=subprocess.PIPE, env=e, cwd=cwd, bufsize=0,
+                                  start_new_session=new_session)
         self.pid = self.p.pid    # the process spawned (signals go here)
         self._server_pid = None
         os.set_blocking(self.p.stdout.fileno(), False)
