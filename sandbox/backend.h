@@ -75,13 +75,20 @@ typedef enum cd_probe_what {
 	CD_PROBE_LANDLOCK = 1u << 0,
 	CD_PROBE_SECCOMP = 1u << 1,
 	CD_PROBE_USERNS = 1u << 2,
-	CD_PROBE_ALL = 0xffu,
+	CD_PROBE_ALL = 0x7u, /* the fast facts */
+	/*
+	 * Also create the namespaces a sandbox needs, and its /proc, in a
+	 * forked child (about a millisecond): for explain and a server's start,
+	 * which can afford it; cordon run instead retries when they fail.
+	 */
+	CD_PROBE_NS_TEST = 1u << 3,
 } cd_probe_what;
 
 /*
- * Fast host facts for building a plan (a few syscalls and sysctl reads; no
- * fork). Honours the test hook CORDON_TEST_DISABLE=landlock,userns,seccomp
- * (comma list), which can only make features look absent, never present.
+ * Host facts for building a plan: a few syscalls and sysctl reads, no
+ * fork, unless CD_PROBE_NS_TEST. Honours the test hook
+ * CORDON_TEST_DISABLE=landlock,userns,seccomp (comma list), which can only
+ * make features look absent, never present.
  */
 void cd_linux_probe_host(cd_probe_what what, struct cd_linux_host *ret);
 

@@ -345,7 +345,12 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	char **roots = cd_xcalloc(p->n_roots + 1, sizeof(*roots));
 	for (size_t i = 0; i < p->n_roots; i++)
 		roots[i] = absolute_normal(b->cwd, p->roots[i]);
-	r = cd_cli_bind_profile(b, (const char *const *)roots, p->n_roots, &p->lopts, NULL);
+	struct cd_linux_host host;
+	if (p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED)
+		cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &host);
+	r = cd_cli_bind_profile(
+		b, (const char *const *)roots, p->n_roots, &p->lopts,
+		p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED ? &host : NULL);
 	cd_strv_free(roots);
 	return r;
 }

@@ -58,6 +58,8 @@ struct cd_cli_policy {
 	size_t n_extra;
 	int network; /* enum cd_network, or -1 for the profile's */
 	struct cd_linux_opts lopts;
+	/* Add CD_PROBE_NS_TEST to the host probe (explain: what a run would really get). */
+	bool test_namespaces;
 };
 
 void cd_cli_policy_init(struct cd_cli_policy *p);

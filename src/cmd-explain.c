@@ -374,6 +374,8 @@ int cd_cmd_explain(int argc, char **argv)
 	}
 
 	struct cd_cli_bound b;
+	/* Say what a run would really get: try the namespaces, not only the sysctls. */
+	pol.test_namespaces = true;
 	int r = cd_cli_policy_bind(&pol, a.cmd, &b);
 	if (r == CD_BIND_USAGE) {
 		cd_cli_bound_done(&b);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -129,6 +130,34 @@ static const char *userns_sysctl_block(bool root, const char **ret_fix)
 	return NULL;
 }
 
+/*
+ * Child of the user namespace test. Writes one byte per stage to the pipe:
+ * the result of each step as an errno (0 = ok), in this order: user ns,
+ * mount ns, pid ns, network ns, and a /proc mount (what a sandbox's pid
+ * namespace needs; refused where /proc has masked paths, as in containers).
+ */
+enum {
+	T_USERNS,
+	T_MNTNS,
+	T_PIDNS,
+	T_NETNS,
+	T_PROC,
+	T_COUNT
+};
+
+static int run_ns_test(bool use_userns, unsigned char res[T_COUNT]);
+
+/* Could a sandbox make its user (unless root), mount and pid namespaces and its /proc? */
+static bool ns_test_ok(bool use_userns)
+{
+	unsigned char res[T_COUNT];
+	/* The test hook that makes a run's namespace setup fail fails this too. */
+	if (cd_linux_test_disabled("namespace-setup") || run_ns_test(use_userns, res) < 0)
+		return false;
+	return (!use_userns || res[T_USERNS] == 0) && res[T_MNTNS] == 0 && res[T_PIDNS] == 0 &&
+	       res[T_PROC] == 0;
+}
+
 void cd_linux_probe_host(cd_probe_what what, struct cd_linux_host *ret)
 {
 	const char *fix;
@@ -141,6 +170,18 @@ void cd_linux_probe_host(cd_probe_what what, struct cd_linux_host *ret)
 		ret->seccomp = seccomp_works();
 	if ((what & CD_PROBE_USERNS) && !cd_linux_test_disabled("userns"))
 		ret->userns = userns_sysctl_block(geteuid() == 0, &fix) == NULL;
+	/*
+	 * The sysctls can say yes where a container's seccomp profile or a
+	 * masked /proc says no: try for real (a fork) when asked. A root that
+	 * cannot is treated as an ordinary user; then the user namespace
+	 * decides.
+	 */
+	if (what & CD_PROBE_NS_TEST) {
+		if (ret->is_root && !ns_test_ok(false))
+			ret->is_root = false;
+		if (!ret->is_root && ret->userns && !ns_test_ok(true))
+			ret->userns = false;
+	}
 }
 
 /* ---- full probe ---- */
@@ -253,19 +294,6 @@ static void probe_seccomp(struct cd_probe *p)
 	add_item(p, "seccomp", true, cd_xasprintf("filter actions: %s", actions), NULL);
 }
 
-/*
- * Child of the user namespace test. Writes one byte per stage to the pipe:
- * the result of each step as an errno (0 = ok), in this order: user ns,
- * mount ns, pid ns, network ns.
- */
-enum {
-	T_USERNS,
-	T_MNTNS,
-	T_PIDNS,
-	T_NETNS,
-	T_COUNT
-};
-
 /* Write s to a /proc file; 0 or an errno value. */
 static int write_map(const char *path, const char *s)
 {
@@ -310,6 +338,24 @@ static CD_NORETURN void ns_child(int wfd, bool use_userns, const char *uid_map, 
 		res[T_MNTNS] = unshare(CLONE_NEWNS) < 0 ? (unsigned char)errno : 0;
 		res[T_PIDNS] = unshare(CLONE_NEWPID) < 0 ? (unsigned char)errno : 0;
 		res[T_NETNS] = unshare(CLONE_NEWNET) < 0 ? (unsigned char)errno : 0;
+		/* A /proc of the new pid namespace is mounted from inside it: its first child. */
+		if (res[T_MNTNS] == 0 && res[T_PIDNS] == 0) {
+			pid_t c = fork();
+			if (c == 0)
+				_exit(mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+						      mount("proc", "/proc", "proc",
+							    MS_NOSUID | MS_NODEV | MS_NOEXEC,
+							    NULL) < 0
+					      ? (errno & 0xff ? errno & 0xff : EIO)
+					      : 0);
+			int st = 0;
+			if (c < 0)
+				res[T_PROC] = (unsigned char)errno;
+			else if (waitpid(c, &st, 0) != c || !WIFEXITED(st))
+				res[T_PROC] = EIO;
+			else
+				res[T_PROC] = (unsigned char)WEXITSTATUS(st);
+		}
 	}
 	if (write(wfd, res, sizeof(res)) != (ssize_t)sizeof(res))
 		_exit(1);

@@ -515,7 +515,7 @@ int cd_serve_stdio(const struct cd_serve_opts *o)
 		return 1;
 	}
 	/* Once per server: every sandboxed start reuses these facts. */
-	cd_linux_probe_host(CD_PROBE_ALL, &srv.host);
+	cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &srv.host);
 	srv.env_info = build_env_info();
 
 	/*

@@ -119,6 +119,9 @@ run_split "$CORDON" run --profile workspace-write --workspace-root "$WS" \
 rc_is "namespaces blocked at setup, both opt-downs: runs" 0
 assert "namespaces blocked at setup, both opt-downs: the command ran" test -e "$M"
 contains "namespaces blocked at setup: the degradation is reported" "pid isolation NOT enforced"
+run_split "$CORDON" explain --profile read-only
+rc_is "namespaces blocked at setup: explain tries them and refuses too" 125
+contains "namespaces blocked at setup: explain names the opt-down" "--allow-degraded=pid-isolation"
 expect_errno "namespaces blocked at setup: Landlock still applies" "EACCES|EPERM|EROFS" \
 	"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
 	--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- \
