@@ -26,7 +26,7 @@ const char cd_cli_policy_help[] =
 	"  --deny PATH             add a deny entry\n"
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
-	"                          protected-metadata or pid-isolation\n"
+	"                          protected-metadata, pid-isolation or deny-masks\n"
 	"  --min-landlock-abi N    refuse when the kernel's Landlock ABI is below N (default 1)\n";
 
 void cd_cli_policy_init(struct cd_cli_policy *p)
@@ -99,9 +99,13 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 			p->lopts.degraded |= CD_DEGRADE_PID_ISOLATION;
 			return 0;
 		}
+		if (cd_streq(arg, "deny-masks")) {
+			p->lopts.degraded |= CD_DEGRADE_DENY_MASKS;
+			return 0;
+		}
 		cd_cli_usage_error(cmd,
-				   "--allow-degraded: unknown feature '%s' (protected-metadata or "
-				   "pid-isolation)",
+				   "--allow-degraded: unknown feature '%s' (protected-metadata, "
+				   "pid-isolation or deny-masks)",
 				   arg);
 		return -1;
 	case CD_OPT_MIN_LANDLOCK_ABI: {

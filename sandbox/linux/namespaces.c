@@ -75,6 +75,9 @@
  */
 #define MASK_LINK_TARGET "/proc/.cordon-masked"
 #define MASK_LINK_NAME	 "mask"
+/* In the same tmpfs: what a deny mask binds over a denied directory or file. */
+#define DENY_DIR_NAME  "deny-dir"
+#define DENY_FILE_NAME "deny-file"
 
 struct ns_mount {
 	enum cd_mount_op op;
@@ -465,6 +468,10 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 			m->step = cd_xasprintf("mask on '%s'", m->path);
 			r = prepare_mask(m, reterr);
 			break;
+		case CD_MOUNT_DENY:
+			m->step = cd_xasprintf("deny mask on '%s'", m->path);
+			r = prepare_bind(lp, m, reterr);
+			break;
 		case CD_MOUNT_OP_COUNT:
 		default:
 			*reterr = cd_xasprintf("namespaces: unknown mount operation %d for '%s'",
@@ -564,10 +571,12 @@ static int apply_bind(const struct ns_mount *m, int fd)
 }
 
 /*
- * One small detached tmpfs per run holding the mask symlink; each mask is a
- * clone of the symlink itself (AT_SYMLINK_NOFOLLOW): a superblock per mask
- * would cost several times a clone. The tmpfs is made read-only before any
- * clone is taken, and it is never attached anywhere.
+ * One small detached tmpfs per run holding the mask symlink, and the empty
+ * directory and file of mode 000 that deny masks bind over denied paths;
+ * each mask is a clone of one of them (the symlink itself, with
+ * AT_SYMLINK_NOFOLLOW): a superblock per mask would cost several times a
+ * clone. The tmpfs is made read-only before any clone is taken, and it is
+ * never attached anywhere.
  */
 static int mask_source(struct cd_backend_state *s)
 {
@@ -592,13 +601,36 @@ static int mask_source(struct cd_backend_state *s)
 		return -errno;
 	}
 	close(fs);
+	int f = -1;
 	if (symlinkat(MASK_LINK_TARGET, mnt, MASK_LINK_NAME) < 0 ||
+	    mkdirat(mnt, DENY_DIR_NAME, 0) < 0 ||
+	    (f = openat(mnt, DENY_FILE_NAME, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC, 0)) < 0 ||
+	    close(f) < 0 || fchmodat(mnt, DENY_DIR_NAME, 0, 0) < 0 ||
+	    fchmodat(mnt, DENY_FILE_NAME, 0, 0) < 0 ||
 	    mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0) {
 		cd_close_keep_errno(mnt);
 		return -errno;
 	}
 	s->mask_src = mnt;
 	return mnt;
+}
+
+/* An empty directory or file of mode 000 over a denied path. */
+static int apply_deny(struct cd_backend_state *s, const struct ns_mount *m, int fd)
+{
+	int src, tree, r = 0;
+
+	src = mask_source(s);
+	if (src < 0)
+		return src;
+	tree = open_tree(src, m->fmt == S_IFDIR ? DENY_DIR_NAME : DENY_FILE_NAME,
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return -errno;
+	if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	close(tree);
+	return r;
 }
 
 static int apply_mask(struct cd_backend_state *s, int fd)
@@ -678,6 +710,9 @@ static int ns_apply(struct cd_backend_state *s)
 			break;
 		case CD_MOUNT_MASK:
 			r = apply_mask(s, fd);
+			break;
+		case CD_MOUNT_DENY:
+			r = apply_deny(s, m, fd);
 			break;
 		case CD_MOUNT_OP_COUNT:
 		default:

@@ -283,6 +283,8 @@ const char *cd_mount_op_name(enum cd_mount_op op)
 		return "rw-bind";
 	case CD_MOUNT_MASK:
 		return "mask";
+	case CD_MOUNT_DENY:
+		return "deny";
 	case CD_MOUNT_PIN:
 		return "pin";
 	case CD_MOUNT_OP_COUNT:
@@ -483,6 +485,26 @@ static void add_mounts(struct cd_linux_plan *lp)
 {
 	const struct cd_plan *plan = lp->plan;
 
+	/*
+	 * Deny carve-outs inside readable or writable regions: Landlock cannot
+	 * take rights away below a rule, so a mount hides the path. A missing
+	 * one needs a mask only where it could be created.
+	 */
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+		if (!pp->carve_out || pp->access != CD_ACCESS_DENY)
+			continue;
+		if (pp->type != CD_FT_MISSING)
+			push_mount(lp, CD_MOUNT_DENY, pp);
+		else if (pp->parent_access == CD_ACCESS_WRITE)
+			push_mount(lp, CD_MOUNT_MASK, pp);
+		else
+			cd_strv_push_take(&lp->notes,
+					  cd_xasprintf("%s does not exist and cannot be created "
+						       "here: nothing to mask",
+						       pp->path));
+	}
+
 	/* Read-only carve-outs inside writable regions: Landlock only adds
 	 * rights down the tree, so narrowing needs a read-only mount. */
 	for (size_t i = 0; i < plan->n_paths; i++) {
@@ -521,14 +543,30 @@ static void add_mounts(struct cd_linux_plan *lp)
 }
 
 /* "P1, P2, P3, ..." naming the first few carve-outs (pins == false) or pins; NULL if none. */
-static char *mount_paths_list(const struct cd_linux_plan *lp, bool pins)
+enum mount_kind {
+	MOUNTS_CARVE_OUTS,
+	MOUNTS_PINS,
+	MOUNTS_DENIED
+};
+
+static enum mount_kind mount_kind(const struct cd_linux_plan *lp, const struct cd_mount *m)
+{
+	if (m->op == CD_MOUNT_PIN)
+		return MOUNTS_PINS;
+	if (m->op == CD_MOUNT_DENY ||
+	    (m->op == CD_MOUNT_MASK && cd_plan_access(lp->plan, m->path, NULL) == CD_ACCESS_DENY))
+		return MOUNTS_DENIED;
+	return MOUNTS_CARVE_OUTS;
+}
+
+static char *mount_paths_list(const struct cd_linux_plan *lp, enum mount_kind kind)
 {
 	struct cd_strbuf sb = { 0 };
 	const size_t max = 3;
 	size_t n = 0;
 
 	for (size_t i = 0; i < lp->n_mounts; i++) {
-		if ((lp->mounts[i].op == CD_MOUNT_PIN) != pins)
+		if (mount_kind(lp, &lp->mounts[i]) != kind)
 			continue;
 		if (n++ == max) {
 			cd_strbuf_append(&sb, ", ...");
@@ -641,20 +679,26 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		return refuse(reterr, cd_xstrdup("managed network needs cordon's network proxy, "
 						 "which this build does not have yet; use "
 						 "--network restricted or enabled"));
-	if (plan->has_deny_carve_outs || plan->has_globs)
-		return refuse(reterr,
-			      cd_xstrdup("deny entries inside readable paths need deny "
-					 "masks, which cordon does not enforce yet; remove "
-					 "the entry or make the enclosing path unreadable"));
+	if (plan->has_globs)
+		return refuse(reterr, cd_xstrdup("glob_pattern deny entries need expanding, which "
+						 "cordon does not do yet; list the paths as deny "
+						 "entries instead"));
+	/* Inside a deny mask nothing is left to allow: refuse rather than hide it. */
 	for (size_t i = 0; i < plan->n_paths; i++) {
-		/* Fail closed even if the plan forgot to flag it. */
-		if (plan->paths[i].carve_out && plan->paths[i].access == CD_ACCESS_DENY)
-			return refuse(
-				reterr,
-				cd_xasprintf("deny entry %s inside a readable path needs a deny "
-					     "mask, which cordon does not enforce yet; remove "
-					     "the entry or make the enclosing path unreadable",
-					     plan->paths[i].path));
+		const struct cd_plan_path *pp = &plan->paths[i];
+		if (pp->access == CD_ACCESS_DENY)
+			continue;
+		for (size_t k = 0; k < plan->n_paths; k++) {
+			const struct cd_plan_path *d = &plan->paths[k];
+			if (d->access == CD_ACCESS_DENY && d->carve_out && d->type == CD_FT_DIR &&
+			    !cd_streq(d->path, pp->path) && cd_path_is_beneath(pp->path, d->path))
+				return refuse(
+					reterr,
+					cd_xasprintf("%s is allowed inside denied directory %s, "
+						     "which cordon masks whole; allow the "
+						     "parent and deny its other entries instead",
+						     pp->path, d->path));
+		}
 	}
 
 	if (!host->seccomp)
@@ -686,10 +730,29 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	add_mounts(lp);
 	add_ll_rules(lp);
 	if (lp->n_mounts > 0 && !host->userns && !host->is_root) {
-		cleanup_free char *list = mount_paths_list(lp, false);
-		cleanup_free char *pins = mount_paths_list(lp, true);
+		cleanup_free char *list = mount_paths_list(lp, MOUNTS_CARVE_OUTS);
+		cleanup_free char *pins = mount_paths_list(lp, MOUNTS_PINS);
+		cleanup_free char *denied = mount_paths_list(lp, MOUNTS_DENIED);
 
-		if (!(degraded & CD_DEGRADE_PROTECTED_METADATA))
+		if (denied && !(degraded & CD_DEGRADE_DENY_MASKS))
+			return refuse(
+				reterr,
+				cd_xasprintf("denied paths inside readable or writable ones (%s) "
+					     "need a mount namespace, but user namespaces are "
+					     "unavailable on this host; enable them (sysctl "
+					     "kernel.unprivileged_userns_clone=1 / "
+					     "user.max_user_namespaces > 0, or an AppArmor "
+					     "profile allowing userns) or pass "
+					     "--allow-degraded=deny-masks",
+					     denied));
+		if (denied)
+			cd_strv_push_take(
+				&lp->degraded,
+				cd_xasprintf("deny entries NOT enforced: user namespaces are "
+					     "unavailable; %s stay as readable as what "
+					     "encloses them",
+					     denied));
+		if ((list || (pins && !denied)) && !(degraded & CD_DEGRADE_PROTECTED_METADATA))
 			return refuse(
 				reterr,
 				cd_xasprintf("protected paths inside writable roots (%s) need a "
@@ -700,12 +763,13 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 					     "profile allowing userns) or pass "
 					     "--allow-degraded=protected-metadata",
 					     list ? list : pins));
-		cd_strv_push_take(
-			&lp->degraded,
-			cd_xasprintf("protected metadata NOT enforced: user namespaces are "
-				     "unavailable; .git, .codex and .agents under writable "
-				     "roots are writable (%s)",
-				     list ? list : pins));
+		if (list || (pins && !denied))
+			cd_strv_push_take(
+				&lp->degraded,
+				cd_xasprintf("protected metadata NOT enforced: user namespaces "
+					     "are unavailable; .git, .codex and .agents under "
+					     "writable roots are writable (%s)",
+					     list ? list : pins));
 		if (pins)
 			cd_strv_push_take(
 				&lp->degraded,

@@ -67,6 +67,7 @@ struct cd_linux_host {
 typedef enum cd_degrade_flags {
 	CD_DEGRADE_PROTECTED_METADATA = 1u << 0, /* run without ro carve-outs when no mount ns */
 	CD_DEGRADE_PID_ISOLATION = 1u << 1,	 /* run without the pid namespace when no user ns */
+	CD_DEGRADE_DENY_MASKS = 1u << 2, /* run with denied paths readable when no mount ns */
 } cd_degrade_flags;
 
 struct cd_linux_opts {
@@ -161,6 +162,12 @@ enum cd_mount_op {
 	 */
 	CD_MOUNT_MASK,
 	/*
+	 * Existing path denied inside a readable or writable region (a deny
+	 * mask): an empty directory or file of mode 000 from a read-only tmpfs
+	 * is bound over it, so nothing in it can be listed, read or written.
+	 */
+	CD_MOUNT_DENY,
+	/*
 	 * Existing directory: bind it on itself (recursively, attributes
 	 * unchanged). The bind makes it a mount point, which cannot be renamed
 	 * or removed (EBUSY) in the sandbox's namespace: a directory inside a
@@ -226,7 +233,11 @@ size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *name
  *    (and not root), unless CD_DEGRADE_PROTECTED_METADATA;
  *  - any sandboxed plan on such a host, which cannot have its pid namespace,
  *    unless CD_DEGRADE_PID_ISOLATION;
- *  - deny carve-outs or glob entries (deny masks are not implemented yet);
+ *  - glob entries (their expansion is not implemented yet);
+ *  - a readable or writable path inside a denied directory (the deny mask
+ *    hides everything below it);
+ *  - deny masks on a host without user namespaces (and not root), unless
+ *    CD_DEGRADE_DENY_MASKS;
  *  - CD_NET_MANAGED (no proxy yet).
  *
  * Mounts, in the order to perform them (parents first): read-only binds and

@@ -142,6 +142,27 @@ assert "nothing was created outside" test ! -e "$OUT/new" -a ! -e "$OUT/new2" -a
 assert "no .codex or .agents is left in the workspace" test ! -e "$WS/.codex" -a ! -L "$WS/.codex" \
 	-a ! -e "$WS/.agents" -a ! -L "$WS/.agents"
 
+# Deny entries inside readable and writable regions (deny masks).
+echo token >"$WS/.env"
+mkdir "$WS/vault" "$OUT/private"
+echo key >"$OUT/private/id"
+sbd() {
+	"$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" \
+		--deny "$WS/.env" --deny "$WS/vault" --deny "$OUT/private" -- "$@"
+}
+for probe in "read $WS/.env" "write $WS/.env" "unlink $WS/.env" "rename $WS/.env $WS/env2" \
+	"read $OUT/private/id" "write-or-missing $WS/vault/new" "mkdir $WS/vault/sub"; do
+	# shellcheck disable=SC2086 # the probe and its arguments
+	cd_run_capture sbd "$PROBE" $probe
+	if [ "$cd_rc" -eq 0 ]; then
+		ok "deny mask: $probe"
+	else
+		not_ok "deny mask: $probe"
+		diag "$cd_out"
+	fi
+done
+assert "the denied file is intact" test "$(cat "$WS/.env")" = token
+
 # ---- processes and the kernel surface ----
 deny "ptrace-attach to a process outside" ptrace-attach "$VICTIM"
 deny "open /proc/PID/mem of a process outside" proc-mem "$VICTIM"

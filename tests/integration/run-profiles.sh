@@ -97,4 +97,34 @@ check "minimal + --allow-read /proc: the sandbox's /proc is readable" \
 expect_fail "minimal without /proc: /proc is not readable" \
 	"$CORDON" run --profile "$CD_TMP/minimal.json" -- head -1 /proc/self/status
 
+# ---- deny masks: denied paths inside readable and writable regions ----
+D=$CD_TMP/deny
+mkdir -p "$D/secretdir" "$D/ws"
+echo s1 >"$D/secretdir/key"
+echo s2 >"$D/secret.txt"
+echo pub >"$D/public"
+echo tok >"$D/ws/.env"
+dn() {
+	"$CORDON" run --profile workspace-write --workspace-root "$D/ws" --cwd "$D/ws" \
+		--deny "$D/secretdir" --deny "$D/secret.txt" --deny "$D/ws/.env" \
+		--deny "$D/ws/keys" -- "$@"
+}
+check "deny: the rest of a readable region stays readable" dn cat "$D/public"
+expect_errno "deny: a denied file cannot be read" "EACCES|EPERM" dn "$TRY" read-file "$D/secret.txt"
+expect_fail "deny: a denied directory cannot be listed" dn ls "$D/secretdir"
+expect_errno "deny: a file inside a denied directory cannot be read" "EACCES|EPERM|ENOENT" \
+	dn "$TRY" read-file "$D/secretdir/key"
+expect_errno "deny: a denied file in the workspace cannot be read" "EACCES|EPERM" \
+	dn "$TRY" read-file "$D/ws/.env"
+expect_fail "deny: nor overwritten" dn sh -c "echo x > '$D/ws/.env'"
+expect_fail "deny: nor removed" dn rm -f "$D/ws/.env"
+expect_fail "deny: a missing denied path in the workspace cannot be created" \
+	dn mkdir "$D/ws/keys"
+check "deny: the workspace stays writable" dn sh -c "echo ok > '$D/ws/fine'"
+assert "deny: the denied files are intact and nothing is left behind" \
+	test "$(cat "$D/ws/.env")" = tok -a "$(cat "$D/secret.txt")" = s2 -a ! -e "$D/ws/keys" \
+	-a ! -L "$D/ws/keys"
+run_split "$CORDON" run --profile read-only --deny "$D" --allow-read "$D/public" -- true
+rc_is "deny: a path allowed inside a denied directory is refused (125)" 125
+
 done_testing

@@ -737,28 +737,83 @@ START_TEST(test_refuse_managed_network)
 }
 END_TEST
 
-START_TEST(test_refuse_deny)
+/* Deny carve-outs: masks over existing paths, masks where a missing one could be made. */
+START_TEST(test_deny_masks)
 {
 	struct cd_plan_path paths[] = {
 		PP("/", R, CD_FT_DIR, D, false),
-		PP("/secret", D, CD_FT_DIR, R, true),
+		PP("/etc/secret", D, CD_FT_REG, R, true),
+		PP("/home/u/.ssh", D, CD_FT_DIR, R, true),
+		PP("/nowhere", D, CD_FT_MISSING, R, true),
+		PP("/w", W, CD_FT_DIR, R, false),
+		PP("/w/.env", D, CD_FT_REG, W, true),
+		PP("/w/keys", D, CD_FT_MISSING, W, true),
 	};
 	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
-	const char *const msg[] = { "deny entries inside readable paths need deny masks",
-				    "make the enclosing path unreadable", NULL };
+	struct cd_linux_host h = host_full;
+	struct cd_linux_plan *lp = build_ok(&plan, &h, NULL);
+	const struct {
+		enum cd_mount_op op;
+		const char *path;
+	} want[] = {
+		{ CD_MOUNT_DENY, "/etc/secret" },
+		{ CD_MOUNT_DENY, "/home/u/.ssh" },
+		{ CD_MOUNT_DENY, "/w/.env" },
+		{ CD_MOUNT_MASK, "/w/keys" },
+	};
+	ck_assert_uint_eq(lp->n_mounts, CD_ARRAY_SIZE(want));
+	for (size_t i = 0; i < CD_ARRAY_SIZE(want); i++) {
+		bool found = false;
+		for (size_t k = 0; k < lp->n_mounts; k++)
+			if (lp->mounts[k].op == want[i].op &&
+			    cd_streq(lp->mounts[k].path, want[i].path))
+				found = true;
+		ck_assert_msg(found, "no %s mount on %s", cd_mount_op_name(want[i].op),
+			      want[i].path);
+	}
+	ck_assert_str_eq(cd_mount_op_name(CD_MOUNT_DENY), "deny");
+	/* Missing and not creatable (its parent is read-only): nothing to mask, a note. */
+	bool noted = false;
+	for (char **n = lp->notes; n && *n; n++)
+		noted |= strstr(*n, "/nowhere does not exist") != NULL;
+	ck_assert(noted);
+	ck_assert(lp->mount_ns && lp->user_ns);
+	cd_linux_plan_free(lp);
 
-	plan.has_deny_carve_outs = true;
-	build_refused(&plan, &host_full, NULL, msg);
+	/* Without user namespaces: refused, naming the opt-down; or run degraded. */
+	h.userns = false;
+	build_refused(&plan, &h, NULL,
+		      (const char *const[]){ "denied paths inside readable or writable ones",
+					     "/etc/secret", "--allow-degraded=deny-masks", NULL });
+	struct cd_linux_opts o = { .degraded = CD_DEGRADE_DENY_MASKS | CD_DEGRADE_PID_ISOLATION };
+	lp = build_ok(&plan, &h, &o);
+	ck_assert_uint_eq(lp->n_mounts, 0);
+	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "deny entries NOT enforced"));
+	cd_linux_plan_free(lp);
+}
+END_TEST
 
-	/* A plan that forgot the flag still fails closed. */
-	plan.has_deny_carve_outs = false;
+START_TEST(test_refuse_deny)
+{
+	/* Something allowed inside a denied directory: the mask would hide it. */
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/secret", D, CD_FT_DIR, R, true),
+		PP("/secret/public", R, CD_FT_REG, D, false),
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
+
 	build_refused(&plan, &host_full, NULL,
-		      (const char *const[]){ "/secret", "deny mask", NULL });
+		      (const char *const[]){ "/secret/public is allowed inside denied directory "
+					     "/secret",
+					     "deny its other entries instead", NULL });
 
-	/* Glob entries: same refusal. */
+	/* Glob entries are not expanded yet: refused. */
 	plan.n_paths = 1;
 	plan.has_globs = true;
-	build_refused(&plan, &host_full, NULL, msg);
+	build_refused(&plan, &host_full, NULL,
+		      (const char *const[]){ "glob_pattern deny entries need expanding",
+					     "list the paths as deny entries", NULL });
 }
 END_TEST
 
@@ -1095,6 +1150,7 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_refuse_seccomp);
 	tcase_add_test(tc, test_refuse_managed_network);
 	tcase_add_test(tc, test_refuse_deny);
+	tcase_add_test(tc, test_deny_masks);
 	tcase_add_test(tc, test_refuse_no_userns);
 	suite_add_tcase(s, tc);
 
