@@ -545,8 +545,13 @@ static int prepare_backends(const struct cd_linux_plan *lp, struct cd_backend_st
 		char *reterr = NULL;
 		int r = b->prepare ? b->prepare(lp, &states[i], &reterr) : 0;
 		if (r < 0) {
-			set_error(err, CD_EXIT_SETUP, "%s: %s", b->name,
-				  reterr ? reterr : strerror(-r));
+			const char *why = reterr ? reterr : strerror(-r);
+			size_t nl = strlen(b->name);
+			/* Backend messages may name the backend already. */
+			if (strncmp(why, b->name, nl) == 0 && why[nl] == ':')
+				set_error(err, CD_EXIT_SETUP, "%s", why);
+			else
+				set_error(err, CD_EXIT_SETUP, "%s: %s", b->name, why);
 			free(reterr);
 			destroy_states(states, i);
 			return r;

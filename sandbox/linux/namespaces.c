@@ -89,6 +89,8 @@ struct ns_mount {
 	bool host_rdonly; /* the host mount holding path is read-only */
 	bool mask;	  /* a mask file (ours or adopted): finish removes it when last */
 	int lock_fd;	  /* O_RDONLY fd holding a LOCK_SH, or -1 */
+	/* A mask FIFO found here may be adopted: a protected name, or a denied path. */
+	bool adoptable;
 };
 
 struct cd_backend_state {
@@ -236,7 +238,7 @@ static int adopt_mask(struct ns_mount *m)
 	struct stat st;
 	int fd, r;
 
-	if (!protected_name(m->path))
+	if (!m->adoptable)
 		return -ENOENT;
 	/*
 	 * O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
@@ -275,9 +277,10 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 	int fd, r;
 
 	fd = open(m->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && m->op == CD_MOUNT_RO_BIND && protected_name(m->path)) {
+	if (fd < 0 && errno == ENOENT && (m->op == CD_MOUNT_RO_BIND || m->op == CD_MOUNT_DENY) &&
+	    m->adoptable) {
 		/*
-		 * The plan saw a protected name that a concurrent run's mask
+		 * The plan saw a protected or denied name that a concurrent run's mask
 		 * provided, and that run has removed it since: it is missing
 		 * now, so mask it ourselves.
 		 */
@@ -307,7 +310,7 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
 	m->host_rdonly = sv.f_flag & ST_RDONLY;
-	if (m->op != CD_MOUNT_RO_BIND || m->fmt != S_IFIFO)
+	if ((m->op != CD_MOUNT_RO_BIND && m->op != CD_MOUNT_DENY) || m->fmt != S_IFIFO)
 		return 0;
 	/*
 	 * A mask left by a concurrent or killed run: mask it the same way
@@ -369,9 +372,15 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 					strerror(-r));
 			return r == -ENOENT ? -EEXIST : r;
 		}
-		*reterr = cd_xasprintf("namespaces: cannot create the mount point '%s' for a "
-				       "missing read-only path: %s",
-				       m->path, strerror(-r));
+		if (r == -ENOENT)
+			*reterr = cd_xasprintf("namespaces: cannot mask missing path '%s': the "
+					       "directory it would be in does not exist either; "
+					       "create that directory or drop the entry",
+					       m->path);
+		else
+			*reterr = cd_xasprintf("namespaces: cannot create the mount point '%s' "
+					       "that masks the missing path: %s",
+					       m->path, strerror(-r));
 		return r;
 	}
 	/* The umask may have taken bits away: the mode is what marks a mask. */
@@ -446,6 +455,9 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 		m->op = in->op;
 		m->path = cd_xstrdup(in->path);
 		m->lock_fd = -1;
+		m->adoptable =
+			protected_name(m->path) ||
+			(lp->plan && cd_plan_access(lp->plan, m->path, NULL) == CD_ACCESS_DENY);
 		if (!cd_path_is_normal(m->path) || cd_streq(m->path, "/")) {
 			*reterr = cd_xasprintf("namespaces: bad mount path '%s'", m->path);
 			r = -EINVAL;
@@ -689,9 +701,14 @@ static int ns_apply(struct cd_backend_state *s)
 	if (!s->mount_ns)
 		return 0;
 
-	/* Nothing we mount may propagate back to the host. */
-	s->step = "make / a slave mount";
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+	/*
+	 * Private, not slave: nothing we mount may propagate back to the
+	 * host, and nothing the host mounts during the run may come in: a
+	 * bind over a workspace or a denied directory would reach the sandbox
+	 * without the carve-outs and masks under it.
+	 */
+	s->step = "make / a private mount";
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 
 	for (size_t i = 0; i < s->n; i++) {

@@ -499,9 +499,12 @@ static void add_mounts(struct cd_linux_plan *lp)
 		else if (pp->parent_access == CD_ACCESS_WRITE)
 			push_mount(lp, CD_MOUNT_MASK, pp);
 		else
-			cd_strv_push_take(&lp->notes,
-					  cd_xasprintf("%s does not exist and cannot be created "
-						       "here: nothing to mask",
+			/* The command cannot make it, but the host could, mid-run. */
+			cd_strv_push_take(&lp->degraded,
+					  cd_xasprintf("%s does not exist and is not masked (the "
+						       "command cannot create it): if something "
+						       "else creates it during the run, the "
+						       "command can read it",
 						       pp->path));
 	}
 
@@ -589,6 +592,15 @@ static void add_ll_rules(struct cd_linux_plan *lp)
 		uint64_t allowed;
 
 		if (pp->access != CD_ACCESS_READ && pp->access != CD_ACCESS_WRITE)
+			continue;
+		/*
+		 * A read carve-out inside a writable region adds no right (Landlock
+		 * grants the union along the path): its mount does the narrowing.
+		 * No rule, so nothing to open: such a path may be a concurrent
+		 * run's mask, gone by the time the ruleset is built.
+		 */
+		if (pp->carve_out && pp->access == CD_ACCESS_READ &&
+		    pp->parent_access == CD_ACCESS_WRITE)
 			continue;
 		if (pp->type == CD_FT_MISSING) {
 			/* Landlock rules need an open fd; a missing path inherits
@@ -749,8 +761,8 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 			cd_strv_push_take(
 				&lp->degraded,
 				cd_xasprintf("deny entries NOT enforced: user namespaces are "
-					     "unavailable; %s stay as readable as what "
-					     "encloses them",
+					     "unavailable; %s stay as readable and writable "
+					     "as what encloses them",
 					     denied));
 		if ((list || (pins && !denied)) && !(degraded & CD_DEGRADE_PROTECTED_METADATA))
 			return refuse(
@@ -784,6 +796,14 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	r = add_namespaces(lp, host, opts, reterr);
 	if (r < 0)
 		return r;
+	/* The pid namespace's /proc is mounted over whatever is masked below /proc. */
+	for (size_t i = 0; lp->pid_ns && i < lp->n_mounts; i++)
+		if (cd_path_is_beneath(lp->mounts[i].path, "/proc"))
+			return refuse(reterr,
+				      cd_xasprintf("%s is under /proc, which the sandbox gets a "
+						   "fresh one of (its pid namespace): a mount "
+						   "there would be hidden; remove the entry",
+						   lp->mounts[i].path));
 
 	*ret = cd_steal_pointer(&lp);
 	return 0;

@@ -126,5 +126,16 @@ assert "deny: the denied files are intact and nothing is left behind" \
 	-a ! -L "$D/ws/keys"
 run_split "$CORDON" run --profile read-only --deny "$D" --allow-read "$D/public" -- true
 rc_is "deny: a path allowed inside a denied directory is refused (125)" 125
+run_split "$CORDON" run --profile read-only --deny /proc/cpuinfo -- true
+rc_is "deny: an entry under /proc is refused (the sandbox has its own /proc)" 125
+# Two runs share the mask of a missing denied path: the second still cannot
+# create it after the first has ended.
+dn sleep 0.5 &
+first=$!
+sleep 0.2
+expect_fail "deny: a concurrent run shares the mask of a missing denied path" \
+	dn sh -c "sleep 0.6; echo x > '$D/ws/keys'"
+wait "$first"
+assert "deny: the shared mask is gone after both runs" test ! -e "$D/ws/keys" -a ! -L "$D/ws/keys"
 
 done_testing
