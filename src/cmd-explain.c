@@ -163,7 +163,7 @@ static void print_text(const struct cd_cli_bound *b)
 			} else {
 				printf("  seccomp: not used\n");
 			}
-			const char *ns[3];
+			const char *ns[4];
 			size_t n_ns = cd_linux_plan_namespaces(lp, ns);
 			printf("  namespaces:");
 			for (size_t i = 0; i < n_ns; i++)

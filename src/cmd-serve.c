@@ -191,6 +191,8 @@ int cd_cmd_serve(int argc, char **argv)
 	o.lopts = pol.lopts;
 	/* The server contains its processes itself (pidns.c): no pid namespace each. */
 	o.lopts.no_pid_ns = true;
+	/* Nor a network namespace each: the seccomp socket rules restrict alone. */
+	o.lopts.no_net_ns = true;
 	/* Before the loop and the host probe: the outer process only waits. */
 	if (cd_serve_pidns(pidns, &ret) < 0)
 		goto out;

@@ -53,11 +53,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -97,6 +100,7 @@ struct cd_backend_state {
 	bool user_ns;
 	bool mount_ns;
 	bool pid_ns; /* we are the init of a new pid namespace: mount its /proc */
+	bool net_ns; /* a new, empty network namespace: bring its loopback up */
 	char uid_map[64];
 	char gid_map[64];
 	struct ns_mount *m; /* owned */
@@ -426,7 +430,7 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	int r;
 
 	*ret_state = NULL;
-	if (!lp->sandboxed || (!lp->mount_ns && !lp->user_ns))
+	if (!lp->sandboxed || (!lp->mount_ns && !lp->user_ns && !lp->net_ns))
 		return 0;
 	if (lp->n_mounts > 0 && !lp->mount_ns) {
 		*reterr = cd_xasprintf("namespaces: the plan has mounts but no mount namespace");
@@ -437,6 +441,7 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	s->user_ns = lp->user_ns;
 	s->mount_ns = lp->mount_ns;
 	s->pid_ns = lp->pid_ns;
+	s->net_ns = lp->net_ns;
 	s->mask_src = -1;
 	s->step = "prepare";
 	if (s->user_ns) {
@@ -662,6 +667,28 @@ static int apply_mask(struct cd_backend_state *s, int fd)
 	return r;
 }
 
+/* The new network namespace has only "lo", down: bring it up, as bubblewrap does. */
+static int loopback_up(void)
+{
+	struct ifreq ifr;
+	int fd, r = 0;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+		r = -errno;
+	} else if (!(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			r = -errno;
+	}
+	close(fd);
+	return r;
+}
+
 static int ns_apply(struct cd_backend_state *s)
 {
 	int r;
@@ -679,7 +706,8 @@ static int ns_apply(struct cd_backend_state *s)
 		return -EINVAL;
 	s->step = "unshare";
 	if (!s->at_clone &&
-	    unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0)) < 0)
+	    unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
+		    (s->net_ns ? CLONE_NEWNET : 0)) < 0)
 		return -errno;
 
 	if (s->user_ns) {
@@ -694,6 +722,13 @@ static int ns_apply(struct cd_backend_state *s)
 			return r;
 		s->step = "gid_map";
 		r = write_proc("/proc/self/gid_map", s->gid_map, false);
+		if (r < 0)
+			return r;
+	}
+
+	if (s->net_ns) {
+		s->step = "bring up the loopback interface of the network namespace";
+		r = loopback_up();
 		if (r < 0)
 			return r;
 	}
@@ -761,7 +796,7 @@ static unsigned long ns_clone_flags(struct cd_backend_state *s)
 		return 0;
 	s->at_clone = true;
 	return (s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
-	       (s->pid_ns ? CLONE_NEWPID : 0);
+	       (s->pid_ns ? CLONE_NEWPID : 0) | (s->net_ns ? CLONE_NEWNET : 0);
 }
 
 static const char *ns_last_step(struct cd_backend_state *s)

@@ -262,7 +262,7 @@ const char *cd_sc_action_name(enum cd_sc_action a)
 	return NULL;
 }
 
-size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *names[3])
+size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *names[4])
 {
 	size_t n = 0;
 	if (lp && lp->sandboxed && lp->user_ns)
@@ -271,6 +271,8 @@ size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *name
 		names[n++] = "mount";
 	if (lp && lp->sandboxed && lp->pid_ns)
 		names[n++] = "pid";
+	if (lp && lp->sandboxed && lp->net_ns)
+		names[n++] = "network";
 	return n;
 }
 
@@ -656,8 +658,18 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 					     "unavailable; if cordon is killed, the command's "
 					     "descendants outlive it"));
 	}
+	/* A restricted network also gets an empty network namespace, where one can be made. */
+	if (lp->plan->network == CD_NET_RESTRICTED && !(opts && opts->no_net_ns)) {
+		if (host->is_root || host->userns)
+			lp->net_ns = true;
+		else
+			cd_strv_push_take(&lp->degraded,
+					  cd_xstrdup("no network namespace: user namespaces are "
+						     "unavailable; the seccomp socket rules alone "
+						     "restrict the network"));
+	}
 	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns;
-	lp->user_ns = lp->mount_ns && !host->is_root;
+	lp->user_ns = (lp->mount_ns || lp->net_ns) && !host->is_root;
 	return 0;
 }
 

@@ -386,6 +386,9 @@ static int connect_unix(const char *path, bool abstract)
 	if (r == 0)
 		return escaped("connected to the %s unix socket %s",
 			       abstract ? "abstract" : "pathname", path);
+	/* Abstract names live in a network namespace: the listener is not in ours. */
+	if (abstract && e == ECONNREFUSED)
+		return denied("connect: %s (not in the sandbox's network namespace)", strerror(e));
 	return verdict_errno(e, "connect");
 }
 

@@ -211,6 +211,16 @@ pid_ok=$(printf '%s\n' "$cd_out" | awk 'NR == 1 { p = $1 } NR == 2 { print ($1 =
 assert "pid isolation: the command is pid 2 of its own namespace, and /proc agrees" \
 	test "$pid_ok" = yes
 
+# ---- network namespace (restricted network) ----
+cd_run_capture sb sh -c 'tail -n +3 /proc/net/dev'
+ifaces=$(printf '%s\n' "$cd_out" | awk -F: '{ gsub(/ /, "", $1); print $1 }' | tr '\n' ' ')
+assert "restricted network: an empty network namespace, only lo ($ifaces)" test "$ifaces" = "lo "
+cd_run_capture "$CORDON" run --profile workspace-write --workspace-root "$WS" --network enabled \
+	-- sh -c 'tail -n +3 /proc/net/dev'
+n_host=$(printf '%s\n' "$cd_out" | grep -c .)
+n_here=$(tail -n +3 /proc/net/dev | grep -c .)
+assert "enabled network: the host's interfaces ($n_here)" test "$n_host" = "$n_here"
+
 # ---- exit status ----
 expect_exit "exit status 0" 0 sb true
 expect_exit "exit status 3" 3 sb sh -c 'exit 3'

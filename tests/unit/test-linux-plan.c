@@ -629,7 +629,7 @@ START_TEST(test_build_fs_unrestricted)
 	ck_assert(!lp->pid_ns);
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 2); /* + no network namespace */
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
 	/* Root needs no user namespace for any of it. */
@@ -637,9 +637,29 @@ START_TEST(test_build_fs_unrestricted)
 	lp = build_ok(&plan, &h, NULL);
 	ck_assert(lp->pid_ns && lp->mount_ns && !lp->user_ns);
 	cd_linux_plan_free(lp);
+	/* A restricted network gets an empty network namespace too; an enabled one not. */
+	h.is_root = false;
+	h.userns = true;
+	plan.network = CD_NET_RESTRICTED;
+	lp = build_ok(&plan, &h, NULL);
+	ck_assert(lp->net_ns && lp->user_ns);
+	const char *names[4];
+	ck_assert_uint_eq(cd_linux_plan_namespaces(lp, names), 4);
+	ck_assert_str_eq(names[3], "network");
+	cd_linux_plan_free(lp);
+	plan.network = CD_NET_ENABLED;
+	lp = build_ok(&plan, &h, NULL);
+	ck_assert(!lp->net_ns);
+	cd_linux_plan_free(lp);
+	plan.network = CD_NET_RESTRICTED;
+	struct cd_linux_opts no_net = { .no_net_ns = true };
+	lp = build_ok(&plan, &h, &no_net);
+	ck_assert(!lp->net_ns && lp->pid_ns);
+	cd_linux_plan_free(lp);
+
 	/* A caller that contains the tree itself (cordon serve) gets none of it. */
 	h.is_root = false;
-	struct cd_linux_opts own = { .no_pid_ns = true };
+	struct cd_linux_opts own = { .no_pid_ns = true, .no_net_ns = true };
 	lp = build_ok(&plan, &h, &own);
 	ck_assert(!lp->pid_ns && !lp->mount_ns && !lp->user_ns);
 	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
@@ -871,7 +891,7 @@ START_TEST(test_degraded)
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
 	ck_assert_uint_eq(lp->n_ll_rules, 4);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 2);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 3); /* + no network namespace */
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "user namespaces are unavailable"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "pid isolation NOT enforced"));
@@ -1096,7 +1116,7 @@ START_TEST(test_pin_degraded)
 	ck_assert_uint_eq(lp->n_mounts, 0);
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 3);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 4); /* + no network namespace */
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "/tmp/.agents"));
 	ck_assert_ptr_null(strstr(lp->degraded[0], "/tmp/a,"));
@@ -1108,7 +1128,7 @@ START_TEST(test_pin_degraded)
 	/* Without anything to pin, no pins line: protected metadata and pid isolation. */
 	plan.n_paths = 6; /* up to /tmp/.git */
 	lp = build_ok(&plan, &h, &o);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 2);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 3); /* + no network namespace */
 	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
 }
