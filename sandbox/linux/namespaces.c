@@ -632,33 +632,19 @@ static int mask_source(struct cd_backend_state *s)
 	return mnt;
 }
 
-/* An empty directory or file of mode 000 over a denied path. */
-static int apply_deny(struct cd_backend_state *s, const struct ns_mount *m, int fd)
+/*
+ * Clone one object of the mask tmpfs onto fd: the symlink of a mask (name
+ * MASK_LINK_NAME, taken itself with AT_SYMLINK_NOFOLLOW), or the mode-000
+ * directory or file of a deny mask.
+ */
+static int apply_from_mask_source(struct cd_backend_state *s, const char *name, int fd)
 {
 	int src, tree, r = 0;
 
 	src = mask_source(s);
 	if (src < 0)
 		return src;
-	tree = open_tree(src, m->fmt == S_IFDIR ? DENY_DIR_NAME : DENY_FILE_NAME,
-			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tree < 0)
-		return -errno;
-	if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		r = -errno;
-	close(tree);
-	return r;
-}
-
-static int apply_mask(struct cd_backend_state *s, int fd)
-{
-	int src, tree, r = 0;
-
-	src = mask_source(s);
-	if (src < 0)
-		return src;
-	tree = open_tree(src, MASK_LINK_NAME,
-			 AT_SYMLINK_NOFOLLOW | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	tree = open_tree(src, name, AT_SYMLINK_NOFOLLOW | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
 		return -errno;
 	if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
@@ -761,10 +747,11 @@ static int ns_apply(struct cd_backend_state *s)
 			r = apply_bind(m, fd);
 			break;
 		case CD_MOUNT_MASK:
-			r = apply_mask(s, fd);
+			r = apply_from_mask_source(s, MASK_LINK_NAME, fd);
 			break;
 		case CD_MOUNT_DENY:
-			r = apply_deny(s, m, fd);
+			r = apply_from_mask_source(
+				s, m->fmt == S_IFDIR ? DENY_DIR_NAME : DENY_FILE_NAME, fd);
 			break;
 		case CD_MOUNT_OP_COUNT:
 		default:
