@@ -239,15 +239,23 @@ static int child_dup_stdio(int fd, int target)
 	return 0;
 }
 
-static void child_cloexec_fds(const struct child_ctx *c)
+/*
+ * Every fd above 2: marked close-on-exec (the command's side), or closed
+ * now (the pid namespace's init, which never exec's).
+ */
+static void child_fds_above_stdio(const struct child_ctx *c, bool close_now)
 {
 #ifdef HAVE_CLOSE_RANGE
-	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+	if (close_range(3, ~0U, close_now ? 0 : CLOSE_RANGE_CLOEXEC) == 0)
 		return;
 #endif
 	/* Older kernels: walking /proc/self/fd needs opendir (malloc), so
-	 * mark every possible descriptor instead. */
+	 * visit every possible descriptor instead. */
 	for (unsigned long fd = 3; fd < c->nofile && fd <= (unsigned long)INT32_MAX; fd++) {
+		if (close_now) {
+			(void)close((int)fd);
+			continue;
+		}
 		int fl = fcntl((int)fd, F_GETFD);
 		if (fl >= 0 && !(fl & FD_CLOEXEC))
 			(void)fcntl((int)fd, F_SETFD, fl | FD_CLOEXEC);
@@ -435,11 +443,7 @@ static CD_NORETURN void child_init(const struct child_ctx *c)
 	close(STDIN_FILENO);
 	close(STDOUT_FILENO);
 	close(STDERR_FILENO);
-#ifdef HAVE_CLOSE_RANGE
-	if (close_range(3, ~0U, 0) < 0)
-#endif
-		for (unsigned long fd = 3; fd < c->nofile && fd <= (unsigned long)INT32_MAX; fd++)
-			(void)close((int)fd);
+	child_fds_above_stdio(c, true);
 	int code = CD_EXIT_SETUP;
 	for (;;) {
 		int st;
@@ -485,7 +489,7 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 		child_fail(c, CD_EXIT_SETUP, -r, "stdio", NULL);
 	if (o->tty && ioctl(0, TIOCSCTTY, 0) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "controlling terminal", NULL);
-	child_cloexec_fds(c);
+	child_fds_above_stdio(c, false);
 
 	if (c->states)
 		child_apply(c);
