@@ -137,5 +137,21 @@ expect_fail "deny: a concurrent run shares the mask of a missing denied path" \
 	dn sh -c "sleep 0.6; echo x > '$D/ws/keys'"
 wait "$first"
 assert "deny: the shared mask is gone after both runs" test ! -e "$D/ws/keys" -a ! -L "$D/ws/keys"
+# A mount the host makes during the run must not reach the sandbox (its /
+# is private, not a slave): here the directory holding a denied one bound
+# over itself, which would cover the deny mask, made in a mount namespace
+# with shared propagation, as systemd sets up /.
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null 2>&1; then
+	unshare -m --propagation shared sh -c '
+		"$1" run --profile read-only --deny "$2/secretdir" -- \
+			sh -c "sleep 0.6; cat \"$2/secretdir/key\"" >"$2/../prop.out" 2>&1 &
+		sleep 0.3
+		mount --bind "$2" "$2"
+		wait' sh "$CORDON" "$D"
+	assert "deny: a host mount made during the run does not reach the sandbox" \
+		sh -c "! grep -q s1 '$D/../prop.out'"
+else
+	skip "deny: a host mount made during the run does not reach the sandbox" "needs root and unshare"
+fi
 
 done_testing
