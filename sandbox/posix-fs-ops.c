@@ -1,15 +1,29 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The real file-system shim for plan binding (core/plan.h): lstat, readlink
- * and a bounded read of small regular files (".git" pointer files).
+ * The real file-system shim for plan binding (core/plan.h): lstat, readlink,
+ * a bounded read of small regular files (".git" pointer files) and directory
+ * listings (glob expansion).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/plan.h"
 #include "core/util.h"
+
+static enum cd_file_type type_of_mode(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return CD_FT_DIR;
+	if (S_ISREG(mode))
+		return CD_FT_REG;
+	if (S_ISLNK(mode))
+		return CD_FT_SYMLINK;
+	return CD_FT_OTHER;
+}
 
 static int host_lstat_type(void *ctx, const char *path, enum cd_file_type *ret)
 {
@@ -22,14 +36,7 @@ static int host_lstat_type(void *ctx, const char *path, enum cd_file_type *ret)
 		}
 		return -errno;
 	}
-	if (S_ISDIR(st.st_mode))
-		*ret = CD_FT_DIR;
-	else if (S_ISREG(st.st_mode))
-		*ret = CD_FT_REG;
-	else if (S_ISLNK(st.st_mode))
-		*ret = CD_FT_SYMLINK;
-	else
-		*ret = CD_FT_OTHER;
+	*ret = type_of_mode(st.st_mode);
 	return 0;
 }
 
@@ -104,9 +111,69 @@ static int host_read_file(void *ctx, const char *path, size_t max, char **ret, s
 	return 0;
 }
 
+static int host_read_dir(void *ctx, const char *path,
+			 int (*fn)(void *arg, const char *name, enum cd_file_type type), void *arg)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	int r = 0;
+	for (;;) {
+		errno = 0;
+		struct dirent *de = readdir(d);
+		if (!de) {
+			if (errno)
+				r = -errno;
+			break;
+		}
+		const char *n = de->d_name;
+		if (n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])))
+			continue;
+		enum cd_file_type type;
+		switch (de->d_type) {
+		case DT_DIR:
+			type = CD_FT_DIR;
+			break;
+		case DT_REG:
+			type = CD_FT_REG;
+			break;
+		case DT_LNK:
+			type = CD_FT_SYMLINK;
+			break;
+		case DT_UNKNOWN: {
+			struct stat st;
+			if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				if (errno == ENOENT)
+					continue;
+				r = -errno;
+				goto out;
+			}
+			type = type_of_mode(st.st_mode);
+			break;
+		}
+		default:
+			type = CD_FT_OTHER;
+			break;
+		}
+		r = fn(arg, n, type);
+		if (r < 0)
+			break;
+	}
+out:
+	closedir(d);
+	return r;
+}
+
 const struct cd_fs_ops cd_fs_ops_host = {
 	.ctx = NULL,
 	.lstat_type = host_lstat_type,
 	.readlink = host_readlink,
 	.read_file = host_read_file,
+	.read_dir = host_read_dir,
 };

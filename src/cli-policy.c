@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli-policy.h"
+#include "core/glob.h"
 #include "sandbox/backend.h"
 
 #define PROFILE_MAX_BYTES (1024 * 1024)
@@ -24,6 +25,8 @@ const char cd_cli_policy_help[] =
 	"                          :workspace_roots[/SUB], :tmpdir, :slash_tmp)\n"
 	"  --allow-write PATH      add a write entry\n"
 	"  --deny PATH             add a deny entry\n"
+	"  --deny-glob PATTERN     add a glob_pattern deny entry (relative to --cwd, or\n"
+	"                          codex-project-roots://PATTERN per workspace root)\n"
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
 	"                          protected-metadata, pid-isolation or deny-masks\n"
@@ -71,11 +74,16 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 	case CD_OPT_ALLOW_READ:
 	case CD_OPT_ALLOW_WRITE:
 	case CD_OPT_DENY:
+	case CD_OPT_DENY_GLOB:
 		p->extra = cd_xreallocarray(p->extra, p->n_extra + 1, sizeof(*p->extra));
-		p->extra[p->n_extra].access = id == CD_OPT_ALLOW_READ	 ? CD_ACCESS_READ
-					      : id == CD_OPT_ALLOW_WRITE ? CD_ACCESS_WRITE
-									 : CD_ACCESS_DENY;
-		p->extra[p->n_extra++].arg = arg;
+		p->extra[p->n_extra] = (struct cd_cli_extra){
+			.access = id == CD_OPT_ALLOW_READ    ? CD_ACCESS_READ
+				  : id == CD_OPT_ALLOW_WRITE ? CD_ACCESS_WRITE
+							     : CD_ACCESS_DENY,
+			.glob = id == CD_OPT_DENY_GLOB,
+			.arg = arg,
+		};
+		p->n_extra++;
 		return 0;
 	case CD_OPT_NETWORK: {
 		int n = cd_network_from_name(arg);
@@ -297,18 +305,32 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	struct cd_profile *prof = b->profile;
 
 	if (p->n_extra > 0 && (prof->type != CD_PROFILE_MANAGED || prof->fs_unrestricted)) {
-		cd_cli_usage_error(cmd,
-				   "--allow-read, --allow-write and --deny need a managed profile "
-				   "with a restricted file system ('%s' is %s%s)",
-				   b->profile_name, cd_profile_type_name(prof->type),
-				   prof->fs_unrestricted ? " with an unrestricted file system"
-							 : "");
+		cd_cli_usage_error(
+			cmd,
+			"--allow-read, --allow-write, --deny and --deny-glob need a managed "
+			"profile "
+			"with a restricted file system ('%s' is %s%s)",
+			b->profile_name, cd_profile_type_name(prof->type),
+			prof->fs_unrestricted ? " with an unrestricted file system" : "");
 		return CD_BIND_USAGE;
 	}
 	for (size_t i = 0; i < p->n_extra; i++) {
 		struct cd_fs_entry e;
 		const char *why = NULL;
 		memset(&e, 0, sizeof(e));
+		if (p->extra[i].glob) {
+			char *gerr = NULL;
+			if (cd_glob_check(p->extra[i].arg, &gerr) < 0) {
+				cd_cli_usage_error(cmd, "--deny-glob: %s", gerr);
+				free(gerr);
+				return CD_BIND_USAGE;
+			}
+			e = (struct cd_fs_entry){ .kind = CD_ENTRY_GLOB,
+						  .path = (char *)p->extra[i].arg,
+						  .access = CD_ACCESS_DENY };
+			cd_profile_add_entry(prof, &e);
+			continue;
+		}
 		if (cd_entry_from_cli(p->extra[i].arg, p->extra[i].access, &e, &why) < 0) {
 			cd_cli_usage_error(cmd, "--%s '%s': %s",
 					   p->extra[i].access == CD_ACCESS_READ	   ? "allow-read"

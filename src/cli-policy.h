@@ -22,6 +22,7 @@ enum {
 	CD_OPT_ALLOW_READ,
 	CD_OPT_ALLOW_WRITE,
 	CD_OPT_DENY,
+	CD_OPT_DENY_GLOB,
 	CD_OPT_NETWORK,
 	CD_OPT_ALLOW_DEGRADED,
 	CD_OPT_MIN_LANDLOCK_ABI,
@@ -36,6 +37,7 @@ enum {
 	{ "allow-read", 0, true, CD_OPT_ALLOW_READ }, \
 	{ "allow-write", 0, true, CD_OPT_ALLOW_WRITE }, \
 	{ "deny", 0, true, CD_OPT_DENY }, \
+	{ "deny-glob", 0, true, CD_OPT_DENY_GLOB }, \
 	{ "network", 0, true, CD_OPT_NETWORK }, \
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED }, \
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI }
@@ -46,6 +48,7 @@ extern const char cd_cli_policy_help[];
 
 struct cd_cli_extra {
 	enum cd_access access;
+	bool glob;	 /* --deny-glob */
 	const char *arg; /* borrowed from argv */
 };
 

@@ -703,10 +703,6 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		return refuse(reterr, cd_xstrdup("managed network needs cordon's network proxy, "
 						 "which this build does not have yet; use "
 						 "--network restricted or enabled"));
-	if (plan->has_globs)
-		return refuse(reterr, cd_xstrdup("glob_pattern deny entries need expanding, which "
-						 "cordon does not do yet; list the paths as deny "
-						 "entries instead"));
 	/* Inside a deny mask nothing is left to allow: refuse rather than hide it. */
 	for (size_t i = 0; i < plan->n_paths; i++) {
 		const struct cd_plan_path *pp = &plan->paths[i];

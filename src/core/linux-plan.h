@@ -244,7 +244,6 @@ size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *name
  *    (and not root), unless CD_DEGRADE_PROTECTED_METADATA;
  *  - any sandboxed plan on such a host, which cannot have its pid namespace,
  *    unless CD_DEGRADE_PID_ISOLATION;
- *  - glob entries (their expansion is not implemented yet);
  *  - a readable or writable path inside a denied directory (the deny mask
  *    hides everything below it);
  *  - deny masks on a host without user namespaces (and not root), unless

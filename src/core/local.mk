@@ -6,4 +6,5 @@ libcdcore_a_SOURCES = \
 	src/core/pathuri.c src/core/pathuri.h \
 	src/core/profile.c src/core/profile.h \
 	src/core/plan.c src/core/plan.h \
+	src/core/glob.c src/core/glob.h \
 	src/core/linux-plan.c src/core/linux-plan.h

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/glob.h"
 #include "core/plan.h"
 #include "core/util.h"
 
@@ -223,6 +224,7 @@ struct builder {
 	size_t cap;
 	struct bound *bound; /* every canonicalised bind, for the symlink check */
 	size_t n_bound;
+	struct cd_glob_budget glob_budget; /* shared by every glob entry of the plan */
 	char *err;
 };
 
@@ -420,6 +422,55 @@ static int bind_path(struct builder *b, size_t idx, const char *raw, const char 
 	return 0;
 }
 
+/*
+ * A glob_pattern deny entry becomes one deny path per match, bound like a
+ * path entry (so a match that is a symlink denies what it points to, and
+ * the symlink checks apply). Relative patterns hang off the cwd,
+ * "codex-project-roots://" ones off each workspace root.
+ */
+static int bind_glob(struct builder *b, size_t idx, const char *label)
+{
+	const struct cd_fs_entry *e = &b->profile->entries[idx];
+	const struct cd_bind_input *in = b->in;
+	const char *pat = e->path;
+	const char *const *bases;
+	size_t n_bases = 1;
+	const char *one[1];
+	char **matches = NULL;
+	int r = 0;
+
+	if (!strncmp(pat, CD_GLOB_PROJECT_ROOTS_PREFIX, strlen(CD_GLOB_PROJECT_ROOTS_PREFIX))) {
+		pat += strlen(CD_GLOB_PROJECT_ROOTS_PREFIX);
+		bases = (const char *const *)in->workspace_roots;
+		n_bases = in->n_workspace_roots;
+		if (n_bases == 0)
+			note(b,
+			     "glob entry %zu (%s) binds to nothing: no workspace roots were given",
+			     idx, label);
+	} else {
+		one[0] = pat[0] == '/' ? NULL : in->cwd;
+		bases = one;
+	}
+	for (size_t i = 0; r >= 0 && i < n_bases; i++) {
+		char *full = bases[i] ? cd_path_join(bases[i], pat) : cd_xstrdup(pat);
+		char *err = NULL;
+		size_t before = cd_strv_length(matches);
+		r = cd_glob_expand(in->ops, full, b->profile->glob_scan_max_depth, &b->glob_budget,
+				   &matches, &err);
+		if (r < 0)
+			r = fail(b, r, "entry %zu: %s", idx, err ? err : strerror_short(r));
+		else if (cd_strv_length(matches) == before)
+			note(b, "glob entry %zu (%s) matches nothing under %s today", idx, label,
+			     full);
+		free(err);
+		free(full);
+	}
+	for (size_t i = 0; r >= 0 && matches && matches[i]; i++)
+		r = bind_path(b, idx, matches[i], label, false);
+	cd_strv_free(matches);
+	return r;
+}
+
 static int bind_entry(struct builder *b, size_t idx)
 {
 	const struct cd_fs_entry *e = &b->profile->entries[idx];
@@ -433,8 +484,8 @@ static int bind_entry(struct builder *b, size_t idx)
 		else
 			r = bind_path(b, idx, e->path, label, false);
 	} else if (e->kind == CD_ENTRY_GLOB) {
-		/* Expanded elsewhere (a scan of the tree); here it only flags the plan. */
 		b->plan->has_globs = true;
+		r = bind_glob(b, idx, label);
 	} else {
 		switch (e->special) {
 		case CD_SPECIAL_ROOT:
@@ -683,8 +734,7 @@ static void finish(struct cd_plan *plan)
 			narrower = true;
 	}
 	plan->full_read = root && root->access != CD_ACCESS_DENY;
-	/* Glob denies become paths only after expansion: they still need enforcing. */
-	if (root && root->access == CD_ACCESS_WRITE && !narrower && !plan->has_globs)
+	if (root && root->access == CD_ACCESS_WRITE && !narrower)
 		plan->fs_unrestricted = true;
 }
 

@@ -28,6 +28,9 @@
  *    (type CD_FT_MISSING: the backend masks them so they cannot be created).
  *    A protected name that is a symlink is refused.
  *  - An implicit "/dev/null" write path is always present in MANAGED plans.
+ *  - glob_pattern deny entries are expanded now (core/glob.h) and each match
+ *    is bound like a deny path entry; relative patterns hang off the cwd,
+ *    "codex-project-roots://" ones off each workspace root.
  */
 
 #include <stdbool.h>
@@ -54,6 +57,11 @@ struct cd_fs_ops {
 	int (*readlink)(void *ctx, const char *path, char **ret);
 	/* Read at most max bytes of a regular file, malloc'ed, NUL-terminated. */
 	int (*read_file)(void *ctx, const char *path, size_t max, char **ret, size_t *ret_len);
+	/* Each entry of a directory but "." and "..", with its type as lstat sees
+	 * it, passed to fn in no particular order. A negative return from fn stops
+	 * the listing and is returned. -errno when path cannot be listed. */
+	int (*read_dir)(void *ctx, const char *path,
+			int (*fn)(void *arg, const char *name, enum cd_file_type type), void *arg);
 };
 
 /* The real shim over lstat/readlink/open (lives outside core: src/fs-ops.c). */
@@ -97,7 +105,7 @@ struct cd_plan {
 	char **notes; /* NULL-terminated; human notes (skipped entries, ...) */
 	bool has_carve_outs;
 	bool has_deny_carve_outs; /* a deny path under a readable/writable region */
-	bool has_globs;		  /* glob_pattern deny entries present (need expansion) */
+	bool has_globs;		  /* glob_pattern entries present (expanded to their matches) */
 };
 
 struct cd_bind_input {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/glob.h"
 #include "core/json.h"
 #include "core/pathuri.h"
 #include "core/profile.h"
@@ -663,6 +664,12 @@ static int conv_entry(struct conv *c, const struct cd_json *v, struct cd_fs_entr
 		if (p->u.str.len == 0) {
 			r = WITH_KEY(c, "pattern",
 				     fail_at(c, p->line, p->col, "glob pattern must not be empty"));
+			goto out;
+		}
+		char *why = NULL;
+		if (cd_glob_check(p->u.str.s, &why) < 0) {
+			r = WITH_KEY(c, "pattern", fail_at(c, p->line, p->col, "%s", why));
+			free(why);
 			goto out;
 		}
 		e->path = cd_xstrdup(p->u.str.s);

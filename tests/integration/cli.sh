@@ -28,10 +28,10 @@ help_mentions() {
 	fi
 }
 
-help_mentions run --profile --workspace-root --cwd --allow-read --allow-write --deny \
+help_mentions run --profile --workspace-root --cwd --allow-read --allow-write --deny --deny-glob \
 	--network --allow-degraded --min-landlock-abi --clear-env --setenv --unsetenv \
 	--verbose --quiet
-help_mentions explain --profile --workspace-root --cwd --allow-read --allow-write --deny \
+help_mentions explain --profile --workspace-root --cwd --allow-read --allow-write --deny --deny-glob \
 	--network --allow-degraded --min-landlock-abi --backend --json
 help_mentions probe --json
 help_mentions check FILE

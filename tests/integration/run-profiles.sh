@@ -137,6 +137,54 @@ expect_fail "deny: a concurrent run shares the mask of a missing denied path" \
 	dn sh -c "sleep 0.6; echo x > '$D/ws/keys'"
 wait "$first"
 assert "deny: the shared mask is gone after both runs" test ! -e "$D/ws/keys" -a ! -L "$D/ws/keys"
+# ---- glob_pattern deny entries: expanded to the matches before launch ----
+G=$CD_TMP/glob
+mkdir -p "$G/ws/src/deep" "$G/ws/.git" "$G/other"
+echo e1 >"$G/ws/.env"
+echo e2 >"$G/ws/src/deep/prod.env"
+echo code >"$G/ws/src/main.c"
+echo o1 >"$G/other/x.env"
+gl() {
+	"$CORDON" run --profile workspace-write --workspace-root "$G/ws" --cwd "$G/ws" \
+		--deny-glob '**/*.env' --deny-glob "$G/other/*.env" --deny-glob 'keys' -- "$@"
+}
+expect_errno "glob: a match at the top of the workspace cannot be read" "EACCES|EPERM" \
+	gl "$TRY" read-file "$G/ws/.env"
+expect_errno "glob: a match deep in the workspace cannot be read" "EACCES|EPERM" \
+	gl "$TRY" read-file "$G/ws/src/deep/prod.env"
+expect_fail "glob: nor overwritten" gl sh -c "echo x > '$G/ws/src/deep/prod.env'"
+expect_errno "glob: an absolute pattern denies outside the workspace too" "EACCES|EPERM" \
+	gl "$TRY" read-file "$G/other/x.env"
+check "glob: a file that does not match stays readable and writable" \
+	gl sh -c "cat '$G/ws/src/main.c' && echo more >> '$G/ws/src/main.c'"
+expect_errno "glob: a pattern without wildcards masks a missing path" "EACCES|EPERM|EROFS|EEXIST" \
+	gl "$TRY" mkdir "$G/ws/keys"
+assert "glob: the matched files are intact" \
+	test "$(cat "$G/ws/src/deep/prod.env")" = e2 -a ! -e "$G/ws/keys" -a ! -L "$G/ws/keys"
+run_split "$CORDON" explain --profile workspace-write --workspace-root "$G/ws" --cwd "$G/ws" \
+	--deny-glob '**/*.env'
+assert "glob: explain lists each match with its entry" \
+	sh -c 'printf "%s\n" "$1" | grep -q "^  deny .*/glob/ws/src/deep/prod.env  *entry 7 (\*\*/\*.env, deny)"' \
+	sh "$cd_stdout"
+run_split "$CORDON" run --profile read-only --deny-glob '/**/*.env' -- true
+rc_is "glob: a pattern that would scan / is refused (125)" 125
+contains "glob: the refusal says why" "would scan the whole file system"
+mkdir -p "$G/many"
+(cd "$G/many" && seq 1 8193 | sed 's/$/.key/' | xargs touch)
+run_split "$CORDON" run --profile read-only --cwd "$G/many" --deny-glob '*.key' -- true
+rc_is "glob: more than 8192 matches is refused (125)" 125
+contains "glob: the refusal names the limit" "matches more than 8192 paths"
+deep=$G/deep
+i=0
+while [ $i -lt 66 ]; do deep=$deep/d; i=$((i + 1)); done
+mkdir -p "$deep"
+run_split "$CORDON" run --profile read-only --cwd "$G/deep" --deny-glob '**/*.pem' -- true
+rc_is "glob: a tree deeper than the default bound is refused (125)" 125
+contains "glob: the refusal points at glob_scan_max_depth" "glob_scan_max_depth"
+run_split "$CORDON" run --profile read-only --deny-glob "$G/ws/[oops" -- true
+rc_is "glob: a malformed pattern is a usage error (2)" 2
+contains "glob: the usage error says what is wrong" "unterminated"
+
 # A mount the host makes during the run must not reach the sandbox (its /
 # is private, not a slave): here the directory holding a denied one bound
 # over itself, which would cover the deny mask, made in a mount namespace

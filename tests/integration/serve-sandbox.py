@@ -262,6 +262,49 @@ def masked(tag, base):
         s.stop()
 
 
+def globs(tag, base):
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    os.makedirs(os.path.join(ws, "src", "deep"))
+    for name, data in ((".env", "e1"), ("src/deep/prod.env", "e2"), ("src/main.c", "code"),
+                       ("id.key", "k")):
+        with open(os.path.join(ws, name), "w") as f:
+            f.write(data)
+    glob = {"path": {"type": "glob_pattern", "pattern": "codex-project-roots://**/*.env"},
+            "access": "deny"}
+    rel = {"path": {"type": "glob_pattern", "pattern": "*.key"}, "access": "deny"}
+    perms = profile(WS_ONLY["file_system"]["entries"] + [glob, rel])
+    sb = sandbox(perms, workspaceRoots=[uri(ws)], cwd=uri(ws))
+    s = Server(tag)
+    try:
+        s.handshake()
+        for pid, name in (("top", ".env"), ("deep", "src/deep/prod.env"), ("rel", "id.key")):
+            r, out = s.run("g-" + pid, ["cat", name], cwd=ws, sandbox=sb)
+            t.ok(out and out.exit_code != 0 and out.stdout == b"" and out.sandbox_denied is True,
+                 "[%s] glob deny: %s cannot be read" % (tag, name),
+                 (r, out and (out.exit_code, out.stdout, out.stderr)))
+        r, out = s.run("g-ok", ["sh", "-c", "cat src/main.c && echo more >> src/main.c"],
+                       cwd=ws, sandbox=sb)
+        t.ok(out and out.exit_code == 0 and out.stdout == b"code",
+             "[%s] glob deny: other files stay readable and writable" % tag,
+             (r, out and out.stderr))
+        # No workspace roots: the codex-project-roots:// pattern binds to nothing.
+        nb = sandbox(profile([special("root", "read"), glob]), workspaceRoots=[], cwd=uri(ws))
+        r, out = s.run("g-none", ["cat", ".env"], cwd=ws, sandbox=nb)
+        t.ok(out and out.exit_code == 0 and out.stdout == b"e1",
+             "[%s] glob deny: empty workspaceRoots binds the pattern to nothing" % tag,
+             (r, out and out.stderr))
+        bad = {"path": {"type": "glob_pattern", "pattern": "/**/*.env"}, "access": "deny"}
+        r = s.start("g-bad", ["true"], cwd=ws,
+                    sandbox=sandbox(profile([special("root", "read"), bad])))
+        t.ok("error" in r and "whole file system" in err_msg(r),
+             "[%s] glob deny: a pattern that would scan / is refused before spawning" % tag, r)
+        t.ok(open(os.path.join(ws, ".env")).read() == "e1",
+             "[%s] glob deny: the matched file is intact" % tag)
+    finally:
+        s.stop()
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 def setsid_survivor(tag, base):
     """A daemon that leaves the command's process group must not outlive the
     sandbox: once the mask mount points are removed on the host, the read-only
@@ -397,6 +440,7 @@ with tempfile.TemporaryDirectory(prefix="cordon-serve-sb-") as base:
         t.guard("[%s] Appendix A" % loop, appendix_a, loop)
         t.guard("[%s] workspace" % loop, workspace, loop, base)
         t.guard("[%s] masked features" % loop, masked, loop, base)
+        t.guard("[%s] glob deny entries" % loop, globs, loop, base)
         t.guard("[%s] setsid survivor" % loop, setsid_survivor, loop, base)
         t.guard("[%s] namespace reuse" % loop, ns_reuse, loop, base)
         t.guard("[%s] namespace reuse by the host" % loop, ns_reuse_host, loop, base)

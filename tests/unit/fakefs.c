@@ -283,6 +283,35 @@ static int fake_read_file(void *ctx, const char *path, size_t max, char **ret, s
 	return 0;
 }
 
+static int fake_read_dir(void *ctx, const char *path,
+			 int (*fn)(void *arg, const char *name, enum cd_file_type type), void *arg)
+{
+	struct cd_fakefs *fs = ctx;
+	struct node *n;
+	int r = injected(fs, path);
+	if (r < 0)
+		return r;
+	r = resolve(fs, path, true, &n);
+	if (r < 0)
+		return r;
+	if (!n)
+		return -ENOENT;
+	if (n->type != CD_FT_DIR)
+		return -ENOTDIR;
+	/* Copy the directory's path: fn must not see a node array being reused. */
+	char *dir = cd_xstrdup(cd_streq(n->path, "/") ? "" : n->path);
+	size_t dlen = strlen(dir);
+	for (size_t i = 0; r >= 0 && i < fs->n_nodes; i++) {
+		const char *c = fs->nodes[i].path;
+		if (strncmp(c, dir, dlen) || c[dlen] != '/' || !c[dlen + 1] ||
+		    strchr(c + dlen + 1, '/'))
+			continue;
+		r = fn(arg, c + dlen + 1, fs->nodes[i].type);
+	}
+	free(dir);
+	return r < 0 ? r : 0;
+}
+
 const struct cd_fs_ops *cd_fakefs_ops(struct cd_fakefs *fs)
 {
 	fs->ops = (struct cd_fs_ops){
@@ -290,6 +319,7 @@ const struct cd_fs_ops *cd_fakefs_ops(struct cd_fakefs *fs)
 		.lstat_type = fake_lstat_type,
 		.readlink = fake_readlink,
 		.read_file = fake_read_file,
+		.read_dir = fake_read_dir,
 	};
 	return &fs->ops;
 }

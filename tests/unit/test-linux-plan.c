@@ -843,13 +843,6 @@ START_TEST(test_refuse_deny)
 		      (const char *const[]){ "/secret/public is allowed inside denied directory "
 					     "/secret",
 					     "deny its other entries instead", NULL });
-
-	/* Glob entries are not expanded yet: refused. */
-	plan.n_paths = 1;
-	plan.has_globs = true;
-	build_refused(&plan, &host_full, NULL,
-		      (const char *const[]){ "glob_pattern deny entries need expanding",
-					     "list the paths as deny entries", NULL });
 }
 END_TEST
 

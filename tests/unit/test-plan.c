@@ -376,7 +376,92 @@ START_TEST(test_bind_unknown_and_glob)
 	build_ok();
 	ck_assert(has_note("unknown special path :future_thing ignored"));
 	ck_assert(plan->has_globs);
+	ck_assert(has_note("glob entry 1 (**/*.env) matches nothing under /home/u/ws/**/*.env"));
 	ck_assert_uint_eq(plan->n_paths, 1);
+}
+END_TEST
+
+static void add_glob(const char *pattern)
+{
+	struct cd_fs_entry e = { .kind = CD_ENTRY_GLOB,
+				 .path = (char *)pattern,
+				 .access = CD_ACCESS_DENY };
+	cd_profile_add_entry(prof, &e);
+}
+
+/* Matches become deny paths with the entry's reason; relative = under cwd. */
+START_TEST(test_bind_glob_matches)
+{
+	cd_fakefs_file(fs, "/home/u/ws/.env", "S=1");
+	cd_fakefs_file(fs, "/home/u/ws/src/app/.env.local", "S=2");
+	cd_fakefs_file(fs, "/home/u/ws/src/app/main.c", NULL);
+	cd_fakefs_file(fs, "/home/u/other/.env", "S=3");
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_glob("**/.env*");
+	build_ok();
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/.env", NULL), CD_ACCESS_DENY);
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/src/app/.env.local", NULL),
+			 CD_ACCESS_DENY);
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/src/app/main.c", NULL), CD_ACCESS_WRITE);
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/other/.env", NULL), CD_ACCESS_READ);
+	const struct cd_plan_path *pp = find("/home/u/ws/.env");
+	ck_assert_ptr_nonnull(pp);
+	ck_assert_str_eq(pp->why, "entry 2 (**/.env*, deny)");
+	ck_assert(!plan->fs_unrestricted);
+}
+END_TEST
+
+/* codex-project-roots:// expands once per workspace root, none with none. */
+START_TEST(test_bind_glob_project_roots)
+{
+	cd_fakefs_file(fs, "/home/u/ws/a.key", NULL);
+	cd_fakefs_file(fs, "/home/u/other/b.key", NULL);
+	cd_fakefs_file(fs, "/home/u/other/sub/c.key", NULL);
+	roots[1] = "/home/u/other";
+	in.n_workspace_roots = 2;
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_glob("codex-project-roots://*.key");
+	build_ok();
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/a.key", NULL), CD_ACCESS_DENY);
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/other/b.key", NULL), CD_ACCESS_DENY);
+	/* '*' stays within one component. */
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/other/sub/c.key", NULL), CD_ACCESS_READ);
+	plan = cd_plan_free(plan);
+
+	in.n_workspace_roots = 0;
+	build_ok();
+	ck_assert(has_note("glob entry 1 (codex-project-roots://*.key) binds to nothing"));
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/a.key", NULL), CD_ACCESS_READ);
+}
+END_TEST
+
+/* A literal pattern names one path, even a missing one; errors name the entry. */
+START_TEST(test_bind_glob_literal_and_errors)
+{
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_glob("/home/u/ws/not-yet");
+	build_ok();
+	const struct cd_plan_path *pp = find("/home/u/ws/not-yet");
+	ck_assert_ptr_nonnull(pp);
+	ck_assert_int_eq(pp->type, CD_FT_MISSING);
+	ck_assert_int_eq(pp->access, CD_ACCESS_DENY);
+	plan = cd_plan_free(plan);
+
+	add_glob("/*/secret");
+	build_fails(-EINVAL, "entry 2: glob pattern /*/secret would scan the whole file system");
+}
+END_TEST
+
+/* A match that is a symlink inside a writable root is refused like a path would be. */
+START_TEST(test_bind_glob_symlink_match)
+{
+	cd_fakefs_symlink(fs, "/home/u/ws/key.pem", "/etc/ssl-key");
+	cd_fakefs_file(fs, "/etc/ssl-key", NULL);
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_glob("*.pem");
+	build_fails(-EINVAL, "it crosses symlink /home/u/ws/key.pem inside writable root");
 }
 END_TEST
 
@@ -884,15 +969,17 @@ START_TEST(test_unrestricted_types)
 	ck_assert(has_note(":workspace_roots entry 1 binds to nothing"));
 	plan = cd_plan_free(plan);
 
-	/* A glob deny still has to be enforced after expansion. */
+	/* A glob deny that matches is enforced: the plan is no longer unrestricted. */
+	cd_fakefs_file(fs, "/home/u/ws/src/.env", NULL);
 	struct cd_fs_entry e = { .kind = CD_ENTRY_GLOB,
-				 .path = (char *)"**/.env",
+				 .path = (char *)"/home/u/ws/**/.env",
 				 .access = CD_ACCESS_DENY };
 	cd_profile_add_entry(prof, &e);
 	build_ok();
 	ck_assert(plan->has_globs);
 	ck_assert(!plan->fs_unrestricted);
 	ck_assert(plan->full_read);
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/src/.env", NULL), CD_ACCESS_DENY);
 }
 END_TEST
 
@@ -936,6 +1023,10 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, test_bind_slash_tmp);
 	tcase_add_test(tc, test_bind_minimal);
 	tcase_add_test(tc, test_bind_unknown_and_glob);
+	tcase_add_test(tc, test_bind_glob_matches);
+	tcase_add_test(tc, test_bind_glob_project_roots);
+	tcase_add_test(tc, test_bind_glob_literal_and_errors);
+	tcase_add_test(tc, test_bind_glob_symlink_match);
 	tcase_add_test(tc, test_bind_input_errors);
 	tcase_add_test(tc, test_bind_cwd_canonical);
 	tcase_add_test(tc, test_bind_dev_null);
