@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,6 +41,24 @@ static bool has_meta(const char *s, size_t len)
 	return false;
 }
 
+/* [:name:] inside a class: 1 when c is in it, 0 when not, -1 for an unknown name. */
+static int posix_class(const char *name, size_t len, char ch)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int);
+	} classes[] = {
+		{ "alnum", isalnum }, { "alpha", isalpha }, { "blank", isblank },
+		{ "cntrl", iscntrl }, { "digit", isdigit }, { "graph", isgraph },
+		{ "lower", islower }, { "print", isprint }, { "punct", ispunct },
+		{ "space", isspace }, { "upper", isupper }, { "xdigit", isxdigit },
+	};
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (strlen(classes[i].name) == len && !memcmp(classes[i].name, name, len))
+			return classes[i].fn((unsigned char)ch) != 0;
+	return -1;
+}
+
 /*
  * A bracket class starting just after '['. Returns the length of the class
  * body including the closing ']', or 0 when it is unterminated. *hit says
@@ -58,6 +77,20 @@ static size_t class_match(const char *p, size_t len, char c, bool *hit)
 		if (p[i] == ']' && !first) {
 			*hit = in != neg;
 			return i + 1;
+		}
+		if (p[i] == '[' && i + 1 < len && p[i + 1] == ':') {
+			size_t k = i + 2;
+			while (k + 1 < len && !(p[k] == ':' && p[k + 1] == ']'))
+				k++;
+			if (k + 1 >= len)
+				return 0;
+			int m = posix_class(p + i + 2, k - i - 2, c);
+			if (m < 0)
+				return 0; /* unknown class: refused by the syntax check */
+			if (m)
+				in = true;
+			i = k + 2;
+			continue;
 		}
 		char lo = p[i];
 		if (lo == '\\' && i + 1 < len)
@@ -182,7 +215,9 @@ static int pattern_split(const char *s, struct pattern *pat, size_t *ret_static,
 				continue;
 			n = class_match(p + i + 1, len - i - 1, 'x', &hit);
 			if (!n) {
-				*reterr = cd_xasprintf("glob pattern %s: unterminated \"[\"", s);
+				*reterr = cd_xasprintf("glob pattern %s: unterminated \"[\" or unknown "
+						       "[:class:]",
+						       s);
 				pattern_done(pat);
 				return -EINVAL;
 			}
@@ -195,7 +230,7 @@ static int pattern_split(const char *s, struct pattern *pat, size_t *ret_static,
 		pat->comps[pat->n++] = (struct comp){
 			.s = p,
 			.len = len,
-			.globstar = len == 2 && p[0] == '*' && p[1] == '*',
+			.globstar = len >= 2 && strspn(p, "*") == len,
 		};
 		p = next;
 	}
@@ -323,6 +358,10 @@ static int walk_entry(void *arg, const char *name, enum cd_file_type type)
 				      w->pattern, CD_GLOB_MAX_VISITS);
 		return -E2BIG;
 	}
+	/* A symlink gives no access of its own: what it points to is governed by
+	 * its own path (and denied if that matches). */
+	if (type == CD_FT_SYMLINK)
+		return 0;
 	uint64_t set = step(w->pat, w->from, cur->set, name);
 	if (!set)
 		return 0;
@@ -427,9 +466,22 @@ int cd_glob_expand(const struct cd_fs_ops *ops, const char *pattern, unsigned ma
 		struct pending cur = w.queue[i];
 		w.cur = &cur;
 		r = ops->read_dir(ops->ctx, cur.path, walk_entry, &w);
-		/* Gone, not a directory or not ours to read: nothing to deny there. */
-		if (r == -ENOENT || r == -ENOTDIR || r == -EACCES || r == -ELOOP)
+		/* Gone or not a directory: nothing to deny there. */
+		if (r == -ENOENT || r == -ENOTDIR || r == -ELOOP) {
 			r = 0;
+		} else if (r == -EACCES && !w.err) {
+			/* Not listable by us, yet maybe enterable (or chmod-able) from
+			 * inside: a match may lie below, so deny the directory whole. */
+			if (++budget->matches > CD_GLOB_MAX_MATCHES) {
+				w.err = cd_xasprintf("glob pattern %s matches more than %d paths, "
+						     "the limit; narrow the pattern",
+						     pattern, CD_GLOB_MAX_MATCHES);
+				r = -E2BIG;
+			} else {
+				cd_strv_push(&w.found, cur.path);
+				r = 0;
+			}
+		}
 		else if (r < 0 && !w.err)
 			w.err = cd_xasprintf("glob pattern %s: cannot list %s: %s", pattern,
 					     cur.path, strerror(-r));

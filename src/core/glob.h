@@ -8,9 +8,10 @@
  * Syntax, per '/'-separated component:
  *   *        any run of characters within one component (may be empty)
  *   ?        one character within one component
- *   [...]    a class: ranges a-z, negation with ! or ^, ']' first is literal
+ *   [...]    a class: ranges a-z, [:alpha:] and the other POSIX classes,
+ *            negation with ! or ^, ']' first is literal
  *   \c       the character c literally
- *   **       a whole component: zero or more directories ("a/ ** /b" matches
+ *   **       a whole component (or "***"...): zero or more directories ("a/ ** /b" matches
  *            a/b, a/x/b, ...); a trailing "**" matches everything inside
  *            (one or more components), never the directory itself
  * A leading '/' anchors the pattern; otherwise it is relative to a base
@@ -20,7 +21,10 @@
  * Expansion walks the "static prefix" (the leading components without
  * wildcards) breadth-first without following symlinks, prunes directories
  * that no match can lie below, and does not descend into a matched
- * directory: denying the directory covers its subtree. A pattern without
+ * directory: denying the directory covers its subtree. Symlinks are never
+ * matches (a link gives no access its target's own path does not). A
+ * directory that cannot be listed (EACCES) is returned whole: a match may
+ * lie below it. A pattern without
  * wildcards names one path (or subtree) and is returned as is, existing or
  * not.
  *

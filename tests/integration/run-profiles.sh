@@ -161,6 +161,22 @@ expect_errno "glob: a pattern without wildcards masks a missing path" "EACCES|EP
 	gl "$TRY" mkdir "$G/ws/keys"
 assert "glob: the matched files are intact" \
 	test "$(cat "$G/ws/src/deep/prod.env")" = e2 -a ! -e "$G/ws/keys" -a ! -L "$G/ws/keys"
+# A directory the walk cannot list (as a non-root user) is denied whole, so a
+# chmod from inside cannot reach a match below it.
+mkdir -p "$G/ws/locked"
+echo K >"$G/ws/locked/id.key"
+chmod 000 "$G/ws/locked"
+expect_fail "glob: a match in a directory cordon cannot list stays unreadable" \
+	"$CORDON" run --profile workspace-write --workspace-root "$G/ws" --cwd "$G/ws" \
+	--deny-glob 'locked/*.key' -- sh -c 'chmod 700 locked; cat locked/id.key'
+chmod 700 "$G/ws/locked"
+# A symlink that matches is no match: planted in the workspace, it neither
+# refuses the run nor redirects the deny.
+ln -s "$G/other/x.env" "$G/ws/planted.pem"
+check "glob: a matching symlink is skipped, the run goes ahead" \
+	"$CORDON" run --profile workspace-write --workspace-root "$G/ws" --cwd "$G/ws" \
+	--deny-glob '*.pem' -- cat "$G/other/x.env"
+rm -f "$G/ws/planted.pem"
 run_split "$CORDON" explain --profile workspace-write --workspace-root "$G/ws" --cwd "$G/ws" \
 	--deny-glob '**/*.env'
 assert "glob: explain lists each match with its entry" \

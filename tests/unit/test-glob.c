@@ -56,6 +56,11 @@ static const struct {
 	{ "a/b", "a/b/c", false },
 	{ "x**y", "xaby", true }, /* "**" inside a component is two '*' */
 	{ "x**y", "xa/by", false },
+	{ "key[[:digit:]]", "key1", true },
+	{ "key[[:digit:]]", "key:]", false },
+	{ "[[:upper:][:digit:]_]*", "_x", true },
+	{ "[![:alpha:]]", "a", false },
+	{ "s/***/*.key", "s/a/b/id.key", true }, /* all-star components are "**" */
 };
 
 START_TEST(test_match)
@@ -77,6 +82,8 @@ static const struct {
 	{ "[[]", NULL },
 	{ "\\[x", NULL },
 	{ "a/[bc", "unterminated \"[\"" },
+	{ "[[:nope:]]", "unknown [:class:]" },
+	{ "[[:alpha]", "unterminated" },
 	{ "a/../b", "\"..\" components are not allowed" },
 	{ "a\\", "a component ends in \"\\\"" },
 	{ "/", "names no path" },
@@ -194,9 +201,21 @@ START_TEST(test_expand_literal_and_missing)
 	assert_found((const char *const[]){ "/w/not/there", NULL });
 	ck_assert_int_eq(expand("/nowhere/**/x", 0), 0);
 	assert_found((const char *const[]){ "/w/not/there", NULL });
-	/* Unreadable directories hide nothing the sandbox could read either. */
+	/* A directory we cannot list may hide a match: it is denied whole. */
 	cd_fakefs_fail(fs, "/w/secrets", EACCES);
 	ck_assert_int_eq(expand("/w/secrets/**", 0), 0);
+	assert_found((const char *const[]){ "/w/not/there", "/w/secrets", NULL });
+}
+END_TEST
+
+/* Symlinks are never matches: /w/link points outside and is left alone. */
+START_TEST(test_expand_symlinks_skipped)
+{
+	ck_assert_int_eq(expand("/w/l*", 0), 0);
+	ck_assert_ptr_null(found);
+	ck_assert_int_eq(expand("/w/**/.env", 0), 0);
+	assert_found((const char *const[]){ "/w/.env", "/w/secrets/inner/.env",
+					    "/w/src/deep/er/.env", NULL });
 }
 END_TEST
 
@@ -279,6 +298,7 @@ static Suite *glob_suite(void)
 	tcase_add_test(tc, test_expand_pruned);
 	tcase_add_test(tc, test_expand_literal_and_missing);
 	tcase_add_test(tc, test_expand_errors);
+	tcase_add_test(tc, test_expand_symlinks_skipped);
 	tcase_add_test(tc, test_expand_depth);
 	tcase_add_test(tc, test_expand_match_limit);
 	suite_add_tcase(s, tc);
