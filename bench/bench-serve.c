@@ -13,7 +13,11 @@
  *     per second from start to closed, beside a plain pipe read of the same
  *     command. Only what is needed is parsed: the base64 length of each
  *     "chunk" gives the decoded size, and the total must be exact;
- *  3. the server's resident memory idle and with 200 live processes.
+ *  3. the server's resident memory idle and with 200 live processes;
+ *  4. file reads: a BENCH_FS_MB (default 1024) MiB file streamed with
+ *     fs/open + fs/readBlock in 1 MiB blocks (unsandboxed, and for cordon
+ *     also under the sandbox context: opened inside, read outside), and
+ *     fs/readFile of a 100 MiB file, beside `cat FILE > /dev/null`.
  * With CODEX_BIN set (the native codex binary), the same workloads run
  * against `$CODEX_BIN exec-server --listen stdio`.
  *
@@ -464,6 +468,156 @@ static double pipe_once(void)
 	return (double)RELAY_BYTES / 1e6 / ((bench_now_ms() - t0) / 1e3);
 }
 
+/* ---- 4. file reads ---- */
+
+static double median_of(double *v, size_t n)
+{
+	return n ? bench_percentile(v, n, 50) : -1;
+}
+
+#define FS_READFILE_MB 100
+#define FS_RUNS	       3
+
+/* A file of mb MiB of non-repeating bytes (not sparse: read from the page cache). */
+static int make_file(const char *path, long mb)
+{
+	static unsigned char block[1 << 20];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -errno;
+	for (long i = 0; i < mb; i++) {
+		for (size_t k = 0; k < sizeof(block); k += 8) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			memcpy(block + k, &x, 8);
+		}
+		if (write_all(fd, (const char *)block, sizeof(block)) < 0) {
+			close(fd);
+			return -EIO;
+		}
+	}
+	return close(fd) < 0 ? -errno : 0;
+}
+
+/* MB/s of `cat path > /dev/null`. */
+static double cat_once(const char *path, long bytes)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { "cat", (char *)path, NULL };
+	double t0 = bench_now_ms();
+	pid_t pid;
+	int status;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, devnull_fd, STDOUT_FILENO);
+	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return (double)bytes / 1e6 / ((bench_now_ms() - t0) / 1e3);
+}
+
+/*
+ * The decoded length of the base64 string after key in line; -1 if absent.
+ * *end: just past its closing quote. Cheap: the client must not be what
+ * the measurement measures.
+ */
+static long b64_field(const char *line, size_t len, const char *key, const char **end)
+{
+	const char *c = memmem(line, len < 256 ? len : 256, key, strlen(key)), *q;
+
+	if (!c)
+		return -1;
+	c += strlen(key);
+	q = memchr(c, '"', len - (size_t)(c - line));
+	if (end)
+		*end = q ? q + 1 : NULL;
+	return q ? (long)b64_decoded(c, (size_t)(q - c)) : -1;
+}
+
+/* The response to id (other lines skipped); NULL on failure. */
+static char *response_line(struct server *s, long id, size_t *len)
+{
+	char *line;
+
+	while ((line = next_line(s, len)))
+		if (is_response(line, id))
+			/* Errors are short; a long line is a result (do not scan it). */
+			return *len < 65536 && strstr(line, "\"error\"") ? NULL : line;
+	return NULL;
+}
+
+/* MB/s of streaming path through fs/open + fs/readBlock; < 0 on failure. */
+static double stream_once(struct server *s, const char *path, long bytes, bool sandboxed,
+			  unsigned run)
+{
+	double t0 = bench_now_ms();
+	long id = s->next_id++, total = 0;
+	size_t len;
+	char *line;
+
+	if (sendf(s,
+		  "{\"id\":%ld,\"method\":\"fs/open\",\"params\":{\"handleId\":\"b%u%d\","
+		  "\"path\":\"file://%s\"%s}}",
+		  id, run, sandboxed, path, sandboxed ? sandbox_json : "") < 0 ||
+	    !response_line(s, id, &len))
+		return -1;
+	for (;;) {
+		id = s->next_id++;
+		if (sendf(s,
+			  "{\"id\":%ld,\"method\":\"fs/readBlock\",\"params\":{\"handleId\":"
+			  "\"b%u%d\",\"offset\":%ld,\"len\":1048576}}",
+			  id, run, sandboxed, total) < 0 ||
+		    !(line = response_line(s, id, &len)))
+			return -1;
+		const char *rest;
+		long n = b64_field(line, len, "\"chunk\":\"", &rest);
+		if (n < 0)
+			return -1;
+		total += n;
+		if (strstr(rest, "\"eof\":true"))
+			break;
+	}
+	/* Codex keeps a handle open at EOF; cordon has released it already. */
+	sendf(s, "{\"id\":%ld,\"method\":\"fs/close\",\"params\":{\"handleId\":\"b%u%d\"}}",
+	      s->next_id, run, sandboxed);
+	if (!response_line(s, s->next_id++, &len) || total != bytes)
+		return -1;
+	return (double)bytes / 1e6 / ((bench_now_ms() - t0) / 1e3);
+}
+
+/* MB/s of fs/readFile of path; < 0 on failure. */
+static double readfile_once(struct server *s, const char *path, long bytes)
+{
+	double t0 = bench_now_ms();
+	long id = s->next_id++;
+	size_t len;
+	char *line;
+
+	if (sendf(s,
+		  "{\"id\":%ld,\"method\":\"fs/readFile\",\"params\":{\"path\":"
+		  "\"file://%s\"}}",
+		  id, path) < 0 ||
+	    !(line = response_line(s, id, &len)) ||
+	    b64_field(line, len, "\"dataBase64\":\"", NULL) != bytes)
+		return -1;
+	return (double)bytes / 1e6 / ((bench_now_ms() - t0) / 1e3);
+}
+
+static void print_rate(const char *name, double *v, size_t n, double base)
+{
+	double m = median_of(v, n);
+
+	if (m < 0)
+		printf("%-40s %10s\n", name, "failed");
+	else
+		printf("%-40s %10.0f %8.2fx\n", name, m, base > 0 ? m / base : 0.0);
+}
+
 static long vm_rss_kb(pid_t pid)
 {
 	char path[64], line[256];
@@ -560,11 +714,6 @@ static void print_lat(const char *name, double *v, size_t n, double base)
 	printf("%-40s %10.3f %10.3f %8.1fx\n", name, med, p90, base > 0 ? med / base : 0.0);
 }
 
-static double median_of(double *v, size_t n)
-{
-	return n ? bench_percentile(v, n, 50) : -1;
-}
-
 int main(int argc, char **argv)
 {
 	char ws_template[PATH_MAX], *ws;
@@ -581,6 +730,11 @@ int main(int argc, char **argv)
 	size_t n_relay[2] = { 0, 0 }, n_pipe = 0;
 	long idle[2] = { -1, -1 }, live[2] = { -1, -1 };
 	double base;
+	/* File reads: [0] cordon, [1] cordon sandboxed, [2] codex. */
+	double stream[3][FS_RUNS], readfile[2][FS_RUNS], cat_big[FS_RUNS], cat_small[FS_RUNS];
+	size_t n_stream[3] = { 0, 0, 0 }, n_readfile[2] = { 0, 0 }, n_cat = 0;
+	long fs_mb = 1024;
+	char big[PATH_MAX + 16], small[PATH_MAX + 16];
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s CORDON\n", argv[0]);
@@ -610,8 +764,9 @@ int main(int argc, char **argv)
 		"\"restricted\",\"entries\":[{\"path\":{\"type\":\"special\",\"value\":{\"kind\":"
 		"\"root\"}},\"access\":\"read\"},{\"path\":{\"type\":\"special\",\"value\":"
 		"{\"kind\":\"project_roots\"}},\"access\":\"write\"}]},\"network\":\"restricted\"},"
-		"\"workspaceRoots\":[\"file://%s\"],\"windowsSandboxLevel\":\"disabled\"}",
-		ws);
+		"\"workspaceRoots\":[\"file://%s\"],\"cwd\":\"file://%s\","
+		"\"windowsSandboxLevel\":\"disabled\"}",
+		ws, ws);
 
 	memset(cfg, 0, sizeof(cfg));
 	cfg[n_cfg++] = (struct lat){ .name = "direct fork/exec/wait", .enabled = true };
@@ -679,6 +834,36 @@ int main(int argc, char **argv)
 				relay_cpu[k] += (double)(c1 - c0);
 		}
 	}
+	if (getenv("BENCH_FS_MB"))
+		fs_mb = atol(getenv("BENCH_FS_MB"));
+	snprintf(big, sizeof(big), "%s/big", ws);
+	snprintf(small, sizeof(small), "%s/small", ws);
+	if (fs_mb <= 0 || make_file(big, fs_mb) < 0 || make_file(small, FS_READFILE_MB) < 0) {
+		printf("file reads: cannot create the test files in %s: not measured\n", ws);
+		fs_mb = 0;
+	}
+	for (i = 0; fs_mb > 0 && i < FS_RUNS; i++) {
+		double r;
+
+		/* Warm the page cache once, so every reader starts alike. */
+		if (i == 0)
+			(void)cat_once(big, fs_mb << 20);
+		cat_big[n_cat] = cat_once(big, fs_mb << 20);
+		cat_small[n_cat++] = cat_once(small, (long)FS_READFILE_MB << 20);
+		for (k = 0; k < n_srv; k++) {
+			if (srv[k].dead)
+				continue;
+			r = stream_once(&srv[k], big, fs_mb << 20, false, (unsigned)i);
+			if (r > 0)
+				stream[k ? 2 : 0][n_stream[k ? 2 : 0]++] = r;
+			if (k == 0 &&
+			    (r = stream_once(&srv[k], big, fs_mb << 20, true, (unsigned)i)) > 0)
+				stream[1][n_stream[1]++] = r;
+			r = readfile_once(&srv[k], small, (long)FS_READFILE_MB << 20);
+			if (r > 0)
+				readfile[k][n_readfile[k]++] = r;
+		}
+	}
 	for (i = 0; i < n_srv; i++)
 		server_stop(&srv[i]);
 
@@ -719,6 +904,25 @@ int main(int argc, char **argv)
 			       base > 0 ? m / base : 0.0, cpu);
 	}
 
+	if (fs_mb > 0) {
+		double cb = median_of(cat_big, n_cat), cs = median_of(cat_small, n_cat);
+
+		printf("\nfile reads over stdio, MB/s, median of %d runs (ratio: to cat)\n",
+		       FS_RUNS);
+		printf("%-40s %10s %9s\n", "config", "MB/s", "ratio");
+		printf("stream %ld MiB with fs/open + fs/readBlock (1 MiB blocks)\n", fs_mb);
+		print_rate("  cat FILE > /dev/null", cat_big, n_cat, cb);
+		print_rate("  cordon serve", stream[0], n_stream[0], cb);
+		print_rate("  cordon serve, sandbox context", stream[1], n_stream[1], cb);
+		if (codex)
+			print_rate("  codex exec-server", stream[2], n_stream[2], cb);
+		printf("fs/readFile of %d MiB\n", FS_READFILE_MB);
+		print_rate("  cat FILE > /dev/null", cat_small, n_cat, cs);
+		print_rate("  cordon serve", readfile[0], n_readfile[0], cs);
+		if (codex)
+			print_rate("  codex exec-server", readfile[1], n_readfile[1], cs);
+	}
+
 	printf("\nmemory: server VmRSS\n");
 	printf("%-40s %10s %14s\n", "config", "idle kB", "200 live kB");
 	printf("%-40s %10ld %14ld\n", "cordon serve", idle[0], live[0]);
@@ -746,6 +950,14 @@ int main(int argc, char **argv)
 		if (live[0] > 0 && live[1] > 0)
 			printf("%-40s %9.1fx\n", "RSS with 200 live processes",
 			       (double)live[1] / (double)live[0]);
+		if (n_stream[0] && n_stream[2])
+			printf("%-40s %9.1fx\n", "fs/readBlock streaming (cordon / codex)",
+			       median_of(stream[0], n_stream[0]) /
+				       median_of(stream[2], n_stream[2]));
+		if (n_readfile[0] && n_readfile[1])
+			printf("%-40s %9.1fx\n", "fs/readFile (cordon / codex)",
+			       median_of(readfile[0], n_readfile[0]) /
+				       median_of(readfile[1], n_readfile[1]));
 	} else
 		printf("\nCodex was not measured: set CODEX_BIN to the native codex binary "
 		       "(see README.md, \"cordon serve\").\n");

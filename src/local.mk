@@ -11,6 +11,7 @@ cordon_SOURCES = \
 	src/serve/intent.c src/serve/intent.h \
 	src/serve/loop.c src/serve/loop.h src/serve/proc.c src/serve/proc.h \
 	src/serve/base64.c src/serve/pidns.c \
+	src/serve/fs.c src/serve/fs.h \
 	src/shared/log.c src/shared/log.h
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS)

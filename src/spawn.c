@@ -498,6 +498,12 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	if (o->cwd && chdir(o->cwd) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "chdir", o->cwd);
 
+	if (o->run) {
+		/* The parent waits for this socket to close, as for an exec. */
+		close(c->report_fd);
+		child_fds_above_stdio(c, true);
+		_exit(o->run(o->run_arg));
+	}
 	if (c->pid_init)
 		child_init(c);
 	child_exec(c);
@@ -629,7 +635,7 @@ static int child_entry(void *arg)
  */
 static pid_t create_child(struct child_ctx *ctx)
 {
-	if (ctx->pid_init)
+	if (ctx->pid_init || ctx->o->run)
 		return fork_child(ctx);
 	/* Sized for the backends' apply paths; the child never recurses. */
 	static char stack[256 * 1024] __attribute__((aligned(64)));
@@ -782,7 +788,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		.nofile = 1024,
 		/* With kill_tree the subreaper finds every process left: no scan, no pin. */
 		.pin_mnt_ns = sandboxed && o->lp->mount_ns && !o->kill_tree,
-		.pid_init = sandboxed && o->lp->pid_ns,
+		.pid_init = sandboxed && o->lp->pid_ns && !o->run,
 	};
 	/* For the close-on-exec fallback when close_range is missing at run time. */
 	struct rlimit rl;

@@ -53,6 +53,16 @@ struct cd_spawn_opts {
 	 * control and ^C from the terminal.
 	 */
 	bool tty;
+	/*
+	 * Instead of exec'ing argv (still the name used in messages), call
+	 * run(run_arg) in the child once it is set up and sandboxed, and exit
+	 * with its return value. The child is then a fork of the caller (its
+	 * own copy of memory, which run may use and allocate from), with every
+	 * fd above stdio closed as exec would have. cd_spawn returns once the
+	 * sandbox is applied, before run is called. No pid namespace init.
+	 */
+	int (*run)(void *arg);
+	void *run_arg;
 };
 
 struct cd_child;

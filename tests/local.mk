@@ -118,6 +118,7 @@ SERVE_TESTS = \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \
 	tests/integration/serve-sandbox.py \
+	tests/integration/serve-fs.py \
 	tests/integration/serve-lifecycle.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)

@@ -215,9 +215,10 @@ static int pattern_split(const char *s, struct pattern *pat, size_t *ret_static,
 				continue;
 			n = class_match(p + i + 1, len - i - 1, 'x', &hit);
 			if (!n) {
-				*reterr = cd_xasprintf("glob pattern %s: unterminated \"[\" or unknown "
-						       "[:class:]",
-						       s);
+				*reterr = cd_xasprintf(
+					"glob pattern %s: unterminated \"[\" or unknown "
+					"[:class:]",
+					s);
 				pattern_done(pat);
 				return -EINVAL;
 			}
@@ -481,8 +482,7 @@ int cd_glob_expand(const struct cd_fs_ops *ops, const char *pattern, unsigned ma
 				cd_strv_push(&w.found, cur.path);
 				r = 0;
 			}
-		}
-		else if (r < 0 && !w.err)
+		} else if (r < 0 && !w.err)
 			w.err = cd_xasprintf("glob pattern %s: cannot list %s: %s", pattern,
 					     cur.path, strerror(-r));
 	}

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "serve/fs.h"
 #include "serve/server.h"
 #include "shared/log.h"
 
@@ -561,6 +562,7 @@ void cd_conn_free(struct cd_conn *c)
 	fl = fcntl(c->out_fd, F_GETFL);
 	if (fl >= 0)
 		(void)fcntl(c->out_fd, F_SETFL, fl & ~O_NONBLOCK);
+	cd_fs_conn_release(c);
 	free(c->in_buf);
 	cd_strbuf_done(&c->out);
 	free(c);

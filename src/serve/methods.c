@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/pathuri.h"
+#include "serve/fs.h"
 #include "serve/intent.h"
 #include "serve/server.h"
 #include "shared/log.h"
@@ -478,6 +479,18 @@ static const struct {
 	{ "process/write", "exec", m_write },
 	{ "process/signal", "exec", m_signal },
 	{ "process/terminate", "exec", m_terminate },
+	{ "fs/readFile", "filesystem", cd_fs_read_file },
+	{ "fs/writeFile", "filesystem", cd_fs_write_file },
+	{ "fs/createDirectory", "filesystem", cd_fs_create_directory },
+	{ "fs/getMetadata", "filesystem", cd_fs_get_metadata },
+	{ "fs/canonicalize", "filesystem", cd_fs_canonicalize },
+	{ "fs/readDirectory", "filesystem", cd_fs_read_directory },
+	{ "fs/walk", "filesystem", cd_fs_walk },
+	{ "fs/remove", "filesystem", cd_fs_remove },
+	{ "fs/copy", "filesystem", cd_fs_copy },
+	{ "fs/open", "filesystem", cd_fs_open },
+	{ "fs/readBlock", "filesystem", cd_fs_read_block },
+	{ "fs/close", "filesystem", cd_fs_close },
 };
 
 void cd_methods_request(struct cd_conn *c, const char *id, const char *method,

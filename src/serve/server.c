@@ -463,7 +463,7 @@ static char *build_env_info(void)
 	cd_strbuf_append(&sb, "],\"tempDir\":");
 	append_uri(&sb, tmp);
 	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":false,"
-			      "\"sandboxedFileStreaming\":false}}");
+			      "\"sandboxedFileStreaming\":true}}");
 	return cd_strbuf_steal(&sb);
 }
 

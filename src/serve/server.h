@@ -141,6 +141,9 @@ struct cd_conn {
 
 	struct cd_pending_read *pending;
 	struct cd_timer *resume; /* deferred line processing after a long poll ended */
+
+	struct cd_fs_handle *fs_handles; /* fs/open streams (fs.c) */
+	size_t n_fs_handles;
 };
 
 struct cd_server {

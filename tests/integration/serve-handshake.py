@@ -76,7 +76,7 @@ def initialize_shape(tag, tmp):
         t.eq(info.get("prependPathDirs"), [], "[%s] prependPathDirs is []" % tag)
         t.eq(info.get("tempDir"), uri(tmpdir), "[%s] tempDir is $TMPDIR as a URI" % tag)
         t.eq(info.get("temporaryDirectories"), [uri(tmpdir)], "[%s] temporaryDirectories" % tag)
-        t.eq(info.get("capabilities"), {"networkProxyLaunch": False, "sandboxedFileStreaming": False},
+        t.eq(info.get("capabilities"), {"networkProxyLaunch": False, "sandboxedFileStreaming": True},
              "[%s] capabilities advertise no proxy and no fs streaming" % tag)
         s.notify("initialized", {})
         for desc, kw in (("missing", {"omit_params": True}), ("null", {}), ("{}", {})):
@@ -144,8 +144,8 @@ def state_machine(tag):
         t.ok(err_code(r) == -32601 and err_msg(r) ==
              "exec-server stub does not implement `no/such-method` yet",
              "[%s] unknown method: -32601 with the exact message" % tag, r)
-        r = s.request("fs/walk", {})
-        t.eq(err_code(r), -32601, "[%s] an unimplemented Codex method (fs/walk): -32601" % tag)
+        r = s.request("http/request", {})
+        t.eq(err_code(r), -32601, "[%s] an unimplemented Codex method (http/request): -32601" % tag)
         t.eq(s.stop(), 0, "[%s] server exits 0" % tag)
     finally:
         s.stop()
