@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "shared/fd-util.h"
 
 void cd_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -125,46 +126,8 @@ int cd_cli_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 		close(fd);
 		return -EISDIR;
 	}
-	/*
-	 * Size the buffer from fstat so a regular file is read in one call; a
-	 * pipe or a file that grows is still read to the end (up to max + 1 to
-	 * tell "too large" apart).
-	 */
-	size_t cap =
-		S_ISREG(st.st_mode) && (size_t)st.st_size <= max ? (size_t)st.st_size + 1 : 4096;
-	char *buf = cd_xmalloc(cap + 1);
-	size_t len = 0;
-	for (;;) {
-		if (len == cap) {
-			if (cap > max)
-				break;
-			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			buf = cd_xrealloc(buf, cap + 1);
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			close(fd);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		/* A short read of a regular file is its end: spare the extra read(). */
-		if (S_ISREG(st.st_mode) && len < cap)
-			break;
-	}
+	/* A pipe, or a file that grows, is still read to its end. */
+	int r = cd_read_fd(fd, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, max, ret, ret_len);
 	close(fd);
-	if (len > max) {
-		free(buf);
-		return -EFBIG;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	if (ret_len)
-		*ret_len = len;
-	return 0;
+	return r;
 }

@@ -12,7 +12,8 @@ cordon_SOURCES = \
 	src/serve/loop.c src/serve/loop.h src/serve/proc.c src/serve/proc.h \
 	src/serve/base64.c src/serve/pidns.c \
 	src/serve/fs.c src/serve/fs.h \
-	src/shared/log.c src/shared/log.h
+	src/shared/log.c src/shared/log.h \
+	src/shared/fd-util.c src/shared/fd-util.h
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS)
 # -static-pie unless --disable-static-cordon (see configure.ac).

@@ -25,6 +25,7 @@
 
 #include "core/util.h"
 #include "sandbox/backend.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 #include "spawn.h"
 
@@ -161,29 +162,7 @@ static void copy_stage(char *dst, size_t size, const char *a, const char *b)
 /* One message to the parent, with fd attached when fd >= 0. 0 or -errno. */
 static int child_send(const struct child_ctx *c, const struct child_report *r, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { .iov_base = (void *)r, .iov_len = sizeof(*r) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (fd >= 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	ssize_t n;
-	do
-		n = sendmsg(c->report_fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == sizeof(*r) ? 0 : -EMSGSIZE;
+	return cd_send_fd(c->report_fd, r, sizeof(*r), fd);
 }
 
 static CD_NORETURN void child_fail(const struct child_ctx *c, int code, int err, const char *stage,
@@ -655,26 +634,6 @@ struct child_replies {
 	struct child_report report;
 };
 
-/* The fd passed with a message, or -1; any other passed fd is closed. */
-static int take_passed_fd(struct msghdr *mh)
-{
-	int fd = -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < n; i++) {
-			int f;
-			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
-			if (fd < 0)
-				fd = f;
-			else
-				close(f);
-		}
-	}
-	return fd;
-}
-
 /* Read the error socket to its end (every write end closed: exec or exit). */
 static void read_replies(int sock, struct child_replies *out)
 {
@@ -682,28 +641,15 @@ static void read_replies(int sock, struct child_replies *out)
 	out->mnt_ns_fd = -1;
 	for (;;) {
 		struct child_report m;
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} ctl;
-		struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-		struct msghdr mh = {
-			.msg_iov = &iov,
-			.msg_iovlen = 1,
-			.msg_control = ctl.buf,
-			.msg_controllen = sizeof(ctl.buf),
-		};
-		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
+		int fd, flags = 0;
+		ssize_t n = cd_recv_fd(sock, &m, sizeof(m), 0, &fd, &flags);
 		if (n < 0) {
-			out->recv_err = errno;
+			out->recv_err = (int)-n;
 			return;
 		}
 		if (n == 0)
 			return;
-		int fd = take_passed_fd(&mh);
-		bool whole = (size_t)n == sizeof(m) && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+		bool whole = (size_t)n == sizeof(m) && !(flags & (MSG_TRUNC | MSG_CTRUNC));
 		if (whole && m.kind == CHILD_MNT_NS && fd >= 0 && out->mnt_ns_fd < 0) {
 			out->mnt_ns_fd = fd;
 			continue;

@@ -63,23 +63,23 @@ tests_unit_test_seccomp_LDADD = $(UNIT_LIBS)
 # ---- serve engine unit tests (s2): loop, proc, base64 ----
 UNIT_TESTS += tests/unit/test-base64 tests/unit/test-loop tests/unit/test-proc
 tests_unit_test_base64_SOURCES = tests/unit/test-base64.c tests/unit/unit.h src/serve/base64.c \
-	src/serve/proc.h src/spawn.c src/shared/log.c
+	src/serve/proc.h src/spawn.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_base64_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_base64_LDADD = $(UNIT_LIBS)
 tests_unit_test_loop_SOURCES = tests/unit/test-loop.c tests/unit/unit.h src/serve/loop.c \
-	src/serve/loop.h src/spawn.c src/shared/log.c
+	src/serve/loop.h src/spawn.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_loop_LDADD = $(UNIT_LIBS)
 tests_unit_test_proc_SOURCES = tests/unit/test-proc.c tests/unit/unit.h src/serve/proc.c \
 	src/serve/proc.h src/serve/loop.c src/serve/loop.h src/serve/base64.c src/spawn.c \
-	src/shared/log.c
+	src/shared/log.c src/shared/fd-util.c
 tests_unit_test_proc_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_proc_LDADD = $(UNIT_LIBS)
 # ---- end of the serve engine unit tests ----
 # ---- serve server unit tests (s1): env policy, params getters ----
 UNIT_TESTS += tests/unit/test-serve
 tests_unit_test_serve_SOURCES = tests/unit/test-serve.c src/serve/intent.c src/serve/intent.h \
-	src/cli-policy.c src/cli-util.c src/shared/log.c
+	src/cli-policy.c src/cli-util.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_serve_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_serve_LDADD = $(UNIT_LIBS)
 # ---- end of the serve server unit tests ----

@@ -36,6 +36,7 @@
 #include "serve/intent.h"
 #include "serve/proc.h"
 #include "serve/server.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 #include "spawn.h"
 
@@ -802,38 +803,17 @@ static void op_copy(const struct fs_req *q, struct fs_res *r)
 		cd_strbuf_append(&r->out, "{}");
 }
 
+static void (*const fs_ops[])(const struct fs_req *q, struct fs_res *r) = {
+	[OP_READ_FILE] = op_open_regular, [OP_OPEN] = op_open_regular,
+	[OP_WRITE_FILE] = op_write_file,  [OP_MKDIR] = op_mkdir,
+	[OP_METADATA] = op_metadata,	  [OP_CANONICALIZE] = op_canonicalize,
+	[OP_READ_DIR] = op_read_dir,	  [OP_WALK] = op_walk,
+	[OP_REMOVE] = op_remove,	  [OP_COPY] = op_copy,
+};
+
 static void fs_do(const struct fs_req *q, struct fs_res *r)
 {
-	switch (q->op) {
-	case OP_READ_FILE:
-	case OP_OPEN:
-		op_open_regular(q, r);
-		break;
-	case OP_WRITE_FILE:
-		op_write_file(q, r);
-		break;
-	case OP_MKDIR:
-		op_mkdir(q, r);
-		break;
-	case OP_METADATA:
-		op_metadata(q, r);
-		break;
-	case OP_CANONICALIZE:
-		op_canonicalize(q, r);
-		break;
-	case OP_READ_DIR:
-		op_read_dir(q, r);
-		break;
-	case OP_WALK:
-		op_walk(q, r);
-		break;
-	case OP_REMOVE:
-		op_remove(q, r);
-		break;
-	case OP_COPY:
-		op_copy(q, r);
-		break;
-	}
+	fs_ops[q->op](q, r);
 }
 
 /* ---- the sandboxed helper ------------------------------------------------ */
@@ -855,23 +835,7 @@ static int helper_main(void *arg)
 	struct fs_res r = { .fd = -1 };
 	fs_do(h->q, &r);
 	struct helper_hdr hdr = { .code = r.code, .has_fd = r.fd >= 0, .len = r.out.len };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { .iov_base = &hdr, .iov_len = sizeof(hdr) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (r.fd >= 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &r.fd, sizeof(int));
-	}
-	if (sendmsg(STDOUT_FILENO, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(hdr))
+	if (cd_send_fd(STDOUT_FILENO, &hdr, sizeof(hdr), r.fd) < 0)
 		return 3;
 	if (r.out.len && write_all(STDOUT_FILENO, (const unsigned char *)r.out.buf, r.out.len) < 0)
 		return 3;
@@ -929,27 +893,9 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 		return;
 	}
 	struct helper_hdr hdr;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { .iov_base = &hdr, .iov_len = sizeof(hdr) };
-	struct msghdr mh = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = ctl.buf,
-		.msg_controllen = sizeof(ctl.buf),
-	};
-	ssize_t n;
-	do
-		n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-	while (n < 0 && errno == EINTR);
-	int fd = -1;
-	for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(sizeof(int)) && fd < 0)
-			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	bool ok = n == (ssize_t)sizeof(hdr) && !(mh.msg_flags & MSG_CTRUNC) &&
+	int fd, flags = 0;
+	ssize_t n = cd_recv_fd(sv[0], &hdr, sizeof(hdr), MSG_WAITALL, &fd, &flags);
+	bool ok = n == (ssize_t)sizeof(hdr) && !(flags & MSG_CTRUNC) &&
 		  (hdr.has_fd != 0) == (fd >= 0) && hdr.len < (64u << 20);
 	if (ok) {
 		r->code = hdr.code;
@@ -1093,54 +1039,48 @@ static void perform(struct cd_conn *c, const struct cd_linux_plan *lp, struct fs
 static void read_whole(int fd, struct fs_res *r)
 {
 	struct stat st;
+	char *buf;
+	size_t len;
+	int e;
 	if (fstat(fd, &st) < 0) {
 		res_errno(r, errno);
 		return;
 	}
-	if ((uint64_t)st.st_size > FS_MAX_READ_FILE) {
+	e = (uint64_t)st.st_size > FS_MAX_READ_FILE
+		    ? -EFBIG
+		    : -cd_read_fd(fd, (size_t)st.st_size, FS_MAX_READ_FILE, &buf, &len);
+	if (e == EFBIG) {
 		res_error(r, CD_RPC_INVALID_REQUEST, "file is too large to read: limit is %u bytes",
 			  FS_MAX_READ_FILE);
 		return;
 	}
-	size_t cap = (size_t)st.st_size + 1, len = 0;
-	unsigned char *buf = cd_xmalloc(cap);
-	for (;;) {
-		if (len == cap) {
-			if (cap > FS_MAX_READ_FILE) {
-				free(buf);
-				res_error(r, CD_RPC_INVALID_REQUEST,
-					  "file is too large to read: limit is %u bytes",
-					  FS_MAX_READ_FILE);
-				return;
-			}
-			cap = cap * 2 > FS_MAX_READ_FILE + 1u ? FS_MAX_READ_FILE + 1u : cap * 2;
-			buf = cd_xrealloc(buf, cap);
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			res_errno(r, e);
-			return;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+	if (e) {
+		res_errno(r, e);
+		return;
 	}
 	size_t b64 = cd_base64_encoded_len(len);
-	char *tmp = cd_xmalloc(b64 + 1);
-	cd_base64_encode(buf, len, tmp);
-	free(buf);
 	r->out.len = 0;
 	cd_strbuf_append(&r->out, "{\"dataBase64\":\"");
+	char *tmp = cd_xmalloc(b64 + 1);
+	cd_base64_encode((const unsigned char *)buf, len, tmp);
+	free(buf);
 	cd_strbuf_append_n(&r->out, tmp, b64);
 	cd_strbuf_append(&r->out, "\"}");
 	free(tmp);
 }
 
 /* ---- handlers ---------------------------------------------------------- */
+
+static void req_done(struct fs_req *q, struct fs_res *r, struct cd_cli_bound *b)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	cd_strbuf_done(&r->out);
+	cd_cli_bound_done(b);
+	free(q->path);
+	free(q->dest);
+	free(q->data);
+}
 
 static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *params,
 		      enum fs_op op)
@@ -1243,13 +1183,7 @@ invalid:
 	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
 out:
 	free(err);
-	if (r.fd >= 0)
-		close(r.fd);
-	cd_strbuf_done(&r.out);
-	cd_cli_bound_done(&b);
-	free(q.path);
-	free(q.dest);
-	free(q.data);
+	req_done(&q, &r, &b);
 }
 
 #define FS_HANDLER(name, op)                                                       \
@@ -1347,11 +1281,7 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 	cd_strbuf_done(&sb);
 out:
 	free(err);
-	if (r.fd >= 0)
-		close(r.fd);
-	cd_strbuf_done(&r.out);
-	cd_cli_bound_done(&b);
-	free(q.path);
+	req_done(&q, &r, &b);
 }
 
 void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *params)

@@ -243,18 +243,25 @@ static int fake_lstat_type(void *ctx, const char *path, enum cd_file_type *ret)
 	return 0;
 }
 
+/* Injected failures first, then the lookup; a missing node is -ENOENT. */
+static int lookup_existing(struct cd_fakefs *fs, const char *path, bool follow, struct node **ret)
+{
+	int r = injected(fs, path);
+	if (r < 0)
+		return r;
+	r = resolve(fs, path, follow, ret);
+	if (r < 0)
+		return r;
+	return *ret ? 0 : -ENOENT;
+}
+
 static int fake_readlink(void *ctx, const char *path, char **ret)
 {
 	struct cd_fakefs *fs = ctx;
 	struct node *n;
-	int r = injected(fs, path);
+	int r = lookup_existing(fs, path, false, &n);
 	if (r < 0)
 		return r;
-	r = resolve(fs, path, false, &n);
-	if (r < 0)
-		return r;
-	if (!n)
-		return -ENOENT;
 	if (n->type != CD_FT_SYMLINK)
 		return -EINVAL;
 	*ret = cd_xstrdup(n->data);
@@ -265,14 +272,9 @@ static int fake_read_file(void *ctx, const char *path, size_t max, char **ret, s
 {
 	struct cd_fakefs *fs = ctx;
 	struct node *n;
-	int r = injected(fs, path);
+	int r = lookup_existing(fs, path, true, &n);
 	if (r < 0)
 		return r;
-	r = resolve(fs, path, true, &n);
-	if (r < 0)
-		return r;
-	if (!n)
-		return -ENOENT;
 	if (n->type == CD_FT_DIR)
 		return -EISDIR;
 	if (n->type != CD_FT_REG)
@@ -288,14 +290,9 @@ static int fake_read_dir(void *ctx, const char *path,
 {
 	struct cd_fakefs *fs = ctx;
 	struct node *n;
-	int r = injected(fs, path);
+	int r = lookup_existing(fs, path, true, &n);
 	if (r < 0)
 		return r;
-	r = resolve(fs, path, true, &n);
-	if (r < 0)
-		return r;
-	if (!n)
-		return -ENOENT;
 	if (n->type != CD_FT_DIR)
 		return -ENOTDIR;
 	/* Copy the directory's path: fn must not see a node array being reused. */

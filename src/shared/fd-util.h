@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Descriptor helpers shared by the spawner and the server (POSIX only).
+ * cd_send_fd and cd_recv_fd do not allocate: a forked child may use them.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * sendmsg of buf with fd attached (SCM_RIGHTS; none when fd < 0), retried
+ * on EINTR, never raising SIGPIPE. 0, -EMSGSIZE when not all of buf went,
+ * or -errno.
+ */
+int cd_send_fd(int sock, const void *buf, size_t len, int fd);
+
+/*
+ * recvmsg into buf (flags: MSG_WAITALL and the like; MSG_CMSG_CLOEXEC is
+ * always added), retried on EINTR. *ret_fd: the passed descriptor or -1;
+ * any further ones are closed. *ret_msg_flags (optional): msg_flags, for
+ * MSG_TRUNC and MSG_CTRUNC. Returns the bytes received or -errno.
+ */
+ssize_t cd_recv_fd(int sock, void *buf, size_t len, int flags, int *ret_fd, int *ret_msg_flags);
+
+/*
+ * Read fd to its end into a NUL-terminated malloc'ed buffer. size_hint:
+ * the expected size (a regular file's st_size; a short read then ends it),
+ * or 0 when unknown. -EFBIG past max bytes, or -errno.
+ */
+int cd_read_fd(int fd, size_t size_hint, size_t max, char **ret, size_t *ret_len);
