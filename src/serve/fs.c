@@ -22,12 +22,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -40,17 +42,18 @@
 #include "shared/log.h"
 #include "spawn.h"
 
-#define FS_MAX_READ_FILE   (512u * 1024 * 1024)
-#define FS_BLOCK_MAX	   (1024u * 1024)
-#define FS_MAX_HANDLES	   128
-#define FS_MAX_HANDLE_ID   32
-#define FS_MAX_DIR_ENTRIES 50000
-#define WALK_MAX_DEPTH	   64
-#define WALK_MAX_DIRS	   10000
-#define WALK_MAX_ENTRIES   50000
-#define WALK_MAX_BYTES	   (4u * 1024 * 1024)
-#define WALK_ITEM_OVERHEAD 64
-#define RPC_NOT_FOUND	   (-32004)
+#define FS_MAX_READ_FILE    (512u * 1024 * 1024)
+#define FS_BLOCK_MAX	    (1024u * 1024)
+#define FS_MAX_HANDLES	    128
+#define FS_MAX_HANDLE_ID    32
+#define FS_MAX_DIR_ENTRIES  50000
+#define WALK_MAX_DEPTH	    64
+#define WALK_MAX_DIRS	    10000
+#define WALK_MAX_ENTRIES    50000
+#define WALK_MAX_BYTES	    (4u * 1024 * 1024)
+#define WALK_ITEM_OVERHEAD  64
+#define FS_HELPER_TIMEOUT_S 30
+#define RPC_NOT_FOUND	    (-32004)
 
 enum fs_op {
 	OP_READ_FILE,
@@ -86,11 +89,22 @@ struct fs_res {
 	int fd;		      /* OP_READ_FILE, OP_OPEN: the opened file */
 };
 
+/*
+ * A stream that reached EOF no longer counts against the 128 (its capacity
+ * is released) but stays readable, as in the reference, where a client may
+ * read an earlier block or a grown file after EOF. At most FS_MAX_HANDLES
+ * such finished streams are kept; past that the one that finished first
+ * is closed.
+ */
 struct cd_fs_handle {
 	char id[FS_MAX_HANDLE_ID];
 	size_t id_len;
 	int fd;
+	bool at_eof;
+	uint64_t eof_order; /* when it reached EOF, for eviction */
 };
+
+static uint64_t eof_clock;
 
 /* ---- results ------------------------------------------------------------ */
 
@@ -174,50 +188,92 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 }
 
 /*
- * In a sandbox, a file with other hard links may be one whose other name
- * lies outside the allowed roots: write a new file and rename it over this
- * name, so the other names keep the old contents.
+ * A file opened for writing from scratch. Never blocks: a FIFO without a
+ * reader fails (ENXIO) and anything but a regular file is refused
+ * (EINVAL, "not a file"), so a FIFO planted by a sandboxed process cannot
+ * hang the server. In a sandbox, a file with other hard links may be one
+ * whose other name lies outside the allowed roots: then a new file is
+ * made beside it (random name) and renamed over its real path when
+ * finished (target_commit), so the other names keep the old contents. The
+ * decision is taken on the opened descriptor, not on a name that could
+ * change under us.
  */
-static int replace_file(const char *path, const struct stat *old, const unsigned char *data,
-			size_t len)
+struct target {
+	int fd;
+	char *tmp;  /* the new file, or NULL when writing in place */
+	char *real; /* where tmp goes */
+};
+
+static int target_open(const char *path, mode_t mode, bool sandboxed, struct target *t)
 {
-	char *tmp = cd_xasprintf("%s.cordon-%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		      old->st_mode & 07777);
-	if (fd < 0) {
+	struct stat st;
+	*t = (struct target){ .fd = -1 };
+	int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		int e = errno;
-		free(tmp);
+		close(fd);
+		return S_ISREG(st.st_mode) ? -e : -EINVAL;
+	}
+	if (!sandboxed || st.st_nlink <= 1) {
+		if (ftruncate(fd, 0) < 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		t->fd = fd;
+		return 0;
+	}
+	close(fd);
+	t->real = realpath(path, NULL);
+	if (!t->real)
+		return -errno;
+	t->tmp = cd_xasprintf("%s.cordon-XXXXXX", t->real);
+	t->fd = mkostemp(t->tmp, O_CLOEXEC);
+	if (t->fd < 0 || fchmod(t->fd, st.st_mode & 0777) < 0) {
+		int e = errno;
+		if (t->fd >= 0) {
+			close(t->fd);
+			(void)unlink(t->tmp);
+		}
+		free(t->tmp);
+		free(t->real);
+		*t = (struct target){ .fd = -1 };
 		return -e;
 	}
-	int r = write_all(fd, data, len);
-	if (close(fd) < 0 && r == 0)
+	return 0;
+}
+
+/* Close the target; with r == 0 put a new file in place. Returns r or the first error. */
+static int target_commit(struct target *t, int r)
+{
+	if (close(t->fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlink(tmp);
-	free(tmp);
+	if (t->tmp) {
+		if (r == 0 && rename(t->tmp, t->real) < 0)
+			r = -errno;
+		if (r < 0)
+			(void)unlink(t->tmp);
+		free(t->tmp);
+		free(t->real);
+	}
+	*t = (struct target){ .fd = -1 };
 	return r;
 }
 
 static void op_write_file(const struct fs_req *q, struct fs_res *r)
 {
-	struct stat st;
-	int e;
-	if (q->sandboxed && lstat(q->path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) {
-		e = -replace_file(q->path, &st, q->data, q->data_len);
-	} else {
-		int fd = open(q->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
-		if (fd < 0) {
-			res_errno(r, errno);
-			return;
-		}
-		e = -write_all(fd, q->data, q->data_len);
-		if (close(fd) < 0 && !e)
-			e = errno;
+	struct target t;
+	int e = target_open(q->path, 0666, q->sandboxed, &t);
+	if (e == -EINVAL) {
+		res_error(r, CD_RPC_INVALID_REQUEST, "path `%s` is not a file", q->path);
+		return;
 	}
+	if (e == 0)
+		e = target_commit(&t, write_all(t.fd, q->data, q->data_len));
 	if (e)
-		res_errno(r, e);
+		res_errno(r, -e);
 	else
 		cd_strbuf_append(&r->out, "{}");
 }
@@ -273,6 +329,10 @@ static int64_t ms_of(const struct timespec *ts)
 static int sandbox_may_read(const char *path, const struct stat *st)
 {
 	int fd;
+	char *real = realpath(path, NULL);
+	if (!real)
+		return errno;
+	path = real;
 	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) {
 		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
 					(S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
@@ -283,10 +343,11 @@ static int sandbox_may_read(const char *path, const struct stat *st)
 		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		free(dir);
 	}
-	if (fd < 0)
-		return errno;
-	close(fd);
-	return 0;
+	int e = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	free(real);
+	return e;
 }
 
 static void op_metadata(const struct fs_req *q, struct fs_res *r)
@@ -371,7 +432,7 @@ static void op_read_dir(const struct fs_req *q, struct fs_res *r)
 		if (++n > FS_MAX_DIR_ENTRIES) {
 			closedir(d);
 			res_error(r, CD_RPC_INTERNAL,
-				  "directory `%s` has more than %d entries, the limit", q->path,
+				  "fs/readDirectory returned %zu entries; limit is %d", n,
 				  FS_MAX_DIR_ENTRIES);
 			return;
 		}
@@ -535,6 +596,9 @@ static void op_walk(const struct fs_req *q, struct fs_res *r)
 		res_errno(r, errno);
 		return;
 	}
+	/* A symlinked root is followed when following is asked for. */
+	if (S_ISLNK(st.st_mode) && q->walk.follow && stat(q->path, &st) < 0)
+		st.st_mode = 0;
 	if (S_ISDIR(st.st_mode)) {
 		seen_add(&w, st.st_dev, st.st_ino);
 		w.queue = cd_xcalloc(1, sizeof(*w.queue));
@@ -576,6 +640,9 @@ static void op_walk(const struct fs_req *q, struct fs_res *r)
 			} else if (S_ISDIR(cst.st_mode)) {
 				dir = true;
 				descend = seen_add(&w, cst.st_dev, cst.st_ino);
+			} else if (!S_ISREG(cst.st_mode)) {
+				free(child);
+				continue; /* neither a file nor a directory */
 			}
 			if (!walk_add(&w, child, dir) || !dir || !descend ||
 			    cur.depth >= q->walk.max_depth ||
@@ -680,18 +747,18 @@ static int copy_symlink(const char *src, const char *dst)
 	return symlink(buf, dst) < 0 ? -errno : 0;
 }
 
-static int copy_regular(const char *src, const char *dst, mode_t mode)
+static int copy_regular(const char *src, const char *dst, mode_t mode, bool sandboxed)
 {
 	int in = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, mode & 07777);
-	if (out < 0) {
-		int e = errno;
+	struct target t;
+	int r = target_open(dst, mode & 0777, sandboxed, &t);
+	if (r < 0) {
 		close(in);
-		return -e;
+		return r;
 	}
-	int r = 0;
+	int out = t.fd;
 	static unsigned char buf[128 * 1024];
 	for (;;) {
 		ssize_t n = read(in, buf, sizeof(buf));
@@ -708,12 +775,10 @@ static int copy_regular(const char *src, const char *dst, mode_t mode)
 			break;
 	}
 	close(in);
-	if (close(out) < 0 && r == 0)
-		r = -errno;
-	return r;
+	return target_commit(&t, r);
 }
 
-static int copy_tree(const char *src, const char *dst, unsigned depth)
+static int copy_tree(const char *src, const char *dst, unsigned depth, bool sandboxed)
 {
 	struct stat st;
 	if (lstat(src, &st) < 0)
@@ -721,7 +786,7 @@ static int copy_tree(const char *src, const char *dst, unsigned depth)
 	if (S_ISLNK(st.st_mode))
 		return copy_symlink(src, dst);
 	if (S_ISREG(st.st_mode))
-		return copy_regular(src, dst, st.st_mode);
+		return copy_regular(src, dst, st.st_mode, sandboxed);
 	if (!S_ISDIR(st.st_mode))
 		return 0; /* special files are skipped inside a recursive copy */
 	if (depth > 4096)
@@ -734,7 +799,7 @@ static int copy_tree(const char *src, const char *dst, unsigned depth)
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		char *s = cd_path_join(src, names[i]);
 		char *d = cd_path_join(dst, names[i]);
-		r = copy_tree(s, d, depth + 1);
+		r = copy_tree(s, d, depth + 1, sandboxed);
 		free(s);
 		free(d);
 	}
@@ -769,6 +834,9 @@ static void op_copy(const struct fs_req *q, struct fs_res *r)
 		res_errno(r, errno);
 		return;
 	}
+	/* A symlinked root is followed when following is asked for. */
+	if (S_ISLNK(st.st_mode) && q->walk.follow && stat(q->path, &st) < 0)
+		st.st_mode = 0;
 	if (S_ISDIR(st.st_mode)) {
 		if (!q->recursive) {
 			res_error(
@@ -787,11 +855,11 @@ static void op_copy(const struct fs_req *q, struct fs_res *r)
 				  "descendants");
 			return;
 		}
-		e = -copy_tree(q->path, q->dest, 0);
+		e = -copy_tree(q->path, q->dest, 0, q->sandboxed);
 	} else if (S_ISLNK(st.st_mode)) {
 		e = -copy_symlink(q->path, q->dest);
 	} else if (S_ISREG(st.st_mode)) {
-		e = -copy_regular(q->path, q->dest, st.st_mode);
+		e = -copy_regular(q->path, q->dest, st.st_mode, q->sandboxed);
 	} else {
 		res_error(r, CD_RPC_INVALID_REQUEST,
 			  "fs/copy only supports regular files, directories, and symlinks");
@@ -892,9 +960,16 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed: %s", err.msg);
 		return;
 	}
+	/*
+	 * The server waits for the helper (fs operations are synchronous), but
+	 * not forever: a file lease or a stuck file system must not freeze it.
+	 */
+	struct timeval tv = { .tv_sec = FS_HELPER_TIMEOUT_S };
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	struct helper_hdr hdr;
 	int fd, flags = 0;
 	ssize_t n = cd_recv_fd(sv[0], &hdr, sizeof(hdr), MSG_WAITALL, &fd, &flags);
+	bool timed_out = n == -EAGAIN || n == -EWOULDBLOCK;
 	bool ok = n == (ssize_t)sizeof(hdr) && !(flags & MSG_CTRUNC) &&
 		  (hdr.has_fd != 0) == (fd >= 0) && hdr.len < (64u << 20);
 	if (ok) {
@@ -902,7 +977,9 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 		r->out.len = 0;
 		if (hdr.len) {
 			char *buf = cd_xmalloc(hdr.len);
-			ok = read_full(sv[0], buf, hdr.len) == 0;
+			int e = read_full(sv[0], buf, hdr.len);
+			ok = e == 0;
+			timed_out = e == -EAGAIN || e == -EWOULDBLOCK;
 			if (ok)
 				cd_strbuf_append_n(&r->out, buf, hdr.len);
 			free(buf);
@@ -910,13 +987,20 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 		r->fd = fd;
 	}
 	close(sv[0]);
+	if (timed_out)
+		(void)kill(cd_child_pid(child), SIGKILL);
 	int status = cd_child_wait(child);
 	cd_child_free(child);
 	if (!ok || status != 0) {
 		if (fd >= 0)
 			close(fd);
 		r->fd = -1;
-		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed with status %d", status);
+		if (timed_out)
+			res_error(r, CD_RPC_INTERNAL, "fs sandbox helper timed out after %d s",
+				  FS_HELPER_TIMEOUT_S);
+		else
+			res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed with status %d",
+				  status);
 	}
 }
 
@@ -1253,7 +1337,16 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 		cd_strbuf_done(&sb);
 		goto out;
 	}
-	if (c->n_fs_handles >= FS_MAX_HANDLES) {
+	size_t active = 0;
+	struct cd_fs_handle *oldest = NULL;
+	for (size_t i = 0; i < c->n_fs_handles; i++) {
+		struct cd_fs_handle *o = &c->fs_handles[i];
+		if (!o->at_eof)
+			active++;
+		else if (!oldest || o->eof_order < oldest->eof_order)
+			oldest = o;
+	}
+	if (active >= FS_MAX_HANDLES) {
 		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
 			      "at most 128 file reads may be open per connection");
 		goto out;
@@ -1267,11 +1360,12 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 		goto out;
 	}
 	if (!c->fs_handles)
-		c->fs_handles = cd_xcalloc(FS_MAX_HANDLES, sizeof(*c->fs_handles));
+		c->fs_handles = cd_xcalloc(2 * FS_MAX_HANDLES, sizeof(*c->fs_handles));
+	if (c->n_fs_handles >= 2 * FS_MAX_HANDLES && oldest)
+		drop_handle(c, oldest);
 	struct cd_fs_handle *h = &c->fs_handles[c->n_fs_handles++];
+	*h = (struct cd_fs_handle){ .id_len = hid->u.str.len, .fd = r.fd };
 	memcpy(h->id, hid->u.str.s, hid->u.str.len);
-	h->id_len = hid->u.str.len;
-	h->fd = r.fd;
 	r.fd = -1;
 	struct cd_strbuf sb = { 0 };
 	cd_strbuf_append(&sb, "{\"handleId\":");
@@ -1337,9 +1431,10 @@ void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *p
 		got += (size_t)n;
 	}
 	bool eof = got < len;
-	/* The stream is complete: its handle no longer counts against the limit. */
-	if (eof)
-		drop_handle(c, h);
+	/* A complete stream no longer counts against the limit (see cd_fs_handle). */
+	if (eof && !h->at_eof)
+		h->eof_order = ++eof_clock;
+	h->at_eof = eof;
 	/* Encoded straight into the outbound queue: a block is not copied again. */
 	static const char head[] = ",\"result\":{\"chunk\":\"";
 	size_t idlen = strlen(id);

@@ -72,6 +72,18 @@ def basics(tag, base):
         r = s.request("fs/readFile", {"path": uri(fifo)}, timeout=5)
         t.ok(err_code(r) == INVALID_REQ and "is not a file" in err_msg(r) and
              time.monotonic() - t0 < 2, "[%s] a FIFO is refused at once" % tag, r)
+        t0 = time.monotonic()
+        r = s.request("fs/writeFile", {"path": uri(fifo), "dataBase64": b64(b"x")}, timeout=5)
+        t.ok("error" in r and time.monotonic() - t0 < 2,
+             "[%s] writeFile to a FIFO fails at once (no reader)" % tag, r)
+        rd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        r = s.request("fs/writeFile", {"path": uri(fifo), "dataBase64": b64(b"x")}, timeout=5)
+        t.ok(err_code(r) == INVALID_REQ and "is not a file" in err_msg(r),
+             "[%s] writeFile to a FIFO with a reader is refused, not written" % tag, r)
+        r = s.request("fs/copy", {"sourcePath": uri(f), "destinationPath": uri(fifo),
+                                  "recursive": False}, timeout=5)
+        t.ok("error" in r, "[%s] copy onto a FIFO is refused" % tag, r)
+        os.close(rd)
         r = s.request("fs/readFile", {"path": "/tmp/x"})
         t.ok(err_code(r) == INVALID_PARAMS, "[%s] a native path is -32602" % tag, r)
         r = s.request("fs/readFile", {})
@@ -157,6 +169,7 @@ def basics(tag, base):
         for p in ("b/c/deep", ".hidden/h", "a"):
             os.makedirs(os.path.join(w, p))
         write(os.path.join(w, "z.txt"), b"")
+        os.mkfifo(os.path.join(w, "p-fifo"))
         os.symlink(w + "/b", os.path.join(w, "lnk"))
         opts = {"maxDepth": 5, "maxDirectories": 100, "maxEntries": 100,
                 "followDirectorySymlinks": False}
@@ -166,7 +179,13 @@ def basics(tag, base):
                 ("z.txt", "file"), (".hidden/h", "directory"), ("b/c", "directory"),
                 ("b/c/deep", "directory")]
         t.ok(got == want and res["errors"] == [] and res["truncated"] is False,
-             "[%s] walk: breadth-first, sorted, symlinks skipped" % tag, got)
+             "[%s] walk: breadth-first, sorted, symlinks and FIFOs skipped" % tag, got)
+        res = s.call("fs/walk", {"path": uri(os.path.join(w, "lnk")),
+                                 "options": dict(opts, followDirectorySymlinks=True)})
+        t.ok([e["path"].rsplit("/", 1)[1] for e in res["entries"]] == ["c", "deep"],
+             "[%s] walk: a symlinked root is followed when following" % tag, res)
+        res = s.call("fs/walk", {"path": uri(os.path.join(w, "lnk")), "options": opts})
+        t.ok(res["entries"] == [], "[%s] walk: and not otherwise" % tag, res)
         res = s.call("fs/walk", {"path": uri(w), "options": dict(
             opts, followDirectorySymlinks=True, pruneHiddenDirectories=True, maxDepth=0)})
         got = [e["path"][len(uri(w)) + 1:] for e in res["entries"]]
@@ -218,8 +237,21 @@ def streaming(tag, base):
         chunks, total = read_stream(s, "h", f)
         t.ok(chunks == [(MIB, False), (MIB, False), (0, True)] and total == 2 * MIB,
              "[%s] 2 MiB: two full blocks, then an empty EOF block" % tag, chunks)
-        r = s.request("fs/readBlock", {"handleId": "h", "offset": 0, "len": 1})
-        t.ok(err_code(r) == NOT_FOUND, "[%s] the handle is released at EOF" % tag, r)
+        # After EOF the stream stays readable (an earlier block, a grown file),
+        # as in the reference, but no longer counts against the 128.
+        r = s.request("fs/readBlock", {"handleId": "h", "offset": 6, "len": 2})
+        t.ok(r.get("result", {}).get("eof") is False and len(unb64(r["result"]["chunk"])) == 2,
+             "[%s] a handle stays readable after EOF" % tag, r)
+        for i in range(128):
+            s.call("fs/open", {"handleId": "e%d" % i, "path": uri(f)})
+            s.call("fs/readBlock", {"handleId": "e%d" % i, "offset": 2 * MIB, "len": 1})
+        r = s.request("fs/open", {"handleId": "e128", "path": uri(f)})
+        t.ok("result" in r, "[%s] streams at EOF release their capacity" % tag, r)
+        fds = fd_count(s.server_pid)
+        for i in range(129):
+            s.call("fs/close", {"handleId": "e%d" % i})
+        s.call("fs/close", {"handleId": "h"})
+        t.ok(fd_count(s.server_pid) <= fds - 129, "[%s] and close releases their fds" % tag)
 
         data = os.urandom(100000)
         write(f, data)
@@ -292,6 +324,8 @@ def sandboxed(tag, base):
     os.symlink(secret, os.path.join(ws, "esc-file"))
     os.symlink(out, os.path.join(ws, "esc-dir"))
     os.link(secret, os.path.join(ws, "hard"))
+    os.mkfifo(os.path.join(out, "ff"))
+    os.symlink(os.path.join(out, "ff"), os.path.join(ws, "to-fifo"))
     sb = ctx(ws)
     s = Server(tag)
     try:
@@ -328,6 +362,8 @@ def sandboxed(tag, base):
                  {"path": uri(os.path.join(ws, "esc-dir", "secret"))}),
                 ("open outside", "fs/open", {"handleId": "o", "path": uri(secret)}),
                 ("getMetadata outside", "fs/getMetadata", {"path": uri(secret)}),
+                ("getMetadata of an outside FIFO through a symlink", "fs/getMetadata",
+                 {"path": uri(os.path.join(ws, "to-fifo"))}),
                 ("getMetadata through a symlink", "fs/getMetadata",
                  {"path": uri(os.path.join(ws, "esc-dir", "secret"))}),
                 ("canonicalize outside", "fs/canonicalize",
@@ -340,13 +376,13 @@ def sandboxed(tag, base):
             r = req(method, params)
             t.ok(err_code(r) == INVALID_REQ and "Permission denied" in err_msg(r),
                  "[%s] sandbox: %s is refused (-32600, permission denied)" % (tag, what), r)
-        # A walk rooted at a symlink lists nothing (as the reference does); one
-        # that follows symlinks from inside reports the denied directory as an error.
+        # A following walk rooted at a symlink to outside is denied; one that
+        # follows symlinks from inside reports the denied directory as an error.
         wo = {"maxDepth": 2, "maxDirectories": 10, "maxEntries": 10,
               "followDirectorySymlinks": True}
         res = req("fs/walk", {"path": uri(os.path.join(ws, "esc-dir")), "options": wo})
-        t.ok(res.get("result", {}).get("entries") == [],
-             "[%s] sandbox: a walk rooted at a symlink lists nothing" % tag, res)
+        t.ok(err_code(res) == INVALID_REQ and "Permission denied" in err_msg(res),
+             "[%s] sandbox: a walk rooted at a symlink to outside is denied" % tag, res)
         res = req("fs/walk", {"path": uri(ws), "options": wo}).get("result", {})
         leaked = [e for e in res.get("entries", []) if "secret" in e["path"]]
         t.ok(not leaked and any("esc-dir" in e["path"] and "Permission denied" in e["message"]
@@ -355,7 +391,7 @@ def sandboxed(tag, base):
         # A '..' after a symlinked parent cannot even be written as a URI.
         r = req("fs/readFile", {"path": uri(ws) + "/esc-dir/../outside/secret"})
         t.ok(err_code(r) == INVALID_PARAMS, "[%s] sandbox: '..' after a symlink is -32602" % tag, r)
-        t.ok(read(secret) == b"top secret" and sorted(os.listdir(out)) == ["secret"],
+        t.ok(read(secret) == b"top secret" and sorted(os.listdir(out)) == ["ff", "secret"],
              "[%s] sandbox: nothing outside changed" % tag, os.listdir(out))
         t.ok(not os.path.exists(os.path.join(ws, "stolen")),
              "[%s] sandbox: nothing was copied in" % tag)
@@ -367,6 +403,23 @@ def sandboxed(tag, base):
         t.ok(r.get("result") == {} and read(os.path.join(ws, "hard")) == b"new" and
              read(secret) == b"top secret",
              "[%s] sandbox: a write through a hard link leaves the other name alone" % tag, r)
+        os.unlink(os.path.join(ws, "hard"))
+        os.link(secret, os.path.join(ws, "hard"))
+        os.symlink("hard", os.path.join(ws, "to-hard"))
+        r = req("fs/writeFile", {"path": uri(os.path.join(ws, "to-hard")),
+                                 "dataBase64": b64(b"via symlink")})
+        t.ok(r.get("result") == {} and read(secret) == b"top secret" and
+             read(os.path.join(ws, "hard")) == b"via symlink",
+             "[%s] sandbox: nor does a write through a symlink to the hard link" % tag, r)
+        os.unlink(os.path.join(ws, "hard"))
+        os.link(secret, os.path.join(ws, "hard"))
+        r = req("fs/copy", {"sourcePath": uri(os.path.join(ws, "in.txt")),
+                            "destinationPath": uri(os.path.join(ws, "hard")), "recursive": False})
+        t.ok(r.get("result") == {} and read(secret) == b"top secret" and
+             read(os.path.join(ws, "hard")) == b"inside",
+             "[%s] sandbox: nor a copy onto the hard link" % tag, r)
+        t.ok(not [n for n in os.listdir(ws) if ".cordon-" in n],
+             "[%s] sandbox: no temporary file is left" % tag, os.listdir(ws))
         r = req("fs/copy", {"sourcePath": uri(ws), "destinationPath": uri(ws + "-copy"),
                             "recursive": True})
         t.ok("error" in r and not os.path.exists(ws + "-copy"),
