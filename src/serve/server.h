@@ -144,6 +144,7 @@ struct cd_conn {
 
 	struct cd_fs_handle *fs_handles; /* fs/open streams (fs.c) */
 	size_t n_fs_handles;
+	struct cd_fs_readahead *fs_readahead; /* the next block of a stream (fs.c) */
 };
 
 struct cd_server {

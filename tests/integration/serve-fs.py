@@ -274,6 +274,22 @@ def streaming(tag, base):
         r = s.request("fs/close", {"handleId": "old"})
         t.ok(r.get("result") == {}, "[%s] close is idempotent" % tag, r)
 
+        # The block read ahead is not served once the file changed under it.
+        g = os.path.join(d, "changing")
+        write(g, b"A" * (3 * MIB))
+        time.sleep(0.1)
+        s.call("fs/open", {"handleId": "chg", "path": uri(g)})
+        first = s.call("fs/readBlock", {"handleId": "chg", "offset": 0, "len": MIB})
+        time.sleep(0.05)
+        with open(g, "r+b") as fh:
+            fh.seek(MIB)
+            fh.write(b"B" * MIB)
+        second = s.call("fs/readBlock", {"handleId": "chg", "offset": MIB, "len": MIB})
+        t.ok(unb64(first["chunk"]) == b"A" * MIB and unb64(second["chunk"]) == b"B" * MIB,
+             "[%s] a block read ahead is not served after the file changed" % tag)
+        third = s.call("fs/readBlock", {"handleId": "chg", "offset": 2 * MIB, "len": MIB})
+        t.ok(unb64(third["chunk"]) == b"A" * MIB, "[%s] and the next one is right" % tag)
+        s.call("fs/close", {"handleId": "chg"})
         r = s.request("fs/open", {"handleId": "x" * 33, "path": uri(f)})
         t.ok(err_code(r) == INVALID_REQ and "32 bytes" in err_msg(r),
              "[%s] a 33-byte handle id is refused" % tag, r)
