@@ -58,6 +58,7 @@ struct server {
 	int out; /* its stdout */
 	char *buf;
 	size_t start, len, cap; /* unconsumed bytes are buf[start, start+len) */
+	size_t scanned;		/* of those, the first ones hold no newline */
 	long next_id;
 	bool dead;
 	bool supervised; /* cordon: the loop runs in the only child (loop_pid) */
@@ -160,7 +161,10 @@ __attribute__((format(printf, 2, 3))) static int sendf(struct server *s, const c
 static char *next_line(struct server *s, size_t *len)
 {
 	for (;;) {
-		char *nl = s->len ? memchr(s->buf + s->start, '\n', s->len) : NULL;
+		/* Scan only what is new: a 100 MB line arrives in many reads. */
+		char *nl = s->len > s->scanned ? memchr(s->buf + s->start + s->scanned, '\n',
+							s->len - s->scanned)
+					       : NULL;
 		struct pollfd pfd = { .fd = s->out, .events = POLLIN };
 		ssize_t r;
 
@@ -171,10 +175,12 @@ static char *next_line(struct server *s, size_t *len)
 			*nl = '\0';
 			s->start += n + 1;
 			s->len -= n + 1;
+			s->scanned = 0;
 			if (len)
 				*len = n;
 			return line;
 		}
+		s->scanned = s->len;
 		if (s->start > 0) {
 			memmove(s->buf, s->buf + s->start, s->len);
 			s->start = 0;

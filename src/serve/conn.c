@@ -36,6 +36,8 @@
 #define IN_CAP	    ((size_t)CD_SERVE_MAX_LINE + 2)
 #define IN_READ_MIN (64 * 1024)
 #define OUT_COMPACT (1024 * 1024)
+/* Above this, an emptied outbound buffer is freed rather than kept. */
+#define OUT_KEEP_CAP (4 * 1024 * 1024)
 
 static void flush(struct cd_conn *c);
 static void update_in_watch(struct cd_conn *c);
@@ -250,6 +252,9 @@ static void flush(struct cd_conn *c)
 	}
 	if (out_queued(c) == 0) {
 		c->out.len = c->out_off = 0;
+		/* A large answer (fs/readFile) must not stay resident once sent. */
+		if (c->out.cap > OUT_KEEP_CAP)
+			cd_strbuf_done(&c->out);
 		out_watch(c, false);
 	} else if (c->out_off >= OUT_COMPACT && c->out_off * 2 >= c->out.len) {
 		memmove(c->out.buf, c->out.buf + c->out_off, out_queued(c));

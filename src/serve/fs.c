@@ -1122,37 +1122,90 @@ static void perform(struct cd_conn *c, const struct cd_linux_plan *lp, struct fs
 }
 
 /* The whole of a regular file, base64'd into {"dataBase64":...}. */
-static void read_whole(int fd, struct fs_res *r)
+/*
+ * A result {"KEY":"<base64>"TAIL} written straight into the outbound queue:
+ * data is encoded in place (or enc, already encoded, is copied), so a large
+ * payload is not copied through intermediate buffers.
+ */
+static void reply_b64(struct cd_conn *c, const char *id, const char *key, const unsigned char *data,
+		      size_t n, const char *enc, size_t enc_len, const char *tail)
 {
+	size_t idlen = strlen(id), klen = strlen(key), tlen = strlen(tail);
+	size_t b64 = enc ? enc_len : cd_base64_encoded_len(n);
+	char *w = cd_conn_out_reserve(c, idlen + klen + b64 + tlen + 32);
+	char *p = w;
+	p += sprintf(p, "{\"id\":%s,\"result\":{\"%s\":\"", id, key);
+	if (enc)
+		memcpy(p, enc, enc_len);
+	else
+		cd_base64_encode(data, n, p);
+	p += b64;
+	memcpy(p, tail, tlen);
+	p += tlen;
+	memcpy(p, "}}\n", 3);
+	p += 3;
+	cd_conn_out_commit(c, (size_t)(p - w));
+	cd_conn_kick(c);
+}
+
+/*
+ * fs/readFile's answer from the opened file; false with r set on an error
+ * (nothing sent then). The file is read in blocks of a multiple of 3 bytes,
+ * each encoded straight into the outbound queue: no copy of the whole file
+ * is made besides its encoding.
+ */
+static bool reply_read_file(struct cd_conn *c, const char *id, int fd, struct fs_res *r)
+{
+	static unsigned char buf[3 * 349525]; /* just under 1 MiB */
+	static const char key[] = "\"result\":{\"dataBase64\":\"";
 	struct stat st;
-	char *buf;
-	size_t len;
-	int e;
 	if (fstat(fd, &st) < 0) {
 		res_errno(r, errno);
-		return;
+		return false;
 	}
-	e = (uint64_t)st.st_size > FS_MAX_READ_FILE
-		    ? -EFBIG
-		    : -cd_read_fd(fd, (size_t)st.st_size, FS_MAX_READ_FILE, &buf, &len);
-	if (e == EFBIG) {
-		res_error(r, CD_RPC_INVALID_REQUEST, "file is too large to read: limit is %u bytes",
-			  FS_MAX_READ_FILE);
-		return;
+	if ((uint64_t)st.st_size > FS_MAX_READ_FILE)
+		goto too_large;
+	/* Encoded after the queue's current end; committed only when complete. */
+	size_t idlen = strlen(id);
+	size_t head = 7 + idlen + sizeof(key) - 1;
+	size_t used = head, cap = head + cd_base64_encoded_len((size_t)st.st_size) + 64;
+	size_t total = 0;
+	char *w = cd_conn_out_reserve(c, cap);
+	sprintf(w, "{\"id\":%s,%s", id, key);
+	for (;;) {
+		size_t fill = 0;
+		while (fill < sizeof(buf)) {
+			ssize_t n = read(fd, buf + fill, sizeof(buf) - fill);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				res_errno(r, errno);
+				return false;
+			}
+			if (n == 0)
+				break;
+			fill += (size_t)n;
+		}
+		total += fill;
+		if (total > FS_MAX_READ_FILE)
+			goto too_large;
+		if (used + cd_base64_encoded_len(fill) + 8 > cap) {
+			/* The file grew since fstat: make room (the queue may move). */
+			cap = used + cd_base64_encoded_len(fill) + cap / 2 + 64;
+			w = cd_conn_out_reserve(c, cap);
+		}
+		used += cd_base64_encode(buf, fill, w + used);
+		if (fill < sizeof(buf))
+			break;
 	}
-	if (e) {
-		res_errno(r, e);
-		return;
-	}
-	size_t b64 = cd_base64_encoded_len(len);
-	r->out.len = 0;
-	cd_strbuf_append(&r->out, "{\"dataBase64\":\"");
-	char *tmp = cd_xmalloc(b64 + 1);
-	cd_base64_encode((const unsigned char *)buf, len, tmp);
-	free(buf);
-	cd_strbuf_append_n(&r->out, tmp, b64);
-	cd_strbuf_append(&r->out, "\"}");
-	free(tmp);
+	memcpy(w + used, "\"}}\n", 4);
+	cd_conn_out_commit(c, used + 4);
+	cd_conn_kick(c);
+	return true;
+too_large:
+	res_error(r, CD_RPC_INVALID_REQUEST, "file is too large to read: limit is %u bytes",
+		  FS_MAX_READ_FILE);
+	return false;
 }
 
 /* ---- handlers ---------------------------------------------------------- */
@@ -1259,9 +1312,11 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		goto out;
 	perform(c, lp, &q, &r);
 	if (op == OP_READ_FILE && !r.code) {
-		read_whole(r.fd, &r);
+		bool done = reply_read_file(c, id, r.fd, &r);
 		close(r.fd);
 		r.fd = -1;
+		if (done)
+			goto out;
 	}
 	reply_res(c, id, &r);
 	goto out;
@@ -1539,27 +1594,9 @@ void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *p
 	if (eof && !h->at_eof)
 		h->eof_order = ++eof_clock;
 	h->at_eof = eof;
-	/* Encoded straight into the outbound queue: a block is not copied again. */
-	static const char head[] = ",\"result\":{\"chunk\":\"";
-	size_t idlen = strlen(id);
-	char *w =
-		cd_conn_out_reserve(c, 6 + idlen + sizeof(head) + cd_base64_encoded_len(got) + 32);
-	char *p = w;
-	memcpy(p, "{\"id\":", 6);
-	p += 6;
-	memcpy(p, id, idlen);
-	p += idlen;
-	memcpy(p, head, sizeof(head) - 1);
-	p += sizeof(head) - 1;
-	if (cached) {
-		memcpy(p, c->fs_readahead->b64, c->fs_readahead->b64_len);
-		p += c->fs_readahead->b64_len;
-	} else {
-		p += cd_base64_encode(buf, got, p);
-	}
-	p += sprintf(p, "\",\"eof\":%s}}\n", bool_str(eof));
-	cd_conn_out_commit(c, (size_t)(p - w));
-	cd_conn_kick(c);
+	reply_b64(c, id, "chunk", buf, got, cached ? c->fs_readahead->b64 : NULL,
+		  cached ? c->fs_readahead->b64_len : 0,
+		  eof ? "\",\"eof\":true" : "\",\"eof\":false");
 	if (!eof)
 		schedule_readahead(c, h, off + got, len);
 }

@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from rpcclient import (LOOPS, Server, Tap, b64, cordon_usable, err_code, err_msg,  # noqa: E402
-                       fd_count, profile, special, unb64, uri)
+                       fd_count, profile, special, unb64, uri, vm_rss_kb)
 
 t = Tap()
 why = cordon_usable()
@@ -55,6 +55,15 @@ def basics(tag, base):
         t.ok(r.get("result") == {} and read(f) == data, "[%s] writeFile then the bytes" % tag, r)
         r = s.request("fs/readFile", {"path": uri(f)})
         t.ok(unb64(r["result"]["dataBase64"]) == data, "[%s] readFile round trip" % tag)
+        big = os.path.join(d, "big")
+        write(big, os.urandom(64 * MIB))
+        r = s.request("fs/readFile", {"path": uri(big)}, timeout=30)
+        ok = len(unb64(r["result"]["dataBase64"])) == 64 * MIB
+        del r
+        rss = vm_rss_kb(s.server_pid)
+        t.ok(ok and rss < 32 * 1024,
+             "[%s] a 64 MiB readFile does not stay resident (VmRSS %d kB)" % (tag, rss))
+        os.unlink(big)
         r = s.request("fs/writeFile", {"path": uri(f), "dataBase64": "!!not base64"})
         t.ok(err_code(r) == INVALID_REQ and
              err_msg(r).startswith("fs/writeFile requires valid base64 dataBase64"),
