@@ -836,9 +836,6 @@ static void op_copy(const struct fs_req *q, struct fs_res *r)
 		res_errno(r, errno);
 		return;
 	}
-	/* A symlinked root is followed when following is asked for. */
-	if (S_ISLNK(st.st_mode) && q->walk.follow && stat(q->path, &st) < 0)
-		st.st_mode = 0;
 	if (S_ISDIR(st.st_mode)) {
 		if (!q->recursive) {
 			res_error(
