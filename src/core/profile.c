@@ -160,6 +160,20 @@ void cd_profile_add_entry(struct cd_profile *p, const struct cd_fs_entry *e)
 	n->subpath = strdup_or_null(e->subpath);
 }
 
+bool cd_profile_depends_on_cwd(const struct cd_profile *p)
+{
+	for (size_t i = 0; p && i < p->n_entries; i++) {
+		const struct cd_fs_entry *e = &p->entries[i];
+		if (e->kind == CD_ENTRY_SPECIAL && e->special == CD_SPECIAL_PROJECT_ROOTS)
+			return true;
+		if (e->kind == CD_ENTRY_GLOB && e->path && e->path[0] != '/' &&
+		    strncmp(e->path, CD_GLOB_PROJECT_ROOTS_PREFIX,
+			    strlen(CD_GLOB_PROJECT_ROOTS_PREFIX)) != 0)
+			return true;
+	}
+	return false;
+}
+
 struct cd_profile *cd_profile_dup(const struct cd_profile *p)
 {
 	if (!p)

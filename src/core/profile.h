@@ -111,6 +111,11 @@ int cd_profile_parse_file_text(const char *text, size_t len, const char *origin,
 			       struct cd_profile **ret, struct cd_parse_error *err);
 
 struct cd_profile *cd_profile_free(struct cd_profile *p);
+/*
+ * Whether binding p needs a cwd: a :workspace_roots entry (which falls back
+ * to it, reference 3.3) or a relative glob_pattern (which hangs off it).
+ */
+bool cd_profile_depends_on_cwd(const struct cd_profile *p);
 struct cd_profile *cd_profile_dup(const struct cd_profile *p);
 
 /* Append an entry (copies strings). Used by CLI options (--allow-read ...). */

@@ -139,13 +139,6 @@ static void res_error(struct fs_res *r, int code, const char *fmt, ...)
 	free(s);
 }
 
-static void append_uri(struct cd_strbuf *sb, const char *path)
-{
-	char *uri = cd_pathuri_format_posix(path, strlen(path));
-	cd_json_write_cstr(sb, uri);
-	free(uri);
-}
-
 static const char *bool_str(bool b)
 {
 	return b ? "true" : "false";
@@ -395,7 +388,7 @@ static void op_canonicalize(const struct fs_req *q, struct fs_res *r)
 		return;
 	}
 	cd_strbuf_append(&r->out, "{\"path\":");
-	append_uri(&r->out, real);
+	cd_json_write_path_uri(&r->out, real);
 	cd_strbuf_append_c(&r->out, '}');
 	free(real);
 }
@@ -891,16 +884,11 @@ struct helper_hdr {
 	uint64_t len;
 };
 
-struct helper_ctx {
-	const struct fs_req *q;
-};
-
-/* In the child: perform, then send the header (with the fd) and the payload. */
+/* In the child: perform the request (arg), then send the header (with the fd) and the payload. */
 static int helper_main(void *arg)
 {
-	const struct helper_ctx *h = arg;
 	struct fs_res r = { .fd = -1 };
-	fs_do(h->q, &r);
+	fs_do(arg, &r);
 	struct helper_hdr hdr = { .code = r.code, .has_fd = r.fd >= 0, .len = r.out.len };
 	if (cd_send_fd(STDOUT_FILENO, &hdr, sizeof(hdr), r.fd) < 0)
 		return 3;
@@ -936,7 +924,6 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 	}
 	static char *const helper_argv[] = { (char *)"cordon-fs-helper", NULL };
 	static char *const no_env[] = { NULL };
-	struct helper_ctx h = { .q = q };
 	struct cd_spawn_opts o = {
 		.argv = helper_argv,
 		.envp = no_env,
@@ -945,7 +932,7 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 		.stderr_fd = -1,
 		.lp = lp,
 		.run = helper_main,
-		.run_arg = &h,
+		.run_arg = (void *)q,
 	};
 	struct cd_child *child = NULL;
 	struct cd_spawn_error err;
@@ -1033,36 +1020,6 @@ static int get_u64_required(const struct cd_json *obj, const char *key, const ch
 	return 0;
 }
 
-/* Any :workspace_roots entry or relative glob: the binding depends on a cwd. */
-static bool has_dynamic_entries(const struct cd_json *sandbox)
-{
-	const struct cd_json *perms = cd_json_get(sandbox, "permissions");
-	const struct cd_json *fsys = perms ? cd_json_get(perms, "file_system") : NULL;
-	const struct cd_json *entries = fsys ? cd_json_get(fsys, "entries") : NULL;
-	if (!entries || entries->type != CD_JSON_ARRAY)
-		return false;
-	for (size_t i = 0; i < entries->u.arr.n; i++) {
-		const struct cd_json *p = cd_json_get(entries->u.arr.items[i], "path");
-		const struct cd_json *t = p ? cd_json_get(p, "type") : NULL;
-		if (!t || t->type != CD_JSON_STRING)
-			continue;
-		if (cd_streq(t->u.str.s, "special")) {
-			const struct cd_json *v = cd_json_get(p, "value");
-			const struct cd_json *k = v ? cd_json_get(v, "kind") : NULL;
-			if (k && k->type == CD_JSON_STRING &&
-			    (cd_streq(k->u.str.s, "project_roots") ||
-			     cd_streq(k->u.str.s, "current_working_directory")))
-				return true;
-		} else if (cd_streq(t->u.str.s, "glob_pattern")) {
-			const struct cd_json *g = cd_json_get(p, "pattern");
-			if (g && g->type == CD_JSON_STRING && g->u.str.s[0] != '/' &&
-			    strncmp(g->u.str.s, "codex-project-roots://", 22) != 0)
-				return true;
-		}
-	}
-	return false;
-}
-
 /*
  * Bind params.sandbox when present. *ret_lp stays NULL when the operation
  * runs directly: no context, or one that does not restrict the file system
@@ -1077,18 +1034,13 @@ static int bind_sandbox(struct cd_conn *c, const char *id, const struct cd_json 
 	*ret_lp = NULL;
 	if (!sandbox || sandbox->type == CD_JSON_NULL)
 		return 0;
-	const struct cd_json *cwd_v = cd_json_get(sandbox, "cwd");
-	if ((!cwd_v || cwd_v->type == CD_JSON_NULL) && has_dynamic_entries(sandbox)) {
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "file system sandbox context with dynamic permissions requires cwd");
-		return -1;
-	}
-	char here[PATH_MAX];
-	if (!getcwd(here, sizeof(here)))
-		strcpy(here, "/");
+	/* No params cwd: the server's own, for permissions that need none. */
 	struct cd_server *s = c->server;
-	if (cd_intent_bind(sandbox, here, false, &s->host, &s->opts.lopts, b, &err) < 0) {
-		cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
+	int rr = cd_intent_bind(sandbox, NULL, false, &s->host, &s->opts.lopts, b, &err);
+	if (rr < 0) {
+		cd_conn_error(c, id,
+			      rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS,
+			      err);
 		free(err);
 		return -1;
 	}

@@ -2,9 +2,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "core/pathuri.h"
 #include "core/profile.h"
@@ -264,8 +266,15 @@ int cd_intent_bind(const struct cd_json *sandbox, const char *params_cwd,
 			*err = uri_error("sandbox cwd", cwd, why ? why : "invalid URI");
 			return -EINVAL;
 		}
-	} else {
+	} else if (params_cwd) {
 		b->cwd = cd_xstrdup(params_cwd);
+	} else if (cd_profile_depends_on_cwd(b->profile)) {
+		*err = cd_xstrdup(
+			"file system sandbox context with dynamic permissions requires cwd");
+		return -EDESTADDRREQ;
+	} else {
+		char here[PATH_MAX];
+		b->cwd = cd_xstrdup(getcwd(here, sizeof(here)) ? here : "/");
 	}
 
 	if (roots_v) {

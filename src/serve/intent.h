@@ -50,6 +50,10 @@ int cd_param_u64(const struct cd_json *obj, const char *key, const char *field, 
  * cd_cli_bind_profile with the server's cached host facts. On success b is
  * filled (cd_cli_bound_done it). enforce_managed_network is refused here
  * (no proxy in this build). Refusals and decode errors: -EINVAL, *err.
+ * params_cwd NULL (fs/... requests, which have none): without sandbox.cwd
+ * the server's own cwd is used, unless the permissions depend on a cwd
+ * (cd_profile_depends_on_cwd): then -EDESTADDRREQ, *err the reference's
+ * "... requires cwd" message (a -32600 reply).
  */
 int cd_intent_bind(const struct cd_json *sandbox, const char *params_cwd,
 		   bool enforce_managed_network, const struct cd_linux_host *host,

@@ -388,7 +388,7 @@ bool cd_pending_try_complete(struct cd_conn *c, bool deadline)
 
 /* ---- environment info ---- */
 
-static void append_uri(struct cd_strbuf *sb, const char *path)
+void cd_json_write_path_uri(struct cd_strbuf *sb, const char *path)
 {
 	if (!path || path[0] != '/') {
 		cd_strbuf_append(sb, "null");
@@ -454,14 +454,14 @@ static char *build_env_info(void)
 	cd_json_write_cstr(&sb, shell);
 	cd_strbuf_append(&sb, "},\"executorVersion\":\"cordon " PACKAGE_VERSION "\"");
 	cd_strbuf_append(&sb, ",\"providerId\":\"cordon\",\"cwd\":");
-	append_uri(&sb, getcwd(cwd, sizeof(cwd)) ? cwd : NULL);
+	cd_json_write_path_uri(&sb, getcwd(cwd, sizeof(cwd)) ? cwd : NULL);
 	cd_strbuf_append(&sb, ",\"userHomeDir\":");
-	append_uri(&sb, home);
+	cd_json_write_path_uri(&sb, home);
 	cd_strbuf_append(&sb, ",\"platformOs\":\"linux\",\"prependPathDirs\":[]"
 			      ",\"temporaryDirectories\":[");
-	append_uri(&sb, tmp);
+	cd_json_write_path_uri(&sb, tmp);
 	cd_strbuf_append(&sb, "],\"tempDir\":");
-	append_uri(&sb, tmp);
+	cd_json_write_path_uri(&sb, tmp);
 	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":false,"
 			      "\"sandboxedFileStreaming\":true}}");
 	return cd_strbuf_steal(&sb);

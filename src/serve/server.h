@@ -199,6 +199,8 @@ void cd_conn_schedule_process(struct cd_conn *c);
 void cd_conn_final_flush(struct cd_conn *c, int timeout_ms);
 
 /* JSON text writers. */
+/* An absolute path as a file:// URI string; anything else (NULL, relative) as null. */
+void cd_json_write_path_uri(struct cd_strbuf *sb, const char *path);
 /* A JSON string (cd_strbuf_append_json_string: invalid UTF-8 becomes U+FFFD). */
 static inline void cd_json_write_cstr(struct cd_strbuf *sb, const char *s)
 {

@@ -845,6 +845,39 @@ START_TEST(test_vocabulary)
 }
 END_TEST
 
+/* :workspace_roots and relative globs need a cwd; absolute and per-root globs do not. */
+START_TEST(test_depends_on_cwd)
+{
+	struct cd_profile p = { .type = CD_PROFILE_MANAGED };
+	ck_assert(!cd_profile_depends_on_cwd(&p));
+	ck_assert(!cd_profile_depends_on_cwd(NULL));
+	struct cd_fs_entry root = { .kind = CD_ENTRY_SPECIAL,
+				    .special = CD_SPECIAL_ROOT,
+				    .access = CD_ACCESS_READ };
+	cd_profile_add_entry(&p, &root);
+	struct cd_fs_entry g = { .kind = CD_ENTRY_GLOB,
+				 .path = (char *)"/abs/*.env",
+				 .access = CD_ACCESS_DENY };
+	cd_profile_add_entry(&p, &g);
+	g.path = (char *)"codex-project-roots://**/*.env";
+	cd_profile_add_entry(&p, &g);
+	ck_assert(!cd_profile_depends_on_cwd(&p));
+	g.path = (char *)"**/*.env";
+	cd_profile_add_entry(&p, &g);
+	ck_assert(cd_profile_depends_on_cwd(&p));
+	p.n_entries--;
+	free(p.entries[p.n_entries].path);
+	struct cd_fs_entry ws = { .kind = CD_ENTRY_SPECIAL,
+				  .special = CD_SPECIAL_PROJECT_ROOTS,
+				  .access = CD_ACCESS_WRITE };
+	cd_profile_add_entry(&p, &ws);
+	ck_assert(cd_profile_depends_on_cwd(&p));
+	for (size_t i = 0; i < p.n_entries; i++)
+		cd_fs_entry_done(&p.entries[i]);
+	free(p.entries);
+}
+END_TEST
+
 START_TEST(test_dup_and_add)
 {
 	file_ok("{\"version\":1,\"description\":\"d\",\"type\":\"workspace-write\","
@@ -930,6 +963,7 @@ static Suite *profile_suite(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, test_vocabulary);
 	tcase_add_test(tc, test_dup_and_add);
+	tcase_add_test(tc, test_depends_on_cwd);
 	suite_add_tcase(s, tc);
 	return s;
 }
