@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli-policy.h"
 #include "serve/server.h"
@@ -17,6 +25,16 @@ enum {
 	OPT_MAX_PROCESSES,
 	OPT_PID_NAMESPACE,
 	OPT_VERBOSE,
+	OPT_AUTH_TOKEN_FILE,
+	OPT_INSECURE_NO_AUTH,
+	OPT_MAX_CONNECTIONS,
+	OPT_MAX_SESSIONS,
+	OPT_MAX_QUEUED,
+	OPT_SESSION_TTL,
+	OPT_PING_INTERVAL,
+	OPT_STALL_TIMEOUT,
+	OPT_UNIX_GROUP,
+	OPT_PID_FILE,
 };
 
 static const struct cd_cli_opt serve_opts[] = {
@@ -26,6 +44,16 @@ static const struct cd_cli_opt serve_opts[] = {
 	{ "max-processes", 0, true, OPT_MAX_PROCESSES },
 	{ "pid-namespace", 0, true, OPT_PID_NAMESPACE },
 	{ "verbose", 'v', false, OPT_VERBOSE },
+	{ "auth-token-file", 0, true, OPT_AUTH_TOKEN_FILE },
+	{ "insecure-no-auth", 0, false, OPT_INSECURE_NO_AUTH },
+	{ "max-connections", 0, true, OPT_MAX_CONNECTIONS },
+	{ "max-sessions", 0, true, OPT_MAX_SESSIONS },
+	{ "max-queued-bytes", 0, true, OPT_MAX_QUEUED },
+	{ "session-ttl", 0, true, OPT_SESSION_TTL },
+	{ "ping-interval", 0, true, OPT_PING_INTERVAL },
+	{ "stall-timeout", 0, true, OPT_STALL_TIMEOUT },
+	{ "unix-group", 0, true, OPT_UNIX_GROUP },
+	{ "pid-file", 0, true, OPT_PID_FILE },
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED },
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI },
 	{ NULL, 0, false, 0 },
@@ -33,33 +61,66 @@ static const struct cd_cli_opt serve_opts[] = {
 
 static void serve_help(void)
 {
-	printf("Usage: cordon serve [--listen stdio] [--loop epoll|poll] [--max-processes N]\n"
+	printf("Usage: cordon serve [--listen stdio | ws://IP:PORT | unix:PATH]\n"
+	       "                    [--loop epoll|poll] [--max-processes N]\n"
 	       "                    [--pid-namespace=auto|always|never]\n"
+	       "                    [--auth-token-file FILE] [--insecure-no-auth]\n"
+	       "                    [--unix-group GROUP] [--max-connections N]\n"
+	       "                    [--max-sessions N] [--max-queued-bytes SIZE]\n"
+	       "                    [--session-ttl TIME] [--ping-interval TIME]\n"
+	       "                    [--stall-timeout TIME] [--pid-file FILE]\n"
 	       "                    [--allow-degraded=FEATURE] [--min-landlock-abi N]\n"
 	       "                    [-v]\n"
 	       "\n"
-	       "Serve the Codex exec-server protocol: newline-delimited JSON-RPC (without\n"
-	       "the \"jsonrpc\" member) on stdin and stdout, one message per line, at most\n"
-	       "64 MiB per line and 262144 JSON values per message. Clients start, read,\n"
-	       "write to, signal and terminate processes; a process/start with a \"sandbox\"\n"
-	       "intent runs the command under the same Landlock, seccomp and namespace\n"
-	       "sandbox that `cordon run` builds from a profile, and is refused (-32602)\n"
-	       "before anything runs when that sandbox cannot be enforced.\n"
+	       "Serve the Codex exec-server protocol: JSON-RPC (without the \"jsonrpc\"\n"
+	       "member), at most 64 MiB and 262144 JSON values per message. Clients start,\n"
+	       "read, write to, signal and terminate processes; a process/start with a\n"
+	       "\"sandbox\" intent runs the command under the same Landlock, seccomp and\n"
+	       "namespace sandbox that `cordon run` builds from a profile, and is refused\n"
+	       "(-32602) before anything runs when that sandbox cannot be enforced.\n"
 	       "\n"
 	       "Methods: initialize (then the initialized notification), environment/info,\n"
 	       "environment/status, process/start, process/read (long poll with waitMs),\n"
-	       "process/write, process/signal, process/terminate. Notifications:\n"
+	       "process/write, process/signal, process/terminate, fs/*. Notifications:\n"
 	       "process/output, process/exited, process/closed. Closed processes are kept\n"
 	       "for 30 s. See cordon-protocol(7).\n"
 	       "\n"
-	       "End of input (or a line over the limit, or SIGTERM, SIGINT or SIGHUP) kills\n"
-	       "every process the server started and exits 0. A server running as root is\n"
+	       "Transports:\n"
+	       "  stdio           one connection, one message per line; its end (or a line\n"
+	       "                  over the limit) kills every process and exits 0\n"
+	       "  ws://IP:PORT    WebSocket, one message per frame; port 0 picks one, and\n"
+	       "                  the bound URL is the first line on stdout; GET /readyz is\n"
+	       "                  200; a request with an Origin header is refused (403)\n"
+	       "  unix:PATH       a unix socket (mode 0600 in a directory of ours), one\n"
+	       "                  message per line; peers must have our uid (or the group)\n"
+	       "On ws and unix many clients share one server: when a connection drops its\n"
+	       "session detaches, keeps recording output, and ends (its processes killed)\n"
+	       "unless an initialize with resumeSessionId attaches it within the TTL.\n"
+	       "SIGTERM, SIGINT or SIGHUP stop accepting, kill every process of every\n"
+	       "session, close the connections and exit 0. A server running as root is\n"
 	       "the init of its own pid namespace: if it is killed, even with SIGKILL, the\n"
 	       "kernel kills every process it started, their descendants included.\n"
 	       "\n"
 	       "Options:\n"
-	       "  --listen stdio          transport (default and only one so far; ws://IP:PORT\n"
-	       "                          and unix:PATH are planned)\n"
+	       "  --listen URL            stdio (default), ws://IP:PORT or unix:PATH\n"
+	       "  --auth-token-file FILE  ws: require \"Authorization: Bearer TOKEN\" on the\n"
+	       "                          upgrade (401 otherwise); TOKEN is the file's first\n"
+	       "                          line. Required for an address that is not loopback\n"
+	       "  --insecure-no-auth      ws: allow a non-loopback address without a token\n"
+	       "  --unix-group GROUP      unix: the socket is mode 0660 and group GROUP, and\n"
+	       "                          its members may connect too\n"
+	       "  --max-connections N     connections at once (default %u); more are refused\n"
+	       "  --max-sessions N        sessions, detached ones included (default %u)\n"
+	       "  --max-queued-bytes SIZE outbound bytes a connection may have queued before\n"
+	       "                          its processes' output and its requests wait\n"
+	       "                          (default 64M; K, M, G suffixes)\n"
+	       "  --session-ttl TIME      how long a detached session waits to be resumed\n"
+	       "                          (default 30s; TIME is N, Ns or Nms)\n"
+	       "  --ping-interval TIME    ws: a ping frame this often (default 30s)\n"
+	       "  --stall-timeout TIME    a connection over --max-queued-bytes that takes\n"
+	       "                          nothing for this long is dropped and its session\n"
+	       "                          detached (default 60s; not stdio)\n"
+	       "  --pid-file FILE         write the server's pid once listening; removed at exit\n"
 	       "  --loop epoll|poll       event loop implementation (default epoll; also\n"
 	       "                          CORDON_LOOP=poll in the environment)\n"
 	       "  --max-processes N       processes per session, closed ones included until\n"
@@ -78,10 +139,183 @@ static void serve_help(void)
 	       "  -v, --verbose           log requests and process events on stderr\n"
 	       "  -h, --help              show this help\n"
 	       "\n"
-	       "The environment of a process is exactly its \"env\" unless \"envPolicy\" is\n"
-	       "given, which builds it from the server's own environment (inherit core, all\n"
-	       "or none; *KEY*, *SECRET*, *TOKEN* dropped unless ignoreDefaultExcludes).\n",
+	       "Logs go to stderr; under systemd (JOURNAL_STREAM) each line carries its\n"
+	       "syslog priority. The environment of a process is exactly its \"env\" unless\n"
+	       "\"envPolicy\" is given, which builds it from the server's own environment\n"
+	       "(inherit core, all or none; *KEY*, *SECRET*, *TOKEN* dropped unless\n"
+	       "ignoreDefaultExcludes).\n",
+	       CD_SERVE_DEFAULT_MAX_CONNS, CD_SERVE_DEFAULT_MAX_SESSIONS,
 	       CD_SERVE_DEFAULT_MAX_PROCS);
+}
+
+/* ws://IP:PORT with a literal address (reference 1.1: no host names). */
+static int parse_ws_url(const char *url, struct cd_serve_opts *o)
+{
+	const char *hp = url + strlen("ws://");
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon;
+	uint64_t port;
+
+	if (hp[0] == '[') {
+		const char *rb = strchr(hp, ']');
+		if (!rb || rb[1] != ':' || (size_t)(rb - hp - 1) >= sizeof(host))
+			return -1;
+		memcpy(host, hp + 1, (size_t)(rb - hp - 1));
+		host[rb - hp - 1] = '\0';
+		colon = rb + 1;
+	} else {
+		colon = strrchr(hp, ':');
+		if (!colon || (size_t)(colon - hp) >= sizeof(host))
+			return -1;
+		memcpy(host, hp, (size_t)(colon - hp));
+		host[colon - hp] = '\0';
+	}
+	if (cd_parse_u64(colon + 1, &port) < 0 || port > 65535)
+		return -1;
+	memset(&o->ws_addr, 0, sizeof(o->ws_addr));
+	struct sockaddr_in *in = (struct sockaddr_in *)&o->ws_addr;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&o->ws_addr;
+	if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		o->ws_addr_len = sizeof(*in);
+	} else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		o->ws_addr_len = sizeof(*in6);
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+		return in6->sin6_addr.s6_addr[12] == 127;
+	return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+}
+
+/* N, Ns or Nms: milliseconds in (0, 1 day]. */
+static int parse_duration_ms(const char *s, unsigned *ret)
+{
+	char num[32];
+	size_t n = strspn(s, "0123456789");
+	uint64_t v, mul;
+
+	if (n == 0 || n >= sizeof(num))
+		return -1;
+	if (!s[n] || !strcmp(s + n, "s"))
+		mul = 1000;
+	else if (!strcmp(s + n, "ms"))
+		mul = 1;
+	else
+		return -1;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (cd_parse_u64(num, &v) < 0 || v == 0 || v > 86400000ULL / mul)
+		return -1;
+	*ret = (unsigned)(v * mul);
+	return 0;
+}
+
+/* Bytes with an optional K, M or G (powers of 1024); at least 64 KiB. */
+static int parse_size(const char *s, size_t *ret)
+{
+	char num[32];
+	size_t n = strspn(s, "0123456789");
+	uint64_t v, mul = 1;
+
+	if (n == 0 || n >= sizeof(num))
+		return -1;
+	if (s[n] && s[n + 1])
+		return -1;
+	switch (s[n]) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		mul = 1024;
+		break;
+	case 'm':
+	case 'M':
+		mul = 1024 * 1024;
+		break;
+	case 'g':
+	case 'G':
+		mul = 1024 * 1024 * 1024;
+		break;
+	default:
+		return -1;
+	}
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (cd_parse_u64(num, &v) < 0 || v > (16ULL << 30) / mul || v * mul < 65536)
+		return -1;
+	*ret = (size_t)(v * mul);
+	return 0;
+}
+
+/* The token: the file's first line, without its end; printable ASCII without spaces. */
+static int read_token_file(const char *path, struct cd_serve_opts *o)
+{
+	char buf[4097];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "cordon: serve: --auth-token-file %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	ssize_t n = fstat(fd, &st) < 0 ? -1 : read(fd, buf, sizeof(buf));
+	int e = errno;
+	close(fd);
+	if (n < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "cordon: serve: --auth-token-file %s: %s\n", path,
+			n < 0 ? strerror(e) : "not a regular file");
+		return -1;
+	}
+	size_t len = 0;
+	while (len < (size_t)n && buf[len] != '\n' && buf[len] != '\r')
+		len++;
+	if (len == sizeof(buf) - 1) {
+		fprintf(stderr,
+			"cordon: serve: --auth-token-file %s: the token is longer than %zu "
+			"bytes\n",
+			path, sizeof(buf) - 2);
+		return -1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] <= ' ' || buf[i] > '~') {
+			fprintf(stderr,
+				"cordon: serve: --auth-token-file %s: the token may only hold "
+				"printable ASCII without spaces (byte %zu is not)\n",
+				path, i + 1);
+			return -1;
+		}
+	}
+	if (len < 16) {
+		fprintf(stderr,
+			"cordon: serve: --auth-token-file %s: the token must be at least 16 "
+			"characters (it is %zu); e.g. head -c 32 /dev/urandom | base64\n",
+			path, len);
+		return -1;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO))
+		cd_log_warn("serve: --auth-token-file %s is readable by others (mode %04o): "
+			    "chmod 600 it",
+			    path, (unsigned)(st.st_mode & 07777));
+	free(o->auth_token);
+	o->auth_token = cd_xmalloc(len + 1);
+	memcpy(o->auth_token, buf, len);
+	o->auth_token[len] = '\0';
+	o->auth_token_len = len;
+	return 0;
 }
 
 static int parse_loop(const char *s, enum cd_loop_kind *ret)
@@ -101,14 +335,14 @@ int cd_cmd_serve(int argc, char **argv)
 	struct cd_cli_policy pol;
 	struct cd_serve_opts o = {
 		.loop = CD_LOOP_EPOLL,
-		.max_processes = CD_SERVE_DEFAULT_MAX_PROCS,
 	};
-	const char *loop_arg = NULL, *arg;
+	const char *loop_arg = NULL, *arg, *token_file = NULL, *group = NULL;
 	enum cd_pidns_mode pidns = CD_PIDNS_AUTO;
 	int ret = CD_EXIT_USAGE;
 	bool verbose = false;
 	int id;
 
+	cd_serve_opts_init(&o);
 	cd_cli_policy_init(&pol);
 	while ((id = cd_cli_next(&a, serve_opts, &arg)) > 0) {
 		switch (id) {
@@ -117,20 +351,91 @@ int cd_cmd_serve(int argc, char **argv)
 			ret = 0;
 			goto out;
 		case OPT_LISTEN:
-			if (cd_streq(arg, "stdio") || cd_streq(arg, "stdio://"))
-				break;
-			if (cd_startswith(arg, "ws://") || cd_startswith(arg, "unix:")) {
-				fprintf(stderr,
-					"cordon: serve: the %s transport is not implemented yet "
-					"(planned)\n",
-					cd_startswith(arg, "ws://") ? "ws://" : "unix:");
+			if (cd_streq(arg, "stdio") || cd_streq(arg, "stdio://")) {
+				o.listen = CD_LISTEN_STDIO;
+			} else if (cd_startswith(arg, "ws://")) {
+#ifndef CD_WEBSOCKET
+				fprintf(stderr, "cordon: serve: this cordon was built without the "
+						"WebSocket transport (configure found no wslay or "
+						"nettle)\n");
+				goto out;
+#endif
+				if (parse_ws_url(arg, &o) < 0) {
+					cd_cli_usage_error(
+						a.cmd,
+						"--listen '%s': expected ws://IP:PORT with "
+						"a literal IPv4 or [IPv6] address and a port",
+						arg);
+					goto out;
+				}
+				o.listen = CD_LISTEN_WS;
+			} else if (cd_startswith(arg, "unix:") && arg[5]) {
+				o.listen = CD_LISTEN_UNIX;
+				o.unix_path = arg + 5;
+			} else {
+				cd_cli_usage_error(a.cmd,
+						   "unsupported --listen URL '%s' (expected stdio, "
+						   "ws://IP:PORT or unix:PATH)",
+						   arg);
 				goto out;
 			}
-			cd_cli_usage_error(a.cmd,
-					   "unsupported --listen URL '%s' (expected stdio, "
-					   "ws://IP:PORT or unix:PATH)",
-					   arg);
-			goto out;
+			break;
+		case OPT_AUTH_TOKEN_FILE:
+			token_file = arg;
+			break;
+		case OPT_INSECURE_NO_AUTH:
+			o.insecure_no_auth = true;
+			break;
+		case OPT_UNIX_GROUP:
+			group = arg;
+			break;
+		case OPT_PID_FILE:
+			o.pid_file = arg;
+			break;
+		case OPT_MAX_CONNECTIONS:
+		case OPT_MAX_SESSIONS: {
+			uint64_t v;
+			if (cd_parse_u64(arg, &v) < 0 || v == 0 || v > 65536) {
+				cd_cli_usage_error(
+					a.cmd, "--%s: '%s' is not a number from 1 to 65536",
+					id == OPT_MAX_SESSIONS ? "max-sessions" : "max-connections",
+					arg);
+				goto out;
+			}
+			if (id == OPT_MAX_SESSIONS)
+				o.max_sessions = (unsigned)v;
+			else
+				o.max_connections = (unsigned)v;
+			break;
+		}
+		case OPT_MAX_QUEUED:
+			if (parse_size(arg, &o.max_queued_bytes) < 0) {
+				cd_cli_usage_error(
+					a.cmd,
+					"--max-queued-bytes: '%s' is not a size from 64K "
+					"to 16G (N, NK, NM or NG)",
+					arg);
+				goto out;
+			}
+			break;
+		case OPT_SESSION_TTL:
+		case OPT_PING_INTERVAL:
+		case OPT_STALL_TIMEOUT: {
+			unsigned *dst = id == OPT_SESSION_TTL	  ? &o.session_ttl_ms
+					: id == OPT_PING_INTERVAL ? &o.ping_ms
+								  : &o.stall_ms;
+			if (parse_duration_ms(arg, dst) < 0) {
+				cd_cli_usage_error(a.cmd,
+						   "--%s: '%s' is not a duration (N or Ns seconds, "
+						   "Nms milliseconds; at most a day)",
+						   id == OPT_SESSION_TTL     ? "session-ttl"
+						   : id == OPT_PING_INTERVAL ? "ping-interval"
+									     : "stall-timeout",
+						   arg);
+				goto out;
+			}
+			break;
+		}
 		case OPT_LOOP:
 			loop_arg = arg;
 			if (parse_loop(arg, &o.loop) < 0) {
@@ -187,7 +492,59 @@ int cd_cmd_serve(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (token_file && o.listen != CD_LISTEN_WS) {
+		cd_cli_usage_error(a.cmd, "--auth-token-file is for --listen ws:// (a unix socket "
+					  "checks the peer's uid instead)");
+		goto out;
+	}
+	if (o.insecure_no_auth && o.listen != CD_LISTEN_WS) {
+		cd_cli_usage_error(a.cmd, "--insecure-no-auth is for --listen ws://");
+		goto out;
+	}
+	if (group && o.listen != CD_LISTEN_UNIX) {
+		cd_cli_usage_error(a.cmd, "--unix-group is for --listen unix:PATH");
+		goto out;
+	}
+	if (group) {
+		struct group *gr = getgrnam(group);
+		uint64_t gid;
+		if (gr) {
+			o.unix_group = gr->gr_gid;
+		} else if (cd_parse_u64(group, &gid) == 0 && gid < UINT32_MAX) {
+			o.unix_group = (gid_t)gid;
+		} else {
+			cd_cli_usage_error(a.cmd, "--unix-group: no group '%s'", group);
+			goto out;
+		}
+		o.unix_group_set = true;
+	}
+	if (token_file && read_token_file(token_file, &o) < 0)
+		goto out;
 	cd_log_verbosity = verbose ? 2 : 1;
+	cd_log_detect_journal();
+	if (o.listen == CD_LISTEN_WS && !o.auth_token && !is_loopback(&o.ws_addr)) {
+		if (!o.insecure_no_auth) {
+			fprintf(stderr,
+				"cordon: serve: refusing to listen on a non-loopback address "
+				"without "
+				"authentication: anyone who reaches it could run commands as uid "
+				"%u. "
+				"Pass --auth-token-file FILE (clients send \"Authorization: Bearer "
+				"TOKEN\"), or --insecure-no-auth if something else guards the "
+				"network\n",
+				(unsigned)geteuid());
+			goto out;
+		}
+		cd_log_warn("serve: --insecure-no-auth: anyone who reaches this address can run "
+			    "commands as uid %u",
+			    (unsigned)geteuid());
+	}
+	if (o.listen == CD_LISTEN_WS && o.auth_token && o.insecure_no_auth) {
+		cd_cli_usage_error(a.cmd, "--insecure-no-auth and --auth-token-file contradict "
+					  "each other");
+		goto out;
+	}
+	o.pid_file_pid = getpid();
 	o.lopts = pol.lopts;
 	/* The server contains its processes itself (pidns.c): no pid namespace each. */
 	o.lopts.no_pid_ns = true;
@@ -196,8 +553,11 @@ int cd_cmd_serve(int argc, char **argv)
 	/* Before the loop and the host probe: the outer process only waits. */
 	if (cd_serve_pidns(pidns, &ret) < 0)
 		goto out;
-	ret = cd_serve_stdio(&o);
+	ret = cd_serve(&o);
 out:
+	if (o.auth_token)
+		explicit_bzero(o.auth_token, o.auth_token_len);
+	free(o.auth_token);
 	cd_cli_policy_done(&pol);
 	return ret;
 }

@@ -11,11 +11,16 @@ cordon_SOURCES = \
 	src/serve/intent.c src/serve/intent.h \
 	src/serve/loop.c src/serve/loop.h src/serve/proc.c src/serve/proc.h \
 	src/serve/base64.c src/serve/pidns.c \
-	src/serve/fs.c src/serve/fs.h \
+	src/serve/fs.c src/serve/fs.h src/serve/listen.c \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h
-cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS)
+cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(WS_CFLAGS)
+cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS) $(WS_LIBS)
+if WEBSOCKET
+cordon_SOURCES += src/serve/ws.c
+else
+EXTRA_DIST += src/serve/ws.c
+endif
 # -static-pie unless --disable-static-cordon (see configure.ac).
 cordon_LDFLAGS = $(AM_LDFLAGS) $(STATIC_LDFLAGS)
 endif

@@ -112,16 +112,18 @@ valgrind:
 .PHONY: valgrind
 
 # ---- serve integration tests (s3): the JSON-RPC server driven over stdio ----
-# Python 3 (standard library only) TAP scripts; tests/lib/rpcclient.py is their client.
+# Python 3 (standard library only) TAP scripts; tests/lib/rpcclient.py is their client
+# (tests/lib/netclient.py over WebSocket and unix sockets).
 SERVE_TESTS = \
 	tests/integration/serve-handshake.py \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \
 	tests/integration/serve-sandbox.py \
 	tests/integration/serve-fs.py \
+	tests/integration/serve-net.py \
 	tests/integration/serve-lifecycle.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif
-EXTRA_DIST += $(SERVE_TESTS) tests/lib/rpcclient.py
+EXTRA_DIST += $(SERVE_TESTS) tests/lib/rpcclient.py tests/lib/netclient.py
 # ---- end of the serve integration tests ----

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,21 +16,30 @@
 #include "shared/log.h"
 
 /*
- * stdio framing (reference 1.3-1.5). Input is read non-blocking into one
- * buffer and split into lines; lines are handled strictly one after the
- * other, and a long poll stops the handling (not the reading) until it is
- * answered. The buffer holds at most one maximal line plus its '\n'; when
- * it is full the connection stops reading stdin.
+ * A connection (reference 1.3-1.5). On stdio and unix sockets input is
+ * read non-blocking into one buffer and split into lines; on WebSocket,
+ * ws.c appends each complete message to the same buffer behind a 4-byte
+ * length. Messages are handled strictly one after the other, and a long
+ * poll stops the handling (not the reading) until it is answered. The
+ * buffer holds at most one maximal message plus its framing; when it is
+ * full the connection stops reading.
  *
  * Output is one queue of complete JSON lines. Appends try a write at once
  * unless a batch is open (a run of requests: one write at the end) or the
  * pipe was full (then the loop watches stdout and writes when it drains, so
  * everything queued in between goes out in one write). A client that does
- * not read makes the queue grow: beyond CD_SERVE_OUT_QUEUE_CAP no further
- * requests are handled and the processes' output is no longer read (their
- * pipes fill and they block) until the queue is down to half the cap. The
- * replies of requests and the exit/close events still queue, bounded by
- * what one request or one process can add.
+ * not read makes the queue grow: beyond the connection's cap
+ * (--max-queued-bytes) no further requests are handled and the processes'
+ * output is no longer read (their pipes fill and they block) until the
+ * queue is down to half the cap. The replies of requests and the
+ * exit/close events still queue, bounded by what one request or one
+ * process can add. A network connection that stays over its cap without
+ * writing anything for --stall-timeout is dropped (its session detaches
+ * and records on); stdio waits, since its end would end the server.
+ *
+ * On a socket both directions use one descriptor: out_fd is a dup of
+ * in_fd so that each direction has its own watch (epoll registers a
+ * descriptor once).
  */
 
 /* One maximal line, its "\r\n" included. */
@@ -41,6 +51,7 @@
 
 static void flush(struct cd_conn *c);
 static void update_in_watch(struct cd_conn *c);
+static void connection_gone(struct cd_conn *c, const char *why);
 
 /* ---- JSON writers ---- */
 
@@ -86,21 +97,60 @@ static size_t out_queued(const struct cd_conn *c)
 	return c->out.len - c->out_off;
 }
 
+size_t cd_conn_out_queued(const struct cd_conn *c)
+{
+#ifdef CD_WEBSOCKET
+	if (c->ws)
+		return out_queued(c) + cd_ws_queued(c);
+#endif
+	return out_queued(c);
+}
+
+static void on_stall(struct cd_loop *l, void *data)
+{
+	struct cd_conn *c = data;
+	c->stall = NULL;
+	cd_log_warn("serve: connection %lu (%s): the client read nothing for %u ms with %zu "
+		    "bytes queued: dropping it",
+		    c->serial, c->peer, c->server->opts.stall_ms, cd_conn_out_queued(c));
+	connection_gone(c, "stalled");
+}
+
 /*
  * Back-pressure: while the client does not read, stop reading the
  * processes' output (their pipes fill and they block) and stop reading
- * requests; resume at half the cap.
+ * requests; resume at half the cap. progress: bytes left the queue since
+ * the last call (restarts the stall timer).
  */
-static void update_backpressure(struct cd_conn *c)
+static void update_backpressure(struct cd_conn *c, bool progress)
 {
-	size_t q = out_queued(c);
-	if (!c->output_paused && q > CD_SERVE_OUT_QUEUE_CAP) {
+	size_t q = cd_conn_out_queued(c);
+	if (!c->output_paused && q > c->out_cap) {
 		c->output_paused = true;
 		cd_session_pause_output(c->session, true);
-	} else if (c->output_paused && q <= CD_SERVE_OUT_QUEUE_CAP / 2) {
+	} else if (c->output_paused && q <= c->out_cap / 2) {
 		c->output_paused = false;
 		cd_session_pause_output(c->session, false);
 	}
+	if (c->kind == CD_CONN_STDIO || c->freed)
+		return;
+	if (q > c->out_cap) {
+		if (c->stall && progress) {
+			cd_loop_cancel_timer(c->server->loop, c->stall);
+			c->stall = NULL;
+		}
+		if (!c->stall)
+			c->stall = cd_loop_add_timer(c->server->loop, c->server->opts.stall_ms,
+						     on_stall, c);
+	} else if (c->stall) {
+		cd_loop_cancel_timer(c->server->loop, c->stall);
+		c->stall = NULL;
+	}
+}
+
+void cd_conn_out_progress(struct cd_conn *c)
+{
+	update_backpressure(c, true);
 }
 
 void cd_conn_kick(struct cd_conn *c)
@@ -108,7 +158,7 @@ void cd_conn_kick(struct cd_conn *c)
 	if (c->batch == 0 && !c->out_watching)
 		flush(c);
 	else
-		update_backpressure(c);
+		update_backpressure(c, false);
 }
 
 static void out_append(struct cd_conn *c, const char *s, size_t n)
@@ -177,10 +227,14 @@ static void out_watch(struct cd_conn *c, bool on)
 	c->out_watching = on;
 }
 
-static void connection_gone(struct cd_conn *c)
+static void connection_gone(struct cd_conn *c, const char *why)
 {
-	c->closing = true;
-	cd_server_stop(c->server);
+	if (c->kind == CD_CONN_STDIO) {
+		c->closing = true;
+		cd_server_stop(c->server);
+		return;
+	}
+	cd_conn_close(c, why);
 }
 
 /*
@@ -190,6 +244,10 @@ static void connection_gone(struct cd_conn *c)
  */
 static int write_queued(struct cd_conn *c)
 {
+#ifdef CD_WEBSOCKET
+	if (c->ws)
+		return cd_ws_flush(c);
+#endif
 	while (out_queued(c) > 0) {
 		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
 		if (w > 0) {
@@ -226,9 +284,10 @@ static void grow_pipe(struct cd_conn *c)
 
 static void flush(struct cd_conn *c)
 {
-	bool was_over = out_queued(c) > CD_SERVE_OUT_QUEUE_CAP;
+	size_t before = cd_conn_out_queued(c);
+	bool was_over = before > c->out_cap;
 
-	while (!c->out_broken) {
+	while (!c->out_broken && !c->freed) {
 		int r = write_queued(c);
 		if (r == 0)
 			break;
@@ -244,26 +303,31 @@ static void flush(struct cd_conn *c)
 				break;
 			continue;
 		}
-		cd_log_debug("serve: stdout: %s", strerror(-r));
+		cd_log_debug("serve: connection %lu (%s): write: %s", c->serial, c->peer,
+			     strerror(-r));
 		c->out_broken = true;
 		c->out.len = c->out_off = 0;
-		connection_gone(c);
+		connection_gone(c, "write failed");
 		break;
 	}
+	if (c->freed)
+		return;
 	if (out_queued(c) == 0) {
 		c->out.len = c->out_off = 0;
 		/* A large answer (fs/readFile) must not stay resident once sent. */
 		if (c->out.cap > OUT_KEEP_CAP)
 			cd_strbuf_done(&c->out);
-		out_watch(c, false);
+		/* ws: the frames handed to wslay may still be waiting for the socket. */
+		if (cd_conn_out_queued(c) == 0)
+			out_watch(c, false);
 	} else if (c->out_off >= OUT_COMPACT && c->out_off * 2 >= c->out.len) {
 		memmove(c->out.buf, c->out.buf + c->out_off, out_queued(c));
 		c->out.len -= c->out_off;
 		c->out_off = 0;
 	}
-	update_backpressure(c);
+	update_backpressure(c, cd_conn_out_queued(c) < before);
 	/* Requests were held back while the queue was over its cap. */
-	if (was_over && out_queued(c) <= CD_SERVE_OUT_QUEUE_CAP)
+	if (was_over && cd_conn_out_queued(c) <= c->out_cap)
 		cd_conn_schedule_process(c);
 }
 
@@ -282,12 +346,31 @@ void cd_conn_final_flush(struct cd_conn *c, int timeout_ms)
 
 /* ---- inbound lines ---- */
 
+static const char *transport_name(const struct cd_conn *c)
+{
+	switch (c->kind) {
+	case CD_CONN_STDIO:
+		return "stdio";
+	case CD_CONN_UNIX:
+		return "unix socket";
+	case CD_CONN_WS:
+		return "websocket";
+	}
+	return "?";
+}
+
 static void parse_error(struct cd_conn *c, const char *detail)
 {
 	struct cd_strbuf sb = { 0 };
 	/* The released Codex binary's wording, which clients may match on. */
-	cd_strbuf_printf(&sb, "failed to parse JSON-RPC message from exec-server stdio: %s",
-			 detail);
+	if (c->kind == CD_CONN_WS)
+		cd_strbuf_printf(&sb,
+				 "failed to parse websocket JSON-RPC message from exec-server "
+				 "websocket %s: %s",
+				 c->peer, detail);
+	else
+		cd_strbuf_printf(&sb, "failed to parse JSON-RPC message from exec-server %s: %s",
+				 transport_name(c), detail);
 	cd_conn_error(c, "-1", CD_RPC_INVALID_REQUEST, sb.buf);
 	cd_strbuf_done(&sb);
 }
@@ -338,7 +421,7 @@ static void handle_line(struct cd_conn *c, const char *line, size_t len)
 		} else if (!cd_methods_notification(c, method->u.str.s)) {
 			cd_log_debug("serve: closing the connection after notification '%s'",
 				     method->u.str.s);
-			connection_gone(c);
+			connection_gone(c, "unexpected notification");
 		}
 	} else if (!cd_json_get(v, "result") && !cd_json_get(v, "error")) {
 		/*
@@ -351,7 +434,7 @@ static void handle_line(struct cd_conn *c, const char *line, size_t len)
 		/* A response or an error object: the server sends no requests, the connection ends. */
 		cd_log_debug("serve: closing the connection after a client %s",
 			     cd_json_get(v, "result") ? "response" : "error object");
-		connection_gone(c);
+		connection_gone(c, "client sent a response");
 	}
 	free(idt);
 	cd_json_free(v);
@@ -367,10 +450,16 @@ static bool is_blank(const char *s, size_t n)
 
 static void overflow(struct cd_conn *c)
 {
-	fprintf(stderr,
-		"cordon: serve: JSON-RPC message from stdio exceeds maximum length of %u bytes\n",
-		CD_SERVE_MAX_LINE);
-	connection_gone(c);
+	if (c->kind == CD_CONN_STDIO)
+		fprintf(stderr,
+			"cordon: serve: JSON-RPC message from stdio exceeds maximum length of %u "
+			"bytes\n",
+			CD_SERVE_MAX_LINE);
+	else
+		cd_log_warn("serve: connection %lu (%s): JSON-RPC message exceeds maximum length "
+			    "of %u bytes",
+			    c->serial, c->peer, CD_SERVE_MAX_LINE);
+	connection_gone(c, "message too long");
 }
 
 static void dispatch_line(struct cd_conn *c, const char *line, size_t len)
@@ -386,47 +475,118 @@ static void dispatch_line(struct cd_conn *c, const char *line, size_t len)
 	handle_line(c, line, len);
 }
 
+void cd_conn_push_message(struct cd_conn *c, const void *msg, size_t len)
+{
+	uint32_t n = (uint32_t)len;
+
+	if (c->closing)
+		return;
+	if (c->in_start > 0 && c->in_start == c->in_len)
+		c->in_start = c->in_len = c->in_scan = 0;
+	size_t need = c->in_len + sizeof(n) + len;
+	if (need > c->in_cap) {
+		/* Compact first: processed records are dead weight. */
+		memmove(c->in_buf, c->in_buf + c->in_start, c->in_len - c->in_start);
+		c->in_len -= c->in_start;
+		c->in_start = c->in_scan = 0;
+		need = c->in_len + sizeof(n) + len;
+		if (need > c->in_cap) {
+			size_t cap = c->in_cap ? c->in_cap : 2 * IN_READ_MIN;
+			while (cap < need)
+				cap *= 2;
+			c->in_buf = cd_xrealloc(c->in_buf, cap);
+			c->in_cap = cap;
+		}
+	}
+	memcpy(c->in_buf + c->in_len, &n, sizeof(n));
+	memcpy(c->in_buf + c->in_len + sizeof(n), msg, len);
+	c->in_len += sizeof(n) + len;
+}
+
+/* The next framed message of a ws connection; false when none is queued. */
+static bool next_record(struct cd_conn *c, const char **msg, size_t *len)
+{
+	uint32_t n;
+
+	if (c->in_len - c->in_start < sizeof(n))
+		return false;
+	memcpy(&n, c->in_buf + c->in_start, sizeof(n));
+	*msg = c->in_buf + c->in_start + sizeof(n);
+	*len = n;
+	c->in_start += sizeof(n) + n;
+	return true;
+}
+
+/* Handle the next message; false when there is none (or the connection ends). */
+static bool next_line(struct cd_conn *c)
+{
+	size_t from = c->in_scan > c->in_start ? c->in_scan : c->in_start;
+	char *nl = from < c->in_len ? memchr(c->in_buf + from, '\n', c->in_len - from) : NULL;
+	if (nl) {
+		size_t start = c->in_start;
+		size_t end = (size_t)(nl - c->in_buf);
+		c->in_start = c->in_scan = end + 1;
+		dispatch_line(c, c->in_buf + start, end - start);
+		return true;
+	}
+	c->in_scan = c->in_len;
+	/* Too long already, unless the last byte is the '\r' of a "\r\n". */
+	size_t pending_len = c->in_len - c->in_start;
+	if (pending_len > CD_SERVE_MAX_LINE + 1 ||
+	    (pending_len == CD_SERVE_MAX_LINE + 1 && c->in_buf[c->in_len - 1] != '\r')) {
+		overflow(c);
+		return false;
+	}
+	if (c->in_eof && c->in_len > c->in_start) {
+		/* Each message is a line "followed by \n": a cut-off tail is not one. */
+		cd_log_debug("serve: ignoring %zu bytes after the last newline",
+			     c->in_len - c->in_start);
+		c->in_start = c->in_scan = c->in_len;
+	}
+	return false;
+}
+
 void cd_conn_process(struct cd_conn *c)
 {
+	if (c->freed)
+		return;
 	c->batch++;
 	/*
 	 * End of input while a request is still in flight (a long poll) or
-	 * while the client does not read our output: the client is gone, so
-	 * the request is abandoned and the connection torn down now (Codex
-	 * does the same), instead of waiting out waitMs or a full pipe.
+	 * while the client does not read our output. Output blocked: the
+	 * client is gone. A long poll on stdio: the request is abandoned and
+	 * the connection torn down now (Codex does the same), instead of
+	 * waiting out waitMs. On a socket the client may only have shut its
+	 * sending side: the session detaches at once (it may be resumed
+	 * elsewhere, which evicts this connection) and the answer still goes
+	 * out before the connection closes.
 	 */
-	if (c->in_eof && !c->closing && (c->pending || out_queued(c) > CD_SERVE_OUT_QUEUE_CAP)) {
-		cd_log_debug("serve: end of input with a request in flight or output blocked");
-		connection_gone(c);
+	if (c->in_eof && !c->closing && cd_conn_out_queued(c) > c->out_cap) {
+		cd_log_debug("serve: end of input with output blocked");
+		connection_gone(c, "end of input");
+	} else if (c->in_eof && !c->closing && c->pending) {
+		if (c->kind == CD_CONN_STDIO) {
+			cd_log_debug("serve: end of input with a request in flight");
+			connection_gone(c, "end of input");
+		} else if (c->session && c->session->conn == c) {
+			cd_session_detach(c->session, c);
+		}
 	}
-	while (!c->pending && !c->closing && out_queued(c) <= CD_SERVE_OUT_QUEUE_CAP) {
-		size_t from = c->in_scan > c->in_start ? c->in_scan : c->in_start;
-		char *nl =
-			from < c->in_len ? memchr(c->in_buf + from, '\n', c->in_len - from) : NULL;
-		if (nl) {
-			size_t start = c->in_start;
-			size_t end = (size_t)(nl - c->in_buf);
-			c->in_start = c->in_scan = end + 1;
-			dispatch_line(c, c->in_buf + start, end - start);
+	while (!c->pending && !c->closing && cd_conn_out_queued(c) <= c->out_cap) {
+		if (c->kind == CD_CONN_WS) {
+			const char *msg;
+			size_t len;
+			if (next_record(c, &msg, &len)) {
+				handle_line(c, msg, len);
+				continue;
+			}
+		} else if (next_line(c)) {
 			continue;
 		}
-		c->in_scan = c->in_len;
-		/* Too long already, unless the last byte is the '\r' of a "\r\n". */
-		size_t pending_len = c->in_len - c->in_start;
-		if (pending_len > CD_SERVE_MAX_LINE + 1 ||
-		    (pending_len == CD_SERVE_MAX_LINE + 1 && c->in_buf[c->in_len - 1] != '\r')) {
-			overflow(c);
-			break;
-		}
-		if (c->in_eof && c->in_len > c->in_start) {
-			/* Each message is a line "followed by \n": a cut-off tail is not one. */
-			cd_log_debug("serve: ignoring %zu bytes after the last newline",
-				     c->in_len - c->in_start);
-			c->in_start = c->in_scan = c->in_len;
-		}
-		if (c->in_eof) {
-			cd_log_debug("serve: end of input");
-			connection_gone(c);
+		if (c->in_eof && !c->closing) {
+			cd_log_debug("serve: connection %lu (%s): end of input", c->serial,
+				     c->peer);
+			connection_gone(c, "end of input");
 		}
 		break;
 	}
@@ -480,7 +640,8 @@ static bool read_input(struct cd_conn *c)
 	if (errno == EINTR)
 		return true;
 	if (errno != EAGAIN) {
-		cd_log_debug("serve: stdin: %s", strerror(errno));
+		cd_log_debug("serve: connection %lu (%s): read: %s", c->serial, c->peer,
+			     strerror(errno));
 		c->in_eof = true;
 	}
 	return false;
@@ -489,7 +650,12 @@ static bool read_input(struct cd_conn *c)
 static void on_in(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 {
 	struct cd_conn *c = data;
-	(void)read_input(c);
+#ifdef CD_WEBSOCKET
+	if (c->ws)
+		cd_ws_on_input(c);
+	else
+#endif
+		(void)read_input(c);
 	cd_conn_process(c);
 }
 
@@ -508,6 +674,10 @@ static void update_in_watch(struct cd_conn *c)
 	 * then (cd_conn_process stops), but the end of input must be seen.
 	 */
 	bool want = !c->in_eof && !c->closing && c->in_len - c->in_start < IN_CAP;
+#ifdef CD_WEBSOCKET
+	if (c->ws)
+		want = !c->in_eof && !c->closing && cd_ws_want_read(c);
+#endif
 
 	if (c->in_pump)
 		return; /* the pump reads and comes back here */
@@ -526,47 +696,136 @@ static void update_in_watch(struct cd_conn *c)
 	}
 }
 
-struct cd_conn *cd_conn_new(struct cd_server *s, int in_fd, int out_fd)
+void cd_conn_update_watches(struct cd_conn *c)
+{
+	update_in_watch(c);
+	/* ws: wslay may want to send what has no length (a ping, a pong, a close). */
+	if (!c->freed && !c->out_watching && c->batch == 0 && (c->ws || cd_conn_out_queued(c) > 0))
+		flush(c);
+}
+
+static void set_nonblocking(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_fd, int out_fd)
 {
 	struct cd_conn *c = cd_xcalloc(1, sizeof(*c));
 	c->server = s;
+	c->kind = kind;
+	c->serial = ++s->next_serial;
 	c->in_fd = in_fd;
 	c->out_fd = out_fd;
-	int fl = fcntl(in_fd, F_GETFL);
-	if (fl >= 0)
-		(void)fcntl(in_fd, F_SETFL, fl | O_NONBLOCK);
-	fl = fcntl(out_fd, F_GETFL);
-	if (fl >= 0)
-		(void)fcntl(out_fd, F_SETFL, fl | O_NONBLOCK);
+	c->out_cap = s->opts.max_queued_bytes;
+	snprintf(c->peer, sizeof(c->peer), "%s", kind == CD_CONN_STDIO ? "stdio" : "?");
+	set_nonblocking(in_fd, true);
+	set_nonblocking(out_fd, true);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->n_conns++;
+#ifdef CD_WEBSOCKET
+	if (kind == CD_CONN_WS)
+		c->ws = cd_ws_new(c);
+#endif
 	update_in_watch(c);
 	return c;
+}
+
+/* Drop the watches and the timers: nothing calls back into c any more. */
+static void quiesce(struct cd_conn *c)
+{
+	struct cd_loop *l = c->server->loop;
+	if (c->in_watch)
+		cd_loop_del_fd(l, c->in_watch);
+	if (c->out_watch)
+		cd_loop_del_fd(l, c->out_watch);
+	c->in_watch = c->out_watch = NULL;
+	c->out_watching = false;
+	if (c->in_pump)
+		cd_loop_cancel_timer(l, c->in_pump);
+	if (c->resume)
+		cd_loop_cancel_timer(l, c->resume);
+	if (c->stall)
+		cd_loop_cancel_timer(l, c->stall);
+	c->in_pump = c->resume = c->stall = NULL;
+	if (c->pending) {
+		if (c->pending->timer)
+			cd_loop_cancel_timer(l, c->pending->timer);
+		cd_pending_free(c->pending);
+		c->pending = NULL;
+	}
+}
+
+static void on_reap(struct cd_loop *l, void *data)
+{
+	struct cd_conn *c = data;
+	c->reaper = NULL;
+	cd_conn_free(c);
+}
+
+void cd_conn_close(struct cd_conn *c, const char *why)
+{
+	if (c->freed)
+		return;
+	cd_log_debug("serve: connection %lu (%s) closed: %s", c->serial, c->peer, why);
+	/* Whatever the socket takes now (an eviction's error reply, a close frame). */
+	if (!c->out_broken) {
+#ifdef CD_WEBSOCKET
+		if (c->ws)
+			cd_ws_close(c);
+#endif
+		(void)write_queued(c);
+	}
+	c->freed = true;
+	c->closing = true;
+	quiesce(c);
+	if (c->session) {
+		struct cd_session *se = c->session;
+		if (se->conn == c || se->linger == c)
+			cd_session_detach(se, c);
+		if (c->output_paused && se->conn == NULL)
+			cd_session_pause_output(se, false);
+		c->session = NULL;
+	}
+	c->output_paused = false;
+	/* Connection-scoped state (reference 1.7): the fs/open handles go now. */
+	cd_fs_conn_release(c);
+	c->reaper = cd_loop_add_timer(c->server->loop, 0, on_reap, c);
 }
 
 void cd_conn_free(struct cd_conn *c)
 {
 	if (!c)
 		return;
-	struct cd_loop *l = c->server->loop;
-	if (c->in_watch)
-		cd_loop_del_fd(l, c->in_watch);
-	if (c->out_watch)
-		cd_loop_del_fd(l, c->out_watch);
-	if (c->in_pump)
-		cd_loop_cancel_timer(l, c->in_pump);
-	if (c->resume)
-		cd_loop_cancel_timer(l, c->resume);
-	if (c->pending) {
-		if (c->pending->timer)
-			cd_loop_cancel_timer(l, c->pending->timer);
-		cd_pending_free(c->pending);
+	struct cd_server *s = c->server;
+	quiesce(c);
+	if (c->reaper)
+		cd_loop_cancel_timer(s->loop, c->reaper);
+	if (c->session && (c->session->conn == c || c->session->linger == c))
+		cd_session_detach(c->session, c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (s->conns == c)
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->n_conns--;
+#ifdef CD_WEBSOCKET
+	cd_ws_free(c->ws);
+#endif
+	if (c->kind == CD_CONN_STDIO) {
+		/* The descriptors are shared with whoever started us: leave them blocking again. */
+		set_nonblocking(c->in_fd, false);
+		set_nonblocking(c->out_fd, false);
+	} else {
+		close(c->in_fd);
+		close(c->out_fd);
 	}
-	/* The descriptors are shared with whoever started us: leave them blocking again. */
-	int fl = fcntl(c->in_fd, F_GETFL);
-	if (fl >= 0)
-		(void)fcntl(c->in_fd, F_SETFL, fl & ~O_NONBLOCK);
-	fl = fcntl(c->out_fd, F_GETFL);
-	if (fl >= 0)
-		(void)fcntl(c->out_fd, F_SETFL, fl & ~O_NONBLOCK);
 	cd_fs_conn_release(c);
 	free(c->in_buf);
 	cd_strbuf_done(&c->out);

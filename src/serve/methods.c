@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/pathuri.h"
@@ -73,19 +74,41 @@ static void m_initialize(struct cd_conn *c, const char *id, const struct cd_json
 		invalid_params(c, id, err);
 		return;
 	}
+	struct cd_server *s = c->server;
+	struct cd_session *se = NULL;
 	if (resume) {
 		/* stdio has a single connection: there is never a session to resume. */
-		struct cd_strbuf sb = { 0 };
-		cd_strbuf_append(&sb, "unknown session id ");
-		cd_strbuf_append_n(&sb, resume->u.str.s,
-				   strnlen(resume->u.str.s, resume->u.str.len));
-		invalid_request(c, id, cd_strbuf_steal(&sb));
-		return;
+		if (s->opts.listen != CD_LISTEN_STDIO)
+			se = cd_session_lookup(s, resume->u.str.s, resume->u.str.len);
+		if (!se) {
+			struct cd_strbuf sb = { 0 };
+			cd_strbuf_append(&sb, "unknown session id ");
+			cd_strbuf_append_n(&sb, resume->u.str.s,
+					   strnlen(resume->u.str.s, resume->u.str.len));
+			invalid_request(c, id, cd_strbuf_steal(&sb));
+			return;
+		}
+		if (se->conn) {
+			char *msg = cd_xasprintf("session %s is already attached to another "
+						 "connection",
+						 se->id);
+			cd_conn_error(c, id, CD_RPC_SESSION_ATTACHED, msg);
+			free(msg);
+			return;
+		}
+		cd_session_attach(se, c);
+		cd_log_info("serve: connection %lu (%s): resumed session %s", c->serial, c->peer,
+			    se->id);
+	} else {
+		se = cd_session_new(s, c);
+		if (!se) {
+			invalid_request(c, id,
+					cd_xasprintf("too many sessions (limit %u); end some or "
+						     "raise --max-sessions",
+						     s->opts.max_sessions));
+			return;
+		}
 	}
-	struct cd_server *s = c->server;
-	struct cd_session *se = cd_session_new(s);
-	s->session = se;
-	se->conn = c;
 	c->session = se;
 	c->initialize_done = true;
 	cd_log_debug("serve: initialize from client '%s': session %s", name->u.str.s, se->id);
@@ -505,6 +528,11 @@ void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
 					cd_xasprintf("client must call initialize before using %s "
 						     "methods",
 						     methods[i].category));
+			return;
+		}
+		if (methods[i].category && c->evicted) {
+			cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
+				      "session has been resumed by another connection");
 			return;
 		}
 		if (methods[i].category && !c->initialized) {

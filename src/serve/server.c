@@ -55,14 +55,86 @@ static void uuid_v4(char out[37])
 		 b[13], b[14], b[15]);
 }
 
-struct cd_session *cd_session_new(struct cd_server *s)
+struct cd_session *cd_session_new(struct cd_server *s, struct cd_conn *c)
 {
+	if (s->n_sessions >= s->opts.max_sessions)
+		return NULL;
 	struct cd_session *se = cd_xcalloc(1, sizeof(*se));
 	se->server = s;
 	uuid_v4(se->id);
 	se->n_buckets = 64;
 	se->buckets = cd_xcalloc(se->n_buckets, sizeof(*se->buckets));
+	se->next = s->sessions;
+	if (s->sessions)
+		s->sessions->prev = se;
+	s->sessions = se;
+	s->n_sessions++;
+	se->conn = c;
 	return se;
+}
+
+struct cd_session *cd_session_lookup(struct cd_server *s, const char *id, size_t len)
+{
+	for (struct cd_session *se = s->sessions; se; se = se->next)
+		if (len == strlen(se->id) && !memcmp(se->id, id, len))
+			return se;
+	return NULL;
+}
+
+static void on_ttl(struct cd_loop *l, void *data)
+{
+	struct cd_session *se = data;
+	se->ttl = NULL;
+	cd_log_info("serve: session %s: not resumed within %u ms: ending its %zu process(es)",
+		    se->id, se->server->opts.session_ttl_ms, se->n_procs);
+	cd_session_free(se);
+}
+
+void cd_session_detach(struct cd_session *se, struct cd_conn *c)
+{
+	struct cd_server *s = se->server;
+
+	if (se->conn == c) {
+		se->conn = NULL;
+		/* Still answering a long poll: its answer (or eviction) comes later. */
+		if (c->pending && !c->freed)
+			se->linger = c;
+		/* Nobody reads now: the processes record into their rings instead. */
+		cd_session_pause_output(se, false);
+		cd_log_debug("serve: session %s detached from connection %lu", se->id, c->serial);
+	} else if (se->linger == c) {
+		se->linger = NULL;
+	}
+	if (s->opts.listen == CD_LISTEN_STDIO || se->conn || se->ttl || s->stopping)
+		return;
+	se->ttl = cd_loop_add_timer(s->loop, s->opts.session_ttl_ms, on_ttl, se);
+}
+
+void cd_session_attach(struct cd_session *se, struct cd_conn *c)
+{
+	struct cd_conn *old = se->linger;
+
+	if (se->ttl) {
+		cd_loop_cancel_timer(se->server->loop, se->ttl);
+		se->ttl = NULL;
+	}
+	se->conn = c;
+	se->linger = NULL;
+	if (old) {
+		/* Reference 1.7: the request in flight on the old connection fails, and it ends. */
+		old->evicted = true;
+		if (old->pending) {
+			struct cd_pending_read *p = old->pending;
+			old->pending = NULL;
+			if (p->timer)
+				cd_loop_cancel_timer(se->server->loop, p->timer);
+			cd_conn_error(old, p->req_id, CD_RPC_INVALID_REQUEST,
+				      "session has been resumed by another connection");
+			cd_pending_free(p);
+		}
+		old->session = NULL;
+		cd_conn_close(old, "connection evicted after session resume");
+	}
 }
 
 static struct cd_pentry **bucket_of(struct cd_session *se, const char *id, size_t len)
@@ -129,6 +201,30 @@ void cd_session_free(struct cd_session *se)
 {
 	if (!se)
 		return;
+	struct cd_server *s = se->server;
+	if (se->ttl)
+		cd_loop_cancel_timer(s->loop, se->ttl);
+	/* A connection still answering a long poll of this session: the entry goes away. */
+	for (struct cd_conn *c = s->conns; c; c = c->next) {
+		if (c->session != se)
+			continue;
+		if (c->pending) {
+			if (c->pending->timer)
+				cd_loop_cancel_timer(s->loop, c->pending->timer);
+			cd_pending_free(c->pending);
+			c->pending = NULL;
+		}
+		c->session = NULL;
+		if (c->kind != CD_CONN_STDIO)
+			cd_conn_close(c, "session ended");
+	}
+	if (se->prev)
+		se->prev->next = se->next;
+	else if (s->sessions == se)
+		s->sessions = se->next;
+	if (se->next)
+		se->next->prev = se->prev;
+	s->n_sessions--;
 	for (size_t i = 0; i < se->n_buckets; i++) {
 		for (struct cd_pentry *e = se->buckets[i], *next; e; e = next) {
 			next = e->next;
@@ -151,6 +247,9 @@ void cd_session_pause_output(struct cd_session *se, bool paused)
 static void check_pending(struct cd_pentry *e)
 {
 	struct cd_conn *c = e->session->conn;
+	if (c && c->pending && c->pending->entry == e)
+		(void)cd_pending_try_complete(c, false);
+	c = e->session->linger;
 	if (c && c->pending && c->pending->entry == e)
 		(void)cd_pending_try_complete(c, false);
 }
@@ -471,7 +570,19 @@ static char *build_env_info(void)
 
 void cd_server_stop(struct cd_server *s)
 {
+	s->stopping = true;
 	cd_loop_quit(s->loop);
+}
+
+void cd_serve_opts_init(struct cd_serve_opts *o)
+{
+	o->max_processes = CD_SERVE_DEFAULT_MAX_PROCS;
+	o->max_connections = CD_SERVE_DEFAULT_MAX_CONNS;
+	o->max_sessions = CD_SERVE_DEFAULT_MAX_SESSIONS;
+	o->max_queued_bytes = CD_SERVE_OUT_QUEUE_CAP;
+	o->session_ttl_ms = CD_SERVE_DEFAULT_SESSION_TTL;
+	o->ping_ms = CD_SERVE_DEFAULT_PING;
+	o->stall_ms = CD_SERVE_DEFAULT_STALL;
 }
 
 static void on_signal(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
@@ -498,7 +609,7 @@ bool cd_serve_sighup_ignored(void)
 /* The signals that end the server: SIGTERM, SIGINT, and SIGHUP unless nohup'ed. */
 static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP };
 
-int cd_serve_stdio(const struct cd_serve_opts *o)
+int cd_serve(const struct cd_serve_opts *o)
 {
 	struct cd_server srv;
 	sigset_t mask, old;
@@ -509,6 +620,7 @@ int cd_serve_stdio(const struct cd_serve_opts *o)
 	memset(&srv, 0, sizeof(srv));
 	srv.opts = *o;
 	srv.sig_fd = -1;
+	srv.listen_fd = -1;
 	srv.loop = cd_loop_new(o->loop);
 	if (!srv.loop) {
 		cd_log_error("serve: cannot create the event loop: %s", strerror(errno));
@@ -561,26 +673,40 @@ int cd_serve_stdio(const struct cd_serve_opts *o)
 		goto out;
 	}
 
-	srv.conn = cd_conn_new(&srv, STDIN_FILENO, STDOUT_FILENO);
-	cd_log_debug("serve: listening on stdio (%s loop)",
-		     cd_loop_kind(srv.loop) == CD_LOOP_EPOLL ? "epoll" : "poll");
+	struct cd_conn *stdio = NULL;
+	if (o->listen == CD_LISTEN_STDIO) {
+		stdio = cd_conn_new(&srv, CD_CONN_STDIO, STDIN_FILENO, STDOUT_FILENO);
+		cd_log_debug("serve: listening on stdio (%s loop)",
+			     cd_loop_kind(srv.loop) == CD_LOOP_EPOLL ? "epoll" : "poll");
+	} else if (cd_listen_start(&srv) < 0) {
+		ret = 1;
+		goto out;
+	}
 	int r = cd_loop_run(srv.loop);
 	if (r < 0) {
 		cd_log_error("serve: event loop failed: %s", strerror(-r));
 		ret = 1;
 	}
+	srv.stopping = true;
+	/* Stop accepting first: nobody new comes in while everything ends. */
+	cd_listen_stop(&srv);
 
-	/* The connection is over: abandon its long poll, then end every process. */
-	if (srv.conn->pending) {
-		if (srv.conn->pending->timer)
-			cd_loop_cancel_timer(srv.loop, srv.conn->pending->timer);
-		cd_pending_free(srv.conn->pending);
-		srv.conn->pending = NULL;
+	/* Every connection is over: abandon the long polls, then end every process. */
+	for (struct cd_conn *c = srv.conns; c; c = c->next) {
+		if (c->pending) {
+			if (c->pending->timer)
+				cd_loop_cancel_timer(srv.loop, c->pending->timer);
+			cd_pending_free(c->pending);
+			c->pending = NULL;
+		}
 	}
-	if (srv.session)
-		srv.session->conn = NULL;
-	cd_session_free(srv.session);
-	srv.session = NULL;
+	while (srv.sessions) {
+		struct cd_session *se = srv.sessions;
+		if (se->conn)
+			se->conn->session = NULL;
+		se->conn = NULL;
+		cd_session_free(se);
+	}
 	/*
 	 * What left its process group and came back to us as an orphan was
 	 * started by us too: it does not outlive the server. (As pid 1 the
@@ -588,9 +714,16 @@ int cd_serve_stdio(const struct cd_serve_opts *o)
 	 */
 	if (srv.adopts_orphans)
 		cd_kill_children();
-	cd_conn_final_flush(srv.conn, 2000);
-	cd_conn_free(srv.conn);
+	if (stdio && !stdio->freed)
+		cd_conn_final_flush(stdio, 2000);
+	while (srv.conns) {
+		struct cd_conn *c = srv.conns;
+		if (c != stdio && !c->freed)
+			cd_conn_close(c, "server shutting down");
+		cd_conn_free(c);
+	}
 out:
+	cd_listen_stop(&srv);
 	if (srv.sig_watch)
 		cd_loop_del_fd(srv.loop, srv.sig_watch);
 	if (srv.sig_fd >= 0)

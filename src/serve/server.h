@@ -3,25 +3,36 @@
 
 /*
  * `cordon serve`: the exec-server protocol (exec-server-reference.md 1-2)
- * over newline-delimited JSON on stdin/stdout.
+ * over newline-delimited JSON on stdin/stdout, over WebSocket (one message
+ * per frame) or over a unix socket (newline-delimited, one connection per
+ * client).
  *
  * Pieces, one file each:
- *   server.c   lifecycle, signals, sessions and their process tables, the
- *              process events (notifications, long polls, retention)
- *   conn.c     stdio framing: inbound line buffer, outbound queue, the JSON
- *              writers for replies and notifications
+ *   server.c   lifecycle, signals, the session registry, sessions and their
+ *              process tables, the process events (notifications, long
+ *              polls, retention)
+ *   listen.c   the listeners: TCP for ws://, the unix socket, accepting,
+ *              peer credentials, the pid file
+ *   conn.c     a connection: inbound messages (lines, or frames from ws.c),
+ *              the outbound queue and its back-pressure, the JSON writers
+ *              for replies and notifications
+ *   ws.c       the WebSocket side of a connection: the HTTP upgrade (or
+ *              /readyz), authentication, frames through wslay
  *   methods.c  the connection state machine and the method handlers
  *   intent.c   params decoding, the sandbox intent and the env policy
  *
  * A session (the process table) is kept apart from the connection that
- * drives it, so that later transports can detach and resume sessions; on
- * stdio there is exactly one of each and the end of the connection ends
- * the server.
+ * drives it (reference 1.7): when a network connection ends, its session
+ * detaches, keeps recording, and dies after the TTL unless an initialize
+ * with resumeSessionId attaches it again. On stdio there is exactly one of
+ * each and the end of the connection ends the server.
  */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #include "core/json.h"
 #include "core/linux-plan.h"
@@ -38,6 +49,16 @@
 /* What a pipe to the client is grown to (see grow_pipe in conn.c). */
 #define CD_SERVE_OUT_PIPE_SIZE	   (1024 * 1024)
 #define CD_SERVE_DEFAULT_MAX_PROCS 256
+/* Network transports (reference 1.2, 1.7). */
+#define CD_SERVE_DEFAULT_MAX_CONNS    256
+#define CD_SERVE_DEFAULT_MAX_SESSIONS 256
+#define CD_SERVE_DEFAULT_SESSION_TTL  30000
+#define CD_SERVE_DEFAULT_PING	      30000
+#define CD_SERVE_DEFAULT_STALL	      60000
+#define CD_SERVE_MAX_HTTP_HEAD	      16384
+#define CD_SERVE_HANDSHAKE_MS	      10000
+/* Reference 1.7: the code of "already attached to another connection". */
+#define CD_RPC_SESSION_ATTACHED (-32010)
 
 /* JSON-RPC error codes (reference 2.13). */
 enum {
@@ -47,14 +68,45 @@ enum {
 	CD_RPC_INTERNAL = -32603,
 };
 
+enum cd_listen_kind {
+	CD_LISTEN_STDIO,
+	CD_LISTEN_WS,
+	CD_LISTEN_UNIX,
+};
+
 struct cd_serve_opts {
 	enum cd_loop_kind loop;
 	unsigned max_processes;
 	struct cd_linux_opts lopts;
+
+	enum cd_listen_kind listen;
+	struct sockaddr_storage ws_addr; /* ws: the address to bind */
+	socklen_t ws_addr_len;
+	const char *unix_path; /* unix: the socket's path */
+	bool unix_group_set;   /* unix: members of unix_group may connect too */
+	gid_t unix_group;
+	char *auth_token; /* ws: the bearer token (NULL: none) */
+	size_t auth_token_len;
+	bool insecure_no_auth;
+	unsigned max_connections;
+	unsigned max_sessions;
+	size_t max_queued_bytes; /* per connection */
+	unsigned session_ttl_ms; /* a detached session lives this long */
+	unsigned ping_ms;	 /* ws: a ping this often */
+	unsigned stall_ms;	 /* a connection over its queue cap that writes nothing this
+				      long is dropped */
+	const char *pid_file;	 /* written once listening, removed at exit */
+	pid_t pid_file_pid;	 /* the pid it holds (the outer process of pidns.c) */
 };
 
-/* Run the server on stdin/stdout until the connection ends or a signal; the exit code. */
-int cd_serve_stdio(const struct cd_serve_opts *o);
+/* Fill the defaults of everything but loop, lopts and the transport. */
+void cd_serve_opts_init(struct cd_serve_opts *o);
+
+/*
+ * Run the server until stdin ends (stdio) or a signal (SIGTERM, SIGINT,
+ * SIGHUP); the exit code.
+ */
+int cd_serve(const struct cd_serve_opts *o);
 
 /* SIGHUP was ignored when cordon started (nohup): the server leaves it ignored. */
 bool cd_serve_sighup_ignored(void);
@@ -97,8 +149,11 @@ struct cd_pentry {
 
 struct cd_session {
 	struct cd_server *server;
-	char id[37];	      /* UUID v4 */
-	struct cd_conn *conn; /* attached connection, or NULL (notifications are dropped) */
+	struct cd_session *prev, *next; /* the registry */
+	char id[37];			/* UUID v4 */
+	struct cd_conn *conn;	/* attached connection, or NULL (notifications are dropped) */
+	struct cd_conn *linger; /* a detached connection still answering a long poll */
+	struct cd_timer *ttl;	/* armed while detached: the session ends */
 	struct cd_pentry **buckets;
 	size_t n_buckets; /* power of two */
 	size_t n_procs;
@@ -113,11 +168,25 @@ struct cd_pending_read {
 	struct cd_timer *timer;
 };
 
+enum cd_conn_kind {
+	CD_CONN_STDIO,
+	CD_CONN_UNIX, /* lines, like stdio */
+	CD_CONN_WS,   /* messages are frames (ws.c) */
+};
+
+struct cd_ws;
+
 struct cd_conn {
 	struct cd_server *server;
+	struct cd_conn *prev, *next; /* the server's connections */
+	enum cd_conn_kind kind;
+	unsigned long serial;	    /* "connection N" in logs */
+	char peer[80];		    /* who it is, for logs */
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */
+	bool evicted;		    /* its session was resumed by another connection */
+	bool freed;		    /* cd_conn_close ran: the free is scheduled */
 
 	int in_fd, out_fd;
 	struct cd_watch *in_watch, *out_watch;
@@ -145,6 +214,11 @@ struct cd_conn {
 	struct cd_fs_handle *fs_handles; /* fs/open streams (fs.c) */
 	size_t n_fs_handles;
 	struct cd_fs_readahead *fs_readahead; /* the next block of a stream (fs.c) */
+
+	size_t out_cap;		 /* back-pressure above this many queued bytes */
+	struct cd_timer *stall;	 /* over the cap: nothing was written for stall_ms */
+	struct cd_timer *reaper; /* frees a closed connection from a fresh iteration */
+	struct cd_ws *ws;	 /* CD_CONN_WS */
 };
 
 struct cd_server {
@@ -154,15 +228,30 @@ struct cd_server {
 	char *env_info;		   /* environmentInfo object, JSON text */
 	int sig_fd;
 	bool adopts_orphans; /* pid 1 or a child subreaper: orphans come to us */
+	bool stopping;	     /* a signal or the end of stdio: the loop quits */
 	struct cd_watch *sig_watch;
-	struct cd_conn *conn;
-	struct cd_session *session; /* stdio: the single session, once initialized */
+	struct cd_conn *conns;
+	unsigned n_conns;
+	unsigned long next_serial;
+	struct cd_session *sessions;
+	unsigned n_sessions;
+	int listen_fd;
+	struct cd_watch *listen_watch;
+	char *unix_bound; /* the socket path we created (removed at exit) */
+	bool pid_file_written;
 	int exit_code;
 };
 
 /* server.c */
-struct cd_session *cd_session_new(struct cd_server *s);
+/* A new session in the registry, attached to c; NULL when the registry is full. */
+struct cd_session *cd_session_new(struct cd_server *s, struct cd_conn *c);
+/* Remove from the registry and end every process. */
 void cd_session_free(struct cd_session *se);
+struct cd_session *cd_session_lookup(struct cd_server *s, const char *id, size_t len);
+/* Attach a detached session to c (cancels its TTL, evicts a lingering connection). */
+void cd_session_attach(struct cd_session *se, struct cd_conn *c);
+/* c no longer drives se: notifications stop, the TTL starts (stdio: nothing). */
+void cd_session_detach(struct cd_session *se, struct cd_conn *c);
 struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len);
 /* Start a process; on failure returns NULL and *err holds the message (the caller frees). */
 struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t id_len,
@@ -181,8 +270,40 @@ bool cd_read_is_ready(const struct cd_proc_read *r, uint64_t after_seq);
 void cd_server_stop(struct cd_server *s);
 
 /* conn.c */
-struct cd_conn *cd_conn_new(struct cd_server *s, int in_fd, int out_fd);
+/* A connection over in_fd/out_fd (kind STDIO), or over a socket (both fds its own). */
+struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_fd, int out_fd);
 void cd_conn_free(struct cd_conn *c);
+/* The connection is over: detach its session and free it from a fresh loop iteration. */
+void cd_conn_close(struct cd_conn *c, const char *why);
+/* A complete inbound message (ws.c): queued, processed in order. */
+void cd_conn_push_message(struct cd_conn *c, const void *msg, size_t len);
+/* Bytes queued in the outbound queue and not yet written. */
+size_t cd_conn_out_queued(const struct cd_conn *c);
+/* The outbound queue made progress (ws.c): back-pressure and the stall timer. */
+void cd_conn_out_progress(struct cd_conn *c);
+/* Re-evaluate what the connection watches (after ws.c changed its wants). */
+void cd_conn_update_watches(struct cd_conn *c);
+
+/* ws.c (only with CD_WEBSOCKET) */
+struct cd_ws *cd_ws_new(struct cd_conn *c);
+void cd_ws_free(struct cd_ws *w);
+/* The socket is readable: the HTTP head, then frames. */
+void cd_ws_on_input(struct cd_conn *c);
+/* Frame and send what the outbound queue holds: 0 all out, -EAGAIN, other -errno. */
+int cd_ws_flush(struct cd_conn *c);
+/* Bytes handed to wslay and not yet sent. */
+size_t cd_ws_queued(const struct cd_conn *c);
+/* Whether reading the socket is wanted now (handshake, frames, not over the inbound cap). */
+bool cd_ws_want_read(const struct cd_conn *c);
+/* Whether the upgrade happened (JSON-RPC messages may flow). */
+bool cd_ws_is_open(const struct cd_conn *c);
+/* Queue a close frame (going away) and try to send it. */
+void cd_ws_close(struct cd_conn *c);
+
+/* listen.c */
+/* Bind and listen (ws: TCP; unix: the socket), print the ws URL, write the pid file. */
+int cd_listen_start(struct cd_server *s);
+void cd_listen_stop(struct cd_server *s);
 /* Reply helpers: one complete JSON line each. */
 void cd_conn_result(struct cd_conn *c, const char *id, const char *result, size_t len);
 void cd_conn_error(struct cd_conn *c, const char *id, int code, const char *msg);

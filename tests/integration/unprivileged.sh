@@ -13,7 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SCRIPTS="run-workspace-write.sh run-profiles.sh refusals.sh"
 # The server's guarantees that differ without root (subreapers instead of a pid
 # namespace, a user namespace for sandboxed processes).
-PYSCRIPTS="serve-lifecycle.py serve-sandbox.py serve-fs.py"
+PYSCRIPTS="serve-lifecycle.py serve-sandbox.py serve-fs.py serve-net.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
@@ -109,7 +109,7 @@ cp "$TRY" "$BASE/helpers/try-syscall"
 cp "$CD_BUILDDIR/tests/escape/escape-probe" "$BASE/helpers/escape-probe"
 cp "$HERE/../escape/escape.sh" "$BASE/tests/escape/"
 cp "$CD_POLICYDIR"/*.json "$BASE/policies/"
-cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$BASE/tests/lib/"
+cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$HERE/../lib/netclient.py" "$BASE/tests/lib/"
 for s in $SCRIPTS $PYSCRIPTS; do
 	cp "$HERE/$s" "$BASE/tests/integration/"
 done

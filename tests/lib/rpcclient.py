@@ -172,7 +172,107 @@ def cordon_usable():
 
 # ---------------------------------------------------------------- server
 
-class Server:
+class RpcMixin:
+    """The message level, shared by every transport: needs self.pending, self.notes,
+    self.out_eof, self.next_id, self._pump(deadline) and self.send_raw(bytes)."""
+
+    def read_msg(self, timeout=10.0):
+        """The next message (response or notification). Eof at end of stdout."""
+        deadline = time.monotonic() + timeout
+        while not self.pending:
+            if self.out_eof:
+                raise Eof("server closed stdout")
+            if time.monotonic() >= deadline:
+                raise Timeout("no message within %.1f s" % timeout)
+            self._pump(deadline)
+        return self.pending.pop(0)
+
+    def read_response(self, timeout=10.0):
+        """The next response; notifications in between stay in self.notes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.read_msg(max(0.0, deadline - time.monotonic()))
+            if "id" in msg:
+                return msg
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def notify(self, method, params=None):
+        msg = {"method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def new_id(self):
+        i = self.next_id
+        self.next_id += 1
+        return i
+
+    def request(self, method, params=None, timeout=10.0, id=None, omit_params=False):
+        """Send a request and return its response (the whole {id, result|error} object)."""
+        if id is None:
+            id = self.new_id()
+        msg = {"id": id, "method": method}
+        if not omit_params:
+            msg["params"] = params
+        self.send(msg)
+        resp = self.read_response(timeout)
+        if resp.get("id") != id:
+            raise AssertionError("response id %r, expected %r: %r" % (resp.get("id"), id, resp))
+        return resp
+
+    def call(self, method, params=None, timeout=10.0):
+        """request() that returns the result and raises on an error response."""
+        resp = self.request(method, params, timeout)
+        if "error" in resp:
+            raise AssertionError("%s failed: %r" % (method, resp["error"]))
+        return resp["result"]
+
+    def handshake(self, client="cordon-tests"):
+        res = self.call("initialize", {"clientName": client})
+        self.notify("initialized", {})
+        return res
+
+    # -- process helpers
+
+    def start(self, pid, argv, cwd="/tmp", env=None, tty=False, **extra):
+        """process/start; returns the whole response. cwd is a native path turned into a URI."""
+        params = {
+            "processId": pid,
+            "argv": argv,
+            "cwd": uri(cwd) if cwd.startswith("/") else cwd,
+            "env": {"PATH": "/usr/bin:/bin"} if env is None else env,
+            "tty": tty,
+        }
+        params.update(extra)
+        return self.request("process/start", params)
+
+    def notes_for(self, pid):
+        return [n for n in self.notes if n.get("params", {}).get("processId") == pid]
+
+    def wait_closed(self, pid, timeout=10.0):
+        """Wait for process/closed of pid; return a Result built from the notifications."""
+        deadline = time.monotonic() + timeout
+        while not any(n["method"] == "process/closed" for n in self.notes_for(pid)):
+            if self.out_eof:
+                raise Eof("server closed stdout before process/closed of %s" % pid)
+            if time.monotonic() >= deadline:
+                raise Timeout("no process/closed for %s within %.1f s" % (pid, timeout))
+            self._pump(deadline)
+        # Notifications consumed here must not be mistaken for responses later.
+        self.pending = [m for m in self.pending if "id" in m]
+        return Result(self.notes_for(pid))
+
+    def run(self, pid, argv, timeout=10.0, **kw):
+        """start + wait_closed; returns (start response, Result or None)."""
+        resp = self.start(pid, argv, **kw)
+        if "error" in resp:
+            return resp, None
+        return resp, self.wait_closed(pid, timeout)
+
+
+class Server(RpcMixin):
     """One `cordon serve --listen stdio` child and its line streams."""
 
     def __init__(self, loop="epoll", args=(), env=None, extra_env=None, cwd=None,
@@ -247,25 +347,6 @@ class Server:
                 self.pending.append(msg)
         return True
 
-    def read_msg(self, timeout=10.0):
-        """The next message (response or notification). Eof at end of stdout."""
-        deadline = time.monotonic() + timeout
-        while not self.pending:
-            if self.out_eof:
-                raise Eof("server closed stdout")
-            if time.monotonic() >= deadline:
-                raise Timeout("no message within %.1f s" % timeout)
-            self._pump(deadline)
-        return self.pending.pop(0)
-
-    def read_response(self, timeout=10.0):
-        """The next response; notifications in between stay in self.notes."""
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.read_msg(max(0.0, deadline - time.monotonic()))
-            if "id" in msg:
-                return msg
-
     def expect_eof(self, timeout=5.0):
         """True when stdout reaches EOF within timeout (messages before it are dropped)."""
         deadline = time.monotonic() + timeout
@@ -288,45 +369,6 @@ class Server:
         if isinstance(data, str):
             data = data.encode()
         self.p.stdin.write(data)
-
-    def send(self, obj):
-        self.send_raw(json.dumps(obj, separators=(",", ":")) + "\n")
-
-    def notify(self, method, params=None):
-        msg = {"method": method}
-        if params is not None:
-            msg["params"] = params
-        self.send(msg)
-
-    def new_id(self):
-        i = self.next_id
-        self.next_id += 1
-        return i
-
-    def request(self, method, params=None, timeout=10.0, id=None, omit_params=False):
-        """Send a request and return its response (the whole {id, result|error} object)."""
-        if id is None:
-            id = self.new_id()
-        msg = {"id": id, "method": method}
-        if not omit_params:
-            msg["params"] = params
-        self.send(msg)
-        resp = self.read_response(timeout)
-        if resp.get("id") != id:
-            raise AssertionError("response id %r, expected %r: %r" % (resp.get("id"), id, resp))
-        return resp
-
-    def call(self, method, params=None, timeout=10.0):
-        """request() that returns the result and raises on an error response."""
-        resp = self.request(method, params, timeout)
-        if "error" in resp:
-            raise AssertionError("%s failed: %r" % (method, resp["error"]))
-        return resp["result"]
-
-    def handshake(self, client="cordon-tests"):
-        res = self.call("initialize", {"clientName": client})
-        self.notify("initialized", {})
-        return res
 
     @property
     def server_pid(self):
@@ -400,44 +442,6 @@ class Server:
 
     def stderr_text(self):
         return self.err.decode(errors="replace")
-
-    # -- process helpers
-
-    def start(self, pid, argv, cwd="/tmp", env=None, tty=False, **extra):
-        """process/start; returns the whole response. cwd is a native path turned into a URI."""
-        params = {
-            "processId": pid,
-            "argv": argv,
-            "cwd": uri(cwd) if cwd.startswith("/") else cwd,
-            "env": {"PATH": "/usr/bin:/bin"} if env is None else env,
-            "tty": tty,
-        }
-        params.update(extra)
-        return self.request("process/start", params)
-
-    def notes_for(self, pid):
-        return [n for n in self.notes if n.get("params", {}).get("processId") == pid]
-
-    def wait_closed(self, pid, timeout=10.0):
-        """Wait for process/closed of pid; return a Result built from the notifications."""
-        deadline = time.monotonic() + timeout
-        while not any(n["method"] == "process/closed" for n in self.notes_for(pid)):
-            if self.out_eof:
-                raise Eof("server closed stdout before process/closed of %s" % pid)
-            if time.monotonic() >= deadline:
-                raise Timeout("no process/closed for %s within %.1f s" % (pid, timeout))
-            self._pump(deadline)
-        # Notifications consumed here must not be mistaken for responses later.
-        self.pending = [m for m in self.pending if "id" in m]
-        return Result(self.notes_for(pid))
-
-    def run(self, pid, argv, timeout=10.0, **kw):
-        """start + wait_closed; returns (start response, Result or None)."""
-        resp = self.start(pid, argv, **kw)
-        if "error" in resp:
-            return resp, None
-        return resp, self.wait_closed(pid, timeout)
-
 
 class Result:
     """What the notifications of one process say."""

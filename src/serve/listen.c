@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "serve/server.h"
+#include "shared/log.h"
+
+/*
+ * The listeners of `cordon serve --listen ws://IP:PORT | unix:PATH`.
+ *
+ * ws: a TCP socket; the bound URL (port 0 picks one) is the first line on
+ * stdout, which is how harnesses find the server (reference 1.2).
+ *
+ * unix: the socket is created mode 0600 (0660 with --unix-group) in a
+ * directory that belongs to us and that nobody else can write to, so that
+ * nobody can swap the socket for their own or create it first. The file
+ * mode is only the first gate: every accepted peer's credentials
+ * (SO_PEERCRED) must be our uid, or a member of the configured group.
+ * A socket file left behind by a server that died is replaced; one that a
+ * live server still answers on is not.
+ */
+
+#define BACKLOG 128
+
+static struct stat unix_st; /* the socket we bound: removed at exit only if still it */
+
+static void conn_peer_ws(struct cd_conn *c, const struct sockaddr_storage *ss)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		snprintf(c->peer, sizeof(c->peer), "%s:%u", host, port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(c->peer, sizeof(c->peer), "[%s]:%u", host, port);
+	}
+}
+
+static bool in_group(int fd, gid_t want, gid_t primary)
+{
+	socklen_t len = NGROUPS_MAX * sizeof(gid_t);
+	bool found = false;
+
+	if (primary == want)
+		return true;
+	/* The peer's supplementary groups, as they were when it connected. */
+	gid_t *groups = cd_xmalloc(len);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
+		for (size_t i = 0; i < len / sizeof(gid_t) && !found; i++)
+			found = groups[i] == want;
+	free(groups);
+	return found;
+}
+
+/* Whether the peer of an accepted unix connection may talk to us; peer set for logs. */
+static bool unix_peer_allowed(struct cd_server *s, int fd, char *peer, size_t size)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+		snprintf(peer, size, "unknown peer");
+		return false;
+	}
+	snprintf(peer, size, "pid %d uid %u", (int)cr.pid, (unsigned)cr.uid);
+	if (cr.uid == geteuid())
+		return true;
+	return s->opts.unix_group_set && in_group(fd, s->opts.unix_group, cr.gid);
+}
+
+static void refuse_busy(struct cd_server *s, int fd)
+{
+	/* ws: a plain HTTP answer that a client library can show; unix: just the close. */
+	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+				   "content-length: 0\r\nconnection: close\r\n\r\n";
+	if (s->opts.listen == CD_LISTEN_WS)
+		(void)send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+}
+
+static unsigned live_conns(const struct cd_server *s)
+{
+	unsigned n = 0;
+	for (const struct cd_conn *c = s->conns; c; c = c->next)
+		n += !c->freed;
+	return n;
+}
+
+static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
+{
+	struct cd_server *s = data;
+
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				cd_log_warn("serve: accept: %s", strerror(errno));
+			return;
+		}
+		if (s->stopping) {
+			close(fd);
+			continue;
+		}
+		if (live_conns(s) >= s->opts.max_connections) {
+			cd_log_warn("serve: refusing a connection: %u connections already (raise "
+				    "--max-connections)",
+				    s->opts.max_connections);
+			refuse_busy(s, fd);
+			continue;
+		}
+		char peer[80];
+		if (s->opts.listen == CD_LISTEN_UNIX &&
+		    !unix_peer_allowed(s, fd, peer, sizeof(peer))) {
+			cd_log_warn(
+				"serve: refusing a unix socket connection from %s: not our uid%s",
+				peer, s->opts.unix_group_set ? " nor in --unix-group" : "");
+			close(fd);
+			continue;
+		}
+		int out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (out < 0) {
+			cd_log_warn("serve: refusing a connection: %s", strerror(errno));
+			close(fd);
+			continue;
+		}
+		if (s->opts.listen == CD_LISTEN_WS) {
+			int one = 1;
+			/* Small messages (a reply, one notification) must not wait for Nagle. */
+			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		}
+		struct cd_conn *c = cd_conn_new(
+			s, s->opts.listen == CD_LISTEN_WS ? CD_CONN_WS : CD_CONN_UNIX, fd, out);
+		if (s->opts.listen == CD_LISTEN_WS)
+			conn_peer_ws(c, &ss);
+		else
+			snprintf(c->peer, sizeof(c->peer), "%s", peer);
+		cd_log_debug("serve: connection %lu from %s", c->serial, c->peer);
+	}
+}
+
+static int write_pid_file(struct cd_server *s)
+{
+	const char *path = s->opts.pid_file;
+	if (!path)
+		return 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		cd_log_error("serve: --pid-file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d\n",
+			 (int)(s->opts.pid_file_pid > 0 ? s->opts.pid_file_pid : getpid()));
+	ssize_t w = write(fd, buf, (size_t)n);
+	int e = errno;
+	if (close(fd) < 0 && w == n) {
+		w = -1;
+		e = errno;
+	}
+	if (w != n) {
+		cd_log_error("serve: --pid-file %s: %s", path, strerror(w < 0 ? e : EIO));
+		(void)unlink(path);
+		return -1;
+	}
+	s->pid_file_written = true;
+	return 0;
+}
+
+static int listen_ws(struct cd_server *s)
+{
+	const struct sockaddr_storage *ss = &s->opts.ws_addr;
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+
+	if (fd < 0) {
+		cd_log_error("serve: socket: %s", strerror(errno));
+		return -1;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, s->opts.ws_addr_len) < 0 ||
+	    listen(fd, BACKLOG) < 0) {
+		cd_log_error("serve: cannot listen on the --listen address: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	struct sockaddr_storage b;
+	socklen_t bl = sizeof(b);
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (getsockname(fd, (struct sockaddr *)&b, &bl) == 0) {
+		if (b.ss_family == AF_INET) {
+			const struct sockaddr_in *in = (const struct sockaddr_in *)&b;
+			inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+			port = ntohs(in->sin_port);
+		} else {
+			const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&b;
+			inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+			port = ntohs(in6->sin6_port);
+		}
+	}
+	s->listen_fd = fd;
+	/* The harness reads this first line of stdout (reference 1.2). */
+	if (b.ss_family == AF_INET6)
+		printf("ws://[%s]:%u\n", host, port);
+	else
+		printf("ws://%s:%u\n", host, port);
+	fflush(stdout);
+	cd_log_info("serve: listening on ws://%s%s%s:%u%s", b.ss_family == AF_INET6 ? "[" : "",
+		    host, b.ss_family == AF_INET6 ? "]" : "", port,
+		    s->opts.auth_token ? " (bearer token required)" : "");
+	return 0;
+}
+
+/* The parent directory of path must be ours and closed to others. */
+static int check_socket_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (stat(dir, &st) < 0) {
+		cd_log_error("serve: --listen unix:%s: directory %s: %s", path, dir,
+			     strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		cd_log_error("serve: --listen unix:%s: %s is not a directory", path, dir);
+		return -1;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		cd_log_error("serve: --listen unix:%s: the directory %s must belong to uid %u and "
+			     "be writable by nobody else (it is uid %u, mode %04o): anyone who "
+			     "can write there can replace the socket; use a directory of your own, "
+			     "e.g. $XDG_RUNTIME_DIR",
+			     path, dir, (unsigned)geteuid(), (unsigned)st.st_uid,
+			     (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
+static int listen_unix(struct cd_server *s)
+{
+	const char *path = s->opts.unix_path;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		cd_log_error("serve: --listen unix:%s: the path is longer than %zu bytes", path,
+			     sizeof(sun.sun_path) - 1);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if (check_socket_dir(path) < 0)
+		return -1;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			cd_log_error("serve: --listen unix:%s: the path exists and is not a socket",
+				     path);
+			return -1;
+		}
+		/* Stale (a server that died) or live: only a live one answers. */
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int r = probe < 0 ? -1 : connect(probe, (struct sockaddr *)&sun, sizeof(sun));
+		int e = errno;
+		if (probe >= 0)
+			close(probe);
+		if (r == 0 || (e != ECONNREFUSED && e != ENOENT)) {
+			cd_log_error("serve: --listen unix:%s: %s", path,
+				     r == 0 ? "another server is listening there" : strerror(e));
+			return -1;
+		}
+		if (unlink(path) < 0 && errno != ENOENT) {
+			cd_log_error("serve: --listen unix:%s: cannot remove the stale socket: %s",
+				     path, strerror(errno));
+			return -1;
+		}
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		cd_log_error("serve: socket: %s", strerror(errno));
+		return -1;
+	}
+	mode_t mode = s->opts.unix_group_set ? 0660 : 0600;
+	/* Created with its final mode: no moment where others could connect. */
+	mode_t old = umask(0777 & ~mode);
+	int r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	int e = errno;
+	umask(old);
+	if (r < 0) {
+		cd_log_error("serve: --listen unix:%s: %s", path, strerror(e));
+		close(fd);
+		return -1;
+	}
+	if (lstat(path, &unix_st) < 0 ||
+	    (s->opts.unix_group_set && chown(path, (uid_t)-1, s->opts.unix_group) < 0) ||
+	    chmod(path, mode) < 0 || listen(fd, BACKLOG) < 0) {
+		cd_log_error("serve: --listen unix:%s: %s", path, strerror(errno));
+		(void)unlink(path);
+		close(fd);
+		return -1;
+	}
+	s->unix_bound = cd_xstrdup(path);
+	s->listen_fd = fd;
+	cd_log_info("serve: listening on unix:%s (mode %04o)", path, (unsigned)mode);
+	return 0;
+}
+
+int cd_listen_start(struct cd_server *s)
+{
+	int r = s->opts.listen == CD_LISTEN_WS ? listen_ws(s) : listen_unix(s);
+	if (r < 0)
+		return -1;
+	s->listen_watch = cd_loop_add_fd(s->loop, s->listen_fd, CD_LOOP_IN, on_accept, s);
+	if (!s->listen_watch) {
+		cd_log_error("serve: cannot watch the listening socket: %s", strerror(errno));
+		return -1;
+	}
+	return write_pid_file(s);
+}
+
+void cd_listen_stop(struct cd_server *s)
+{
+	if (s->listen_watch)
+		cd_loop_del_fd(s->loop, s->listen_watch);
+	s->listen_watch = NULL;
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	s->listen_fd = -1;
+	if (s->unix_bound) {
+		struct stat st;
+		/* Only our own socket: a later server may have replaced it already. */
+		if (lstat(s->unix_bound, &st) == 0 && st.st_dev == unix_st.st_dev &&
+		    st.st_ino == unix_st.st_ino)
+			(void)unlink(s->unix_bound);
+		free(s->unix_bound);
+		s->unix_bound = NULL;
+	}
+	if (s->pid_file_written) {
+		(void)unlink(s->opts.pid_file);
+		s->pid_file_written = false;
+	}
+}

@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <errno.h>
+#include <nettle/sha1.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <wslay/wslay.h>
+
+#include "serve/proc.h"
+#include "serve/server.h"
+#include "shared/log.h"
+
+/*
+ * The WebSocket side of a connection (reference 1.2).
+ *
+ * Before the upgrade the connection speaks HTTP/1.1, one request and then
+ * the answer: `GET /readyz` is 200, a request with an Origin header is 403
+ * (browsers), `/` is the upgrade, anything else 404; the answer to anything
+ * but an upgrade closes the connection. With --auth-token-file the upgrade
+ * needs "Authorization: Bearer TOKEN" (401 otherwise). Statuses and texts
+ * follow the released Codex binary (axum) where it has them.
+ *
+ * After the upgrade wslay does the framing: fragmented messages are
+ * reassembled, pings answered, close frames answered; each text or binary
+ * message is one JSON-RPC message, handed to conn.c. Outbound, every line
+ * of the connection's queue (the writers end each message with '\n') is
+ * one text frame; lines move into wslay's own queue only while it holds
+ * less than WS_OUT_BATCH bytes, so that the connection's back-pressure
+ * still sees what the client has not read.
+ */
+
+#define WS_GUID	     "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define WS_OUT_BATCH (1024 * 1024)
+/* Stop reading frames while this much inbound is waiting to be handled. */
+#define WS_IN_HIGH (1024 * 1024)
+
+struct cd_ws {
+	struct cd_conn *c;
+	bool open; /* upgraded */
+	char *head;
+	size_t head_len;
+	char *extra; /* bytes that came after the HTTP head: the first frames */
+	size_t extra_len, extra_off;
+	wslay_event_context_ptr ctx;
+	struct cd_timer *handshake_timer;
+	struct cd_timer *ping_timer;
+};
+
+/* ---- HTTP ---- */
+
+static void http_reply(struct cd_conn *c, const char *status, const char *extra_headers,
+		       const char *body)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf),
+			 "HTTP/1.1 %s\r\n%s%scontent-length: %zu\r\nconnection: close\r\n\r\n%s",
+			 status, extra_headers ? extra_headers : "",
+			 body && *body ? "content-type: text/plain; charset=utf-8\r\n" : "",
+			 body ? strlen(body) : 0, body ? body : "");
+	if (n > 0 && (size_t)n < sizeof(buf))
+		(void)send(c->out_fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	/* Answered: the connection ends (after the messages, of which there are none). */
+	c->in_eof = true;
+}
+
+struct http_req {
+	char *method, *target;
+	const char *upgrade, *connection, *key, *version, *origin, *auth;
+	unsigned n_auth;
+};
+
+/* A comma-separated header value contains token (case-insensitively). */
+static bool has_token(const char *v, const char *token)
+{
+	size_t tl = strlen(token);
+	while (v && *v) {
+		while (*v == ' ' || *v == '\t' || *v == ',')
+			v++;
+		const char *end = strchr(v, ',');
+		size_t n = end ? (size_t)(end - v) : strlen(v);
+		while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		if (n == tl && !strncasecmp(v, token, tl))
+			return true;
+		v = end;
+	}
+	return false;
+}
+
+/* Parse the head in place (NUL-terminated lines); false: malformed. */
+static bool parse_head(char *head, struct http_req *r)
+{
+	char *line = head, *eol = strstr(line, "\r\n");
+	if (!eol)
+		return false;
+	*eol = '\0';
+	r->method = line;
+	char *sp = strchr(line, ' ');
+	if (!sp)
+		return false;
+	*sp = '\0';
+	r->target = sp + 1;
+	sp = strchr(r->target, ' ');
+	if (!sp || (strcmp(sp + 1, "HTTP/1.1") && strcmp(sp + 1, "HTTP/1.0")))
+		return false;
+	*sp = '\0';
+	if (!*r->method || r->target[0] != '/')
+		return false;
+	for (line = eol + 2; *line; line = eol + 2) {
+		eol = strstr(line, "\r\n");
+		if (!eol)
+			return false;
+		*eol = '\0';
+		if (!*line)
+			break;
+		/* No obsolete line folding, no name without a colon. */
+		char *colon = strchr(line, ':');
+		if (line[0] == ' ' || line[0] == '\t' || !colon || colon == line)
+			return false;
+		*colon = '\0';
+		char *v = colon + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (size_t n = strlen(v); n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'); n--)
+			v[n - 1] = '\0';
+		if (!strcasecmp(line, "upgrade"))
+			r->upgrade = v;
+		else if (!strcasecmp(line, "connection"))
+			r->connection = v;
+		else if (!strcasecmp(line, "sec-websocket-key"))
+			r->key = v;
+		else if (!strcasecmp(line, "sec-websocket-version"))
+			r->version = v;
+		else if (!strcasecmp(line, "origin"))
+			r->origin = v;
+		else if (!strcasecmp(line, "authorization")) {
+			r->auth = v;
+			r->n_auth++;
+		}
+	}
+	return true;
+}
+
+/* Compare in time that depends on the lengths only, never on where they differ. */
+static bool token_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+	unsigned char d = alen != blen;
+	size_t n = alen > blen ? alen : blen;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)((i < alen ? (unsigned char)a[i] : 0) ^
+				     (i < blen ? (unsigned char)b[i] : 0));
+	return d == 0;
+}
+
+static bool authorized(struct cd_conn *c, const struct http_req *r)
+{
+	const struct cd_serve_opts *o = &c->server->opts;
+	if (!o->auth_token)
+		return true;
+	if (r->n_auth != 1 || strncasecmp(r->auth, "Bearer ", 7))
+		return false;
+	const char *t = r->auth + 7;
+	while (*t == ' ')
+		t++;
+	return token_equal(t, strlen(t), o->auth_token, o->auth_token_len);
+}
+
+static void accept_key(const char *key, char out[29])
+{
+	struct sha1_ctx sha;
+	uint8_t digest[SHA1_DIGEST_SIZE];
+
+	sha1_init(&sha);
+	sha1_update(&sha, strlen(key), (const uint8_t *)key);
+	sha1_update(&sha, sizeof(WS_GUID) - 1, (const uint8_t *)WS_GUID);
+	sha1_digest(&sha, sizeof(digest), digest);
+	out[cd_base64_encode(digest, sizeof(digest), out)] = '\0';
+}
+
+static bool open_frames(struct cd_conn *c);
+
+/* The whole head is in: answer it. */
+static void handle_request(struct cd_conn *c)
+{
+	struct cd_ws *w = c->ws;
+	struct http_req r;
+
+	memset(&r, 0, sizeof(r));
+	if (!parse_head(w->head, &r)) {
+		http_reply(c, "400 Bad Request", NULL, "malformed HTTP request");
+		return;
+	}
+	char *q = strchr(r.target, '?');
+	if (q)
+		*q = '\0';
+	/* Browsers send Origin; no web page may drive this server (reference 1.2). */
+	if (r.origin) {
+		cd_log_warn("serve: connection %lu (%s): refused: the request has an Origin header "
+			    "(%s)",
+			    c->serial, c->peer, r.origin);
+		http_reply(c, "403 Forbidden", NULL, NULL);
+		return;
+	}
+	if (!strcmp(r.target, "/readyz")) {
+		if (strcmp(r.method, "GET") && strcmp(r.method, "HEAD"))
+			http_reply(c, "405 Method Not Allowed", "allow: GET,HEAD\r\n", NULL);
+		else
+			http_reply(c, "200 OK", NULL, NULL);
+		return;
+	}
+	if (strcmp(r.target, "/")) {
+		http_reply(c, "404 Not Found", NULL, NULL);
+		return;
+	}
+	if (!authorized(c, &r)) {
+		cd_log_warn("serve: connection %lu (%s): refused: %s bearer token", c->serial,
+			    c->peer, r.auth ? "wrong" : "no");
+		http_reply(c, "401 Unauthorized", "www-authenticate: Bearer\r\n", NULL);
+		return;
+	}
+	if (strcmp(r.method, "GET")) {
+		http_reply(c, "405 Method Not Allowed", NULL, "Request method must be `GET`");
+		return;
+	}
+	if (!r.connection || !has_token(r.connection, "upgrade")) {
+		http_reply(c, "400 Bad Request", NULL,
+			   "Connection header did not include 'upgrade'");
+		return;
+	}
+	if (!r.upgrade || !has_token(r.upgrade, "websocket")) {
+		http_reply(c, "400 Bad Request", NULL,
+			   "`Upgrade` header did not include 'websocket'");
+		return;
+	}
+	if (!r.version || strcmp(r.version, "13")) {
+		http_reply(c, "400 Bad Request", NULL,
+			   "`Sec-WebSocket-Version` header did not include '13'");
+		return;
+	}
+	if (!r.key || !*r.key || strlen(r.key) > 64) {
+		http_reply(c, "400 Bad Request", NULL, "`Sec-WebSocket-Key` header missing");
+		return;
+	}
+	char acc[29], buf[256];
+	accept_key(r.key, acc);
+	int n = snprintf(buf, sizeof(buf),
+			 "HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\n"
+			 "upgrade: websocket\r\nsec-websocket-accept: %s\r\n\r\n",
+			 acc);
+	/* The socket is fresh: its buffer takes these few bytes at once. */
+	if (send(c->out_fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
+		c->in_eof = true;
+		return;
+	}
+	if (!open_frames(c))
+		c->in_eof = true;
+}
+
+static void read_head(struct cd_conn *c)
+{
+	struct cd_ws *w = c->ws;
+
+	for (;;) {
+		if (w->head_len >= CD_SERVE_MAX_HTTP_HEAD) {
+			http_reply(c, "431 Request Header Fields Too Large", NULL, NULL);
+			return;
+		}
+		ssize_t n = recv(c->in_fd, w->head + w->head_len,
+				 CD_SERVE_MAX_HTTP_HEAD - w->head_len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			c->in_eof = true;
+			return;
+		}
+		size_t from = w->head_len > 3 ? w->head_len - 3 : 0;
+		w->head_len += (size_t)n;
+		w->head[w->head_len] = '\0';
+		if (memchr(w->head + from, '\0', w->head_len - from)) {
+			http_reply(c, "400 Bad Request", NULL, "malformed HTTP request");
+			return;
+		}
+		char *end = strstr(w->head + from, "\r\n\r\n");
+		if (!end)
+			continue;
+		size_t used = (size_t)(end + 4 - w->head);
+		if (used < w->head_len) {
+			w->extra_len = w->head_len - used;
+			w->extra = cd_xmalloc(w->extra_len);
+			memcpy(w->extra, w->head + used, w->extra_len);
+		}
+		/* The head ends with its blank line; parse_head stops there. */
+		w->head[used] = '\0';
+		if (w->handshake_timer) {
+			cd_loop_cancel_timer(c->server->loop, w->handshake_timer);
+			w->handshake_timer = NULL;
+		}
+		handle_request(c);
+		free(w->head);
+		w->head = NULL;
+		return;
+	}
+}
+
+static void on_handshake_timeout(struct cd_loop *l, void *data)
+{
+	struct cd_conn *c = data;
+	c->ws->handshake_timer = NULL;
+	cd_log_debug("serve: connection %lu (%s): no complete HTTP request within %u ms", c->serial,
+		     c->peer, CD_SERVE_HANDSHAKE_MS);
+	cd_conn_close(c, "handshake timeout");
+}
+
+/* ---- frames ---- */
+
+static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *data)
+{
+	struct cd_conn *c = data;
+	struct cd_ws *w = c->ws;
+
+	if (w->extra_off < w->extra_len) {
+		size_t n = w->extra_len - w->extra_off;
+		if (n > len)
+			n = len;
+		memcpy(buf, w->extra + w->extra_off, n);
+		w->extra_off += n;
+		return (ssize_t)n;
+	}
+	/* Enough waits to be handled: leave the rest in the socket (back-pressure). */
+	if (c->in_len - c->in_start >= WS_IN_HIGH || c->closing) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	for (;;) {
+		ssize_t n = recv(c->in_fd, buf, len, 0);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+			return -1;
+		}
+		cd_log_debug("serve: connection %lu (%s): %s", c->serial, c->peer,
+			     n == 0 ? "the peer closed the TCP connection" : strerror(errno));
+		c->in_eof = true;
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+}
+
+static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
+		       void *user)
+{
+	struct cd_conn *c = user;
+	for (;;) {
+		ssize_t n = send(c->out_fd, data, len,
+				 MSG_NOSIGNAL | ((flags & WSLAY_MSG_MORE) ? MSG_MORE : 0));
+		if (n >= 0)
+			return n;
+		if (errno == EINTR)
+			continue;
+		wslay_event_set_error(ctx, errno == EAGAIN ? WSLAY_ERR_WOULDBLOCK
+							   : WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+}
+
+static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
+		      void *data)
+{
+	struct cd_conn *c = data;
+
+	switch (a->opcode) {
+	case WSLAY_TEXT_FRAME:
+	case WSLAY_BINARY_FRAME:
+		cd_conn_push_message(c, a->msg, a->msg_length);
+		break;
+	case WSLAY_CONNECTION_CLOSE:
+		/* A close frame is a disconnect (wslay queued the answering close). */
+		cd_log_debug("serve: connection %lu (%s): close frame (status %u)", c->serial,
+			     c->peer, a->status_code);
+		c->in_eof = true;
+		break;
+	default:
+		break; /* ping (answered by wslay), pong */
+	}
+}
+
+static void on_ping(struct cd_loop *l, void *data)
+{
+	struct cd_conn *c = data;
+	struct cd_ws *w = c->ws;
+	struct wslay_event_msg m = { .opcode = WSLAY_PING };
+
+	w->ping_timer = cd_loop_add_timer(l, c->server->opts.ping_ms, on_ping, c);
+	if (wslay_event_queue_msg(w->ctx, &m) == 0)
+		cd_conn_update_watches(c);
+}
+
+static bool open_frames(struct cd_conn *c)
+{
+	struct cd_ws *w = c->ws;
+	static const struct wslay_event_callbacks cb = {
+		.recv_callback = ws_recv,
+		.send_callback = ws_send,
+		.on_msg_recv_callback = ws_on_msg,
+	};
+	if (wslay_event_context_server_init(&w->ctx, &cb, c) != 0) {
+		w->ctx = NULL;
+		return false;
+	}
+	/* The largest message, as on stdio; beyond it wslay answers 1009 and stops reading. */
+	wslay_event_config_set_max_recv_msg_length(w->ctx, CD_SERVE_MAX_LINE);
+	w->open = true;
+	w->ping_timer = cd_loop_add_timer(c->server->loop, c->server->opts.ping_ms, on_ping, c);
+	cd_log_debug("serve: connection %lu (%s): websocket open", c->serial, c->peer);
+	return true;
+}
+
+void cd_ws_on_input(struct cd_conn *c)
+{
+	struct cd_ws *w = c->ws;
+
+	if (!w->open) {
+		read_head(c);
+		if (!w->open)
+			return;
+	}
+	if (!wslay_event_get_read_enabled(w->ctx))
+		return;
+	if (wslay_event_recv(w->ctx) != 0 || !wslay_event_get_read_enabled(w->ctx)) {
+		/* A protocol error (wslay queued a close frame) or the end of the stream. */
+		c->in_eof = true;
+	}
+	/* Pongs and close answers wslay queued go out with the next flush. */
+	if (wslay_event_want_write(w->ctx))
+		cd_conn_update_watches(c);
+}
+
+int cd_ws_flush(struct cd_conn *c)
+{
+	struct cd_ws *w = c->ws;
+
+	if (!w->open) {
+		/* Nothing is framed before the upgrade; nothing can be queued either. */
+		c->out_off = c->out.len;
+		return 0;
+	}
+	for (;;) {
+		size_t before = c->out.len - c->out_off;
+		while (c->out_off < c->out.len &&
+		       wslay_event_get_queued_msg_length(w->ctx) < WS_OUT_BATCH &&
+		       wslay_event_get_write_enabled(w->ctx)) {
+			const char *p = c->out.buf + c->out_off;
+			const char *nl = memchr(p, '\n', c->out.len - c->out_off);
+			size_t n = nl ? (size_t)(nl - p) : c->out.len - c->out_off;
+			struct wslay_event_msg m = {
+				.opcode = WSLAY_TEXT_FRAME,
+				.msg = (const uint8_t *)p,
+				.msg_length = n,
+			};
+			if (wslay_event_queue_msg(w->ctx, &m) != 0)
+				return -EIO;
+			c->out_off += n + (nl ? 1 : 0);
+		}
+		if (!wslay_event_get_write_enabled(w->ctx))
+			c->out_off = c->out.len; /* closed: nobody will read it */
+		if (wslay_event_send(w->ctx) != 0)
+			return -EPIPE;
+		if (wslay_event_want_write(w->ctx))
+			return -EAGAIN;
+		if (c->out_off == c->out.len)
+			return 0;
+		if (c->out.len - c->out_off == before)
+			return -EAGAIN;
+	}
+}
+
+size_t cd_ws_queued(const struct cd_conn *c)
+{
+	const struct cd_ws *w = c->ws;
+	return w->open ? wslay_event_get_queued_msg_length(w->ctx) : 0;
+}
+
+bool cd_ws_want_read(const struct cd_conn *c)
+{
+	const struct cd_ws *w = c->ws;
+	if (!w->open)
+		return w->head != NULL;
+	return wslay_event_get_read_enabled(w->ctx) && c->in_len - c->in_start < WS_IN_HIGH;
+}
+
+bool cd_ws_is_open(const struct cd_conn *c)
+{
+	return c->ws && c->ws->open;
+}
+
+void cd_ws_close(struct cd_conn *c)
+{
+	struct cd_ws *w = c->ws;
+	if (!w->open || wslay_event_get_close_sent(w->ctx))
+		return;
+	(void)wslay_event_queue_close(w->ctx, WSLAY_CODE_GOING_AWAY, NULL, 0);
+}
+
+struct cd_ws *cd_ws_new(struct cd_conn *c)
+{
+	struct cd_ws *w = cd_xcalloc(1, sizeof(*w));
+	w->c = c;
+	w->head = cd_xmalloc(CD_SERVE_MAX_HTTP_HEAD + 1);
+	w->handshake_timer =
+		cd_loop_add_timer(c->server->loop, CD_SERVE_HANDSHAKE_MS, on_handshake_timeout, c);
+	return w;
+}
+
+void cd_ws_free(struct cd_ws *w)
+{
+	if (!w)
+		return;
+	struct cd_loop *l = w->c->server->loop;
+	if (w->handshake_timer)
+		cd_loop_cancel_timer(l, w->handshake_timer);
+	if (w->ping_timer)
+		cd_loop_cancel_timer(l, w->ping_timer);
+	if (w->ctx)
+		wslay_event_context_free(w->ctx);
+	free(w->head);
+	free(w->extra);
+	free(w);
+}
