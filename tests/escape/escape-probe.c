@@ -65,6 +65,8 @@ static const char *probe;
 
 /* One verdict line, "LABEL: PROBE: details"; returns code (the exit status). */
 static int verdict(int code, const char *label, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static int verdict(int code, const char *label, const char *fmt, va_list ap)
 {
 	printf("%s: %s: ", label, probe);
 	vprintf(fmt, ap);
