@@ -55,6 +55,9 @@ static char *sc_condition(const struct cd_sc_rule *r)
 				    r->value2);
 	case CD_SC_ARG_MASKED_ANY:
 		return cd_xasprintf("(arg%u & 0x%" PRIx64 ") != 0", r->arg, r->mask);
+	case CD_SC_ARG_MASKED_NOT_IN2:
+		return cd_xasprintf("(arg%u & 0x%" PRIx64 ") not in {%" PRIu64 ", %" PRIu64 "}",
+				    r->arg, r->mask, r->value, r->value2);
 	case CD_SC_CMP_COUNT:
 		break;
 	}

@@ -12,12 +12,14 @@
  * (checked with seccomp_export_pfc and by test-seccomp).
  *
  * libseccomp 2.5.4 rejects two comparisons on the same argument in one rule
- * (-EINVAL), so CD_SC_ARG_NOT_IN2 ("allow two values, deny the rest") cannot
- * be written with it. Those rules are compiled by hand into a short BPF
- * prologue placed in front of libseccomp's program: the prologue returns
- * the rule's action on a match and otherwise falls through into libseccomp's
- * code, which reloads everything it needs.
+ * (-EINVAL), so CD_SC_ARG_NOT_IN2 and CD_SC_ARG_MASKED_NOT_IN2 ("allow two
+ * values, deny the rest") cannot be written with it (nor has it a masked
+ * "not equal"). Those rules are compiled by hand into a short BPF prologue
+ * placed in front of libseccomp's program: the prologue returns the rule's
+ * action on a match and otherwise falls through into libseccomp's code,
+ * which reloads everything it needs.
  */
+#include <assert.h>
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -59,7 +61,7 @@ static int action_scmp(enum cd_sc_action a, uint32_t *ret)
 	return -EINVAL;
 }
 
-/* ---- hand-written prologue for CD_SC_ARG_NOT_IN2 ---- */
+/* ---- hand-written prologue for CD_SC_ARG_NOT_IN2 and CD_SC_ARG_MASKED_NOT_IN2 ---- */
 
 #define ARG_LO(i) ((uint32_t)(offsetof(struct seccomp_data, args) + 8 * (i)))
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -84,9 +86,34 @@ static void emit(struct insn_buf *b, uint16_t code, uint8_t jt, uint8_t jf, uint
 	b->v[b->n++] = (struct sock_filter){ .code = code, .jt = jt, .jf = jf, .k = k };
 }
 
+/* Point the jt (or jf) of the jump at `at` to instruction `target`, further on. */
+static void jump_to(struct insn_buf *b, size_t at, bool jt, size_t target)
+{
+	size_t d = target - at - 1;
+
+	/* The blocks below are at most 15 instructions long. */
+	assert(target > at && d <= 255);
+	if (jt)
+		b->v[at].jt = (uint8_t)d;
+	else
+		b->v[at].jf = (uint8_t)d;
+}
+
+/* Load one 32-bit half of the argument and mask it; false (nothing emitted) for an empty mask. */
+static bool emit_load_half(struct insn_buf *b, uint32_t off, uint32_t mask)
+{
+	if (mask == 0)
+		return false;
+	emit(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, off);
+	if (mask != 0xffffffffU)
+		emit(b, BPF_ALU | BPF_AND | BPF_K, 0, 0, mask);
+	return true;
+}
+
 /*
- * One NOT_IN2 rule, 12 instructions, entered with A = syscall number and
- * left (when it does not match) with A = syscall number:
+ * One (MASKED_)NOT_IN2 rule, entered with A = syscall number and left (when
+ * it does not match) with A = syscall number. Unmasked (mask all ones), 12
+ * instructions:
  *
  *   0  jeq nr          ? 1 : 11
  *   1  ld  arg.hi
@@ -100,22 +127,40 @@ static void emit(struct insn_buf *b, uint16_t code, uint8_t jt, uint8_t jf, uint
  *   9  ret action
  *  10  ld  nr
  *  11  (next rule)
+ *
+ * A mask adds an "and" after a load of a half it does not keep whole, and
+ * drops the load and compare of a half it clears (the socket type: only the
+ * low half, "ld arg.lo; and 0xf; jeq v ? ok : next" per value).
  */
-static void emit_not_in2(struct insn_buf *b, int nr, const struct cd_sc_rule *r)
+static void emit_not_in2(struct insn_buf *b, int nr, const struct cd_sc_rule *r, uint64_t mask)
 {
+	const uint64_t allowed[2] = { r->value, r->value2 };
 	uint32_t lo = ARG_LO(r->arg) + LO_OFF, hi = ARG_LO(r->arg) + HI_OFF;
+	size_t first = b->n, hit[2], miss[2][2], n_miss[2] = { 0, 0 };
 
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 10, (uint32_t)nr);
-	emit(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, hi);
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 2, (uint32_t)(r->value >> 32));
-	emit(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, lo);
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, 5, 0, (uint32_t)r->value);
-	emit(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, hi);
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 2, (uint32_t)(r->value2 >> 32));
-	emit(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, lo);
-	emit(b, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, (uint32_t)r->value2);
+	emit(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, (uint32_t)nr);
+	for (size_t i = 0; i < 2; i++) {
+		if (i > 0)
+			for (size_t m = 0; m < n_miss[i - 1]; m++)
+				jump_to(b, miss[i - 1][m], false, b->n);
+		if (emit_load_half(b, hi, (uint32_t)(mask >> 32))) {
+			emit(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, (uint32_t)(allowed[i] >> 32));
+			miss[i][n_miss[i]++] = b->n - 1;
+		}
+		if (emit_load_half(b, lo, (uint32_t)mask)) {
+			emit(b, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, (uint32_t)allowed[i]);
+			miss[i][n_miss[i]++] = b->n - 1;
+		}
+		/* The last compare of a value: equal means allowed. */
+		hit[i] = b->n - 1;
+	}
+	for (size_t m = 0; m < n_miss[1]; m++)
+		jump_to(b, miss[1][m], false, b->n);
 	emit(b, BPF_RET | BPF_K, 0, 0, action_ret(r->action));
+	for (size_t i = 0; i < 2; i++)
+		jump_to(b, hit[i], true, b->n);
 	emit(b, BPF_LD | BPF_W | BPF_ABS, 0, 0, offsetof(struct seccomp_data, nr));
+	jump_to(b, first, false, b->n);
 }
 
 static int add_rule(scmp_filter_ctx ctx, struct insn_buf *pro, const struct cd_sc_rule *r,
@@ -170,7 +215,17 @@ static int add_rule(scmp_filter_ctx ctx, struct insn_buf *pro, const struct cd_s
 		}
 		break;
 	case CD_SC_ARG_NOT_IN2:
-		emit_not_in2(pro, nr, r);
+		emit_not_in2(pro, nr, r, ~0ULL);
+		k = 0;
+		break;
+	case CD_SC_ARG_MASKED_NOT_IN2:
+		/* A value with bits outside the mask could never be allowed. */
+		if (r->mask == 0 || (r->value & ~r->mask) || (r->value2 & ~r->mask)) {
+			*reterr = cd_xasprintf(
+				"seccomp: a value outside the mask in the rule for %s", r->syscall);
+			return -EINVAL;
+		}
+		emit_not_in2(pro, nr, r, r->mask);
 		k = 0;
 		break;
 	case CD_SC_CMP_COUNT:

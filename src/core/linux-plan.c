@@ -120,11 +120,22 @@ char *cd_ll_scopes_names(uint64_t mask)
 		.when = CD_SC_BASELINE, .why = (why_)                          \
 	}
 
-#define AF_UNIX_VALUE	1ULL
-#define TIOCSTI_VALUE	0x5412ULL
-#define TIOCLINUX_VALUE 0x541CULL
-#define PER_LINUX_VALUE 0ULL
-#define PER_QUERY_VALUE 0xffffffffULL
+/* The same for a rule that applies only while the network is restricted. */
+#define NET_DENY(name, why_)                                                   \
+	{                                                                      \
+		.syscall = (name), .action = CD_SC_EPERM, .cmp = CD_SC_ALWAYS, \
+		.when = CD_SC_NET_RESTRICTED, .why = (why_)                    \
+	}
+
+#define AF_UNIX_VALUE 1ULL
+/* socket(2)'s type without SOCK_CLOEXEC and SOCK_NONBLOCK (the kernel's SOCK_TYPE_MASK). */
+#define SOCK_TYPE_MASK_VALUE 0xfULL
+#define SOCK_STREAM_VALUE    1ULL
+#define SOCK_SEQPACKET_VALUE 5ULL
+#define TIOCSTI_VALUE	     0x5412ULL
+#define TIOCLINUX_VALUE	     0x541CULL
+#define PER_LINUX_VALUE	     0ULL
+#define PER_QUERY_VALUE	     0xffffffffULL
 
 const struct cd_sc_rule cd_sc_rules[] = {
 	DENY("ptrace", "debugging other processes"),
@@ -246,6 +257,62 @@ const struct cd_sc_rule cd_sc_rules[] = {
 		.when = CD_SC_NET_RESTRICTED,
 		.why = "network restricted: only AF_UNIX sockets",
 	},
+	/*
+	 * Unix sockets. Landlock (up to ABI 7) does not govern connect() or
+	 * sendto() on a pathname socket, so without these rules a sandboxed
+	 * process could talk to any socket whose file it can name: docker.sock,
+	 * the D-Bus system bus, /dev/log, an ssh or gpg agent. So no call may
+	 * name a peer. connect() is denied; sendto() only without an address
+	 * (glibc's send()); sendmsg()'s msg_name lies in memory, out of the
+	 * filter's sight, so only stream and seqpacket sockets can be made, on
+	 * which the kernel refuses (stream) or ignores (seqpacket) a msg_name.
+	 * A datagram socket, even one of a socketpair, would send to any name.
+	 * What is left is a socketpair() and the fds it gives.
+	 */
+	NET_DENY("connect", "network restricted: Landlock does not govern unix connect()"),
+	{
+		/* A NULL address is a plain send() (full 64-bit compare: a pointer). */
+		.syscall = "sendto",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_NE,
+		.arg = 4,
+		.value = 0,
+		.when = CD_SC_NET_RESTRICTED,
+		.why = "network restricted: a datagram could be sent to any unix socket",
+	},
+	{
+		.syscall = "socket",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_NOT_IN2,
+		.arg = 1,
+		.mask = SOCK_TYPE_MASK_VALUE,
+		.value = SOCK_STREAM_VALUE,
+		.value2 = SOCK_SEQPACKET_VALUE,
+		.when = CD_SC_NET_RESTRICTED,
+		.why = "network restricted: no datagram sockets, which send to any address",
+	},
+	{
+		.syscall = "socketpair",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_NOT_IN2,
+		.arg = 1,
+		.mask = SOCK_TYPE_MASK_VALUE,
+		.value = SOCK_STREAM_VALUE,
+		.value2 = SOCK_SEQPACKET_VALUE,
+		.when = CD_SC_NET_RESTRICTED,
+		.why = "network restricted: no datagram sockets, which send to any address",
+	},
+	/*
+	 * No unix socket server either. Nothing in the sandbox could connect
+	 * to it, but something outside could: a host tool that trusts a socket
+	 * in the workspace, or (under cordon serve, which makes no network
+	 * namespace) any process connecting to an abstract name the sandbox
+	 * bound first; Landlock's abstract scope only stops connections out.
+	 */
+	NET_DENY("bind", "network restricted: a unix server could be reached from outside"),
+	NET_DENY("listen", "network restricted: a unix server could be reached from outside"),
+	NET_DENY("accept", "network restricted: a unix server could be reached from outside"),
+	NET_DENY("accept4", "network restricted: a unix server could be reached from outside"),
 	{ .syscall = NULL },
 };
 

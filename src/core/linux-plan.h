@@ -114,6 +114,11 @@ enum cd_sc_cmp {
 	 * each SCMP_CMP_MASKED_EQ(b, b); the rules are OR-ed by the filter.
 	 */
 	CD_SC_ARG_MASKED_ANY,
+	/*
+	 * (arg & mask) != value && (arg & mask) != value2: two allowed values
+	 * of a field of the argument (a socket's type without its flags).
+	 */
+	CD_SC_ARG_MASKED_NOT_IN2,
 	CD_SC_CMP_COUNT,
 };
 

@@ -15,10 +15,12 @@
  * unprivileged run copies it for another user), and each probe stays a
  * small function attempting exactly one thing.
  *
- * Outside the sandbox, "escape-probe listen DIR" binds a pathname unix
- * socket (DIR/sock), an abstract one and a TCP port on 127.0.0.1, writes
- * their names to DIR/abstract and DIR/tcp-port, and waits to be killed:
- * the targets of the connect probes.
+ * Outside the sandbox, "escape-probe listen DIR INSIDE" binds a pathname
+ * unix stream socket (DIR/sock), a unix datagram socket (DIR/dgram), a
+ * stream socket at INSIDE (a path in the workspace), an abstract one and a
+ * TCP port on 127.0.0.1, writes the names to DIR/abstract and
+ * DIR/tcp-port, and waits to be killed: the targets of the connect and
+ * send probes.
  */
 #include "config.h"
 
@@ -62,6 +64,8 @@
 static const char *probe;
 
 /* One verdict line, "LABEL: PROBE: details"; returns code (the exit status). */
+static int verdict(int code, const char *label, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 static int verdict(int code, const char *label, const char *fmt, va_list ap)
 {
 	printf("%s: %s: ", label, probe);
@@ -435,6 +439,108 @@ static int p_udp_dns(void)
 	return n == 1 ? escaped("sent a UDP datagram to port 53") : escaped("created a UDP socket");
 }
 
+static int unix_addr(const char *path, struct sockaddr_un *sun)
+{
+	*sun = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sun->sun_path))
+		return -1;
+	strcpy(sun->sun_path, path);
+	return 0;
+}
+
+/* A datagram to a pathname socket, named in sendto(): no connect() needed. */
+static int p_sendto_unix(const char *path)
+{
+	struct sockaddr_un sun;
+	if (unix_addr(path, &sun) < 0)
+		return setup_error("path too long");
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return verdict_errno(errno, "socket(AF_UNIX, SOCK_DGRAM)");
+	ssize_t n = sendto(fd, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&sun, sizeof(sun));
+	int e = errno;
+	close(fd);
+	if (n == 1)
+		return escaped("sent a datagram to %s", path);
+	return verdict_errno(e, "sendto");
+}
+
+/*
+ * sendmsg() with msg_name from one end of a socketpair of TYPE (dgram,
+ * seqpacket, stream): msg_name is in memory, where seccomp cannot look, so
+ * what keeps the message from reaching PATH is the socket's type. The
+ * kernel refuses a msg_name on a stream socket and ignores it on a
+ * seqpacket one (the message goes to the peer, which is checked here);
+ * a datagram socket would honour it, so it must not exist.
+ */
+static int p_sendmsg_name(const char *type_name, const char *path)
+{
+	static const struct {
+		const char *name;
+		int type;
+	} types[] = {
+		{ "dgram", SOCK_DGRAM },
+		{ "seqpacket", SOCK_SEQPACKET },
+		{ "stream", SOCK_STREAM },
+	};
+	struct sockaddr_un sun;
+	int type = -1, sv[2];
+	char c = 0;
+
+	for (size_t i = 0; i < CD_ARRAY_SIZE(types); i++)
+		if (strcmp(type_name, types[i].name) == 0)
+			type = types[i].type;
+	if (type < 0)
+		return setup_error("unknown socket type '%s'", type_name);
+	if (unix_addr(path, &sun) < 0)
+		return setup_error("path too long");
+	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) < 0)
+		return verdict_errno(errno, "socketpair");
+	struct iovec iov = { .iov_base = "x", .iov_len = 1 };
+	struct msghdr mh = {
+		.msg_name = &sun,
+		.msg_namelen = sizeof(sun),
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+	};
+	ssize_t n = sendmsg(sv[0], &mh, MSG_DONTWAIT);
+	int e = errno;
+	bool to_peer = n == 1 && recv(sv[1], &c, 1, MSG_DONTWAIT) == 1 && c == 'x';
+	close(sv[0]);
+	close(sv[1]);
+	if (to_peer)
+		return denied(
+			"sendmsg: msg_name ignored, the message went to the socketpair's peer");
+	if (n == 1)
+		return escaped("sent a message to %s from a %s socketpair", path, type_name);
+	if (e == EISCONN || e == EOPNOTSUPP || e == ENOTCONN)
+		return denied("sendmsg: %s (the kernel refuses a msg_name here)", strerror(e));
+	return verdict_errno(e, "sendmsg");
+}
+
+/* A unix socket server: a client outside could connect to it. */
+static int p_listen_unix(const char *path)
+{
+	struct sockaddr_un sun;
+	if (unix_addr(path, &sun) < 0)
+		return setup_error("path too long");
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return setup_error("socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		int e = errno;
+		close(fd);
+		return verdict_errno(e, "bind");
+	}
+	int r = listen(fd, 1);
+	int e = errno;
+	close(fd);
+	(void)unlink(path);
+	if (r == 0)
+		return escaped("listening on %s", path);
+	return verdict_errno(e, "listen");
+}
+
 /* ---- allowed operations ---- */
 
 static int p_allowed_write(const char *path)
@@ -462,6 +568,68 @@ static int p_allowed_unix_pair(void)
 	if (!ok)
 		return escaped("(wrongly denied) socketpair I/O failed");
 	printf("allowed: a unix socketpair works\n");
+	return 0;
+}
+
+/* send() and recv(): glibc's send() is sendto() without an address. */
+static int p_allowed_unix_pair_send(void)
+{
+	int sv[2];
+	char c = 0;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return escaped("(wrongly denied) socketpair: %s", strerror(errno));
+	ssize_t n = send(sv[0], "s", 1, MSG_NOSIGNAL);
+	int e = errno;
+	bool ok = n == 1 && recv(sv[1], &c, 1, 0) == 1 && c == 's';
+	close(sv[0]);
+	close(sv[1]);
+	if (!ok)
+		return escaped("(wrongly denied) send/recv over a socketpair: %s",
+			       n < 0 ? strerror(e) : "no data");
+	printf("allowed: send() and recv() over a unix socketpair work\n");
+	return 0;
+}
+
+/* An fd passed over a seqpacket socketpair (SCM_RIGHTS), as cordon's helpers do. */
+static int p_allowed_pass_fd(void)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = "f", .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int sv[2], fd = STDOUT_FILENO, got = -1;
+	char c = 0;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return escaped("(wrongly denied) socketpair(SOCK_SEQPACKET): %s", strerror(errno));
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = sizeof(ctl.buf);
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	ssize_t n = sendmsg(sv[0], &mh, 0);
+	int e = errno;
+	if (n == 1) {
+		iov = (struct iovec){ .iov_base = &c, .iov_len = 1 };
+		mh.msg_controllen = sizeof(ctl.buf);
+		n = recvmsg(sv[1], &mh, MSG_CMSG_CLOEXEC);
+		e = errno;
+		cm = CMSG_FIRSTHDR(&mh);
+		if (n == 1 && cm && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&got, CMSG_DATA(cm), sizeof(int));
+	}
+	close(sv[0]);
+	close(sv[1]);
+	if (got < 0)
+		return escaped("(wrongly denied) passing an fd over a socketpair: %s",
+			       n < 0 ? strerror(e) : "no fd arrived");
+	close(got);
+	printf("allowed: an fd passes over a unix socketpair\n");
 	return 0;
 }
 
@@ -517,22 +685,41 @@ static int p_allowed_no_caps(void)
 
 /* ---- the listeners, outside the sandbox ---- */
 
-static int listen_all(const char *dir)
+/*
+ * A pathname unix socket of `type` at path, listening unless a datagram
+ * socket. Its fd stays open (unreferenced) for the listener's life.
+ */
+static int bind_unix(int type, const char *path)
+{
+	struct sockaddr_un sun;
+	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return setup_error("socket: %s", strerror(errno));
+	if (unix_addr(path, &sun) < 0)
+		return setup_error("socket path too long: %s", path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    (type != SOCK_DGRAM && listen(fd, 64) < 0))
+		return setup_error("bind %s: %s", path, strerror(errno));
+	return 0;
+}
+
+static int listen_all(const char *dir, const char *inside)
 {
 	char path[512], name[64];
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int s1 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int s2 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int s3 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s1 < 0 || s2 < 0 || s3 < 0)
+	if (s2 < 0 || s3 < 0)
 		return setup_error("socket: %s", strerror(errno));
 
 	snprintf(path, sizeof(path), "%s/sock", dir);
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return setup_error("socket path too long");
-	strcpy(sun.sun_path, path);
-	if (bind(s1, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(s1, 64) < 0)
-		return setup_error("bind %s: %s", path, strerror(errno));
+	if (bind_unix(SOCK_STREAM, path) != 0)
+		return 2;
+	snprintf(path, sizeof(path), "%s/dgram", dir);
+	if (bind_unix(SOCK_DGRAM, path) != 0)
+		return 2;
+	if (bind_unix(SOCK_STREAM, inside) != 0)
+		return 2;
 
 	snprintf(name, sizeof(name), "cordon-escape-%d", (int)getpid());
 	memset(sun.sun_path, 0, sizeof(sun.sun_path));
@@ -613,6 +800,8 @@ static const struct {
 	{ "i386", p_i386 },
 #endif
 	{ "allowed-unix-pair", p_allowed_unix_pair },
+	{ "allowed-unix-pair-send", p_allowed_unix_pair_send },
+	{ "allowed-pass-fd", p_allowed_pass_fd },
 	{ "allowed-fds", p_allowed_fds },
 	{ "allowed-no-caps", p_allowed_no_caps },
 };
@@ -621,7 +810,6 @@ static const struct {
 	const char *name;
 	int (*fn)(const char *);
 } probes1[] = {
-	{ "listen", listen_all },
 	{ "write", p_write },
 	{ "write-or-missing", p_write_or_missing },
 	{ "mkdir", p_mkdir },
@@ -635,6 +823,8 @@ static const struct {
 	{ "connect-abstract", p_connect_abstract },
 	{ "connect-unix", p_connect_unix },
 	{ "connect-tcp", p_connect_tcp },
+	{ "sendto-unix", p_sendto_unix },
+	{ "listen-unix", p_listen_unix },
 	{ "allowed-write", p_allowed_write },
 };
 
@@ -642,9 +832,8 @@ static const struct {
 	const char *name;
 	int (*fn)(const char *, const char *);
 } probes2[] = {
-	{ "symlink", p_symlink },
-	{ "rename", p_rename },
-	{ "hardlink", p_hardlink },
+	{ "listen", listen_all }, { "sendmsg-name", p_sendmsg_name }, { "symlink", p_symlink },
+	{ "rename", p_rename },	  { "hardlink", p_hardlink },
 };
 
 /* Probes aimed at a process: PID, or "parent". */

@@ -51,8 +51,8 @@ if ! out=$(sb true 2>&1); then
 	skip_all "cordon run fails here: $out"
 fi
 
-# Targets outside the sandbox.
-"$PROBE" listen "$OUT" >"$OUT/listen.out" 2>&1 &
+# Targets outside the sandbox (and one unix socket inside the workspace, bound from outside).
+"$PROBE" listen "$OUT" "$WS/in.sock" >"$OUT/listen.out" 2>&1 &
 LISTENER=$!
 i=0
 while ! grep -q ready "$OUT/listen.out" 2>/dev/null; do
@@ -196,9 +196,32 @@ expect_errno "seccomp: clone3 says ENOSYS (libc falls back to clone)" ENOSYS sb 
 cd_rc=$?
 rc_is "the abstract listener accepts connections outside the sandbox" 1
 deny "connect to an abstract unix socket outside" connect-abstract "$ABSTRACT"
-todo "connect to a pathname unix socket outside" \
-	"Landlock (ABI <= 7) does not govern connect() to pathname sockets; a path allow-list is planned" \
-	connect-unix "$OUT/sock"
+# Landlock (ABI <= 7) does not govern connect() or sendto() on pathname
+# sockets: the seccomp filter of a restricted network lets no unix socket
+# name a peer (no connect, no sendto with an address, no datagram sockets)
+# and serve none (no bind, listen or accept). Outside the sandbox each of
+# these targets takes the same probe's message (exit status 1, "escaped").
+reaches() {
+	cd_desc=$1
+	shift
+	"$PROBE" "$@" >/dev/null 2>&1
+	cd_rc=$?
+	rc_is "outside the sandbox: $cd_desc" 1
+}
+reaches "connect to the pathname listener" connect-unix "$OUT/sock"
+reaches "connect to the listener in the workspace" connect-unix "$WS/in.sock"
+reaches "sendto the datagram socket" sendto-unix "$OUT/dgram"
+reaches "sendmsg to the datagram socket from a SOCK_DGRAM socketpair" \
+	sendmsg-name dgram "$OUT/dgram"
+deny "connect to a pathname unix socket outside" connect-unix "$OUT/sock"
+deny "connect to a pathname unix socket inside the workspace" connect-unix "$WS/in.sock"
+deny "send a datagram to a pathname unix socket outside (sendto)" sendto-unix "$OUT/dgram"
+deny "sendmsg with msg_name from a SOCK_DGRAM socketpair" sendmsg-name dgram "$OUT/dgram"
+deny "sendmsg with msg_name from a SOCK_SEQPACKET socketpair (ignored)" \
+	sendmsg-name seqpacket "$OUT/dgram"
+deny "sendmsg with msg_name from a SOCK_STREAM socketpair (refused)" \
+	sendmsg-name stream "$OUT/dgram"
+deny "serve a unix socket in the workspace" listen-unix "$WS/srv.sock"
 deny "connect to a TCP listener on 127.0.0.1" connect-tcp "$PORT"
 deny "send a DNS query over UDP" udp-dns
 deny "AF_NETLINK socket" socket-netlink
@@ -213,6 +236,8 @@ deny "UDP over IPv6" socket-udp6
 # ---- what must keep working ----
 deny "allowed: write inside the workspace" allowed-write "$WS/ok"
 deny "allowed: a unix socketpair" allowed-unix-pair
+deny "allowed: send()/recv() over a SOCK_STREAM socketpair" allowed-unix-pair-send
+deny "allowed: pass an fd over a SOCK_SEQPACKET socketpair" allowed-pass-fd
 deny "allowed: only fds 0, 1 and 2 reach the command" allowed-fds
 deny "allowed: no capabilities at all, no_new_privs set" allowed-no-caps
 assert "the workspace file is there" test "$(cat "$WS/ok")" = ok

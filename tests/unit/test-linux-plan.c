@@ -109,6 +109,12 @@ START_TEST(test_sc_sanity)
 			ck_assert_uint_eq(r->value & ~r->mask, 0);
 		if (r->cmp == CD_SC_ARG_MASKED_ANY)
 			ck_assert_uint_ne(r->mask, 0);
+		if (r->cmp == CD_SC_ARG_MASKED_NOT_IN2) {
+			/* A value with bits outside the mask could never be allowed. */
+			ck_assert_uint_ne(r->mask, 0);
+			ck_assert_uint_eq(r->value & ~r->mask, 0);
+			ck_assert_uint_eq(r->value2 & ~r->mask, 0);
+		}
 		/* No exact duplicates. */
 		for (const struct cd_sc_rule *q = cd_sc_rules; q != r; q++)
 			ck_assert_msg(!(cd_streq(q->syscall, r->syscall) && q->cmp == r->cmp &&
@@ -227,24 +233,63 @@ START_TEST(test_sc_conditional)
 }
 END_TEST
 
+static const struct cd_sc_rule *sc_find_cmp(const char *name, enum cd_sc_cmp cmp)
+{
+	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
+		if (cd_streq(r->syscall, name) && r->cmp == cmp)
+			return r;
+	return NULL;
+}
+
 START_TEST(test_sc_network)
 {
-	static const char *const names[] = { "socket", "socketpair" };
+	static const char *const pairs[] = { "socket", "socketpair" };
+	/* No connecting to a unix socket, and no unix socket server. */
+	static const char *const always[] = { "connect", "bind", "listen", "accept", "accept4" };
+	const struct cd_sc_rule *r;
 	size_t n_net = 0;
 
-	for (size_t i = 0; i < CD_ARRAY_SIZE(names); i++) {
-		const struct cd_sc_rule *r = sc_find(names[i], 1);
-		ck_assert_uint_eq(sc_count(names[i]), 1);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(pairs); i++) {
+		ck_assert_uint_eq(sc_count(pairs[i]), 2);
+		/* The family: AF_UNIX only, compared on all 64 bits. */
+		r = sc_find_cmp(pairs[i], CD_SC_ARG_NE);
 		ck_assert_ptr_nonnull(r);
-		ck_assert_int_eq(r->cmp, CD_SC_ARG_NE);
 		ck_assert_uint_eq(r->arg, 0);
+		ck_assert_uint_eq(r->value, 1);
+		ck_assert_int_eq(r->action, CD_SC_EPERM);
+		ck_assert_uint_eq(r->when, CD_SC_NET_RESTRICTED);
+		/* The type without SOCK_CLOEXEC/SOCK_NONBLOCK: SOCK_STREAM or SOCK_SEQPACKET. */
+		r = sc_find_cmp(pairs[i], CD_SC_ARG_MASKED_NOT_IN2);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_uint_eq(r->arg, 1);
+		ck_assert_uint_eq(r->mask, 0xf);
+		ck_assert_uint_eq(r->value, 1);
+		ck_assert_uint_eq(r->value2, 5);
 		ck_assert_int_eq(r->action, CD_SC_EPERM);
 		ck_assert_uint_eq(r->when, CD_SC_NET_RESTRICTED);
 	}
+	for (size_t i = 0; i < CD_ARRAY_SIZE(always); i++) {
+		ck_assert_uint_eq(sc_count(always[i]), 1);
+		r = sc_find(always[i], 0);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_int_eq(r->cmp, CD_SC_ALWAYS);
+		ck_assert_int_eq(r->action, CD_SC_EPERM);
+		ck_assert_uint_eq(r->when, CD_SC_NET_RESTRICTED);
+	}
+	/* sendto with a destination address (arg4, a pointer: all 64 bits); send() passes NULL. */
+	ck_assert_uint_eq(sc_count("sendto"), 1);
+	r = sc_find("sendto", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->cmp, CD_SC_ARG_NE);
+	ck_assert_uint_eq(r->arg, 4);
+	ck_assert_int_eq(r->action, CD_SC_EPERM);
+	ck_assert_uint_eq(r->when, CD_SC_NET_RESTRICTED);
+	/* sendmsg cannot be filtered (msg_name is in memory): the socket types cover it. */
+	ck_assert_uint_eq(sc_count("sendmsg"), 0);
 	/* Nothing else depends on the network setting. */
-	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
-		n_net += r->when == CD_SC_NET_RESTRICTED;
-	ck_assert_uint_eq(n_net, 2);
+	for (const struct cd_sc_rule *q = cd_sc_rules; q->syscall; q++)
+		n_net += q->when == CD_SC_NET_RESTRICTED;
+	ck_assert_uint_eq(n_net, 2 * CD_ARRAY_SIZE(pairs) + CD_ARRAY_SIZE(always) + 1);
 }
 END_TEST
 

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -245,6 +246,164 @@ static long call_socketpair_inet(void)
 	return socketpair(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
 }
 
+/* Keep the failing call's errno across the close(). */
+static long close_keep_errno(int fd, long r)
+{
+	int e = errno;
+
+	close(fd);
+	errno = e;
+	return r;
+}
+static long call_socket_unix_dgram(void)
+{
+	return socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+}
+static long call_socket_unix_seqpacket(void)
+{
+	return socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+}
+/*
+ * The kernel takes the type as an int: bits above 31 are dropped, so the
+ * filter must judge the low half only (a datagram socket is still denied,
+ * a stream socket still allowed).
+ */
+static long call_socket_unix_dgram_hi(void)
+{
+	return syscall(SYS_socket, AF_UNIX, (1UL << 32) | SOCK_DGRAM, 0);
+}
+static long call_socket_unix_stream_hi(void)
+{
+	return syscall(SYS_socket, AF_UNIX, (1UL << 32) | SOCK_STREAM, 0);
+}
+static long call_socketpair_unix_dgram(void)
+{
+	int sv[2];
+
+	return socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv);
+}
+static long call_socketpair_unix_seqpacket(void)
+{
+	int sv[2];
+
+	return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv);
+}
+static struct sockaddr_un nowhere = { .sun_family = AF_UNIX, .sun_path = "/nonexistent-cordon/s" };
+static long call_connect_unix(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -2;
+	return close_keep_errno(fd, connect(fd, (struct sockaddr *)&nowhere, sizeof(nowhere)));
+}
+/* Autobind (an abstract name the kernel picks): no file is made either way. */
+static long call_bind_unix(void)
+{
+	sa_family_t fam = AF_UNIX;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -2;
+	return close_keep_errno(fd, bind(fd, (struct sockaddr *)&fam, sizeof(fam)));
+}
+/* On an unbound, unconnected socket: EINVAL once past the filter. */
+static long call_listen_unix(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -2;
+	return close_keep_errno(fd, listen(fd, 1));
+}
+static long call_accept_unix(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -2;
+	return close_keep_errno(fd, syscall(SYS_accept, fd, NULL, NULL));
+}
+static long call_accept4_unix(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -2;
+	return close_keep_errno(fd, accept4(fd, NULL, NULL, SOCK_CLOEXEC));
+}
+/* sendto with an address on a stream socketpair: EISCONN once past the filter. */
+static long call_sendto_addr(void)
+{
+	int sv[2];
+	long r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -2;
+	r = sendto(sv[0], "x", 1, MSG_DONTWAIT, (struct sockaddr *)&nowhere, sizeof(nowhere));
+	close(sv[1]);
+	return close_keep_errno(sv[0], r);
+}
+/* send() and recv() on a socketpair (glibc's send() is sendto with no address). */
+static long call_send_pair(void)
+{
+	int sv[2];
+	char c = 0;
+	long r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -2;
+	r = send(sv[0], "y", 1, MSG_DONTWAIT);
+	if (r == 1)
+		r = recv(sv[1], &c, 1, MSG_DONTWAIT);
+	if (r == 1 && c != 'y')
+		r = -3;
+	close(sv[1]);
+	return close_keep_errno(sv[0], r);
+}
+/* An fd over a seqpacket socketpair (SCM_RIGHTS), as cordon's own helpers pass them. */
+static long call_scm_rights_pair(void)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = "z", .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	int sv[2], fd = STDERR_FILENO;
+	long r;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -2;
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = sizeof(ctl.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	r = sendmsg(sv[0], &mh, MSG_DONTWAIT);
+	if (r == 1) {
+		char c;
+
+		iov = (struct iovec){ .iov_base = &c, .iov_len = 1 };
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		r = recvmsg(sv[1], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		cm = CMSG_FIRSTHDR(&mh);
+		if (r == 1 && !(cm && cm->cmsg_type == SCM_RIGHTS))
+			r = -3;
+		if (r == 1) {
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+			close(fd);
+		}
+	}
+	close(sv[1]);
+	return close_keep_errno(sv[0], r);
+}
+
 struct sc_case {
 	const char *name;
 	long (*call)(void);
@@ -285,9 +444,34 @@ static const struct sc_case sc_cases[] = {
 	{ "socket(AF_UNIX)", call_socket_unix, 0, BASE },
 	{ "socketpair(AF_UNIX)", call_socketpair_unix, 0, BASE },
 	{ "socketpair(AF_INET)", call_socketpair_inet, EPERM, BASE },
+	/* Unix sockets: no call names a peer, no server. */
+	{ "socket(AF_UNIX, SOCK_DGRAM)", call_socket_unix_dgram, EPERM, BASE },
+	{ "socket(AF_UNIX, SOCK_SEQPACKET|SOCK_NONBLOCK)", call_socket_unix_seqpacket, 0, BASE },
+	{ "socket(AF_UNIX, 1<<32|SOCK_DGRAM)", call_socket_unix_dgram_hi, EPERM, BASE },
+	{ "socket(AF_UNIX, 1<<32|SOCK_STREAM)", call_socket_unix_stream_hi, 0, BASE },
+	{ "socketpair(AF_UNIX, SOCK_DGRAM)", call_socketpair_unix_dgram, EPERM, BASE },
+	{ "socketpair(AF_UNIX, SOCK_SEQPACKET)", call_socketpair_unix_seqpacket, 0, BASE },
+	{ "connect(AF_UNIX)", call_connect_unix, EPERM, BASE },
+	{ "sendto with an address", call_sendto_addr, EPERM, BASE },
+	{ "send/recv on a socketpair", call_send_pair, 0, BASE },
+	{ "SCM_RIGHTS on a socketpair", call_scm_rights_pair, 0, BASE },
+	{ "bind(AF_UNIX)", call_bind_unix, EPERM, BASE },
+	{ "listen(AF_UNIX)", call_listen_unix, EPERM, BASE },
+	{ "accept(AF_UNIX)", call_accept_unix, EPERM, BASE },
+	{ "accept4(AF_UNIX)", call_accept4_unix, EPERM, BASE },
 	/* Network allowed: the socket rules are not in the filter. */
 	{ "socket(AF_INET) with network", call_socket_inet, 0, CD_SC_BASELINE },
 	{ "socket(AF_INET6) with network", call_socket_inet6, 0, CD_SC_BASELINE },
+	/* ... and the unix calls reach the kernel (which fails them on their arguments). */
+	{ "socket(AF_UNIX, SOCK_DGRAM) with network", call_socket_unix_dgram, 0, CD_SC_BASELINE },
+	{ "socketpair(AF_UNIX, SOCK_DGRAM) with network", call_socketpair_unix_dgram, 0,
+	  CD_SC_BASELINE },
+	{ "connect(AF_UNIX) with network", call_connect_unix, ENOENT, CD_SC_BASELINE },
+	{ "sendto with an address with network", call_sendto_addr, EISCONN, CD_SC_BASELINE },
+	{ "bind(AF_UNIX) with network", call_bind_unix, 0, CD_SC_BASELINE },
+	{ "listen(AF_UNIX) with network", call_listen_unix, EINVAL, CD_SC_BASELINE },
+	{ "accept(AF_UNIX) with network", call_accept_unix, EINVAL, CD_SC_BASELINE },
+	{ "accept4(AF_UNIX) with network", call_accept4_unix, EINVAL, CD_SC_BASELINE },
 	{ "ptrace with network", call_ptrace, EPERM, CD_SC_BASELINE },
 };
 
