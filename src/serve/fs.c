@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -1098,6 +1099,24 @@ static void reply_b64(struct cd_conn *c, const char *id, const char *key, const 
 }
 
 /*
+ * An answer of many MiB is encoded into fresh memory: the queue is freed
+ * once a large answer is sent (conn.c), so every big fs/readFile faults its
+ * whole answer in again, one 4 KiB page at a time, and those faults took a
+ * third of the server's time, more than reading and encoding. Transparent
+ * huge pages on the 2 MiB-aligned part of it (a hint: nothing changes where
+ * THP is off) made fs/readFile of 100 MiB 1.7x faster here. Prefaulting it
+ * all (MADV_POPULATE_WRITE) on top gained nothing more.
+ */
+#define HUGE_PAGE (2u * 1024 * 1024)
+static void advise_huge(char *p, size_t n)
+{
+	uintptr_t a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)(HUGE_PAGE - 1);
+	if (n >= 4 * HUGE_PAGE && e > a)
+		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
+
+/*
  * fs/readFile's answer from the opened file; false with r set on an error
  * (nothing sent then). The file is read in blocks of a multiple of 3 bytes,
  * each encoded straight into the outbound queue: no copy of the whole file
@@ -1120,6 +1139,7 @@ static bool reply_read_file(struct cd_conn *c, const char *id, int fd, struct fs
 	size_t used = head, cap = head + cd_base64_encoded_len((size_t)st.st_size) + 64;
 	size_t total = 0;
 	char *w = cd_conn_out_reserve(c, cap);
+	advise_huge(w, cap);
 	sprintf(w, "{\"id\":%s,%s", id, key);
 	for (;;) {
 		size_t fill = 0;
