@@ -303,6 +303,82 @@ encode_avx512vbmi(const unsigned char *data, size_t n, char *out)
 	}
 	return i;
 }
+
+/*
+ * Decoding, 16 (32) characters -> 12 (24) bytes. A character is invalid
+ * when the bits the table of its low nibble and the table of its high nibble
+ * give it share one: bit 0 = high nibble 0, 1 or 8..f (nothing valid), bit 1
+ * = 0x2_ other than '+' and '/', bit 2 = 0x3_ past '9', bit 3 = 0x40 and
+ * 0x60, bit 4 = 0x5_ and 0x7_ past 'Z' and 'z'. The value is the character
+ * plus an offset picked by high nibble, '/' moved to its own slot (1). Then
+ * multiply-adds pack each 4 x 6 bits into 3 bytes, reversed by the shuffle.
+ * A block with an invalid character stops the loop: the scalar code then
+ * finds it and rejects the input.
+ */
+/* clang-format off */
+#define DEC_LO_BITS 0x0b, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, \
+		    0x03, 0x03, 0x07, 0x15, 0x17, 0x17, 0x17, 0x15
+#define DEC_HI_BITS 0x01, 0x01, 0x02, 0x04, 0x08, 0x10, 0x08, 0x10, \
+		    0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01
+#define DEC_OFFSETS 0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0
+#define DEC_PACK    2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1
+/* clang-format on */
+
+__attribute__((target("ssse3"))) static size_t decode_ssse3(const unsigned char *in, size_t n,
+							    unsigned char *out)
+{
+	const __m128i lo_bits = _mm_setr_epi8(DEC_LO_BITS), hi_bits = _mm_setr_epi8(DEC_HI_BITS);
+	const __m128i offsets = _mm_setr_epi8(DEC_OFFSETS), pack = _mm_setr_epi8(DEC_PACK);
+	const __m128i nibble = _mm_set1_epi8(0x0f);
+	size_t i = 0;
+	for (; n - i >= 16; i += 16, out += 12) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(in + i));
+		__m128i hi = _mm_and_si128(_mm_srli_epi32(v, 4), nibble);
+		__m128i lo = _mm_and_si128(v, nibble);
+		__m128i bad =
+			_mm_and_si128(_mm_shuffle_epi8(lo_bits, lo), _mm_shuffle_epi8(hi_bits, hi));
+		if (_mm_movemask_epi8(_mm_cmpeq_epi8(bad, _mm_setzero_si128())) != 0xffff)
+			break;
+		hi = _mm_add_epi8(hi, _mm_cmpeq_epi8(v, _mm_set1_epi8('/')));
+		v = _mm_add_epi8(v, _mm_shuffle_epi8(offsets, hi));
+		v = _mm_maddubs_epi16(v, _mm_set1_epi32(0x01400140));
+		v = _mm_madd_epi16(v, _mm_set1_epi32(0x00011000));
+		v = _mm_shuffle_epi8(v, pack);
+		_mm_storel_epi64((__m128i *)out, v);
+		uint32_t last = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 8));
+		memcpy(out + 8, &last, 4);
+	}
+	return i;
+}
+
+__attribute__((target("avx2"))) static size_t decode_avx2(const unsigned char *in, size_t n,
+							  unsigned char *out)
+{
+	const __m256i lo_bits = _mm256_setr_epi8(DEC_LO_BITS, DEC_LO_BITS);
+	const __m256i hi_bits = _mm256_setr_epi8(DEC_HI_BITS, DEC_HI_BITS);
+	const __m256i offsets = _mm256_setr_epi8(DEC_OFFSETS, DEC_OFFSETS);
+	const __m256i pack = _mm256_setr_epi8(DEC_PACK, DEC_PACK);
+	const __m256i nibble = _mm256_set1_epi8(0x0f);
+	/* The 12 bytes of each lane, made contiguous. */
+	const __m256i join = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7);
+	size_t i = 0;
+	for (; n - i >= 32; i += 32, out += 24) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(in + i));
+		__m256i hi = _mm256_and_si256(_mm256_srli_epi32(v, 4), nibble);
+		__m256i lo = _mm256_and_si256(v, nibble);
+		if (!_mm256_testz_si256(_mm256_shuffle_epi8(lo_bits, lo),
+					_mm256_shuffle_epi8(hi_bits, hi)))
+			break;
+		hi = _mm256_add_epi8(hi, _mm256_cmpeq_epi8(v, _mm256_set1_epi8('/')));
+		v = _mm256_add_epi8(v, _mm256_shuffle_epi8(offsets, hi));
+		v = _mm256_maddubs_epi16(v, _mm256_set1_epi32(0x01400140));
+		v = _mm256_madd_epi16(v, _mm256_set1_epi32(0x00011000));
+		v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, pack), join);
+		_mm_storeu_si128((__m128i *)out, _mm256_castsi256_si128(v));
+		_mm_storel_epi64((__m128i *)(out + 16), _mm256_extracti128_si256(v, 1));
+	}
+	return i;
+}
 #endif
 
 size_t cd_base64_encode(const unsigned char *data, size_t n, char *out)
@@ -344,8 +420,25 @@ int cd_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret
 	unsigned char *o = out;
 	const unsigned char *p = (const unsigned char *)s;
 	size_t full = pad ? len - 4 : len;
+	size_t i = 0;
+#ifdef X86_SIMD
+	switch (impl) {
+	case IMPL_AVX512VBMI:
+	case IMPL_AVX2:
+		i = decode_avx2(p, full, o);
+		break;
+	case IMPL_SSSE3:
+		i = decode_ssse3(p, full, o);
+		break;
+	case IMPL_SCALAR:
+	case IMPL_COUNT:
+	case IMPL_INVALID:
+		break;
+	}
+	o += i / 4 * 3;
+#endif
 
-	for (size_t i = 0; i < full; i += 4) {
+	for (; i < full; i += 4) {
 		uint32_t a = dec[p[i]], b = dec[p[i + 1]], c = dec[p[i + 2]], d = dec[p[i + 3]];
 		/* Any invalid character sets bit 7 somewhere ('=' included). */
 		if ((a | b | c | d) & 0x80)
