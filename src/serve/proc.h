@@ -161,3 +161,13 @@ size_t cd_base64_encoded_len(size_t n);
 size_t cd_base64_encode(const unsigned char *data, size_t n, char *out);
 /* Strict decode (padding required, no whitespace); -EINVAL on bad input. *ret malloc'ed. */
 int cd_base64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len);
+/*
+ * The encoder and decoder pick the fastest implementation this CPU supports
+ * ("avx512vbmi", "avx2", "ssse3" on x86-64; "scalar" everywhere) on first
+ * use. For tests and benchmarks: use @name instead (NULL: back to the best);
+ * -EOPNOTSUPP if this CPU or build lacks it, -EINVAL for an unknown name.
+ * Not thread-safe, like the rest of the serve engine.
+ */
+int cd_base64_use_impl(const char *name);
+/* The name of the implementation in use (static string). */
+const char *cd_base64_impl(void);
