@@ -18,15 +18,26 @@
  *     fs/open + fs/readBlock in 1 MiB blocks (unsandboxed, and for cordon
  *     also under the sandbox context: opened inside, read outside), and
  *     fs/readFile of a 100 MiB file, beside `cat FILE > /dev/null`.
+ *  5. the same over WebSocket (`--listen ws://127.0.0.1:0`, the transport a
+ *     remote orchestrator uses): start -> closed latency, relay throughput,
+ *     and the server's memory with 100 connected, initialized clients.
  * With CODEX_BIN set (the native codex binary), the same workloads run
- * against `$CODEX_BIN exec-server --listen stdio`.
+ * against `$CODEX_BIN exec-server --listen stdio` (and ws://).
+ *
+ * The WebSocket client here is the smallest that works: masked text frames
+ * out (a zero mask key, which RFC 6455 allows and which costs nothing),
+ * unmasked frames in, pings answered. The client must not be what is
+ * measured.
  *
  * Usage: bench-serve CORDON     (BENCH_N overrides the run count)
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +59,7 @@
 #define RELAY_RUNS    5
 #define LIVE_PROCS    200
 #define IO_TIMEOUT_MS 60000
+#define WS_CLIENTS    100
 
 extern char **environ;
 
@@ -62,38 +75,51 @@ struct server {
 	long next_id;
 	bool dead;
 	bool supervised; /* cordon: the loop runs in the only child (loop_pid) */
+	bool ws;	 /* in == out is a WebSocket; frames are decoded into buf */
+	int url_fd;	 /* ws: the server's stdout (it printed the URL), or -1 */
+	char *raw;	 /* ws: bytes read and not yet decoded */
+	size_t raw_len, raw_cap;
 };
 
-static int server_spawn(struct server *s, const char *name, char *const argv[])
+/* Spawn argv with stdin, stdout from the given fds and stderr to /dev/null. */
+static int spawn_io(char *const argv[], int in, int out, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
-	int in[2], out[2], devnull, r;
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC), r;
 
-	memset(s, 0, sizeof(*s));
-	s->name = name;
-	s->next_id = 100;
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
-		return -errno;
-	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (devnull < 0)
 		return -errno;
 	r = posix_spawn_file_actions_init(&fa);
 	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+		r = posix_spawn_file_actions_adddup2(&fa, in >= 0 ? in : devnull, STDIN_FILENO);
 	if (r == 0)
-		r = posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+		r = posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
 	if (r == 0)
 		r = posix_spawn_file_actions_adddup2(&fa, devnull, STDERR_FILENO);
 	if (r == 0)
-		r = posix_spawn(&s->pid, argv[0], &fa, NULL, argv, environ);
+		r = posix_spawn(pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	close(devnull);
+	return -r;
+}
+
+static int server_spawn(struct server *s, const char *name, char *const argv[])
+{
+	int in[2], out[2], r;
+
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->next_id = 100;
+	s->url_fd = -1;
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		return -errno;
+	r = spawn_io(argv, in[0], out[1], &s->pid);
 	close(in[0]);
 	close(out[1]);
-	close(devnull);
-	if (r != 0) {
+	if (r < 0) {
 		close(in[1]);
 		close(out[0]);
-		return -r;
+		return r;
 	}
 	s->in = in[1];
 	s->out = out[0];
@@ -104,18 +130,121 @@ static int server_spawn(struct server *s, const char *name, char *const argv[])
 	return 0;
 }
 
-/* Close stdin (the server then kills its children and exits) and reap. */
+/* A WebSocket connection to 127.0.0.1:port (upgrade done) as s; pid stays 0. */
+static int ws_connect(struct server *s, const char *name, unsigned port)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+				  "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+				  "Sec-WebSocket-Key: YmVuY2gtc2VydmUtd3MtMQ==\r\n\r\n";
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	char head[4096];
+	size_t got = 0;
+	int fd, one = 1;
+
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->next_id = 100;
+	s->url_fd = -1;
+	s->ws = true;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
+		goto fail;
+	/* Read the head byte by byte: what follows it is already frames. */
+	while (got < sizeof(head) - 1) {
+		ssize_t r = read(fd, head + got, 1);
+
+		if (r <= 0)
+			goto fail;
+		got++;
+		if (got >= 4 && !memcmp(head + got - 4, "\r\n\r\n", 4))
+			break;
+	}
+	head[got] = '\0';
+	if (strncmp(head, "HTTP/1.1 101", 12))
+		goto fail;
+	s->in = s->out = fd;
+	s->cap = 1 << 20;
+	s->buf = malloc(s->cap);
+	s->raw_cap = 1 << 20;
+	s->raw = malloc(s->raw_cap);
+	if (!s->buf || !s->raw)
+		return -ENOMEM;
+	return 0;
+fail:
+	close(fd);
+	return -EPROTO;
+}
+
+/* Spawn a server listening on ws://127.0.0.1:0 (argv says so) and connect to it. */
+static int server_spawn_ws(struct server *s, const char *name, char *const argv[])
+{
+	int out[2], r;
+	pid_t pid;
+	char url[128];
+	size_t got = 0;
+	unsigned port;
+
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return -errno;
+	r = spawn_io(argv, -1, out[1], &pid);
+	close(out[1]);
+	if (r < 0) {
+		close(out[0]);
+		return r;
+	}
+	/* The first line on its stdout is the bound URL. */
+	while (got < sizeof(url) - 1) {
+		struct pollfd pfd = { .fd = out[0], .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 10000) <= 0 || (n = read(out[0], url + got, 1)) <= 0)
+			break;
+		if (url[got++] == '\n')
+			break;
+	}
+	url[got] = '\0';
+	if (sscanf(url, "ws://127.0.0.1:%u", &port) != 1 || ws_connect(s, name, port) < 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		close(out[0]);
+		return -EPROTO;
+	}
+	s->pid = pid;
+	s->url_fd = out[0];
+	return (int)port;
+}
+
+/*
+ * Close stdin (the server then kills its children and exits) and reap; a
+ * ws server gets SIGTERM instead. A client connection (no pid) just closes.
+ */
 static void server_stop(struct server *s)
 {
 	int status;
 
-	if (!s->pid)
+	if (!s->buf)
 		return;
 	close(s->in);
-	close(s->out);
-	while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
+	if (s->out != s->in)
+		close(s->out);
+	if (s->pid && s->ws)
+		kill(s->pid, SIGTERM);
+	while (s->pid && waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (s->url_fd >= 0)
+		close(s->url_fd);
 	free(s->buf);
+	free(s->raw);
+	s->buf = NULL;
+	s->raw = NULL;
 	s->pid = 0;
 }
 
@@ -146,12 +275,121 @@ __attribute__((format(printf, 2, 3))) static int sendf(struct server *s, const c
 	va_end(ap);
 	if (n < 0 || (size_t)n >= sizeof(line) - 1)
 		return -EOVERFLOW;
+	if (s->ws) {
+		/* FIN + text, masked with the key 0 (so the payload is as is). */
+		char frame[8192 + 14];
+		size_t h = 0;
+
+		frame[h++] = (char)0x81;
+		if (n < 126) {
+			frame[h++] = (char)(0x80 | n);
+		} else {
+			frame[h++] = (char)(0x80 | 126);
+			frame[h++] = (char)((unsigned)n >> 8);
+			frame[h++] = (char)((unsigned)n & 0xff);
+		}
+		memset(frame + h, 0, 4);
+		h += 4;
+		memcpy(frame + h, line, (size_t)n);
+		if (write_all(s->in, frame, h + (size_t)n) < 0) {
+			s->dead = true;
+			return -EPIPE;
+		}
+		return 0;
+	}
 	line[n++] = '\n';
 	if (write_all(s->in, line, (size_t)n) < 0) {
 		s->dead = true;
 		return -EPIPE;
 	}
 	return 0;
+}
+
+/*
+ * ws: read what the socket has and append every complete data frame's
+ * payload to buf as one line. Pings get their pong; a close ends it.
+ * Returns as read(2): > 0 progress, 0 end, < 0 error.
+ */
+static ssize_t ws_fill(struct server *s)
+{
+	ssize_t r;
+	size_t off = 0;
+
+	if (s->raw_cap - s->raw_len < 65536) {
+		char *b = realloc(s->raw, s->raw_cap * 2);
+
+		if (!b)
+			return -1;
+		s->raw = b;
+		s->raw_cap *= 2;
+	}
+	r = read(s->out, s->raw + s->raw_len, s->raw_cap - s->raw_len);
+	if (r <= 0)
+		return r;
+	s->raw_len += (size_t)r;
+	for (;;) {
+		const unsigned char *f = (const unsigned char *)s->raw + off;
+		size_t avail = s->raw_len - off, h = 2;
+		uint64_t len;
+
+		if (avail < 2)
+			break;
+		len = f[1] & 0x7f;
+		if (len == 126) {
+			if (avail < 4)
+				break;
+			len = (uint64_t)f[2] << 8 | f[3];
+			h = 4;
+		} else if (len == 127) {
+			if (avail < 10)
+				break;
+			len = 0;
+			for (int i = 0; i < 8; i++)
+				len = len << 8 | f[2 + i];
+			h = 10;
+		}
+		if (avail < h + len)
+			break;
+		switch (f[0] & 0x0f) {
+		case 0x9: { /* ping: pong with the same payload (small) */
+			char pong[6 + 125] = { (char)0x8a, (char)(0x80 | (len & 0x7f)) };
+			memcpy(pong + 6, f + h, len > 125 ? 125 : len);
+			(void)write_all(s->in, pong, 6 + (len > 125 ? 125 : len));
+			break;
+		}
+		case 0x8:
+			return 0;
+		case 0x1:
+		case 0x2:
+		case 0x0:
+			if (s->cap - s->start - s->len < len + 1) {
+				size_t cap = s->cap;
+				char *b;
+
+				memmove(s->buf, s->buf + s->start, s->len);
+				s->start = 0;
+				while (cap - s->len < len + 1)
+					cap *= 2;
+				b = realloc(s->buf, cap);
+				if (!b)
+					return -1;
+				s->buf = b;
+				s->cap = cap;
+			}
+			memcpy(s->buf + s->start + s->len, f + h, len);
+			s->len += len;
+			/* The server sends whole messages: FIN ends one. */
+			if (f[0] & 0x80)
+				s->buf[s->start + s->len++] = '\n';
+			break;
+		default:
+			break;
+		}
+		off += h + len;
+	}
+	memmove(s->raw, s->raw + off, s->raw_len - off);
+	s->raw_len -= off;
+	return r;
 }
 
 /*
@@ -197,14 +435,16 @@ static char *next_line(struct server *s, size_t *len)
 			s->dead = true;
 			return NULL;
 		}
-		r = read(s->out, s->buf + s->len, s->cap - s->len);
+		r = s->ws ? ws_fill(s) : read(s->out, s->buf + s->len, s->cap - s->len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
 			s->dead = true;
 			return NULL;
 		}
-		s->len += (size_t)r;
+		/* ws_fill appended the decoded messages itself. */
+		if (!s->ws)
+			s->len += (size_t)r;
 	}
 }
 
@@ -707,6 +947,35 @@ static bool rss(char *const argv[], const char *name, bool supervised, long *idl
 	return closed == LIVE_PROCS;
 }
 
+/*
+ * The server's RSS with WS_CLIENTS connected, initialized clients (each
+ * then asks environment/status, so all are surely served); -1 on failure.
+ */
+static long ws_clients_rss(struct server *srv, unsigned port)
+{
+	static struct server c[WS_CLIENTS];
+	long kb = -1;
+	size_t i, n = 0;
+
+	for (i = 0; i < WS_CLIENTS; i++, n++)
+		if (ws_connect(&c[i], "ws client", port) < 0 || !handshake(&c[i]))
+			goto out;
+	for (i = 0; i < WS_CLIENTS; i++) {
+		long id = c[i].next_id++;
+		if (sendf(&c[i], "{\"id\":%ld,\"method\":\"environment/status\"}", id) < 0 ||
+		    !wait_response(&c[i], id, false))
+			goto out;
+	}
+	usleep(200000);
+	kb = vm_rss_kb(loop_pid(srv));
+out:
+	for (i = 0; i < n; i++)
+		server_stop(&c[i]);
+	if (n < WS_CLIENTS)
+		server_stop(&c[n]);
+	return kb;
+}
+
 static void print_lat(const char *name, double *v, size_t n, double base)
 {
 	double med, p90;
@@ -728,6 +997,18 @@ int main(int argc, char **argv)
 	char *cordon_argv[] = { NULL,	  "serve", "--listen", "stdio", "--max-processes",
 				"100000", NULL };
 	char *codex_argv[] = { NULL, "exec-server", "--listen", "stdio", NULL };
+	char *cordon_ws_argv[] = {
+		NULL, "serve", "--listen", "ws://127.0.0.1:0", "--max-processes", "100000", NULL
+	};
+	char *codex_ws_argv[] = { NULL, "exec-server", "--listen", "ws://127.0.0.1:0", NULL };
+	/* WebSocket: [0] cordon, [1] codex; latency configs plain and sandboxed for each. */
+	struct server wsrv[2];
+	struct lat wcfg[4];
+	int wport[2] = { -1, -1 };
+	size_t n_wsrv = 0, n_wcfg = 0;
+	double wrelay[2][RELAY_RUNS];
+	size_t n_wrelay[2] = { 0, 0 };
+	long wrss[2] = { -1, -1 };
 	struct server srv[2];
 	struct lat cfg[5];
 	size_t n_cfg = 0, i, k, n_srv = 0;
@@ -749,6 +1030,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	cordon_argv[0] = argv[1];
 	codex_argv[0] = (char *)codex;
+	cordon_ws_argv[0] = argv[1];
+	codex_ws_argv[0] = (char *)codex;
 	n = bench_parse_n("bench-serve");
 	devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull_fd < 0) {
@@ -873,6 +1156,54 @@ int main(int argc, char **argv)
 	for (i = 0; i < n_srv; i++)
 		server_stop(&srv[i]);
 
+	/* ---- 5. the same over WebSocket ---- */
+	memset(wcfg, 0, sizeof(wcfg));
+	for (k = 0; k < 2; k++) {
+		char *const *av = k ? codex_ws_argv : cordon_ws_argv;
+		const char *nm = k ? "codex exec-server ws" : "cordon serve ws";
+
+		if (k && !codex)
+			break;
+		wport[k] = server_spawn_ws(&wsrv[n_wsrv], nm, av);
+		if (wport[k] < 0 || !handshake(&wsrv[n_wsrv])) {
+			printf("%s does not start: not measured\n", nm);
+			server_stop(&wsrv[n_wsrv]);
+			wport[k] = -1;
+			continue;
+		}
+		wsrv[n_wsrv].supervised = !k;
+		wcfg[n_wcfg++] = (struct lat){ .name = nm, .srv = &wsrv[n_wsrv], .enabled = true };
+		wcfg[n_wcfg++] = (struct lat){ .name = k ? "codex exec-server ws sandboxed"
+							 : "cordon serve ws sandboxed",
+					       .srv = &wsrv[n_wsrv],
+					       .sandboxed = true,
+					       .enabled = true };
+		n_wsrv++;
+	}
+	for (i = 0; i < n_wcfg; i++) {
+		wcfg[i].exited = calloc(n, sizeof(double));
+		wcfg[i].closed = calloc(n, sizeof(double));
+		if (!wcfg[i].exited || !wcfg[i].closed) {
+			perror("bench-serve: calloc");
+			return 1;
+		}
+	}
+	for (round = 0; round < WARMUP + n; round++)
+		for (i = 0; i < n_wcfg; i++)
+			if (wcfg[i].enabled && !lat_once(&wcfg[i], round, round >= WARMUP))
+				wcfg[i].enabled = false;
+	for (i = 0; i < RELAY_RUNS; i++)
+		for (k = 0; k < n_wsrv; k++) {
+			double r = wsrv[k].dead ? -1 : relay_once(&wsrv[k], (unsigned)i);
+			if (r > 0)
+				wrelay[k][n_wrelay[k]++] = r;
+		}
+	for (k = 0; k < n_wsrv; k++) {
+		int port = wsrv[k].supervised ? wport[0] : wport[1];
+		wrss[k] = ws_clients_rss(&wsrv[k], (unsigned)port);
+		server_stop(&wsrv[k]);
+	}
+
 	if (!rss(cordon_argv, "cordon serve", true, &idle[0], &live[0]))
 		printf("cordon serve: the memory run failed\n");
 	if (codex && !rss(codex_argv, "codex exec-server", false, &idle[1], &live[1]))
@@ -929,6 +1260,26 @@ int main(int argc, char **argv)
 			print_rate("  codex exec-server", readfile[1], n_readfile[1], cs);
 	}
 
+	if (n_wcfg) {
+		printf("\nover WebSocket (ws://127.0.0.1): latency (ratio: to direct "
+		       "fork/exec/wait), relay, memory\n");
+		printf("%-40s %10s %10s %9s\n", "config", "median ms", "p90 ms", "ratio");
+		base = cfg[0].n ? bench_percentile(cfg[0].exited, cfg[0].n, 50) : 0;
+		for (i = 0; i < n_wcfg; i++) {
+			char name[96];
+
+			snprintf(name, sizeof(name), "%s -> closed", wcfg[i].name);
+			print_lat(name, wcfg[i].closed, wcfg[i].n, base);
+		}
+		printf("%-40s %10s %9s\n", "relay, decoded bytes", "MB/s", "ratio");
+		base = median_of(pipe_rate, n_pipe);
+		for (k = 0; k < n_wsrv; k++)
+			print_rate(wsrv[k].name, wrelay[k], n_wrelay[k], base);
+		printf("%-40s %10s\n", "server VmRSS, 100 clients connected", "kB");
+		for (k = 0; k < n_wsrv; k++)
+			printf("%-40s %10ld\n", wsrv[k].name, wrss[k]);
+	}
+
 	printf("\nmemory: server VmRSS\n");
 	printf("%-40s %10s %14s\n", "config", "idle kB", "200 live kB");
 	printf("%-40s %10ld %14ld\n", "cordon serve", idle[0], live[0]);
@@ -964,6 +1315,21 @@ int main(int argc, char **argv)
 			printf("%-40s %9.1fx\n", "fs/readFile (cordon / codex)",
 			       median_of(readfile[0], n_readfile[0]) /
 				       median_of(readfile[1], n_readfile[1]));
+		if (n_wcfg == 4) {
+			printf("%-40s %9.1fx\n", "ws start -> closed, unsandboxed",
+			       median_of(wcfg[2].closed, wcfg[2].n) /
+				       median_of(wcfg[0].closed, wcfg[0].n));
+			printf("%-40s %9.1fx\n", "ws start -> closed, sandboxed",
+			       median_of(wcfg[3].closed, wcfg[3].n) /
+				       median_of(wcfg[1].closed, wcfg[1].n));
+		}
+		if (n_wrelay[0] && n_wrelay[1])
+			printf("%-40s %9.1fx\n", "ws relay throughput (cordon / codex)",
+			       median_of(wrelay[0], n_wrelay[0]) /
+				       median_of(wrelay[1], n_wrelay[1]));
+		if (wrss[0] > 0 && wrss[1] > 0)
+			printf("%-40s %9.1fx\n", "RSS with 100 ws clients",
+			       (double)wrss[1] / (double)wrss[0]);
 	} else
 		printf("\nCodex was not measured: set CODEX_BIN to the native codex binary "
 		       "(see README.md, \"cordon serve\").\n");
@@ -971,6 +1337,10 @@ int main(int argc, char **argv)
 	for (i = 0; i < n_cfg; i++) {
 		free(cfg[i].exited);
 		free(cfg[i].closed);
+	}
+	for (i = 0; i < n_wcfg; i++) {
+		free(wcfg[i].exited);
+		free(wcfg[i].closed);
 	}
 	bench_rm_tree("bench-serve", ws);
 	return 0;

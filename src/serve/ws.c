@@ -31,11 +31,15 @@
  * of the connection's queue (the writers end each message with '\n') is
  * one text frame; lines move into wslay's own queue only while it holds
  * less than WS_OUT_BATCH bytes, so that the connection's back-pressure
- * still sees what the client has not read.
+ * still sees what the client has not read. wslay hands each frame's header
+ * and payload to the send callback separately; they are gathered in wbuf
+ * and written together, so that a burst of small notifications costs one
+ * send(2) per WS_WBUF bytes instead of two per message.
  */
 
 #define WS_GUID	     "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_OUT_BATCH (1024 * 1024)
+#define WS_WBUF	     (256 * 1024)
 /* Stop reading frames while this much inbound is waiting to be handled. */
 #define WS_IN_HIGH (1024 * 1024)
 
@@ -49,7 +53,35 @@ struct cd_ws {
 	wslay_event_context_ptr ctx;
 	struct cd_timer *handshake_timer;
 	struct cd_timer *ping_timer;
+	char *wbuf; /* frames wslay has "sent" that the socket has not taken yet */
+	size_t wbuf_len;
+	bool wbuf_broken; /* a send failed: the peer is gone */
 };
+
+/* Write out wbuf: 0 when empty, -EAGAIN when the socket is full, other -errno. */
+static int wbuf_flush(struct cd_conn *c)
+{
+	struct cd_ws *w = c->ws;
+	size_t off = 0;
+	int r = 0;
+
+	while (off < w->wbuf_len) {
+		ssize_t n = send(c->out_fd, w->wbuf + off, w->wbuf_len - off, MSG_NOSIGNAL);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		r = n < 0 && errno == EAGAIN ? -EAGAIN : -EPIPE;
+		break;
+	}
+	memmove(w->wbuf, w->wbuf + off, w->wbuf_len - off);
+	w->wbuf_len -= off;
+	if (r == -EPIPE)
+		w->wbuf_broken = true;
+	return r;
+}
 
 /* ---- HTTP ---- */
 
@@ -360,17 +392,22 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 		       void *user)
 {
 	struct cd_conn *c = user;
-	for (;;) {
-		ssize_t n = send(c->out_fd, data, len,
-				 MSG_NOSIGNAL | ((flags & WSLAY_MSG_MORE) ? MSG_MORE : 0));
-		if (n >= 0)
-			return n;
-		if (errno == EINTR)
-			continue;
-		wslay_event_set_error(ctx, errno == EAGAIN ? WSLAY_ERR_WOULDBLOCK
-							   : WSLAY_ERR_CALLBACK_FAILURE);
+	struct cd_ws *w = c->ws;
+
+	if (w->wbuf_len + len > WS_WBUF && wbuf_flush(c) < 0 && w->wbuf_broken) {
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
 		return -1;
 	}
+	size_t room = WS_WBUF - w->wbuf_len;
+	if (room == 0) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	if (len > room)
+		len = room;
+	memcpy(w->wbuf + w->wbuf_len, data, len);
+	w->wbuf_len += len;
+	return (ssize_t)len;
 }
 
 static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
@@ -475,8 +512,11 @@ int cd_ws_flush(struct cd_conn *c)
 			c->out_off = c->out.len; /* closed: nobody will read it */
 		if (wslay_event_send(w->ctx) != 0)
 			return -EPIPE;
+		int r = wbuf_flush(c);
+		if (r < 0)
+			return r;
 		if (wslay_event_want_write(w->ctx))
-			return -EAGAIN;
+			continue; /* wbuf was full: wslay has more */
 		if (c->out_off == c->out.len)
 			return 0;
 		if (c->out.len - c->out_off == before)
@@ -487,7 +527,7 @@ int cd_ws_flush(struct cd_conn *c)
 size_t cd_ws_queued(const struct cd_conn *c)
 {
 	const struct cd_ws *w = c->ws;
-	return w->open ? wslay_event_get_queued_msg_length(w->ctx) : 0;
+	return w->open ? wslay_event_get_queued_msg_length(w->ctx) + w->wbuf_len : 0;
 }
 
 bool cd_ws_want_read(const struct cd_conn *c)
@@ -516,6 +556,7 @@ struct cd_ws *cd_ws_new(struct cd_conn *c)
 	struct cd_ws *w = cd_xcalloc(1, sizeof(*w));
 	w->c = c;
 	w->head = cd_xmalloc(CD_SERVE_MAX_HTTP_HEAD + 1);
+	w->wbuf = cd_xmalloc(WS_WBUF);
 	w->handshake_timer =
 		cd_loop_add_timer(c->server->loop, CD_SERVE_HANDSHAKE_MS, on_handshake_timeout, c);
 	return w;
@@ -534,5 +575,6 @@ void cd_ws_free(struct cd_ws *w)
 		wslay_event_context_free(w->ctx);
 	free(w->head);
 	free(w->extra);
+	free(w->wbuf);
 	free(w);
 }
