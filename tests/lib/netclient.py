@@ -143,6 +143,26 @@ class _SockConn(RpcMixin):
             self.notes.append(msg)
         self.pending.append(msg)
 
+    def _pump(self, deadline):
+        """Read what arrives until deadline (messages go to self.pending); False at EOF."""
+        if self.out_eof:
+            return False
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        r, _, _ = select.select([self.sock], [], [], timeout)
+        if not r:
+            return True
+        try:
+            data = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return True
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            self.out_eof = True
+            return False
+        self._feed(data)
+        return True
+
     def drop(self):
         """Close the socket abruptly (no close frame, no goodbye)."""
         try:
@@ -179,22 +199,7 @@ class UnixConn(_SockConn):
         finally:
             self.sock.setblocking(False)
 
-    def _pump(self, deadline):
-        if self.out_eof:
-            return False
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        r, _, _ = select.select([self.sock], [], [], timeout)
-        if not r:
-            return True
-        try:
-            data = self.sock.recv(1 << 20)
-        except BlockingIOError:
-            return True
-        except ConnectionResetError:
-            data = b""
-        if not data:
-            self.out_eof = True
-            return False
+    def _feed(self, data):
         self.buf += data
         while True:
             i = self.buf.find(b"\n")
@@ -203,7 +208,6 @@ class UnixConn(_SockConn):
             line = bytes(self.buf[:i])
             del self.buf[: i + 1]
             self._deliver(line)
-        return True
 
     def shutdown_write(self):
         self.sock.shutdown(socket.SHUT_WR)
@@ -274,6 +278,7 @@ class WsConn(_SockConn):
         self.pongs = 0
         self.close_code = None
         self.frag = None
+        self._parse()  # frames that came with the handshake's answer
 
     # -- frames
     def send_frame(self, opcode, payload=b"", fin=True):
@@ -357,28 +362,9 @@ class WsConn(_SockConn):
                     self._deliver(bytes(self.frag))
                     self.frag = None
 
-    def _pump(self, deadline):
-        if self.out_eof:
-            return False
-        self._parse()
-        if self.out_eof:
-            return True
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        r, _, _ = select.select([self.sock], [], [], timeout)
-        if not r:
-            return True
-        try:
-            data = self.sock.recv(1 << 20)
-        except BlockingIOError:
-            return True
-        except ConnectionResetError:
-            data = b""
-        if not data:
-            self.out_eof = True
-            return False
+    def _feed(self, data):
         self.rbuf += data
         self._parse()
-        return True
 
 
 __all__ = ["NetServer", "WsConn", "UnixConn", "HandshakeError", "http", "Eof", "Timeout",
