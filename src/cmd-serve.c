@@ -283,7 +283,8 @@ static int read_token_file(const char *path, struct cd_serve_opts *o)
 	size_t len = 0;
 	while (len < (size_t)n && buf[len] != '\n' && buf[len] != '\r')
 		len++;
-	if (len == sizeof(buf) - 1) {
+	/* The whole buffer without a line end: the token may go on beyond it. */
+	if (len >= sizeof(buf) - 1) {
 		fprintf(stderr,
 			"cordon: serve: --auth-token-file %s: the token is longer than %zu "
 			"bytes\n",

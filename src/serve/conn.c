@@ -326,6 +326,9 @@ static void flush(struct cd_conn *c)
 		c->out_off = 0;
 	}
 	update_backpressure(c, cd_conn_out_queued(c) < before);
+	/* ws stops reading while its output is backed up (cd_ws_want_read). */
+	if (c->ws)
+		update_in_watch(c);
 	/* Requests were held back while the queue was over its cap. */
 	if (was_over && cd_conn_out_queued(c) <= c->out_cap)
 		cd_conn_schedule_process(c);
@@ -486,7 +489,8 @@ void cd_conn_push_message(struct cd_conn *c, const void *msg, size_t len)
 	size_t need = c->in_len + sizeof(n) + len;
 	if (need > c->in_cap) {
 		/* Compact first: processed records are dead weight. */
-		memmove(c->in_buf, c->in_buf + c->in_start, c->in_len - c->in_start);
+		if (c->in_start > 0)
+			memmove(c->in_buf, c->in_buf + c->in_start, c->in_len - c->in_start);
 		c->in_len -= c->in_start;
 		c->in_start = c->in_scan = 0;
 		need = c->in_len + sizeof(n) + len;
@@ -499,7 +503,8 @@ void cd_conn_push_message(struct cd_conn *c, const void *msg, size_t len)
 		}
 	}
 	memcpy(c->in_buf + c->in_len, &n, sizeof(n));
-	memcpy(c->in_buf + c->in_len + sizeof(n), msg, len);
+	if (len > 0)
+		memcpy(c->in_buf + c->in_len + sizeof(n), msg, len);
 	c->in_len += sizeof(n) + len;
 }
 

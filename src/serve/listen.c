@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -98,12 +99,48 @@ static void refuse_busy(struct cd_server *s, int fd)
 	close(fd);
 }
 
-static unsigned live_conns(const struct cd_server *s)
+static bool handshaking(const struct cd_conn *c)
+{
+#ifdef CD_WEBSOCKET
+	return c->ws && !cd_ws_is_open(c);
+#else
+	return false;
+#endif
+}
+
+unsigned cd_listen_established(const struct cd_server *s)
 {
 	unsigned n = 0;
 	for (const struct cd_conn *c = s->conns; c; c = c->next)
-		n += !c->freed;
+		n += !c->freed && !handshaking(c);
 	return n;
+}
+
+/*
+ * Connections still in their HTTP handshake do not count against
+ * --max-connections (who never authenticates must not take the slots of
+ * those who do); at most MAX_HANDSHAKES of them wait at once, and a new
+ * one pushes out the one that has waited longest.
+ */
+#define MAX_HANDSHAKES 64
+
+static void limit_handshakes(struct cd_server *s)
+{
+	struct cd_conn *oldest = NULL;
+	unsigned n = 0;
+
+	for (struct cd_conn *c = s->conns; c; c = c->next) {
+		if (!c->freed && handshaking(c)) {
+			n++;
+			oldest = c; /* the list is newest first */
+		}
+	}
+	if (n >= MAX_HANDSHAKES && oldest) {
+		cd_log_debug("serve: connection %lu (%s): %u handshakes waiting: dropping the "
+			     "oldest",
+			     oldest->serial, oldest->peer, n);
+		cd_conn_close(oldest, "handshake pushed out");
+	}
 }
 
 static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
@@ -125,7 +162,7 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 			close(fd);
 			continue;
 		}
-		if (live_conns(s) >= s->opts.max_connections) {
+		if (cd_listen_established(s) >= s->opts.max_connections) {
 			cd_log_warn("serve: refusing a connection: %u connections already (raise "
 				    "--max-connections)",
 				    s->opts.max_connections);
@@ -141,6 +178,8 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 			close(fd);
 			continue;
 		}
+		if (s->opts.listen == CD_LISTEN_WS)
+			limit_handshakes(s);
 		int out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		if (out < 0) {
 			cd_log_warn("serve: refusing a connection: %s", strerror(errno));
@@ -162,30 +201,48 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 	}
 }
 
+static struct stat pid_st; /* the pid file we wrote: removed at exit only if still it */
+static int pid_fd = -1;	   /* held open with its lock while we run */
+
+/*
+ * The pid file: a regular file (a FIFO planted there must not hang us: no
+ * blocking open), locked so that two servers cannot share one, and
+ * removed at exit only if it is still the file we wrote.
+ */
 static int write_pid_file(struct cd_server *s)
 {
 	const char *path = s->opts.pid_file;
+	struct stat st;
+	char buf[32];
+
 	if (!path)
 		return 0;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
 	if (fd < 0) {
 		cd_log_error("serve: --pid-file %s: %s", path, strerror(errno));
 		return -1;
 	}
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%d\n",
-			 (int)(s->opts.pid_file_pid > 0 ? s->opts.pid_file_pid : getpid()));
-	ssize_t w = write(fd, buf, (size_t)n);
-	int e = errno;
-	if (close(fd) < 0 && w == n) {
-		w = -1;
-		e = errno;
-	}
-	if (w != n) {
-		cd_log_error("serve: --pid-file %s: %s", path, strerror(w < 0 ? e : EIO));
-		(void)unlink(path);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		cd_log_error("serve: --pid-file %s: not a regular file", path);
+		close(fd);
 		return -1;
 	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		cd_log_error("serve: --pid-file %s: %s", path,
+			     errno == EWOULDBLOCK ? "another running server holds it"
+						  : strerror(errno));
+		close(fd);
+		return -1;
+	}
+	int n = snprintf(buf, sizeof(buf), "%d\n",
+			 (int)(s->opts.pid_file_pid > 0 ? s->opts.pid_file_pid : getpid()));
+	if (ftruncate(fd, 0) < 0 || write(fd, buf, (size_t)n) != n) {
+		cd_log_error("serve: --pid-file %s: %s", path, strerror(errno ? errno : EIO));
+		close(fd);
+		return -1;
+	}
+	pid_st = st;
+	pid_fd = fd;
 	s->pid_file_written = true;
 	return 0;
 }
@@ -369,7 +426,12 @@ void cd_listen_stop(struct cd_server *s)
 		s->unix_bound = NULL;
 	}
 	if (s->pid_file_written) {
-		(void)unlink(s->opts.pid_file);
+		struct stat st;
+		if (lstat(s->opts.pid_file, &st) == 0 && st.st_dev == pid_st.st_dev &&
+		    st.st_ino == pid_st.st_ino)
+			(void)unlink(s->opts.pid_file);
+		close(pid_fd);
+		pid_fd = -1;
 		s->pid_file_written = false;
 	}
 }

@@ -304,6 +304,8 @@ void cd_ws_close(struct cd_conn *c);
 /* Bind and listen (ws: TCP; unix: the socket), print the ws URL, write the pid file. */
 int cd_listen_start(struct cd_server *s);
 void cd_listen_stop(struct cd_server *s);
+/* Connections that count against --max-connections (not those still in a ws handshake). */
+unsigned cd_listen_established(const struct cd_server *s);
 /* Reply helpers: one complete JSON line each. */
 void cd_conn_result(struct cd_conn *c, const char *id, const char *result, size_t len);
 void cd_conn_error(struct cd_conn *c, const char *id, int code, const char *msg);

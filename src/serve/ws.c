@@ -40,6 +40,8 @@
 #define WS_GUID	     "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_OUT_BATCH (1024 * 1024)
 #define WS_WBUF	     (256 * 1024)
+/* Stop reading frames while this many messages wait for the socket. */
+#define WS_OUT_MSGS 64
 /* Stop reading frames while this much inbound is waiting to be handled. */
 #define WS_IN_HIGH (1024 * 1024)
 
@@ -278,6 +280,13 @@ static void handle_request(struct cd_conn *c)
 		http_reply(c, "400 Bad Request", NULL, "`Sec-WebSocket-Key` header missing");
 		return;
 	}
+	if (cd_listen_established(c->server) >= c->server->opts.max_connections) {
+		cd_log_warn("serve: connection %lu (%s): refused: %u connections already (raise "
+			    "--max-connections)",
+			    c->serial, c->peer, c->server->opts.max_connections);
+		http_reply(c, "503 Service Unavailable", NULL, NULL);
+		return;
+	}
 	char acc[29], buf[256];
 	accept_key(r.key, acc);
 	int n = snprintf(buf, sizeof(buf),
@@ -291,6 +300,23 @@ static void handle_request(struct cd_conn *c)
 	}
 	if (!open_frames(c))
 		c->in_eof = true;
+}
+
+/*
+ * No control characters in a head but the CRLF line ends and tabs (RFC
+ * 9110: field values hold none): no NUL to cut a string short, no bare CR
+ * or escape sequence to forge a log line.
+ */
+static bool head_chars_ok(const char *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)h[i];
+		if (ch == '\r' && i + 1 < n && h[i + 1] == '\n')
+			i++;
+		else if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+			return false;
+	}
+	return true;
 }
 
 static void read_head(struct cd_conn *c)
@@ -315,14 +341,15 @@ static void read_head(struct cd_conn *c)
 		size_t from = w->head_len > 3 ? w->head_len - 3 : 0;
 		w->head_len += (size_t)n;
 		w->head[w->head_len] = '\0';
-		if (memchr(w->head + from, '\0', w->head_len - from)) {
-			http_reply(c, "400 Bad Request", NULL, "malformed HTTP request");
-			return;
-		}
-		char *end = strstr(w->head + from, "\r\n\r\n");
+		/* What follows the head (the first frames) may hold any byte. */
+		char *end = memmem(w->head + from, w->head_len - from, "\r\n\r\n", 4);
 		if (!end)
 			continue;
 		size_t used = (size_t)(end + 4 - w->head);
+		if (!head_chars_ok(w->head, used)) {
+			http_reply(c, "400 Bad Request", NULL, "malformed HTTP request");
+			return;
+		}
 		if (used < w->head_len) {
 			w->extra_len = w->head_len - used;
 			w->extra = cd_xmalloc(w->extra_len);
@@ -352,6 +379,21 @@ static void on_handshake_timeout(struct cd_loop *l, void *data)
 
 /* ---- frames ---- */
 
+/*
+ * Whether to read more frames now. Not while WS_IN_HIGH bytes of messages
+ * wait to be handled, nor while the client does not read what it is sent:
+ * wslay answers every ping with a pong by itself, so a client that sends
+ * pings and reads nothing would otherwise grow the pong queue without end
+ * (an empty pong adds no bytes to the queue's length, hence the count).
+ */
+static bool in_room(const struct cd_conn *c)
+{
+	const struct cd_ws *w = c->ws;
+	return !c->closing && c->in_len - c->in_start < WS_IN_HIGH &&
+	       wslay_event_get_queued_msg_count(w->ctx) <= WS_OUT_MSGS &&
+	       cd_conn_out_queued(c) <= c->out_cap;
+}
+
 static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *data)
 {
 	struct cd_conn *c = data;
@@ -365,8 +407,8 @@ static ssize_t ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, in
 		w->extra_off += n;
 		return (ssize_t)n;
 	}
-	/* Enough waits to be handled: leave the rest in the socket (back-pressure). */
-	if (c->in_len - c->in_start >= WS_IN_HIGH || c->closing) {
+	/* Enough waits to be handled or sent: leave the rest in the socket (back-pressure). */
+	if (!in_room(c)) {
 		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
 		return -1;
 	}
@@ -535,7 +577,7 @@ bool cd_ws_want_read(const struct cd_conn *c)
 	const struct cd_ws *w = c->ws;
 	if (!w->open)
 		return w->head != NULL;
-	return wslay_event_get_read_enabled(w->ctx) && c->in_len - c->in_start < WS_IN_HIGH;
+	return wslay_event_get_read_enabled(w->ctx) && in_room(c);
 }
 
 bool cd_ws_is_open(const struct cd_conn *c)

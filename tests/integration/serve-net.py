@@ -160,6 +160,84 @@ def http_side(loop):
         t.eq(s.stop(), 0, "[%s] SIGTERM: exit 0" % tag)
 
 
+def hostile_ws():
+    """Review findings, kept as regressions."""
+    s = NetServer("ws", args=["--max-connections", "2"])
+    try:
+        # The first frame in the same packet as the head, with NUL bytes in it.
+        key = "dGhlIHNhbXBsZSBub25jZQ=="
+        msg = b'{"id":1,"method":"initialize","params":{"clientName":"x"}}'
+        mask = b"\0\x01\0\x02"
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(msg))
+        sk = socket.create_connection((s.host, s.port))
+        sk.sendall(("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade"
+                    "\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n\r\n" % key)
+                   .encode() + bytes([0x81, 0x80 | len(msg)]) + mask + masked)
+        data = b""
+        deadline = time.monotonic() + 5
+        while b"sessionId" not in data and time.monotonic() < deadline:
+            chunk = sk.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        sk.close()
+        t.ok(data.startswith(b"HTTP/1.1 101") and b"sessionId" in data,
+             "a first frame holding NUL bytes may come with the upgrade request", data[:200])
+        # Idle sockets that never send a head do not take the connection slots.
+        idle = [socket.create_connection((s.host, s.port)) for _ in range(10)]
+        c = s.connect()
+        t.ok("sessionId" in c.handshake(),
+             "10 idle unauthenticated sockets do not take --max-connections 2 slots")
+        for sk in idle:
+            sk.close()
+        # A client that sends pings and reads nothing: the pongs do not pile up.
+        flood = s.connect()
+        ping = bytes([0x89, 0x80]) + b"\0\0\0\0"
+        flood.sock.setblocking(True)
+        flood.sock.settimeout(0.2)
+        sent = 0
+        deadline = time.monotonic() + 2
+        try:
+            while time.monotonic() < deadline:
+                flood.sock.sendall(ping * 4096)
+                sent += 4096
+        except (socket.timeout, OSError):
+            pass
+        rss = vm_rss_kb(s.server_pid)
+        t.ok(rss < 40 * 1024, "a ping flood without reading: RSS %d kB after %d pings"
+             % (rss, sent))
+        t0 = time.monotonic()
+        r = c.request("environment/status", timeout=5)
+        t.ok(r.get("result") == {"status": "ready"} and time.monotonic() - t0 < 1,
+             "and the other client is answered at once")
+        flood.drop()
+    finally:
+        s.stop()
+    d = tempfile.mkdtemp(prefix="cordon-pidf-")
+    fifo = os.path.join(d, "pid")
+    os.mkfifo(fifo)
+    try:
+        r = subprocess.run([CORDON, "serve", "--listen", "ws://127.0.0.1:0", "--pid-file", fifo],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10)
+        t.ok(r.returncode != 0 and b"not a regular file" in r.stderr,
+             "--pid-file on a FIFO is refused, without hanging", r.stderr)
+    except subprocess.TimeoutExpired:
+        t.not_ok("--pid-file on a FIFO is refused, without hanging")
+    pidfile = os.path.join(d, "serve.pid")
+    a = NetServer("ws", args=["--pid-file", pidfile])
+    try:
+        r = subprocess.run([CORDON, "serve", "--listen", "ws://127.0.0.1:0", "--pid-file",
+                            pidfile], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           timeout=10)
+        t.ok(r.returncode != 0 and b"another running server holds it" in r.stderr,
+             "a second server cannot take a pid file in use", r.stderr)
+        with open(pidfile) as f:
+            t.eq(int(f.read()), a.pid, "and the first server's pid file is intact")
+    finally:
+        a.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def pings():
     s = NetServer("ws", args=["--ping-interval", "150ms"])
     try:
@@ -678,6 +756,7 @@ for loop in LOOPS:
     for kind in ("ws", "unix"):
         t.guard("sessions %s %s" % (kind, loop), sessions, kind, loop)
 t.guard("pings", pings)
+t.guard("hostile ws", hostile_ws)
 t.guard("auth", auth)
 for kind in ("ws", "unix"):
     t.guard("replay " + kind, replay, kind)
