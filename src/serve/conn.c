@@ -561,16 +561,17 @@ void cd_conn_process(struct cd_conn *c)
 	 * while the client does not read our output. Output blocked: the
 	 * client is gone. A long poll on stdio: the request is abandoned and
 	 * the connection torn down now (Codex does the same), instead of
-	 * waiting out waitMs. On a socket the client may only have shut its
-	 * sending side: the session detaches at once (it may be resumed
-	 * elsewhere, which evicts this connection) and the answer still goes
-	 * out before the connection closes.
+	 * waiting out waitMs; the same on WebSocket, where the end of input
+	 * has been answered with a close frame. On a unix socket the client
+	 * may only have shut its sending side: the session detaches at once
+	 * (it may be resumed elsewhere, which evicts this connection) and the
+	 * answer still goes out before the connection closes.
 	 */
 	if (c->in_eof && !c->closing && cd_conn_out_queued(c) > c->out_cap) {
 		cd_log_debug("serve: end of input with output blocked");
 		connection_gone(c, "end of input");
 	} else if (c->in_eof && !c->closing && c->pending) {
-		if (c->kind == CD_CONN_STDIO) {
+		if (c->kind != CD_CONN_UNIX) {
 			cd_log_debug("serve: end of input with a request in flight");
 			connection_gone(c, "end of input");
 		} else if (c->session && c->session->conn == c) {

@@ -211,6 +211,20 @@ def hostile_ws():
         t.ok(r.get("result") == {"status": "ready"} and time.monotonic() - t0 < 1,
              "and the other client is answered at once")
         flood.drop()
+        # A close frame with a long poll in flight: the connection ends now, not at waitMs.
+        c.close()
+        c.expect_eof(3)
+        c2 = s.connect()
+        c2.handshake()
+        argv, _ = sleeper()
+        started(c2, "sl", argv)
+        c2.send({"id": 7, "method": "process/read",
+                 "params": {"processId": "sl", "afterSeq": 0, "waitMs": 20000}})
+        time.sleep(0.1)
+        t0 = time.monotonic()
+        c2.close()
+        t.ok(c2.expect_eof(3) and time.monotonic() - t0 < 2,
+             "a close frame with a long poll in flight ends the connection at once")
     finally:
         s.stop()
     d = tempfile.mkdtemp(prefix="cordon-pidf-")
