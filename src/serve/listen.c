@@ -39,21 +39,21 @@
 
 static struct stat unix_st; /* the socket we bound: removed at exit only if still it */
 
-static void conn_peer_ws(struct cd_conn *c, const struct sockaddr_storage *ss)
+/* "IP:PORT", or "[IPv6]:PORT", of an inet address. */
+static void format_addr(const struct sockaddr_storage *ss, char *buf, size_t size)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
 
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
 		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-		snprintf(c->peer, sizeof(c->peer), "%s:%u", host, port);
+		snprintf(buf, size, "%s:%u", host, ntohs(in->sin_port));
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
 		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-		snprintf(c->peer, sizeof(c->peer), "[%s]:%u", host, port);
+		snprintf(buf, size, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, size, "?");
 	}
 }
 
@@ -194,7 +194,7 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 		struct cd_conn *c = cd_conn_new(
 			s, s->opts.listen == CD_LISTEN_WS ? CD_CONN_WS : CD_CONN_UNIX, fd, out);
 		if (s->opts.listen == CD_LISTEN_WS)
-			conn_peer_ws(c, &ss);
+			format_addr(&ss, c->peer, sizeof(c->peer));
 		else
 			snprintf(c->peer, sizeof(c->peer), "%s", peer);
 		cd_log_debug("serve: connection %lu from %s", c->serial, c->peer);
@@ -268,28 +268,15 @@ static int listen_ws(struct cd_server *s)
 	}
 	struct sockaddr_storage b;
 	socklen_t bl = sizeof(b);
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-	if (getsockname(fd, (struct sockaddr *)&b, &bl) == 0) {
-		if (b.ss_family == AF_INET) {
-			const struct sockaddr_in *in = (const struct sockaddr_in *)&b;
-			inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-			port = ntohs(in->sin_port);
-		} else {
-			const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&b;
-			inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-			port = ntohs(in6->sin6_port);
-		}
-	}
+	char where[INET6_ADDRSTRLEN + 16];
+	if (getsockname(fd, (struct sockaddr *)&b, &bl) < 0)
+		b.ss_family = AF_UNSPEC;
+	format_addr(&b, where, sizeof(where));
 	s->listen_fd = fd;
 	/* The harness reads this first line of stdout (reference 1.2). */
-	if (b.ss_family == AF_INET6)
-		printf("ws://[%s]:%u\n", host, port);
-	else
-		printf("ws://%s:%u\n", host, port);
+	printf("ws://%s\n", where);
 	fflush(stdout);
-	cd_log_info("serve: listening on ws://%s%s%s:%u%s", b.ss_family == AF_INET6 ? "[" : "",
-		    host, b.ss_family == AF_INET6 ? "]" : "", port,
+	cd_log_info("serve: listening on ws://%s%s", where,
 		    s->opts.auth_token ? " (bearer token required)" : "");
 	return 0;
 }
