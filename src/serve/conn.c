@@ -759,12 +759,7 @@ static void quiesce(struct cd_conn *c)
 	if (c->stall)
 		cd_loop_cancel_timer(l, c->stall);
 	c->in_pump = c->resume = c->stall = NULL;
-	if (c->pending) {
-		if (c->pending->timer)
-			cd_loop_cancel_timer(l, c->pending->timer);
-		cd_pending_free(c->pending);
-		c->pending = NULL;
-	}
+	cd_pending_drop(c);
 }
 
 static void on_reap(struct cd_loop *l, void *data)
@@ -792,10 +787,9 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 	quiesce(c);
 	if (c->session) {
 		struct cd_session *se = c->session;
+		/* Detaching also resumes the output this connection's back-pressure paused. */
 		if (se->conn == c || se->linger == c)
 			cd_session_detach(se, c);
-		if (c->output_paused && se->conn == NULL)
-			cd_session_pause_output(se, false);
 		c->session = NULL;
 	}
 	c->output_paused = false;

@@ -124,13 +124,9 @@ void cd_session_attach(struct cd_session *se, struct cd_conn *c)
 		/* Reference 1.7: the request in flight on the old connection fails, and it ends. */
 		old->evicted = true;
 		if (old->pending) {
-			struct cd_pending_read *p = old->pending;
-			old->pending = NULL;
-			if (p->timer)
-				cd_loop_cancel_timer(se->server->loop, p->timer);
-			cd_conn_error(old, p->req_id, CD_RPC_INVALID_REQUEST,
+			cd_conn_error(old, old->pending->req_id, CD_RPC_INVALID_REQUEST,
 				      "session has been resumed by another connection");
-			cd_pending_free(p);
+			cd_pending_drop(old);
 		}
 		old->session = NULL;
 		cd_conn_close(old, "connection evicted after session resume");
@@ -208,12 +204,7 @@ void cd_session_free(struct cd_session *se)
 	for (struct cd_conn *c = s->conns; c; c = c->next) {
 		if (c->session != se)
 			continue;
-		if (c->pending) {
-			if (c->pending->timer)
-				cd_loop_cancel_timer(s->loop, c->pending->timer);
-			cd_pending_free(c->pending);
-			c->pending = NULL;
-		}
+		cd_pending_drop(c);
 		c->session = NULL;
 		if (c->kind != CD_CONN_STDIO)
 			cd_conn_close(c, "session ended");
@@ -455,12 +446,23 @@ void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
 	cd_conn_kick(c);
 }
 
-void cd_pending_free(struct cd_pending_read *p)
+static void pending_free(struct cd_pending_read *p)
 {
 	if (!p)
 		return;
 	free(p->req_id);
 	free(p);
+}
+
+void cd_pending_drop(struct cd_conn *c)
+{
+	struct cd_pending_read *p = c->pending;
+	if (!p)
+		return;
+	if (p->timer)
+		cd_loop_cancel_timer(c->server->loop, p->timer);
+	c->pending = NULL;
+	pending_free(p);
 }
 
 bool cd_pending_try_complete(struct cd_conn *c, bool deadline)
@@ -476,10 +478,7 @@ bool cd_pending_try_complete(struct cd_conn *c, bool deadline)
 	}
 	cd_reply_read(c, p->req_id, p->entry, &r);
 	free(r.chunks);
-	if (p->timer)
-		cd_loop_cancel_timer(c->server->loop, p->timer);
-	c->pending = NULL;
-	cd_pending_free(p);
+	cd_pending_drop(c);
 	/* Not from here: this may run inside a process callback. */
 	cd_conn_schedule_process(c);
 	return true;
@@ -692,14 +691,8 @@ int cd_serve(const struct cd_serve_opts *o)
 	cd_listen_stop(&srv);
 
 	/* Every connection is over: abandon the long polls, then end every process. */
-	for (struct cd_conn *c = srv.conns; c; c = c->next) {
-		if (c->pending) {
-			if (c->pending->timer)
-				cd_loop_cancel_timer(srv.loop, c->pending->timer);
-			cd_pending_free(c->pending);
-			c->pending = NULL;
-		}
-	}
+	for (struct cd_conn *c = srv.conns; c; c = c->next)
+		cd_pending_drop(c);
 	while (srv.sessions) {
 		struct cd_session *se = srv.sessions;
 		if (se->conn)

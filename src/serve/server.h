@@ -260,7 +260,8 @@ struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t
 void cd_session_pause_output(struct cd_session *se, bool paused);
 /* Answer a long poll now if it can be answered; true when answered (p is freed then). */
 bool cd_pending_try_complete(struct cd_conn *c, bool deadline);
-void cd_pending_free(struct cd_pending_read *p);
+/* Drop c's long poll, if any, unanswered (its deadline timer too). */
+void cd_pending_drop(struct cd_conn *c);
 /* Write a ReadResponse for (entry, after, max) as the result of request req_id. */
 void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
 		   const struct cd_proc_read *r);
