@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from rpcclient import CORDON, RpcMixin, Eof, Timeout, server_pid_of
+from rpcclient import CORDON, Eof, RpcMixin, Timeout, server_env, server_pid_of
 
 WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0, 1, 2, 8, 9, 10
@@ -30,14 +30,7 @@ OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0, 1, 2, 8, 9, 10
 class NetServer:
     def __init__(self, listen="ws", args=(), loop="epoll", extra_env=None, sockdir=None,
                  user=None):
-        env = dict(os.environ)
-        env.pop("CORDON_TEST_DISABLE", None)
-        if loop == "poll":
-            env["CORDON_LOOP"] = "poll"
-        else:
-            env.pop("CORDON_LOOP", None)
-        if extra_env:
-            env.update(extra_env)
+        env = server_env(loop, extra_env=extra_env)
         self.kind = listen
         self.sockdir = sockdir
         self.path = None

@@ -272,20 +272,26 @@ class RpcMixin:
         return resp, self.wait_closed(pid, timeout)
 
 
+def server_env(loop="epoll", env=None, extra_env=None):
+    """The environment of a `cordon serve` under test: the given loop, no feature masking."""
+    e = dict(os.environ if env is None else env)
+    # Keep the tests deterministic: feature masking only when asked for.
+    e.pop("CORDON_TEST_DISABLE", None)
+    if loop == "poll":
+        e["CORDON_LOOP"] = "poll"
+    else:
+        e.pop("CORDON_LOOP", None)
+    if extra_env:
+        e.update(extra_env)
+    return e
+
+
 class Server(RpcMixin):
     """One `cordon serve --listen stdio` child and its line streams."""
 
     def __init__(self, loop="epoll", args=(), env=None, extra_env=None, cwd=None,
                  new_session=False):
-        e = dict(os.environ if env is None else env)
-        # Keep the tests deterministic: feature masking only when asked for.
-        e.pop("CORDON_TEST_DISABLE", None)
-        if loop == "poll":
-            e["CORDON_LOOP"] = "poll"
-        else:
-            e.pop("CORDON_LOOP", None)
-        if extra_env:
-            e.update(extra_env)
+        e = server_env(loop, env, extra_env)
         self.loop = loop
         self.argv = [CORDON, "serve", "--listen", "stdio"] + list(args)
         self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
