@@ -90,7 +90,8 @@ check_PROGRAMS += tests/helpers/try-syscall
 tests_helpers_try_syscall_SOURCES = tests/helpers/try-syscall.c
 # The escape suite's probe (tests/escape/escape.sh runs it in the sandbox).
 check_PROGRAMS += tests/escape/escape-probe
-tests_escape_escape_probe_SOURCES = tests/escape/escape-probe.c
+tests_escape_escape_probe_SOURCES = tests/escape/escape-probe.c src/shared/fd-util.c
+tests_escape_escape_probe_LDADD = libcdcore.a
 
 INTEGRATION_TESTS = \
 	tests/integration/cli.sh \

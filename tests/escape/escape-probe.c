@@ -45,6 +45,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "shared/fd-util.h"
+
 #ifndef CD_ARRAY_SIZE
 #define CD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #endif
@@ -590,44 +592,24 @@ static int p_allowed_unix_pair_send(void)
 	return 0;
 }
 
-/* An fd passed over a seqpacket socketpair (SCM_RIGHTS), as cordon's helpers do. */
+/*
+ * An fd passed over a seqpacket socketpair (SCM_RIGHTS), with the very
+ * helpers cordon's sandboxed fs helper uses (src/shared/fd-util.c).
+ */
 static int p_allowed_pass_fd(void)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { .iov_base = "f", .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int sv[2], fd = STDOUT_FILENO, got = -1;
+	int sv[2], got = -1;
 	char c = 0;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return escaped("(wrongly denied) socketpair(SOCK_SEQPACKET): %s", strerror(errno));
-	memset(&ctl, 0, sizeof(ctl));
-	mh.msg_control = ctl.buf;
-	mh.msg_controllen = sizeof(ctl.buf);
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	ssize_t n = sendmsg(sv[0], &mh, 0);
-	int e = errno;
-	if (n == 1) {
-		iov = (struct iovec){ .iov_base = &c, .iov_len = 1 };
-		mh.msg_controllen = sizeof(ctl.buf);
-		n = recvmsg(sv[1], &mh, MSG_CMSG_CLOEXEC);
-		e = errno;
-		cm = CMSG_FIRSTHDR(&mh);
-		if (n == 1 && cm && cm->cmsg_type == SCM_RIGHTS)
-			memcpy(&got, CMSG_DATA(cm), sizeof(int));
-	}
+	int r = cd_send_fd(sv[0], "f", 1, STDOUT_FILENO);
+	ssize_t n = r < 0 ? r : cd_recv_fd(sv[1], &c, 1, 0, &got, NULL);
 	close(sv[0]);
 	close(sv[1]);
 	if (got < 0)
 		return escaped("(wrongly denied) passing an fd over a socketpair: %s",
-			       n < 0 ? strerror(e) : "no fd arrived");
+			       n < 0 ? strerror((int)-n) : "no fd arrived");
 	close(got);
 	printf("allowed: an fd passes over a unix socketpair\n");
 	return 0;
