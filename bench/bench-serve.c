@@ -103,14 +103,19 @@ static int spawn_io(char *const argv[], int in, int out, pid_t *pid)
 	return -r;
 }
 
-static int server_spawn(struct server *s, const char *name, char *const argv[])
+static void server_init(struct server *s, const char *name)
 {
-	int in[2], out[2], r;
-
 	memset(s, 0, sizeof(*s));
 	s->name = name;
 	s->next_id = 100;
 	s->url_fd = -1;
+}
+
+static int server_spawn(struct server *s, const char *name, char *const argv[])
+{
+	int in[2], out[2], r;
+
+	server_init(s, name);
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
 		return -errno;
 	r = spawn_io(argv, in[0], out[1], &s->pid);
@@ -141,10 +146,7 @@ static int ws_connect(struct server *s, const char *name, unsigned port)
 	size_t got = 0;
 	int fd, one = 1;
 
-	memset(s, 0, sizeof(*s));
-	s->name = name;
-	s->next_id = 100;
-	s->url_fd = -1;
+	server_init(s, name);
 	s->ws = true;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
