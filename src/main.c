@@ -12,14 +12,14 @@ static const char usage[] =
 	"       cordon explain [POLICY OPTIONS] [--backend linux] [--json]\n"
 	"       cordon probe   [--json]\n"
 	"       cordon check   FILE...\n"
-	"       cordon serve   [--listen stdio] [SERVE OPTIONS]\n"
+	"       cordon serve   [--listen stdio|ws://IP:PORT|unix:PATH] [SERVE OPTIONS]\n"
 	"\n"
 	"Commands:\n"
 	"  run       run one command under a policy\n"
 	"  explain   show the bound policy and the sandbox that would be built\n"
 	"  probe     show what this host can enforce\n"
 	"  check     validate policy files\n"
-	"  serve     serve the exec-server protocol (JSON-RPC on stdin/stdout)\n"
+	"  serve     serve the exec-server protocol (stdio, WebSocket, unix socket)\n"
 	"\n"
 	"Run 'cordon COMMAND --help' for the options of a command.\n";
 
