@@ -309,6 +309,15 @@ int cd_seccomp_compile(cd_sc_when when, struct sock_filter **ret, size_t *ret_le
 	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
 	if (r >= 0)
 		r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	/*
+	 * A binary tree over the system call numbers instead of a linear
+	 * chain: loading the filter costs the kernel one emulated run per
+	 * system call number (to cache the ones always allowed), so a chain of
+	 * 50 comparisons took 80 us of every sandboxed start; each system call
+	 * the command makes also runs a few comparisons instead of up to 50.
+	 */
+	if (r >= 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r < 0) {
 		*reterr =
 			cd_xasprintf("seccomp: cannot set the filter attributes: %s", strerror(-r));

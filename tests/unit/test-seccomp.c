@@ -632,6 +632,99 @@ START_TEST(test_seccomp_program_shape)
 }
 END_TEST
 
+/*
+ * Runs a classic BPF program on a seccomp_data the way the kernel does
+ * (the subset libseccomp and our prologue emit) and counts the
+ * instructions executed. Returns the verdict, or 0xdead on anything it
+ * does not know (which fails the caller's checks).
+ */
+static uint32_t bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *d,
+			unsigned *steps)
+{
+	uint32_t a = 0;
+	size_t pc = 0;
+
+	for (*steps = 0; pc < n; (*steps)++) {
+		const struct sock_filter *i = &f[pc++];
+		bool t;
+
+		switch (i->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (i->k + 4 > sizeof(*d))
+				return 0xdead;
+			memcpy(&a, (const char *)d + i->k, 4);
+			continue;
+		case BPF_ALU | BPF_AND | BPF_K:
+			a &= i->k;
+			continue;
+		case BPF_JMP | BPF_JA:
+			pc += i->k;
+			continue;
+		case BPF_RET | BPF_K:
+			(*steps)++;
+			return i->k;
+		case BPF_JMP | BPF_JEQ | BPF_K:
+			t = a == i->k;
+			break;
+		case BPF_JMP | BPF_JGT | BPF_K:
+			t = a > i->k;
+			break;
+		case BPF_JMP | BPF_JGE | BPF_K:
+			t = a >= i->k;
+			break;
+		case BPF_JMP | BPF_JSET | BPF_K:
+			t = (a & i->k) != 0;
+			break;
+		default:
+			return 0xdead;
+		}
+		pc += t ? i->jt : i->jf;
+	}
+	return 0xdead;
+}
+
+/*
+ * The kernel runs the filter once per system call number when it is
+ * loaded (to cache the ones always allowed), and the command runs it on
+ * every system call: a linear chain of comparisons cost 80 us per start
+ * and up to 50 comparisons per call. libseccomp's binary tree keeps every
+ * path short; each number still gets the verdict the rule table says.
+ */
+START_TEST(test_seccomp_program_short_paths)
+{
+	struct cd_linux_plan lp = { .sandboxed = true,
+				    .seccomp = true,
+				    .sc_when = CD_SC_BASELINE | CD_SC_NET_RESTRICTED };
+	struct cd_backend_state *s = prepare_ok(&cd_backend_seccomp, &lp);
+	const void *p;
+	size_t n = cd_seccomp_state_insns(s, &p);
+	unsigned worst = 0, steps;
+	struct seccomp_data d;
+
+	ck_assert_uint_gt(n, 50);
+	for (int nr = 0; nr < 512; nr++) {
+		memset(&d, 0, sizeof(d));
+		d.arch = seccomp_arch_native();
+		d.nr = nr;
+		/* A unix stream socket: allowed by the socket rules. */
+		d.args[0] = AF_UNIX;
+		d.args[1] = SOCK_STREAM;
+		uint32_t v = bpf_run(p, n, &d, &steps);
+		ck_assert_msg(v != 0xdead, "system call %d: the program did not finish", nr);
+		if (steps > worst)
+			worst = steps;
+		if (nr == SYS_getpid || nr == SYS_read || nr == SYS_openat)
+			ck_assert_uint_eq(v, SECCOMP_RET_ALLOW);
+		if (nr == SYS_ptrace || nr == SYS_bpf || nr == SYS_connect)
+			ck_assert_uint_eq(v, SECCOMP_RET_ERRNO | EPERM);
+		if (nr == SYS_clone3)
+			ck_assert_uint_eq(v, SECCOMP_RET_ERRNO | ENOSYS);
+	}
+	ck_assert_msg(worst <= 60, "a system call runs %u instructions (a linear chain?)", worst);
+	cd_backend_seccomp.destroy(s);
+}
+END_TEST
+
 /* ---- the programs compiled at build time ---- */
 
 /* The group sets cd_linux_plan_build() produces. */
@@ -1399,6 +1492,7 @@ static Suite *seccomp_suite(void)
 	tcase_add_loop_test(tc, test_seccomp_i386_killed, 0, 2);
 	tcase_add_test(tc, test_seccomp_disabled_is_noop);
 	tcase_add_test(tc, test_seccomp_program_shape);
+	tcase_add_test(tc, test_seccomp_program_short_paths);
 	tcase_add_test(tc, test_seccomp_prepare_time);
 	suite_add_tcase(s, tc);
 
