@@ -282,6 +282,36 @@ static void grow_pipe(struct cd_conn *c)
 		(void)fcntl(c->out_fd, F_SETPIPE_SZ, CD_SERVE_OUT_PIPE_SIZE);
 }
 
+/*
+ * Write what the queue holds now, the head of a message still being encoded
+ * included, and return as soon as the fd takes no more: the client never
+ * holds the loop. A pipe's writer and reader copy under one lock, so a
+ * 1.4 MB fs/readBlock answer written at its end kept the client waiting
+ * for all of it, and was copied in from a buffer already out of the cache.
+ * Written in slices as it is encoded, the client copies one slice out
+ * while the next is made. A byte stream does not care where a write cuts a
+ * line; a WebSocket frame must hold one whole message, so there this does
+ * nothing. Errors, the watch for a full fd and back-pressure are left to
+ * the flush after the message.
+ */
+void cd_conn_out_push(struct cd_conn *c)
+{
+	if (c->kind == CD_CONN_WS || c->out_broken || c->freed)
+		return;
+	while (out_queued(c) > 0) {
+		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
+		if (w > 0)
+			c->out_off += (size_t)w;
+		else if (w < 0 && errno == EAGAIN && !c->pipe_grown)
+			grow_pipe(c);
+		else if (!(w < 0 && errno == EINTR))
+			break;
+	}
+	/* The next slice goes where this one was, still in the cache. */
+	if (out_queued(c) == 0)
+		c->out.len = c->out_off = 0;
+}
+
 static void flush(struct cd_conn *c)
 {
 	size_t before = cd_conn_out_queued(c);

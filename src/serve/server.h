@@ -313,6 +313,12 @@ void cd_conn_error(struct cd_conn *c, const char *id, int code, const char *msg)
 /* Reserve n bytes at the end of the outbound queue; commit what was written. */
 char *cd_conn_out_reserve(struct cd_conn *c, size_t n);
 void cd_conn_out_commit(struct cd_conn *c, size_t n);
+/*
+ * Write what is queued, even a partial message, without blocking, on a
+ * byte-stream transport (nothing on WebSocket). An emptied queue starts
+ * over: reserve again after it.
+ */
+void cd_conn_out_push(struct cd_conn *c);
 /* Flush now if allowed (not batching, not blocked); called after appends. */
 void cd_conn_kick(struct cd_conn *c);
 /* Process buffered lines (after a long poll ended). */

@@ -246,6 +246,26 @@ def streaming(tag, base):
         chunks, total = read_stream(s, "h", f)
         t.ok(chunks == [(MIB, False), (MIB, False), (0, True)] and total == 2 * MIB,
              "[%s] 2 MiB: two full blocks, then an empty EOF block" % tag, chunks)
+        # Answers are written while they are encoded, the next block read
+        # ahead in between: every byte must still be where it belongs.
+        g = os.path.join(d, "odd")
+        data = os.urandom(3 * MIB + 777)
+        write(g, data)
+        time.sleep(0.1)  # a file left alone is read ahead
+        for block in (MIB, 1000001, 49153):
+            hid = "sha%d" % block
+            s.call("fs/open", {"handleId": hid, "path": uri(g)})
+            h, off = hashlib.sha256(), 0
+            while True:
+                res = s.call("fs/readBlock", {"handleId": hid, "offset": off, "len": block})
+                chunk = unb64(res["chunk"])
+                h.update(chunk)
+                off += len(chunk)
+                if res["eof"]:
+                    break
+            s.call("fs/close", {"handleId": hid})
+            t.ok(off == len(data) and h.digest() == hashlib.sha256(data).digest(),
+                 "[%s] a 3 MiB stream in blocks of %d arrives exact (sha256)" % (tag, block))
         # After EOF the stream stays readable (an earlier block, a grown file),
         # as in the reference, but no longer counts against the 128.
         r = s.request("fs/readBlock", {"handleId": "h", "offset": 6, "len": 2})

@@ -612,6 +612,72 @@ def slow_reader(kind):
         s.stop()
 
 
+def streaming(kind):
+    """fs/readBlock answers go out while they are encoded: whole messages, exact bytes,
+    and a client that does not read holds up nobody."""
+    tag = kind
+    mib = 1024 * 1024
+    d = tempfile.mkdtemp(prefix="cordon-stream-")
+    s = NetServer(kind)
+    try:
+        f = os.path.join(d, "f")
+        data = os.urandom(5 * mib + 12345)
+        with open(f, "wb") as fh:
+            fh.write(data)
+        time.sleep(0.1)  # a file left alone is read ahead
+        a = s.connect()
+        a.handshake()
+        a.call("fs/open", {"handleId": "s", "path": uri(f)})
+        h, off = hashlib.sha256(), 0
+        while True:
+            res = a.call("fs/readBlock", {"handleId": "s", "offset": off, "len": mib})
+            chunk = unb64(res["chunk"])
+            h.update(chunk)
+            off += len(chunk)
+            if res["eof"]:
+                break
+        t.ok(off == len(data) and h.digest() == hashlib.sha256(data).digest(),
+             "[%s] a 5 MiB stream in 1 MiB blocks arrives exact (sha256)" % tag)
+        if kind == "ws":
+            t.eq(a.fragmented, 0, "[%s] each answer is one whole frame" % tag)
+
+        ids = [a.new_id() for _ in range(3)]
+        for i, rid in enumerate(ids):
+            a.send({"id": rid, "method": "fs/readBlock",
+                    "params": {"handleId": "s", "offset": i * mib, "len": mib}})
+        resps = [a.read_response(timeout=20) for _ in ids]
+        t.ok([r.get("id") for r in resps] == ids and
+             all(unb64(r["result"]["chunk"]) == data[i * mib:(i + 1) * mib]
+                 for i, r in enumerate(resps)),
+             "[%s] three blocks asked at once: answered whole and in order" % tag)
+
+        b = s.connect()
+        b.handshake()
+        rid = a.new_id()
+        a.send({"id": rid, "method": "fs/readBlock",
+                "params": {"handleId": "s", "offset": mib, "len": mib}})
+        time.sleep(0.3)  # a reads nothing: 1.4 MB does not fit in the socket
+        t0 = time.monotonic()
+        r = b.request("environment/status", timeout=5)
+        t.ok(r.get("result") == {"status": "ready"} and time.monotonic() - t0 < 1.0,
+             "[%s] a client that does not read its block holds up no other" % tag, r)
+        # Then it reads the answer slowly, a little at a time.
+        for _ in range(20):
+            time.sleep(0.02)
+            try:
+                a._feed(a.sock.recv(16384))
+            except BlockingIOError:
+                pass
+        r = a.read_response(timeout=20)
+        t.ok(r.get("id") == rid and unb64(r["result"]["chunk"]) == data[mib:2 * mib],
+             "[%s] and when it reads slowly it gets the exact bytes" % tag)
+        if kind == "ws":
+            t.eq(a.fragmented, 0, "[%s] still one whole frame per answer" % tag)
+    finally:
+        s.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # ---------------------------------------------------------------- unix socket
 
 def unix_socket():
@@ -797,6 +863,7 @@ t.guard("auth", auth)
 for kind in ("ws", "unix"):
     t.guard("replay " + kind, replay, kind)
     t.guard("slow reader " + kind, slow_reader, kind)
+    t.guard("streaming " + kind, streaming, kind)
     t.guard("shutdown " + kind, shutdown, kind)
 t.guard("eviction", eviction)
 t.guard("limits", limits)

@@ -271,6 +271,7 @@ class WsConn(_SockConn):
         self.pongs = 0
         self.close_code = None
         self.frag = None
+        self.fragmented = 0  # messages that came in more than one frame
         self._parse()  # frames that came with the handshake's answer
 
     # -- frames
@@ -349,6 +350,7 @@ class WsConn(_SockConn):
                     self._deliver(payload)
                 else:
                     self.frag = bytearray(payload)
+                    self.fragmented += 1
             elif op == OP_CONT and self.frag is not None:
                 self.frag += payload
                 if fin:
