@@ -12,9 +12,10 @@ cordon_SOURCES = \
 	src/serve/loop.c src/serve/loop.h src/serve/proc.c src/serve/proc.h \
 	src/serve/base64.c src/serve/pidns.c \
 	src/serve/fs.c src/serve/fs.h src/serve/listen.c \
+	src/serve/workq.c src/serve/workq.h \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h
-cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(WS_CFLAGS)
+cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(WS_CFLAGS) -pthread
 cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS) $(WS_LIBS)
 if WEBSOCKET
 cordon_SOURCES += src/serve/ws.c
@@ -22,5 +23,5 @@ else
 EXTRA_DIST += src/serve/ws.c
 endif
 # -static-pie unless --disable-static-cordon (see configure.ac).
-cordon_LDFLAGS = $(AM_LDFLAGS) $(STATIC_LDFLAGS)
+cordon_LDFLAGS = $(AM_LDFLAGS) $(STATIC_LDFLAGS) -pthread
 endif

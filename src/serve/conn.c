@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -159,6 +160,25 @@ void cd_conn_kick(struct cd_conn *c)
 		flush(c);
 	else
 		update_backpressure(c, false);
+}
+
+void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap)
+{
+	if (c->out_broken) {
+		free(buf);
+		return;
+	}
+	if (c->out.len == c->out_off) {
+		cd_strbuf_done(&c->out);
+		c->out = (struct cd_strbuf){ .buf = buf, .len = len, .cap = cap };
+		c->out_off = 0;
+		buf[len] = '\0';
+	} else {
+		memcpy(cd_conn_out_reserve(c, len), buf, len);
+		cd_conn_out_commit(c, len);
+		free(buf);
+	}
+	cd_conn_kick(c);
 }
 
 static void out_append(struct cd_conn *c, const char *s, size_t n)
@@ -586,6 +606,8 @@ void cd_conn_process(struct cd_conn *c)
 	if (c->freed)
 		return;
 	c->batch++;
+	/* Its fs requests stop while the queue is over its cap, like the lines below. */
+	cd_fs_conn_pump(c);
 	/*
 	 * End of input while a request is still in flight (a long poll) or
 	 * while the client does not read our output. Output blocked: the
@@ -619,7 +641,8 @@ void cd_conn_process(struct cd_conn *c)
 		} else if (next_line(c)) {
 			continue;
 		}
-		if (c->in_eof && !c->closing) {
+		/* Not before the answers of its fs requests (fs.c calls back). */
+		if (c->in_eof && !c->closing && !cd_fs_conn_busy(c)) {
 			cd_log_debug("serve: connection %lu (%s): end of input", c->serial,
 				     c->peer);
 			connection_gone(c, "end of input");

@@ -22,18 +22,26 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef HAVE_SYS_PIDFD_H
+#include <sys/pidfd.h>
+#endif
 
 #include "core/pathuri.h"
 #include "serve/fs.h"
@@ -41,6 +49,7 @@
 #include "serve/loop.h"
 #include "serve/proc.h"
 #include "serve/server.h"
+#include "serve/workq.h"
 #include "shared/fd-util.h"
 #include "shared/log.h"
 #include "spawn.h"
@@ -56,7 +65,14 @@
 #define WALK_MAX_BYTES	    (4u * 1024 * 1024)
 #define WALK_ITEM_OVERHEAD  64
 #define FS_HELPER_TIMEOUT_S 30
-#define RPC_NOT_FOUND	    (-32004)
+/* Per connection: fs requests waiting for their turn, and the writeFile bytes they hold. */
+#define FS_QUEUE_MAX	   64
+#define FS_QUEUE_MAX_BYTES (256u * 1024 * 1024)
+/* Worker threads (each runs one connection's fs request at a time). */
+#define FS_WORKERS 4
+/* At shutdown, how long running fs jobs get to stop once cancelled. */
+#define FS_STOP_MS    2000
+#define RPC_NOT_FOUND (-32004)
 /* A multiple of 3: no slice but the last is padded (see reply_b64). */
 #define B64_SLICE (3u * 16384)
 
@@ -110,6 +126,19 @@ struct cd_fs_handle {
 };
 
 static uint64_t eof_clock;
+
+/*
+ * The cancel flag of the job this worker thread runs (NULL on the loop and
+ * in helpers). Long operations look at it between two steps (a block
+ * copied or read, a directory entry), so that a shutdown does not wait
+ * for a copy of GiBs to finish: the bound is one such step.
+ */
+static __thread atomic_bool *cur_cancel;
+
+static bool cancelled(void)
+{
+	return cur_cancel && atomic_load_explicit(cur_cancel, memory_order_relaxed);
+}
 
 /* ---- results ------------------------------------------------------------ */
 
@@ -605,6 +634,10 @@ static void op_walk(const struct fs_req *q, struct fs_res *r)
 	uint64_t listed = 0;
 	for (size_t i = 0; i < w.n_queue && !w.truncated; i++) {
 		struct walk_dir cur = w.queue[i];
+		if (cancelled()) {
+			res_errno(r, ECANCELED);
+			goto out;
+		}
 		if (listed >= q->walk.max_dirs) {
 			w.truncated = true;
 			break;
@@ -701,6 +734,10 @@ static int remove_tree(int at, const char *name, unsigned depth)
 		}
 		if (dot_or_dotdot(de->d_name))
 			continue;
+		if (cancelled()) {
+			r = -ECANCELED;
+			break;
+		}
 		r = remove_tree(dirfd(d), de->d_name, depth + 1);
 		if (r < 0)
 			break;
@@ -757,8 +794,13 @@ static int copy_regular(const char *src, const char *dst, mode_t mode, bool sand
 		return r;
 	}
 	int out = t.fd;
-	static unsigned char buf[128 * 1024];
+	/* On the stack: copies run on several worker threads at once. */
+	unsigned char buf[128 * 1024];
 	for (;;) {
+		if (cancelled()) {
+			r = -ECANCELED;
+			break;
+		}
 		ssize_t n = read(in, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -795,6 +837,10 @@ static int copy_tree(const char *src, const char *dst, unsigned depth, bool sand
 	size_t n;
 	int r = list_sorted(src, &names, &n);
 	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (cancelled()) {
+			r = -ECANCELED;
+			break;
+		}
 		char *s = cd_path_join(src, names[i]);
 		char *d = cd_path_join(dst, names[i]);
 		r = copy_tree(s, d, depth + 1, sandboxed);
@@ -887,17 +933,22 @@ struct helper_hdr {
 	uint64_t len;
 };
 
-/* In the child: perform the request (arg), then send the header (with the fd) and the payload. */
+/* A result over a socket: the header (with the fd), then the payload. 0 or -errno. */
+static int send_res(int sock, const struct fs_res *r)
+{
+	struct helper_hdr hdr = { .code = r->code, .has_fd = r->fd >= 0, .len = r->out.len };
+	int e = cd_send_fd(sock, &hdr, sizeof(hdr), r->fd);
+	if (e == 0 && r->out.len)
+		e = write_all(sock, (const unsigned char *)r->out.buf, r->out.len);
+	return e;
+}
+
+/* In the child: perform the request (arg), then send the result. */
 static int helper_main(void *arg)
 {
 	struct fs_res r = { .fd = -1 };
 	fs_do(arg, &r);
-	struct helper_hdr hdr = { .code = r.code, .has_fd = r.fd >= 0, .len = r.out.len };
-	if (cd_send_fd(STDOUT_FILENO, &hdr, sizeof(hdr), r.fd) < 0)
-		return 3;
-	if (r.out.len && write_all(STDOUT_FILENO, (const unsigned char *)r.out.buf, r.out.len) < 0)
-		return 3;
-	return 0;
+	return send_res(STDOUT_FILENO, &r) < 0 ? 3 : 0;
 }
 
 static int read_full(int fd, void *buf, size_t n)
@@ -913,6 +964,56 @@ static int read_full(int fd, void *buf, size_t n)
 		n -= (size_t)k;
 	}
 	return 0;
+}
+
+/*
+ * What send_res sent, into r (code, payload, fd). 0, or -errno with *timed_out
+ * when the socket's receive timeout expired first.
+ */
+static int recv_res(int sock, struct fs_res *r, bool *timed_out)
+{
+	struct helper_hdr hdr;
+	int fd, flags = 0;
+	ssize_t n = cd_recv_fd(sock, &hdr, sizeof(hdr), MSG_WAITALL, &fd, &flags);
+	*timed_out = n == -EAGAIN || n == -EWOULDBLOCK;
+	bool ok = n == (ssize_t)sizeof(hdr) && !(flags & MSG_CTRUNC) &&
+		  (hdr.has_fd != 0) == (fd >= 0) && hdr.len < (64u << 20);
+	if (ok) {
+		r->code = hdr.code;
+		r->out.len = 0;
+		if (hdr.len) {
+			char *buf = cd_xmalloc(hdr.len);
+			int e = read_full(sock, buf, hdr.len);
+			ok = e == 0;
+			*timed_out = e == -EAGAIN || e == -EWOULDBLOCK;
+			if (ok)
+				cd_strbuf_append_n(&r->out, buf, hdr.len);
+			free(buf);
+		}
+	}
+	if (!ok) {
+		if (fd >= 0)
+			close(fd);
+		return n < 0 ? (int)n : -EPROTO;
+	}
+	r->fd = fd;
+	return 0;
+}
+
+/*
+ * In the intermediate (see run_sandboxed): the helper to kill when the
+ * server cancels the job (SIGTERM), and whether it did. Process-wide, but
+ * only the intermediate, a single-threaded fork, sets them.
+ */
+static volatile sig_atomic_t helper_pid, helper_cancelled;
+
+static void on_cancel(int sig)
+{
+	int e = errno;
+	helper_cancelled = 1;
+	if (helper_pid > 0)
+		(void)kill(helper_pid, SIGKILL);
+	errno = e;
 }
 
 static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q, struct fs_res *r)
@@ -950,39 +1051,26 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 		return;
 	}
 	/*
-	 * The server waits for the helper (fs operations are synchronous), but
-	 * not forever: a file lease or a stuck file system must not freeze it.
+	 * The intermediate waits for the helper, but not forever: a file lease
+	 * or a stuck file system must not hold a worker and the connection's
+	 * fs requests.
 	 */
+	helper_pid = cd_child_pid(child);
+	if (helper_cancelled)
+		(void)kill(helper_pid, SIGKILL);
 	struct timeval tv = { .tv_sec = FS_HELPER_TIMEOUT_S };
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	struct helper_hdr hdr;
-	int fd, flags = 0;
-	ssize_t n = cd_recv_fd(sv[0], &hdr, sizeof(hdr), MSG_WAITALL, &fd, &flags);
-	bool timed_out = n == -EAGAIN || n == -EWOULDBLOCK;
-	bool ok = n == (ssize_t)sizeof(hdr) && !(flags & MSG_CTRUNC) &&
-		  (hdr.has_fd != 0) == (fd >= 0) && hdr.len < (64u << 20);
-	if (ok) {
-		r->code = hdr.code;
-		r->out.len = 0;
-		if (hdr.len) {
-			char *buf = cd_xmalloc(hdr.len);
-			int e = read_full(sv[0], buf, hdr.len);
-			ok = e == 0;
-			timed_out = e == -EAGAIN || e == -EWOULDBLOCK;
-			if (ok)
-				cd_strbuf_append_n(&r->out, buf, hdr.len);
-			free(buf);
-		}
-		r->fd = fd;
-	}
+	bool timed_out;
+	bool ok = recv_res(sv[0], r, &timed_out) == 0;
 	close(sv[0]);
 	if (timed_out)
 		(void)kill(cd_child_pid(child), SIGKILL);
 	int status = cd_child_wait(child);
+	helper_pid = 0;
 	cd_child_free(child);
 	if (!ok || status != 0) {
-		if (fd >= 0)
-			close(fd);
+		if (r->fd >= 0)
+			close(r->fd);
 		r->fd = -1;
 		if (timed_out)
 			res_error(r, CD_RPC_INTERNAL, "fs sandbox helper timed out after %d s",
@@ -1062,17 +1150,6 @@ static void reply_res(struct cd_conn *c, const char *id, struct fs_res *r)
 		cd_conn_result(c, id, r->out.buf ? r->out.buf : "{}", r->out.buf ? r->out.len : 2);
 }
 
-/* Perform q directly or in the helper. */
-static void perform(struct cd_conn *c, const struct cd_linux_plan *lp, struct fs_req *q,
-		    struct fs_res *r)
-{
-	q->sandboxed = lp != NULL;
-	if (lp)
-		run_in_helper(lp, q, r);
-	else
-		fs_do(q, r);
-}
-
 /* The whole of a regular file, base64'd into {"dataBase64":...}. */
 /*
  * A result {"KEY":"<base64>"TAIL} written straight into the outbound queue:
@@ -1131,14 +1208,17 @@ static void advise_huge(char *p, size_t n)
 }
 
 /*
- * fs/readFile's answer from the opened file; false with r set on an error
- * (nothing sent then). The file is read in blocks of a multiple of 3 bytes,
- * each encoded straight into the outbound queue: no copy of the whole file
- * is made besides its encoding.
+ * fs/readFile's whole answer line, {"id":ID,"result":{"dataBase64":"..."}}
+ * and its newline, from the opened file (on a worker). It is encoded into
+ * fresh memory that the loop then queues as is (cd_conn_out_adopt): no copy
+ * of the whole file is made besides its encoding. The file is read in
+ * blocks of a multiple of 3 bytes, each encoded straight into the line.
+ * false with r set on an error.
  */
-static bool reply_read_file(struct cd_conn *c, const char *id, int fd, struct fs_res *r)
+static bool read_file_line(const char *id, int fd, struct fs_res *r, char **ret, size_t *ret_len,
+			   size_t *ret_cap)
 {
-	static unsigned char buf[3 * 349525]; /* just under 1 MiB */
+	static const size_t block = 3 * 349525; /* just under 1 MiB */
 	static const char key[] = "\"result\":{\"dataBase64\":\"";
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
@@ -1147,48 +1227,513 @@ static bool reply_read_file(struct cd_conn *c, const char *id, int fd, struct fs
 	}
 	if ((uint64_t)st.st_size > FS_MAX_READ_FILE)
 		goto too_large;
-	/* Encoded after the queue's current end; committed only when complete. */
 	size_t idlen = strlen(id);
 	size_t head = 7 + idlen + sizeof(key) - 1;
 	size_t used = head, cap = head + cd_base64_encoded_len((size_t)st.st_size) + 64;
 	size_t total = 0;
-	char *w = cd_conn_out_reserve(c, cap);
+	char *w = cd_xmalloc(cap);
+	unsigned char *buf = cd_xmalloc(block);
 	advise_huge(w, cap);
 	sprintf(w, "{\"id\":%s,%s", id, key);
 	for (;;) {
 		size_t fill = 0;
-		while (fill < sizeof(buf)) {
-			ssize_t n = read(fd, buf + fill, sizeof(buf) - fill);
+		while (fill < block) {
+			ssize_t n = read(fd, buf + fill, block - fill);
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n < 0) {
-				res_errno(r, errno);
-				return false;
+			if (n < 0 || cancelled()) {
+				res_errno(r, n < 0 ? errno : ECANCELED);
+				goto fail;
 			}
 			if (n == 0)
 				break;
 			fill += (size_t)n;
 		}
 		total += fill;
-		if (total > FS_MAX_READ_FILE)
+		if (total > FS_MAX_READ_FILE) {
+			free(buf);
+			free(w);
 			goto too_large;
+		}
 		if (used + cd_base64_encoded_len(fill) + 8 > cap) {
-			/* The file grew since fstat: make room (the queue may move). */
+			/* The file grew since fstat: make room. */
 			cap = used + cd_base64_encoded_len(fill) + cap / 2 + 64;
-			w = cd_conn_out_reserve(c, cap);
+			w = cd_xrealloc(w, cap);
 		}
 		used += cd_base64_encode(buf, fill, w + used);
-		if (fill < sizeof(buf))
+		if (fill < block)
 			break;
 	}
-	memcpy(w + used, "\"}}\n", 4);
-	cd_conn_out_commit(c, used + 4);
-	cd_conn_kick(c);
+	free(buf);
+	memcpy(w + used, "\"}}\n", 5);
+	*ret = w;
+	*ret_len = used + 4;
+	*ret_cap = cap;
 	return true;
+fail:
+	free(buf);
+	free(w);
+	return false;
 too_large:
 	res_error(r, CD_RPC_INVALID_REQUEST, "file is too large to read: limit is %u bytes",
 		  FS_MAX_READ_FILE);
 	return false;
+}
+
+/* ---- fs requests off the loop ------------------------------------------- */
+
+/*
+ * A request is performed on a worker thread (workq.h), or, when it is cheap
+ * (see cheap_op), on the loop at its turn, so that a copy of GiBs, a
+ * recursive remove or a sandboxed helper does not stall every other client.
+ *
+ * Each connection has a FIFO of jobs (struct cd_fs_queue) of which only the
+ * head runs: its fs requests are performed and answered in the order they
+ * came (a writeFile then a readFile of the same file sees the write), while
+ * its other requests (process/..., fs/readBlock on an open handle) are
+ * answered meanwhile. At most FS_QUEUE_MAX jobs holding FS_QUEUE_MAX_BYTES
+ * of writeFile data wait per connection; beyond that a request is refused
+ * (-32600), like the other per-connection limits. The next job does not
+ * start while the connection's outbound queue is over its cap: a client
+ * that does not read holds back its fs requests as it holds back the rest.
+ *
+ * When the connection ends, the job running for it completes on its worker
+ * (a write or a copy is not left half done) and its result is dropped
+ * (conn is NULL then); the ones queued behind it are never performed. At
+ * shutdown the running ones are cancelled (see cancelled() and
+ * run_sandboxed).
+ */
+typedef void (*fs_method_fn)(struct cd_conn *c, const char *id, const struct cd_json *params);
+
+struct fs_job {
+	struct cd_work work;		    /* first: the pool hands this back */
+	struct fs_job *next;		    /* the connection's queue */
+	struct fs_job *run_prev, *run_next; /* running_jobs */
+	struct cd_conn *conn;		    /* NULL once the connection ended */
+	char *id;			    /* the request's id, JSON text */
+	bool offload;			    /* on a worker; else on the loop at its turn */
+	struct fs_req q;
+	struct fs_res r;
+	struct cd_cli_bound b; /* owns lp */
+	const struct cd_linux_plan *lp;
+	char hid[FS_MAX_HANDLE_ID]; /* fs/open: the handle's id */
+	size_t hid_len;
+	char *line; /* fs/readFile: the whole answer */
+	size_t line_len, line_cap;
+	fs_method_fn method; /* an fs/readBlock or fs/close waiting for its fs/open... */
+	char *params;	     /* ...and its params, JSON text */
+	atomic_bool cancel;
+	int pidfd; /* the intermediate while it runs, under helper_lock */
+	pid_t pid;
+};
+
+struct cd_fs_queue {
+	struct fs_job *head, *tail;
+	size_t n;
+	size_t bytes; /* writeFile data held */
+	bool running; /* head is on a worker */
+};
+
+/* Jobs handed to the pool and not completed (loop thread only): cancelled at shutdown. */
+static struct fs_job *running_jobs;
+/* Guards fs_job.pidfd and .pid between their worker and the loop's cancel. */
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct cd_fs_handle *find_handle(struct cd_conn *c, const char *s, size_t len);
+static void open_finish(struct cd_conn *c, const char *id, const char *hid, size_t hid_len, int fd);
+
+/*
+ * Unsandboxed metadata, canonical paths, mkdir and open cost a few system
+ * calls: a worker's round trip would cost them more than it saves.
+ */
+static bool cheap_op(enum fs_op op)
+{
+	return op == OP_METADATA || op == OP_CANONICALIZE || op == OP_MKDIR || op == OP_OPEN;
+}
+
+static struct fs_job *job_new(struct cd_conn *c, const char *id)
+{
+	struct fs_job *j = cd_xcalloc(1, sizeof(*j));
+	j->conn = c;
+	j->id = cd_xstrdup(id);
+	j->r.fd = -1;
+	j->pidfd = -1;
+	atomic_init(&j->cancel, false);
+	return j;
+}
+
+static void job_free(struct fs_job *j)
+{
+	if (j->r.fd >= 0)
+		close(j->r.fd);
+	cd_strbuf_done(&j->r.out);
+	cd_cli_bound_done(&j->b);
+	free(j->q.path);
+	free(j->q.dest);
+	free(j->q.data);
+	free(j->id);
+	free(j->line);
+	free(j->params);
+	free(j);
+}
+
+/* Signal the job's intermediate, if one runs (helper_lock held). */
+static void signal_job(struct fs_job *j, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+	if (j->pidfd >= 0 && syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0) == 0)
+		return;
+#endif
+	if (j->pid > 0)
+		(void)kill(j->pid, sig);
+}
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/*
+ * The intermediate of a sandboxed request: a fork of the worker thread that
+ * runs run_in_helper as the loop used to, and sends back its result.
+ *
+ * Why not spawn the helper from the worker directly: the helper is made
+ * with a raw clone() (for its namespaces), which does not take the
+ * allocator's locks the way fork() does, and it then performs the request
+ * with malloc. In a process with several threads, another thread may hold
+ * such a lock at that instant, and the helper would hang on it. fork()
+ * makes malloc safe in its child (glibc, and the sanitizers, take their
+ * locks across it); the intermediate has a single thread, so its own
+ * cd_spawn is the one the single-threaded server used to make.
+ *
+ * SIGTERM (a cancel at shutdown) kills the helper; the intermediate then
+ * reaps it, runs the backends' finish hooks (mask mount points) and exits.
+ */
+static CD_NORETURN void intermediate_main(struct fs_job *j, int sock, pid_t parent)
+{
+	/* Nothing of the server's stays open here: a client would not see its socket end. */
+	if (sock <= STDERR_FILENO)
+		sock = fcntl(sock, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (sock < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
+		_exit(3);
+	for (int fd = STDERR_FILENO + 1; fd < sock; fd++)
+		(void)close(fd);
+#ifdef HAVE_CLOSE_RANGE
+	if (close_range((unsigned)sock + 1, ~0U, 0) < 0)
+#endif
+		for (int fd = sock + 1; fd < 65536; fd++)
+			(void)close(fd);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+		_exit(3);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_cancel;
+	sigemptyset(&sa.sa_mask);
+	sigset_t term;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	if (sigaction(SIGTERM, &sa, NULL) < 0 || sigprocmask(SIG_UNBLOCK, &term, NULL) < 0)
+		_exit(3);
+	/* Go: the worker holds a pidfd for us now (see run_sandboxed). */
+	char go = 0;
+	if (read(sock, &go, 1) != 1 || !go || helper_cancelled)
+		_exit(0);
+	struct fs_res r = { .fd = -1 };
+	run_in_helper(j->lp, &j->q, &r);
+	_exit(send_res(sock, &r) < 0 ? 3 : 0);
+}
+
+/* On a worker: j's request through an intermediate (see intermediate_main). */
+static void run_sandboxed(struct fs_job *j)
+{
+	struct fs_res *r = &j->r;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
+		return;
+	}
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0)
+		intermediate_main(j, sv[1], parent);
+	int e = errno;
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: fork: %s", strerror(e));
+		return;
+	}
+	/*
+	 * Reaped through a pidfd taken before it may exit (it waits for the
+	 * go byte): a pid-1 server reaps exited children it does not watch,
+	 * so by pid this one might have been reaped and the pid reused.
+	 */
+	int pidfd = -1;
+#ifdef HAVE_PIDFD_OPEN
+	pidfd = pidfd_open(pid, 0);
+#endif
+	pthread_mutex_lock(&helper_lock);
+	j->pid = pid;
+	j->pidfd = pidfd;
+	char go = !atomic_load(&j->cancel);
+	pthread_mutex_unlock(&helper_lock);
+	(void)!write(sv[0], &go, 1);
+	/* A backstop over the intermediate's own timeout for its helper. */
+	struct timeval tv = { .tv_sec = FS_HELPER_TIMEOUT_S + 10 };
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	bool timed_out;
+	int rr = recv_res(sv[0], r, &timed_out);
+	close(sv[0]);
+	pthread_mutex_lock(&helper_lock);
+	if (rr < 0)
+		signal_job(j, SIGKILL);
+	j->pid = 0;
+	j->pidfd = -1;
+	pthread_mutex_unlock(&helper_lock);
+	if (pidfd >= 0) {
+		siginfo_t si;
+		/* ECHILD: reaped by the loop's orphan reaper already. */
+		while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+		close(pidfd);
+	} else {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (rr < 0 && atomic_load(&j->cancel))
+		res_errno(r, ECANCELED);
+	else if (rr < 0 && timed_out)
+		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper timed out after %d s",
+			  FS_HELPER_TIMEOUT_S);
+	else if (rr < 0)
+		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed: %s", strerror(-rr));
+}
+
+/* On a worker. */
+static void job_run(struct cd_work *w)
+{
+	struct fs_job *j = (struct fs_job *)w;
+	cur_cancel = &j->cancel;
+	j->q.sandboxed = j->lp != NULL;
+	if (j->lp)
+		run_sandboxed(j);
+	else
+		fs_do(&j->q, &j->r);
+	if (j->q.op == OP_READ_FILE && !j->r.code) {
+		(void)read_file_line(j->id, j->r.fd, &j->r, &j->line, &j->line_len, &j->line_cap);
+		close(j->r.fd);
+		j->r.fd = -1;
+	}
+	cur_cancel = NULL;
+}
+
+static void job_reply(struct cd_conn *c, struct fs_job *j)
+{
+	if (j->line) {
+		cd_conn_out_adopt(c, j->line, j->line_len, j->line_cap);
+		j->line = NULL;
+	} else if (j->q.op == OP_OPEN && !j->r.code) {
+		open_finish(c, j->id, j->hid, j->hid_len, j->r.fd);
+		j->r.fd = -1;
+	} else {
+		reply_res(c, j->id, &j->r);
+	}
+}
+
+/* A job that is not offloaded, at its turn. */
+static void run_on_loop(struct cd_conn *c, struct fs_job *j)
+{
+	if (j->method) {
+		static const struct cd_json_limits lim = { .max_bytes = 4096, .max_values = 16 };
+		struct cd_json *v = NULL;
+		struct cd_json_error jerr;
+		memset(&jerr, 0, sizeof(jerr));
+		/* Text this file wrote: it parses. */
+		if (cd_json_parse(j->params, strlen(j->params), &lim, &v, &jerr) == 0)
+			j->method(c, j->id, v);
+		cd_json_free(v);
+		return;
+	}
+	j->q.sandboxed = false;
+	fs_do(&j->q, &j->r);
+	job_reply(c, j);
+}
+
+static void queue_pop(struct cd_fs_queue *fq)
+{
+	struct fs_job *j = fq->head;
+	fq->head = j->next;
+	if (!fq->head)
+		fq->tail = NULL;
+	fq->n--;
+	fq->bytes -= j->q.data_len;
+}
+
+static void running_add(struct fs_job *j)
+{
+	j->run_prev = NULL;
+	j->run_next = running_jobs;
+	if (running_jobs)
+		running_jobs->run_prev = j;
+	running_jobs = j;
+}
+
+static void running_remove(struct fs_job *j)
+{
+	if (j->run_prev)
+		j->run_prev->run_next = j->run_next;
+	else if (running_jobs == j)
+		running_jobs = j->run_next;
+	if (j->run_next)
+		j->run_next->run_prev = j->run_prev;
+	j->run_prev = j->run_next = NULL;
+}
+
+static void pump(struct cd_conn *c);
+
+/* On the loop, once the worker is through (or the pool dropped it at shutdown). */
+static void job_done(struct cd_work *w)
+{
+	struct fs_job *j = (struct fs_job *)w;
+	struct cd_conn *c = j->conn;
+	running_remove(j);
+	if (!c) {
+		job_free(j);
+		return;
+	}
+	if (!w->ran)
+		res_error(&j->r, CD_RPC_INTERNAL, "the server is shutting down");
+	/* Off the queue first: the answer may end the connection, which frees the queue. */
+	queue_pop(c->fs_queue);
+	c->fs_queue->running = false;
+	job_reply(c, j);
+	job_free(j);
+	if (c->freed)
+		return;
+	pump(c);
+	/* The end of input was waiting for these answers (cd_conn_process). */
+	if (c->in_eof && !cd_fs_conn_busy(c))
+		cd_conn_schedule_process(c);
+}
+
+/* Start c's next fs request unless one runs. */
+static void pump(struct cd_conn *c)
+{
+	struct cd_fs_queue *fq;
+	while ((fq = c->fs_queue) && fq->head && !fq->running && !c->freed) {
+		/* Over its cap: resumed from cd_conn_process once the client read. */
+		if (cd_conn_out_queued(c) > c->out_cap)
+			return;
+		struct fs_job *j = fq->head;
+		if (!j->offload) {
+			queue_pop(fq);
+			run_on_loop(c, j);
+			job_free(j);
+			continue;
+		}
+		struct cd_server *s = c->server;
+		if (!s->fs_workq)
+			s->fs_workq = cd_workq_new(s->loop, FS_WORKERS);
+		fq->running = true;
+		j->work.run = job_run;
+		j->work.done = job_done;
+		running_add(j);
+		if (!s->fs_workq || cd_workq_submit(s->fs_workq, &j->work) < 0) {
+			/* No worker could be had: performed here, as before there were any. */
+			job_run(&j->work);
+			j->work.ran = true;
+			job_done(&j->work);
+		}
+		return;
+	}
+}
+
+static void enqueue(struct cd_conn *c, struct fs_job *j)
+{
+	struct cd_fs_queue *fq = c->fs_queue;
+	if (!fq)
+		fq = c->fs_queue = cd_xcalloc(1, sizeof(*fq));
+	if (fq->n >= FS_QUEUE_MAX ||
+	    (fq->n > 0 && fq->bytes + j->q.data_len > FS_QUEUE_MAX_BYTES)) {
+		char *msg =
+			cd_xasprintf("too many fs requests waiting on this connection (at most %d, "
+				     "with at most %u MiB of data): wait for their answers",
+				     FS_QUEUE_MAX, FS_QUEUE_MAX_BYTES >> 20);
+		cd_conn_error(c, j->id, CD_RPC_INVALID_REQUEST, msg);
+		free(msg);
+		job_free(j);
+		return;
+	}
+	j->next = NULL;
+	if (fq->tail)
+		fq->tail->next = j;
+	else
+		fq->head = j;
+	fq->tail = j;
+	fq->n++;
+	fq->bytes += j->q.data_len;
+	pump(c);
+}
+
+/* Queue a decoded request (takes q and b); performed now when nothing is before it. */
+static void submit(struct cd_conn *c, const char *id, struct fs_req *q, struct cd_cli_bound *b,
+		   const struct cd_linux_plan *lp, const char *hid, size_t hid_len)
+{
+	struct fs_job *j = job_new(c, id);
+	j->q = *q;
+	memset(q, 0, sizeof(*q));
+	j->b = *b;
+	memset(b, 0, sizeof(*b));
+	j->lp = lp;
+	j->offload = lp || !cheap_op(j->q.op);
+	if (hid) {
+		memcpy(j->hid, hid, hid_len);
+		j->hid_len = hid_len;
+	}
+	enqueue(c, j);
+}
+
+/* Drop c's queue: the running job's result goes nowhere, the others are never performed. */
+static void queue_release(struct cd_conn *c)
+{
+	struct cd_fs_queue *fq = c->fs_queue;
+	if (!fq)
+		return;
+	c->fs_queue = NULL;
+	for (struct fs_job *j = fq->head, *next; j; j = next) {
+		next = j->next;
+		if (j == fq->head && fq->running)
+			j->conn = NULL; /* job_done frees it */
+		else
+			job_free(j);
+	}
+	free(fq);
+}
+
+bool cd_fs_conn_busy(const struct cd_conn *c)
+{
+	return c->fs_queue && c->fs_queue->head;
+}
+
+void cd_fs_conn_pump(struct cd_conn *c)
+{
+	pump(c);
+}
+
+void cd_fs_server_stop(struct cd_server *s)
+{
+	for (struct cd_conn *c = s->conns; c; c = c->next)
+		queue_release(c);
+	pthread_mutex_lock(&helper_lock);
+	for (struct fs_job *j = running_jobs; j; j = j->run_next) {
+		atomic_store(&j->cancel, true);
+		signal_job(j, SIGTERM);
+	}
+	pthread_mutex_unlock(&helper_lock);
+	if (s->fs_workq) {
+		(void)cd_workq_free(s->fs_workq, FS_STOP_MS);
+		s->fs_workq = NULL;
+	}
 }
 
 /* ---- handlers ---------------------------------------------------------- */
@@ -1293,15 +1838,7 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 	}
 	if (bind_sandbox(c, id, params, &b, &lp) < 0)
 		goto out;
-	perform(c, lp, &q, &r);
-	if (op == OP_READ_FILE && !r.code) {
-		bool done = reply_read_file(c, id, r.fd, &r);
-		close(r.fd);
-		r.fd = -1;
-		if (done)
-			goto out;
-	}
-	reply_res(c, id, &r);
+	submit(c, id, &q, &b, lp, NULL, 0);
 	goto out;
 invalid:
 	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
@@ -1347,6 +1884,65 @@ static void append_handle_id(struct cd_strbuf *sb, const char *s, size_t len)
 	cd_strbuf_append_n(sb, s, strnlen(s, len));
 }
 
+/*
+ * Why an fs/open of this handle id must be refused now (it exists, or the
+ * connection has its 128 streams), after replying; false when it may go
+ * on. *oldest: the stream that finished first, to evict when the table is
+ * full.
+ */
+static bool open_refused(struct cd_conn *c, const char *id, const char *hid, size_t hid_len,
+			 struct cd_fs_handle **oldest)
+{
+	if (find_handle(c, hid, hid_len)) {
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, "file handle `");
+		append_handle_id(&sb, hid, hid_len);
+		cd_strbuf_append(&sb, "` already exists");
+		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST, sb.buf);
+		cd_strbuf_done(&sb);
+		return true;
+	}
+	size_t active = 0;
+	*oldest = NULL;
+	for (size_t i = 0; i < c->n_fs_handles; i++) {
+		struct cd_fs_handle *o = &c->fs_handles[i];
+		if (!o->at_eof)
+			active++;
+		else if (!*oldest || o->eof_order < (*oldest)->eof_order)
+			*oldest = o;
+	}
+	if (active >= FS_MAX_HANDLES) {
+		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
+			      "at most 128 file reads may be open per connection");
+		return true;
+	}
+	return false;
+}
+
+/* The file of an fs/open is open: make it a handle and answer (takes fd). */
+static void open_finish(struct cd_conn *c, const char *id, const char *hid, size_t hid_len, int fd)
+{
+	struct cd_fs_handle *oldest;
+	/* Checked again: opens queued beside this one may have taken the id or the room. */
+	if (open_refused(c, id, hid, hid_len, &oldest)) {
+		close(fd);
+		return;
+	}
+	if (!c->fs_handles)
+		c->fs_handles = cd_xcalloc(2 * FS_MAX_HANDLES, sizeof(*c->fs_handles));
+	if (c->n_fs_handles >= 2 * FS_MAX_HANDLES && oldest)
+		drop_handle(c, oldest);
+	struct cd_fs_handle *h = &c->fs_handles[c->n_fs_handles++];
+	*h = (struct cd_fs_handle){ .id_len = hid_len, .fd = fd };
+	memcpy(h->id, hid, hid_len);
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_append(&sb, "{\"handleId\":");
+	cd_strbuf_append_json_string(&sb, hid, hid_len);
+	cd_strbuf_append_c(&sb, '}');
+	cd_conn_result(c, id, sb.buf, sb.len);
+	cd_strbuf_done(&sb);
+}
+
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	struct fs_req q = { .op = OP_OPEN };
@@ -1354,6 +1950,7 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 	struct cd_cli_bound b;
 	const struct cd_linux_plan *lp = NULL;
 	const struct cd_json *hid;
+	struct cd_fs_handle *oldest;
 	char *err = NULL;
 
 	memset(&b, 0, sizeof(b));
@@ -1368,51 +1965,12 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 			      "file handle ID must not exceed 32 bytes");
 		goto out;
 	}
-	if (find_handle(c, hid->u.str.s, hid->u.str.len)) {
-		struct cd_strbuf sb = { 0 };
-		cd_strbuf_append(&sb, "file handle `");
-		append_handle_id(&sb, hid->u.str.s, hid->u.str.len);
-		cd_strbuf_append(&sb, "` already exists");
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST, sb.buf);
-		cd_strbuf_done(&sb);
+	if (open_refused(c, id, hid->u.str.s, hid->u.str.len, &oldest))
 		goto out;
-	}
-	size_t active = 0;
-	struct cd_fs_handle *oldest = NULL;
-	for (size_t i = 0; i < c->n_fs_handles; i++) {
-		struct cd_fs_handle *o = &c->fs_handles[i];
-		if (!o->at_eof)
-			active++;
-		else if (!oldest || o->eof_order < oldest->eof_order)
-			oldest = o;
-	}
-	if (active >= FS_MAX_HANDLES) {
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "at most 128 file reads may be open per connection");
-		goto out;
-	}
 	if (bind_sandbox(c, id, params, &b, &lp) < 0)
 		goto out;
 	/* Opened inside the confinement (when there is one), read outside. */
-	perform(c, lp, &q, &r);
-	if (r.code) {
-		reply_res(c, id, &r);
-		goto out;
-	}
-	if (!c->fs_handles)
-		c->fs_handles = cd_xcalloc(2 * FS_MAX_HANDLES, sizeof(*c->fs_handles));
-	if (c->n_fs_handles >= 2 * FS_MAX_HANDLES && oldest)
-		drop_handle(c, oldest);
-	struct cd_fs_handle *h = &c->fs_handles[c->n_fs_handles++];
-	*h = (struct cd_fs_handle){ .id_len = hid->u.str.len, .fd = r.fd };
-	memcpy(h->id, hid->u.str.s, hid->u.str.len);
-	r.fd = -1;
-	struct cd_strbuf sb = { 0 };
-	cd_strbuf_append(&sb, "{\"handleId\":");
-	cd_strbuf_append_json_string(&sb, hid->u.str.s, hid->u.str.len);
-	cd_strbuf_append_c(&sb, '}');
-	cd_conn_result(c, id, sb.buf, sb.len);
-	cd_strbuf_done(&sb);
+	submit(c, id, &q, &b, lp, hid->u.str.s, hid->u.str.len);
 out:
 	free(err);
 	req_done(&q, &r, &b);
@@ -1639,8 +2197,66 @@ void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params
 	cd_conn_result(c, id, "{}", 2);
 }
 
+/* An fs/open of this handle is queued (or running) on c. */
+static bool open_pending(struct cd_conn *c, const char *hid, size_t len)
+{
+	for (struct fs_job *j = c->fs_queue ? c->fs_queue->head : NULL; j; j = j->next)
+		if (!j->method && j->q.op == OP_OPEN && j->hid_len == len &&
+		    !memcmp(j->hid, hid, len))
+			return true;
+	return false;
+}
+
+/*
+ * fs/readBlock and fs/close of a handle whose fs/open is still queued wait
+ * behind it (a client may pipeline them); on any other handle they are
+ * answered at once, whatever the connection's fs queue holds. True when
+ * queued.
+ */
+static bool defer_behind_open(struct cd_conn *c, const char *id, const struct cd_json *params,
+			      fs_method_fn fn, bool block)
+{
+	const struct cd_json *hid;
+	uint64_t off = 0, len = 0;
+	char *err = NULL;
+	if (!c->fs_queue || cd_param_object(params, "params", &err) < 0 ||
+	    cd_param_string(params, "handleId", "handleId", true, false, &hid, &err) < 0 ||
+	    (block && (get_u64_required(params, "offset", "offset", &off, &err) < 0 ||
+		       get_u64_required(params, "len", "len", &len, &err) < 0)) ||
+	    find_handle(c, hid->u.str.s, hid->u.str.len) ||
+	    !open_pending(c, hid->u.str.s, hid->u.str.len)) {
+		free(err);
+		return false;
+	}
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_append(&sb, "{\"handleId\":");
+	cd_strbuf_append_json_string(&sb, hid->u.str.s, hid->u.str.len);
+	if (block)
+		cd_strbuf_printf(&sb, ",\"offset\":%llu,\"len\":%llu", (unsigned long long)off,
+				 (unsigned long long)len);
+	cd_strbuf_append_c(&sb, '}');
+	struct fs_job *j = job_new(c, id);
+	j->method = fn;
+	j->params = cd_strbuf_steal(&sb);
+	enqueue(c, j);
+	return true;
+}
+
+void cd_fs_read_block_in_order(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	if (!defer_behind_open(c, id, params, cd_fs_read_block, true))
+		cd_fs_read_block(c, id, params);
+}
+
+void cd_fs_close_in_order(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	if (!defer_behind_open(c, id, params, cd_fs_close, false))
+		cd_fs_close(c, id, params);
+}
+
 void cd_fs_conn_release(struct cd_conn *c)
 {
+	queue_release(c);
 	struct cd_fs_readahead *ra = c->fs_readahead;
 	if (ra) {
 		free(ra->data);

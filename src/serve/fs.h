@@ -2,15 +2,21 @@
 #pragma once
 
 /*
- * The fs/... methods of `cordon serve` (reference 2.10): each handler answers
- * at once. A request with a sandbox context that restricts the file system
- * is performed in a sandboxed helper (see fs.c); streaming reads open the
- * file there and read it here.
+ * The fs/... methods of `cordon serve` (reference 2.10). A request that may
+ * take long (a copy, a remove, a walk, reading or writing a file, anything
+ * sandboxed) is performed on a worker thread and answered from the loop
+ * when done; a connection's fs requests are performed and answered in the
+ * order they came, its other requests meanwhile. A request with a sandbox
+ * context that restricts the file system is performed in a sandboxed
+ * helper (see fs.c); streaming reads open the file there and read it here.
  */
+
+#include <stdbool.h>
 
 #include "core/json.h"
 
 struct cd_conn;
+struct cd_server;
 
 void cd_fs_read_file(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_write_file(struct cd_conn *c, const char *id, const struct cd_json *params);
@@ -24,5 +30,21 @@ void cd_fs_copy(struct cd_conn *c, const char *id, const struct cd_json *params)
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params);
-/* Close every open read handle of the connection (it ends). */
+/* fs/readBlock and fs/close, behind an fs/open of the same handle that is still queued. */
+void cd_fs_read_block_in_order(struct cd_conn *c, const char *id, const struct cd_json *params);
+void cd_fs_close_in_order(struct cd_conn *c, const char *id, const struct cd_json *params);
+/*
+ * Close every open read handle of the connection (it ends) and drop its fs
+ * requests: the running one's answer is discarded, the queued ones are not
+ * performed.
+ */
 void cd_fs_conn_release(struct cd_conn *c);
+/* Fs requests of c are queued or running (the end of its input waits for their answers). */
+bool cd_fs_conn_busy(const struct cd_conn *c);
+/* Start c's next queued fs request if it may (its outbound queue is under its cap again). */
+void cd_fs_conn_pump(struct cd_conn *c);
+/*
+ * Shutdown: drop every connection's queued fs requests, cancel the running
+ * ones and wait for them, at most 2 s (see FS_STOP_MS in fs.c).
+ */
+void cd_fs_server_stop(struct cd_server *s);

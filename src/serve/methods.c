@@ -512,8 +512,8 @@ static const struct {
 	{ "fs/remove", "filesystem", cd_fs_remove },
 	{ "fs/copy", "filesystem", cd_fs_copy },
 	{ "fs/open", "filesystem", cd_fs_open },
-	{ "fs/readBlock", "filesystem", cd_fs_read_block },
-	{ "fs/close", "filesystem", cd_fs_close },
+	{ "fs/readBlock", "filesystem", cd_fs_read_block_in_order },
+	{ "fs/close", "filesystem", cd_fs_close_in_order },
 };
 
 void cd_methods_request(struct cd_conn *c, const char *id, const char *method,

@@ -15,6 +15,7 @@
 
 #include "core/pathuri.h"
 #include "sandbox/backend.h"
+#include "serve/fs.h"
 #include "serve/server.h"
 #include "shared/log.h"
 #include "spawn.h"
@@ -689,6 +690,8 @@ int cd_serve(const struct cd_serve_opts *o)
 	srv.stopping = true;
 	/* Stop accepting first: nobody new comes in while everything ends. */
 	cd_listen_stop(&srv);
+	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
+	cd_fs_server_stop(&srv);
 
 	/* Every connection is over: abandon the long polls, then end every process. */
 	for (struct cd_conn *c = srv.conns; c; c = c->next)

@@ -134,6 +134,7 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code);
 struct cd_server;
 struct cd_session;
 struct cd_conn;
+struct cd_workq;
 
 /* One process of a session: the table entry around a struct cd_proc. */
 struct cd_pentry {
@@ -214,6 +215,7 @@ struct cd_conn {
 	struct cd_fs_handle *fs_handles; /* fs/open streams (fs.c) */
 	size_t n_fs_handles;
 	struct cd_fs_readahead *fs_readahead; /* the next block of a stream (fs.c) */
+	struct cd_fs_queue *fs_queue;	      /* fs requests queued or running (fs.c) */
 
 	size_t out_cap;		 /* back-pressure above this many queued bytes */
 	struct cd_timer *stall;	 /* over the cap: nothing was written for stall_ms */
@@ -237,7 +239,8 @@ struct cd_server {
 	unsigned n_sessions;
 	int listen_fd;
 	struct cd_watch *listen_watch;
-	char *unix_bound; /* the socket path we created (removed at exit) */
+	char *unix_bound;	   /* the socket path we created (removed at exit) */
+	struct cd_workq *fs_workq; /* fs.c's worker threads, started on first use */
 	bool pid_file_written;
 	int exit_code;
 };
@@ -319,6 +322,12 @@ void cd_conn_out_commit(struct cd_conn *c, size_t n);
  * over: reserve again after it.
  */
 void cd_conn_out_push(struct cd_conn *c);
+/*
+ * Queue a complete line built elsewhere (fs/readFile, on a worker) and
+ * flush, taking buf (malloc'ed, cap > len bytes). An empty queue adopts the
+ * buffer itself: an answer of hundreds of MiB is not copied.
+ */
+void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap);
 /* Flush now if allowed (not batching, not blocked); called after appends. */
 void cd_conn_kick(struct cd_conn *c);
 /* Process buffered lines (after a long poll ended). */

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "serve/loop.h"
+#include "serve/workq.h"
+#include "shared/log.h"
+
+struct cd_workq {
+	struct cd_loop *loop;
+	int efd;
+	struct cd_watch *watch;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;   /* a job was queued, or stop */
+	pthread_cond_t exited; /* a worker ended (cd_workq_free waits on it) */
+	struct cd_work *todo, **todo_tail;
+	struct cd_work *done, **done_tail;
+	unsigned max_threads, n_threads, n_idle, n_running;
+	unsigned n_started; /* entries of threads[] */
+	bool stop;
+	pthread_t *threads;
+};
+
+static void push(struct cd_work ***tail, struct cd_work *w)
+{
+	w->next = NULL;
+	**tail = w;
+	*tail = &w->next;
+}
+
+static void *worker(void *arg)
+{
+	struct cd_workq *q = arg;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		while (!q->todo && !q->stop)
+			pthread_cond_wait(&q->wake, &q->lock);
+		if (q->stop)
+			break;
+		struct cd_work *w = q->todo;
+		q->todo = w->next;
+		if (!q->todo)
+			q->todo_tail = &q->todo;
+		q->n_idle--;
+		q->n_running++;
+		pthread_mutex_unlock(&q->lock);
+
+		w->run(w);
+		w->ran = true;
+
+		pthread_mutex_lock(&q->lock);
+		q->n_running--;
+		q->n_idle++;
+		push(&q->done_tail, w);
+		/* The counter only wakes the loop; a write cannot fail short of a bug. */
+		uint64_t one = 1;
+		(void)!write(q->efd, &one, sizeof(one));
+	}
+	q->n_threads--;
+	q->n_idle--;
+	pthread_cond_broadcast(&q->exited);
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* Completions, in the order the jobs finished. */
+static void run_done(struct cd_workq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	struct cd_work *list = q->done;
+	q->done = NULL;
+	q->done_tail = &q->done;
+	pthread_mutex_unlock(&q->lock);
+	while (list) {
+		struct cd_work *w = list;
+		list = w->next;
+		w->done(w);
+	}
+}
+
+static void on_event(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	uint64_t n;
+	(void)!read(fd, &n, sizeof(n));
+	run_done(data);
+}
+
+struct cd_workq *cd_workq_new(struct cd_loop *l, unsigned max_threads)
+{
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (efd < 0)
+		return NULL;
+	struct cd_workq *q = cd_xcalloc(1, sizeof(*q));
+	q->loop = l;
+	q->efd = efd;
+	q->max_threads = max_threads ? max_threads : 1;
+	q->threads = cd_xcalloc(q->max_threads, sizeof(*q->threads));
+	q->todo_tail = &q->todo;
+	q->done_tail = &q->done;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->wake, NULL);
+	pthread_cond_init(&q->exited, NULL);
+	q->watch = cd_loop_add_fd(l, efd, CD_LOOP_IN, on_event, q);
+	if (!q->watch) {
+		int e = errno;
+		(void)cd_workq_free(q, 0);
+		errno = e;
+		return NULL;
+	}
+	return q;
+}
+
+/* Called with the lock held. */
+static int start_thread(struct cd_workq *q)
+{
+	sigset_t all, old;
+	/* Every signal blocked: a process-directed SIGTERM must reach the loop's signalfd. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int r = pthread_create(&q->threads[q->n_started], NULL, worker, q);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0)
+		return -r;
+	q->n_started++;
+	q->n_threads++;
+	q->n_idle++;
+	return 0;
+}
+
+int cd_workq_submit(struct cd_workq *q, struct cd_work *w)
+{
+	int r = 0;
+	w->ran = false;
+	pthread_mutex_lock(&q->lock);
+	/* One more thread when every one is busy (queued jobs count as busy). */
+	size_t queued = 0;
+	for (struct cd_work *t = q->todo; t; t = t->next)
+		queued++;
+	if (q->n_idle <= queued && q->n_started < q->max_threads) {
+		r = start_thread(q);
+		if (r < 0 && q->n_threads > 0)
+			r = 0; /* the others will get to it */
+		else if (r < 0)
+			cd_log_warn("serve: cannot start a worker thread: %s", strerror(-r));
+	}
+	if (r == 0) {
+		push(&q->todo_tail, w);
+		pthread_cond_signal(&q->wake);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return r;
+}
+
+int cd_workq_free(struct cd_workq *q, unsigned timeout_ms)
+{
+	if (!q)
+		return 0;
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+
+	pthread_mutex_lock(&q->lock);
+	q->stop = true;
+	/* Not started: never run, only completed (freed) below. */
+	while (q->todo) {
+		struct cd_work *w = q->todo;
+		q->todo = w->next;
+		push(&q->done_tail, w);
+	}
+	q->todo_tail = &q->todo;
+	pthread_cond_broadcast(&q->wake);
+	int r = 0;
+	while (q->n_threads > 0 && r == 0)
+		r = pthread_cond_timedwait(&q->exited, &q->lock, &deadline);
+	bool stuck = q->n_threads > 0;
+	pthread_mutex_unlock(&q->lock);
+	if (stuck) {
+		/*
+		 * A job blocked in the kernel (a hung file system): the process
+		 * is about to exit, which ends the thread. Its lock and its
+		 * lists stay valid until then.
+		 */
+		cd_log_warn("serve: %u fs job(s) did not stop within %u ms; exiting anyway",
+			    q->n_running, timeout_ms);
+		return -ETIMEDOUT;
+	}
+	for (unsigned i = 0; i < q->n_started; i++)
+		pthread_join(q->threads[i], NULL);
+	run_done(q);
+	if (q->watch)
+		cd_loop_del_fd(q->loop, q->watch);
+	close(q->efd);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->wake);
+	pthread_cond_destroy(&q->exited);
+	free(q->threads);
+	free(q);
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * A small pool of worker threads for work that would block the event loop
+ * (the fs/... methods: a copy of GiBs, a sandboxed helper's 30 s). A job
+ * runs on a worker; its completion runs on the loop's thread, woken through
+ * an eventfd, in the order the jobs finished. Threads are started on
+ * demand, up to the pool's size, and block every signal (the loop reads
+ * them from its signalfd).
+ *
+ * The job owns its memory; the pool only links it. A job must not touch
+ * loop state (connections, the loop) from run: everything it needs is
+ * copied into it before submit, and its results are published in done.
+ */
+
+#include <stdbool.h>
+
+struct cd_loop;
+struct cd_workq;
+
+struct cd_work {
+	void (*run)(struct cd_work *w);	 /* on a worker thread */
+	void (*done)(struct cd_work *w); /* on the loop thread, after run (or instead of it) */
+	bool ran;			 /* run was called (false: dropped at shutdown) */
+	struct cd_work *next;		 /* the pool's lists */
+};
+
+/* NULL with errno set when the eventfd cannot be made or watched. */
+struct cd_workq *cd_workq_new(struct cd_loop *l, unsigned max_threads);
+/* Queue w; 0, or -errno when no worker exists and none could be started. */
+int cd_workq_submit(struct cd_workq *q, struct cd_work *w);
+/*
+ * Stop: jobs not started are not run; wait at most timeout_ms for the
+ * running ones (the caller asked them to stop first), then call every
+ * done on this thread and free the pool. 0, or -ETIMEDOUT: a worker is
+ * still running its job; the pool is then left to the process's exit (its
+ * jobs' done callbacks are not called, their memory is not freed).
+ */
+int cd_workq_free(struct cd_workq *q, unsigned timeout_ms);

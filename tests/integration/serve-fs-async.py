@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Slow fs/... requests do not stall the server: while one client copies a
+# big file (directly or in a sandboxed helper), other clients, and the
+# other requests of the same client, are answered at once; a connection's
+# fs requests still complete in order (a pipelined writeFile then readFile
+# sees the write; an fs/readBlock waits for its queued fs/open); a client
+# that leaves mid-copy leaves no descriptor behind; the per-connection
+# queue is bounded; SIGTERM during a copy exits promptly. Unix sockets; both
+# loops. TAP.
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import (LOOPS, Tap, b64, cordon_usable, err_code, fd_count,  # noqa: E402
+                       profile, special, unb64, uri)
+from netclient import NetServer  # noqa: E402
+
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+
+MIB = 1024 * 1024
+# Big enough that a copy takes well over a second here (and much more than BOUND).
+BIG_MB = int(os.environ.get("CD_TEST_BIG_MB", "1024"))
+BOUND = 0.5  # seconds: an answer that does not wait for the copy
+INVALID_REQ = -32600
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def ctx(ws):
+    return {"permissions": profile([special("project_roots", "write")]),
+            "windowsSandboxLevel": "disabled", "workspaceRoots": [uri(ws)], "cwd": uri(ws)}
+
+
+def timed(fn, *a, **kw):
+    t0 = time.monotonic()
+    r = fn(*a, **kw)
+    return r, time.monotonic() - t0
+
+
+def send(conn, method, params):
+    """Send without waiting; the id."""
+    i = conn.new_id()
+    conn.send({"id": i, "method": method, "params": params})
+    return i
+
+
+def wait_id(conn, i, timeout=60.0):
+    """The response with id i; other responses stay pending for later wait_id calls."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for k, m in enumerate(conn.pending):
+            if m.get("id") == i:
+                return conn.pending.pop(k)
+        if time.monotonic() >= deadline or conn.out_eof:
+            return None
+        conn._pump(deadline)
+
+
+def has_id(conn, i):
+    conn._pump(time.monotonic())
+    return any(m.get("id") == i for m in conn.pending)
+
+
+def make_big(path):
+    block = os.urandom(MIB)
+    with open(path, "wb") as f:
+        for _ in range(BIG_MB):
+            f.write(block)
+
+
+def fresh(srv):
+    c = srv.connect(timeout=10.0)
+    c.handshake()
+    return c
+
+
+def threads_of(pid):
+    return len(os.listdir("/proc/%d/task" % pid))
+
+
+def run(tag, base, big):
+    ws = os.path.join(base, "ws-" + tag)
+    os.makedirs(ws)
+    small = os.path.join(ws, "small")
+    write(small, b"x" * 100)
+    dst = os.path.join(base, "copy-" + tag)
+    srv = NetServer("unix", loop=tag)
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        a = fresh(srv)
+        # A first offloaded request: the pool's eventfd and threads exist from here on.
+        a.call("fs/writeFile", {"path": uri(os.path.join(ws, "warm")), "dataBase64": b64(b"w")})
+        pid = srv.server_pid
+
+        # 1. Another client while a copy runs.
+        cid = send(a, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        time.sleep(0.2)
+        b = srv.connect(timeout=10.0)
+        r, dt_init = timed(b.request, "initialize", {"clientName": "b"})
+        b.notify("initialized", {})
+        t.ok("result" in r and dt_init < BOUND,
+             "[%s] a second client's initialize is answered during a copy" % tag,
+             "%.3f s" % dt_init)
+        r, dt_meta = timed(b.request, "fs/getMetadata", {"path": uri(small)})
+        t.ok("result" in r and dt_meta < BOUND,
+             "[%s] its fs/getMetadata too" % tag, "%.3f s %r" % (dt_meta, r))
+        r, dt_start = timed(b.start, "p1", ["true"])
+        t.ok("result" in r and dt_start < BOUND, "[%s] its process/start too" % tag,
+             "%.3f s %r" % (dt_start, r))
+        r, dt_read = timed(b.request, "fs/readFile", {"path": uri(small)})
+        t.ok("result" in r and unb64(r["result"]["dataBase64"]) == b"x" * 100 and dt_read < BOUND,
+             "[%s] its fs/readFile too (another connection's queue)" % tag, "%.3f s" % dt_read)
+        t.ok(not has_id(a, cid), "[%s] (the copy was still running meanwhile)" % tag)
+        r = wait_id(a, cid)
+        t.ok(r is not None and r.get("result") == {} and os.path.getsize(dst) == BIG_MB * MIB,
+             "[%s] the copy completes" % tag, r)
+        os.unlink(dst)
+
+        # 2. The same client: its process/* and an open stream's blocks are not held back.
+        h = a.call("fs/open", {"handleId": "h1", "path": uri(small)})
+        t.ok(h == {"handleId": "h1"}, "[%s] fs/open" % tag, h)
+        cid = send(a, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        time.sleep(0.2)
+        r, dt = timed(a.start, "p2", ["true"])
+        t.ok("result" in r and dt < BOUND, "[%s] the copying client's process/start" % tag,
+             "%.3f s" % dt)
+        r, dt = timed(a.request, "fs/readBlock", {"handleId": "h1", "offset": 0, "len": 10})
+        t.ok("result" in r and unb64(r["result"]["chunk"]) == b"x" * 10 and dt < BOUND,
+             "[%s] its fs/readBlock on an open handle" % tag, "%.3f s %r" % (dt, r))
+        # An fs request behind the copy waits for it (same connection: in order).
+        mid = send(a, "fs/getMetadata", {"path": uri(dst)})
+        r = wait_id(a, mid)
+        t.ok(r is not None and r["result"]["size"] == BIG_MB * MIB and has_id(a, cid),
+             "[%s] a getMetadata sent after the copy sees it complete" % tag, r)
+        wait_id(a, cid)
+        os.unlink(dst)
+
+        # 3. A sandboxed copy (in a helper): the others are answered meanwhile.
+        sbig = os.path.join(ws, "sbig")
+        os.link(big, sbig)
+        sb = ctx(ws)
+        cid = send(a, "fs/copy", {"sourcePath": uri(sbig),
+                                  "destinationPath": uri(os.path.join(ws, "sbig.copy")),
+                                  "recursive": False, "sandbox": sb})
+        time.sleep(0.3)
+        r, dt = timed(b.request, "fs/getMetadata", {"path": uri(small)})
+        t.ok("result" in r and dt < BOUND,
+             "[%s] another client is answered during a sandboxed copy" % tag, "%.3f s" % dt)
+        r, dt = timed(b.request, "fs/getMetadata", {"path": uri(small), "sandbox": sb})
+        t.ok("result" in r and dt < BOUND + 0.5,
+             "[%s] and its own sandboxed fs request" % tag, "%.3f s %r" % (dt, r))
+        t.ok(not has_id(a, cid), "[%s] (the sandboxed copy was still running)" % tag)
+        r = wait_id(a, cid)
+        t.ok(r is not None and r.get("result") == {} and
+             os.path.getsize(os.path.join(ws, "sbig.copy")) == BIG_MB * MIB,
+             "[%s] the sandboxed copy completes" % tag, r)
+        os.unlink(os.path.join(ws, "sbig.copy"))
+        os.unlink(sbig)
+
+        # 4. Order: pipelined writes and reads of one file, and a read of a queued open.
+        f = os.path.join(ws, "ordered")
+        ids = []
+        for k in range(5):
+            ids.append(send(a, "fs/writeFile", {"path": uri(f), "dataBase64": b64(b"v%d" % k * 1000)}))
+            ids.append(send(a, "fs/readFile", {"path": uri(f)}))
+            ids.append(send(a, "fs/getMetadata", {"path": uri(f)}))
+        oid = send(a, "fs/open", {"handleId": "h2", "path": uri(f), "sandbox": sb})
+        bid = send(a, "fs/readBlock", {"handleId": "h2", "offset": 0, "len": 2})
+        got = [wait_id(a, i) for i in ids + [oid, bid]]
+        good = all(g is not None and "result" in g for g in got)
+        for k in range(5) if good else ():
+            good = good and unb64(got[3 * k + 1]["result"]["dataBase64"]) == b"v%d" % k * 1000
+            good = good and got[3 * k + 2]["result"]["size"] == 2000
+        t.ok(good, "[%s] pipelined writeFile/readFile/getMetadata see each write" % tag,
+             [g for g in got if g is None or "error" in g][:3])
+        t.ok(good and unb64(got[-1]["result"]["chunk"]) == b"v4",
+             "[%s] an fs/readBlock pipelined behind its sandboxed fs/open reads it" % tag,
+             got[-2:])
+        order = [m["id"] for m in a.lines and [__import__("json").loads(x) for x in a.lines]
+                 if m.get("id") in ids]
+        t.ok(order == ids, "[%s] their answers come in order" % tag)
+
+        # 5. The queue is bounded.
+        cid = send(a, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        more = [send(a, "fs/getMetadata", {"path": uri(small)}) for _ in range(70)]
+        got = [wait_id(a, i) for i in more]
+        refused = [g for g in got if g is not None and err_code(g) == INVALID_REQ]
+        t.ok(len(refused) >= 6 and all("too many fs requests" in g["error"]["message"]
+                                       for g in refused),
+             "[%s] past 64 waiting fs requests, the next are refused (-32600)" % tag,
+             (len(refused), refused[:1]))
+        wait_id(a, cid)
+        os.unlink(dst)
+
+        # 6. A client that leaves mid-copy: the server goes on, and nothing stays open.
+        fds0 = fd_count(pid)
+        c = fresh(srv)
+        send(c, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        time.sleep(0.2)
+        c.drop()
+        r, dt = timed(b.request, "fs/getMetadata", {"path": uri(small)})
+        t.ok("result" in r and dt < BOUND,
+             "[%s] after a client left mid-copy, the others are answered" % tag,
+             "%.3f s" % dt)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and fd_count(pid) > fds0:
+            time.sleep(0.1)
+        t.ok(fd_count(pid) <= fds0, "[%s] its copy's descriptors are closed" % tag,
+             (fd_count(pid), fds0, os.listdir("/proc/%d/fd" % pid)))
+        t.ok(threads_of(pid) <= 5, "[%s] at most 4 worker threads" % tag, threads_of(pid))
+        r = b.request("fs/getMetadata", {"path": uri(small)})
+        t.ok("result" in r, "[%s] the server still serves" % tag)
+        if os.path.exists(dst):
+            os.unlink(dst)
+
+        # 7. SIGTERM during a copy: the copy is cancelled, the server exits at once.
+        send(a, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        send(b, "fs/copy", {"sourcePath": uri(sbig if os.path.exists(sbig) else big),
+                            "destinationPath": uri(os.path.join(ws, "sdst")), "recursive": False,
+                            "sandbox": sb})
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        st = srv.stop(timeout=30.0)
+        dt = time.monotonic() - t0
+        t.ok(st == 0 and dt < 2.5, "[%s] SIGTERM during copies exits within 2.5 s" % tag,
+             "status %r after %.2f s" % (st, dt))
+    finally:
+        srv.stop()
+        err = srv.stderr_text()
+        if "AddressSanitizer" in err or "LeakSanitizer" in err:
+            t.not_ok("[%s] sanitizers are quiet" % tag, err[-3000:])
+
+
+base = tempfile.mkdtemp(prefix="cordon-fs-async-", dir="/var/tmp")
+os.chmod(base, 0o755)
+try:
+    big = os.path.join(base, "big")
+    make_big(big)
+    for tag in LOOPS:
+        run(tag, base, big)
+finally:
+    shutil.rmtree(base, ignore_errors=True)
+t.done()
