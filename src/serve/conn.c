@@ -53,6 +53,7 @@
 static void flush(struct cd_conn *c);
 static void update_in_watch(struct cd_conn *c);
 static void connection_gone(struct cd_conn *c, const char *why);
+static bool peer_closed(const struct cd_conn *c);
 
 /* ---- JSON writers ---- */
 
@@ -629,6 +630,23 @@ void cd_conn_process(struct cd_conn *c)
 		} else if (c->session && c->session->conn == c) {
 			cd_session_detach(c->session, c);
 		}
+	} else if (c->in_eof && !c->closing && c->kind != CD_CONN_STDIO && cd_fs_conn_busy(c)) {
+		/*
+		 * fs requests still running (stdio waits for their answers, so
+		 * that `printf ... | cordon serve` gets them). A WebSocket
+		 * client is gone, and so is a unix client that closed its
+		 * socket: their requests are dropped (those not started are
+		 * never performed). A unix client that only shut its sending
+		 * side waits for the answers; its session detaches now, so that
+		 * it can be resumed elsewhere at once rather than when a copy of
+		 * GiBs ends.
+		 */
+		if (c->kind == CD_CONN_WS || peer_closed(c)) {
+			cd_log_debug("serve: end of input with fs requests running");
+			connection_gone(c, "end of input");
+		} else if (c->session && c->session->conn == c) {
+			cd_session_detach(c->session, c);
+		}
 	}
 	while (!c->pending && !c->closing && cd_conn_out_queued(c) <= c->out_cap) {
 		if (c->kind == CD_CONN_WS) {
@@ -704,6 +722,17 @@ static bool read_input(struct cd_conn *c)
 		c->in_eof = true;
 	}
 	return false;
+}
+
+/*
+ * A unix peer that closed its socket, not only shut its sending side: the
+ * kernel then marks ours shut both ways (POLLHUP), where a half-close
+ * only ends our input.
+ */
+static bool peer_closed(const struct cd_conn *c)
+{
+	struct pollfd p = { .fd = c->out_fd, .events = POLLOUT };
+	return c->kind == CD_CONN_UNIX && poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
 }
 
 static void on_in(struct cd_loop *l, int fd, cd_loop_events ev, void *data)

@@ -1603,17 +1603,25 @@ static void job_done(struct cd_work *w)
 	}
 	if (!w->ran)
 		res_error(&j->r, CD_RPC_INTERNAL, "the server is shutting down");
-	/* Off the queue first: the answer may end the connection, which frees the queue. */
+	/*
+	 * A batch, as for requests (cd_conn_process): the answers below are
+	 * flushed once, at the end. A flush that fails closes the connection
+	 * and releases its fs state (the queue, the read-ahead), which must not
+	 * happen under the feet of a deferred fs/readBlock still using them.
+	 */
+	c->batch++;
 	queue_pop(c->fs_queue);
 	c->fs_queue->running = false;
 	job_reply(c, j);
 	job_free(j);
-	if (c->freed)
-		return;
-	pump(c);
-	/* The end of input was waiting for these answers (cd_conn_process). */
-	if (c->in_eof && !cd_fs_conn_busy(c))
-		cd_conn_schedule_process(c);
+	if (!c->freed) {
+		pump(c);
+		/* The end of input was waiting for these answers (cd_conn_process). */
+		if (c->in_eof && !cd_fs_conn_busy(c))
+			cd_conn_schedule_process(c);
+	}
+	c->batch--;
+	cd_conn_kick(c);
 }
 
 /* Start c's next fs request unless one runs. */
@@ -1702,10 +1710,21 @@ static void queue_release(struct cd_conn *c)
 	c->fs_queue = NULL;
 	for (struct fs_job *j = fq->head, *next; j; j = next) {
 		next = j->next;
-		if (j == fq->head && fq->running)
-			j->conn = NULL; /* job_done frees it */
-		else
+		if (j != fq->head || !fq->running) {
 			job_free(j);
+		} else if (c->server->fs_workq && cd_workq_cancel(c->server->fs_workq, &j->work)) {
+			/*
+			 * Still waiting for a worker (all busy): never performed,
+			 * and its memory (a writeFile's data, say) goes now rather
+			 * than when a worker gets to it, so that clients that
+			 * reconnect cannot pile jobs up past the per-connection caps.
+			 */
+			running_remove(j);
+			job_free(j);
+		} else {
+			/* Running: it finishes (a worker is bounded), and job_done frees it. */
+			j->conn = NULL;
+		}
 	}
 	free(fq);
 }
@@ -2080,7 +2099,7 @@ static void readahead_step(struct cd_conn *c)
 static void readahead_finish(struct cd_conn *c)
 {
 	struct cd_fs_readahead *ra = c->fs_readahead;
-	if (!ra->filling)
+	if (!ra || !ra->filling)
 		return;
 	ra->filling = false;
 	if (!ra->eof) {

@@ -97,8 +97,11 @@ void cd_session_detach(struct cd_session *se, struct cd_conn *c)
 
 	if (se->conn == c) {
 		se->conn = NULL;
-		/* Still answering a long poll: its answer (or eviction) comes later. */
-		if (c->pending && !c->freed)
+		/*
+		 * Still answering a long poll or fs requests: the answers (or
+		 * the eviction, if the session is resumed elsewhere) come later.
+		 */
+		if ((c->pending || cd_fs_conn_busy(c)) && !c->freed)
 			se->linger = c;
 		/* Nobody reads now: the processes record into their rings instead. */
 		cd_session_pause_output(se, false);

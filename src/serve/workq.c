@@ -162,6 +162,24 @@ int cd_workq_submit(struct cd_workq *q, struct cd_work *w)
 	return r;
 }
 
+bool cd_workq_cancel(struct cd_workq *q, struct cd_work *w)
+{
+	bool found = false;
+	pthread_mutex_lock(&q->lock);
+	for (struct cd_work **pp = &q->todo; *pp; pp = &(*pp)->next) {
+		if (*pp != w)
+			continue;
+		*pp = w->next;
+		if (q->todo_tail == &w->next)
+			q->todo_tail = pp;
+		w->next = NULL;
+		found = true;
+		break;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return found;
+}
+
 int cd_workq_free(struct cd_workq *q, unsigned timeout_ms)
 {
 	if (!q)

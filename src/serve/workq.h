@@ -31,6 +31,11 @@ struct cd_workq *cd_workq_new(struct cd_loop *l, unsigned max_threads);
 /* Queue w; 0, or -errno when no worker exists and none could be started. */
 int cd_workq_submit(struct cd_workq *q, struct cd_work *w);
 /*
+ * Take w back if no worker has started it: true, and it will neither run
+ * nor complete (the caller owns it again); false when it runs or ran.
+ */
+bool cd_workq_cancel(struct cd_workq *q, struct cd_work *w);
+/*
  * Stop: jobs not started are not run; wait at most timeout_ms for the
  * running ones (the caller asked them to stop first), then call every
  * done on this thread and free the pool. 0, or -ETIMEDOUT: a worker is

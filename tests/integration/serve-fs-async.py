@@ -7,17 +7,21 @@
 # sees the write; an fs/readBlock waits for its queued fs/open); a client
 # that leaves mid-copy leaves no descriptor behind; the per-connection
 # queue is bounded; SIGTERM during a copy exits promptly. Unix sockets; both
-# loops. TAP.
+# loops. Clients that leave while their requests wait or run (unix and ws):
+# the server stays up, requests not started are never performed, and the
+# session can be resumed at once. TAP.
 
 import os
 import shutil
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (LOOPS, Tap, b64, cordon_usable, err_code, fd_count,  # noqa: E402
+from rpcclient import (CORDON, LOOPS, Tap, b64, cordon_usable, err_code, fd_count,  # noqa: E402
                        profile, special, unb64, uri)
 from netclient import NetServer  # noqa: E402
 
@@ -245,6 +249,129 @@ def run(tag, base, big):
             t.not_ok("[%s] sanitizers are quiet" % tag, err[-3000:])
 
 
+def have_ws():
+    probe = subprocess.run([CORDON, "serve", "--listen", "ws://127.0.0.1:1", "--max-sessions", "0"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return b"without the WebSocket transport" not in probe.stderr
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def gone_clients(kind, base, big):
+    """Clients that leave while their fs requests wait or run (review regressions)."""
+    tag = kind
+    d = os.path.join(base, "gone-" + kind)
+    os.makedirs(d)
+    data = os.path.join(d, "data")
+    write(data, os.urandom(2 * MIB))
+    old = time.time() - 10
+    os.utime(data, (old, old))
+    srv = NetServer(kind)
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        pid = srv.server_pid
+        # 1. A deferred fs/readBlock (queued behind its fs/open, itself behind a
+        # writeFile on a worker) is answered while the client is already gone:
+        # the failed write closes the connection in the middle of the answer.
+        for k in range(60):
+            if srv.p.poll() is not None:
+                break
+            try:
+                c = fresh(srv)
+            except Exception:  # the server died: reported below
+                break
+            w = send(c, "fs/writeFile", {"path": uri(os.path.join(d, "w")), "dataBase64": b64(b"x")})
+            send(c, "fs/open", {"handleId": "h", "path": uri(data)})
+            send(c, "fs/readBlock", {"handleId": "h", "offset": 0, "len": MIB})
+            # Leave as soon as the writeFile's answer shows (raw bytes: no parsing delay).
+            seen = b""
+            c.sock.settimeout(10.0)
+            while (b'"id":%d' % w) not in seen:
+                chunk = c.sock.recv(65536)
+                if not chunk:
+                    break
+                seen = seen[-64:] + chunk
+            # A reset, not an orderly close: the server's next write fails.
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+            c.drop()
+        time.sleep(0.3)
+        alive = srv.p.poll() is None
+        try:
+            r = fresh(srv).request("fs/getMetadata", {"path": uri(data)}) if alive else {}
+        except Exception:
+            alive, r = False, {}
+        t.ok(alive and "result" in r,
+             "[%s] clients that leave while a deferred fs/readBlock is answered: "
+             "the server stays up" % tag, srv.stderr_text()[-2000:])
+        if not alive:
+            return
+
+        # 2. Jobs of clients that left before a worker was free are never
+        # performed, and their data is not kept: every worker busy copying,
+        # clients send 8 MiB writeFiles and close.
+        busy = []
+        for k in range(4):
+            c = fresh(srv)
+            i = send(c, "fs/copy", {"sourcePath": uri(big),
+                                    "destinationPath": uri(os.path.join(d, "busy%d" % k)),
+                                    "recursive": False})
+            busy.append((c, i))
+        time.sleep(0.3)
+        rss0 = rss_kb(pid)
+        payload = b64(os.urandom(8 * MIB))
+        for k in range(6):
+            c = fresh(srv)
+            i = send(c, "fs/writeFile", {"path": uri(os.path.join(d, "orphan%d" % k)),
+                                         "dataBase64": payload})
+            # The request is read (the getMetadata behind it in the same queue shows it).
+            send(c, "fs/getMetadata", {"path": uri(data)})
+            time.sleep(0.1)
+            c.drop()
+        time.sleep(0.5)
+        grew = (rss_kb(pid) - rss0) // 1024
+        t.ok(grew < 24, "[%s] their writeFile data is not kept (RSS grew %d MiB for 48 MiB sent)"
+             % (tag, grew))
+        done = [wait_id(c, i, timeout=120.0) for c, i in busy]
+        t.ok(all(x is not None and "result" in x for x in done), "[%s] the copies complete" % tag)
+        time.sleep(0.3)
+        orphans = [k for k in range(6) if os.path.exists(os.path.join(d, "orphan%d" % k))]
+        t.ok(not orphans, "[%s] and their writes are never performed" % tag, orphans)
+        for c, _ in busy:
+            c.drop()
+        for k in range(4):
+            os.unlink(os.path.join(d, "busy%d" % k))
+
+        # 3. A client that leaves mid-copy: its session can be resumed at once,
+        # not when the copy ends.
+        c = srv.connect(timeout=10.0)
+        sid = c.call("initialize", {"clientName": "leaver"})["sessionId"]
+        c.notify("initialized")
+        cid = send(c, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(os.path.join(d, "cp")),
+                                  "recursive": False})
+        time.sleep(0.2)
+        c.drop()
+        time.sleep(0.2)
+        n = srv.connect(timeout=10.0)
+        r, dt = timed(n.request, "initialize", {"clientName": "back", "resumeSessionId": sid})
+        t.ok("result" in r and r["result"].get("sessionId") == sid and dt < BOUND,
+             "[%s] a session whose client left mid-copy is resumed at once" % tag,
+             "%r after %.2f s" % (r.get("error"), dt))
+        n.drop()
+    finally:
+        srv.stop()
+        err = srv.stderr_text()
+        if "AddressSanitizer" in err or "LeakSanitizer" in err or "runtime error" in err:
+            t.not_ok("[%s] sanitizers are quiet" % tag, err[-3000:])
+
+
 base = tempfile.mkdtemp(prefix="cordon-fs-async-", dir="/var/tmp")
 os.chmod(base, 0o755)
 try:
@@ -252,6 +379,11 @@ try:
     make_big(big)
     for tag in LOOPS:
         run(tag, base, big)
+    for kind in ("unix", "ws"):
+        if kind == "ws" and not have_ws():
+            t.skip("[ws] clients that leave", "built without WebSocket support")
+            continue
+        gone_clients(kind, base, big)
 finally:
     shutil.rmtree(base, ignore_errors=True)
 t.done()
