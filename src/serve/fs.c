@@ -1381,8 +1381,15 @@ static void job_free(struct fs_job *j)
 static void signal_job(struct fs_job *j, int sig)
 {
 #ifdef SYS_pidfd_send_signal
-	if (j->pidfd >= 0 && syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0) == 0)
+	/*
+	 * With a pidfd, only through it: when it fails, the intermediate is
+	 * gone (and may have been reaped by the orphan reaper, its pid free
+	 * for another process).
+	 */
+	if (j->pidfd >= 0) {
+		(void)syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0);
 		return;
+	}
 #endif
 	if (j->pid > 0)
 		(void)kill(j->pid, sig);
