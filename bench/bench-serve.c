@@ -17,7 +17,8 @@
  *  4. file reads: a BENCH_FS_MB (default 1024) MiB file streamed with
  *     fs/open + fs/readBlock in 1 MiB blocks (unsandboxed, and for cordon
  *     also under the sandbox context: opened inside, read outside), and
- *     fs/readFile of a 100 MiB file, beside `cat FILE > /dev/null`.
+ *     fs/readFile of a 100 MiB file, beside `cat FILE > /dev/null`; the
+ *     median of BENCH_FS_RUNS (default 7) runs of each.
  *  5. the same over WebSocket (`--listen ws://127.0.0.1:0`, the transport a
  *     remote orchestrator uses): start -> closed latency, relay throughput,
  *     and the server's memory with 100 connected, initialized clients.
@@ -724,7 +725,8 @@ static double median_of(double *v, size_t n)
 }
 
 #define FS_READFILE_MB 100
-#define FS_RUNS	       3
+/* Runs of each file read (BENCH_FS_RUNS): the median of a few, as these machines are noisy. */
+#define FS_RUNS 7
 
 /* A file of mb MiB of non-repeating bytes (not sparse: read from the page cache). */
 static int make_file(const char *path, long mb)
@@ -1023,6 +1025,7 @@ int main(int argc, char **argv)
 	double stream[3][FS_RUNS], readfile[2][FS_RUNS], cat_big[FS_RUNS], cat_small[FS_RUNS];
 	size_t n_stream[3] = { 0, 0, 0 }, n_readfile[2] = { 0, 0 }, n_cat = 0;
 	long fs_mb = 1024;
+	size_t fs_runs = FS_RUNS;
 	char big[PATH_MAX + 16], small[PATH_MAX + 16];
 
 	if (argc != 2) {
@@ -1127,13 +1130,17 @@ int main(int argc, char **argv)
 	}
 	if (getenv("BENCH_FS_MB"))
 		fs_mb = atol(getenv("BENCH_FS_MB"));
+	if (getenv("BENCH_FS_RUNS"))
+		fs_runs = (size_t)atol(getenv("BENCH_FS_RUNS"));
+	if (fs_runs < 1 || fs_runs > FS_RUNS)
+		fs_runs = FS_RUNS;
 	snprintf(big, sizeof(big), "%s/big", ws);
 	snprintf(small, sizeof(small), "%s/small", ws);
 	if (fs_mb <= 0 || make_file(big, fs_mb) < 0 || make_file(small, FS_READFILE_MB) < 0) {
 		printf("file reads: cannot create the test files in %s: not measured\n", ws);
 		fs_mb = 0;
 	}
-	for (i = 0; fs_mb > 0 && i < FS_RUNS; i++) {
+	for (i = 0; fs_mb > 0 && i < fs_runs; i++) {
 		double r;
 
 		/* Warm the page cache once, so every reader starts alike. */
@@ -1246,8 +1253,8 @@ int main(int argc, char **argv)
 	if (fs_mb > 0) {
 		double cb = median_of(cat_big, n_cat), cs = median_of(cat_small, n_cat);
 
-		printf("\nfile reads over stdio, MB/s, median of %d runs (ratio: to cat)\n",
-		       FS_RUNS);
+		printf("\nfile reads over stdio, MB/s, median of %zu runs (ratio: to cat)\n",
+		       fs_runs);
 		printf("%-40s %10s %9s\n", "config", "MB/s", "ratio");
 		printf("stream %ld MiB with fs/open + fs/readBlock (1 MiB blocks)\n", fs_mb);
 		print_rate("  cat FILE > /dev/null", cat_big, n_cat, cb);
