@@ -110,8 +110,13 @@ def run(tag, base, big):
         a.call("fs/writeFile", {"path": uri(os.path.join(ws, "warm")), "dataBase64": b64(b"w")})
         pid = srv.server_pid
 
-        # 1. Another client while a copy runs.
-        cid = send(a, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        # 1. Another client while a copy runs: of three names of the big file
+        # (3 x BIG_MB), so that it outlasts the measurements even on a fast disk.
+        tree = os.path.join(base, "tree-" + tag)
+        os.makedirs(tree)
+        for k in range(3):
+            os.link(big, os.path.join(tree, "f%d" % k))
+        cid = send(a, "fs/copy", {"sourcePath": uri(tree), "destinationPath": uri(dst), "recursive": True})
         time.sleep(0.2)
         b = srv.connect(timeout=10.0)
         r, dt_init = timed(b.request, "initialize", {"clientName": "b"})
@@ -129,10 +134,12 @@ def run(tag, base, big):
         t.ok("result" in r and unb64(r["result"]["dataBase64"]) == b"x" * 100 and dt_read < BOUND,
              "[%s] its fs/readFile too (another connection's queue)" % tag, "%.3f s" % dt_read)
         t.ok(not has_id(a, cid), "[%s] (the copy was still running meanwhile)" % tag)
-        r = wait_id(a, cid)
-        t.ok(r is not None and r.get("result") == {} and os.path.getsize(dst) == BIG_MB * MIB,
+        r = wait_id(a, cid, timeout=180.0)
+        t.ok(r is not None and r.get("result") == {} and
+             all(os.path.getsize(os.path.join(dst, "f%d" % k)) == BIG_MB * MIB for k in range(3)),
              "[%s] the copy completes" % tag, r)
-        os.unlink(dst)
+        shutil.rmtree(dst)
+        shutil.rmtree(tree)
 
         # 2. The same client: its process/* and an open stream's blocks are not held back.
         h = a.call("fs/open", {"handleId": "h1", "path": uri(small)})
