@@ -148,6 +148,71 @@ static void serve_help(void)
 	       CD_SERVE_DEFAULT_MAX_PROCS);
 }
 
+/*
+ * The group named name: 1 with *gid set, 0 when there is none, -errno.
+ * A static cordon cannot use getgrnam(): glibc would load NSS modules
+ * built for the shared C library into it (and crashes doing so), so it
+ * reads /etc/group itself; a numeric id names any other group.
+ */
+static int find_group(const char *name, gid_t *gid)
+{
+#ifdef CD_STATIC_BINARY
+	FILE *f = fopen("/etc/group", "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	struct group *gr;
+	int r = 0;
+	while ((gr = fgetgrent(f)))
+		if (cd_streq(gr->gr_name, name)) {
+			*gid = gr->gr_gid;
+			r = 1;
+			break;
+		}
+	fclose(f);
+	return r;
+#else
+	struct group *gr = getgrnam(name);
+	if (!gr)
+		return 0;
+	*gid = gr->gr_gid;
+	return 1;
+#endif
+}
+
+#if !defined(CD_WEBSOCKET) && defined(CD_WS_HELPER)
+/*
+ * The WebSocket transport is in cordon-ws, the same server built with it
+ * (see src/local.mk): run it with our arguments. Next to this program
+ * first (a build tree; an installation keeps it in CD_PKGLIBEXECDIR), so
+ * that the tests run the helper they built. Returns only on failure.
+ */
+static void exec_ws_helper(int argc, char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 16];
+	const char *found = NULL;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/cordon-ws", self);
+			if (access(path, X_OK) == 0)
+				found = path;
+		}
+	}
+	if (!found)
+		found = CD_PKGLIBEXECDIR "/cordon-ws";
+	char **av = cd_xcalloc((size_t)argc + 2, sizeof(*av));
+	av[0] = (char *)"cordon";
+	memcpy(av + 1, argv, (size_t)argc * sizeof(*av));
+	execv(found, av);
+	fprintf(stderr, "cordon: serve: cannot run %s, which serves the WebSocket transport: %s\n",
+		found, strerror(errno));
+	free(av);
+}
+#endif
+
 /* ws://IP:PORT with a literal address (reference 1.1: no host names). */
 static int parse_ws_url(const char *url, struct cd_serve_opts *o)
 {
@@ -355,7 +420,10 @@ int cd_cmd_serve(int argc, char **argv)
 			if (cd_streq(arg, "stdio") || cd_streq(arg, "stdio://")) {
 				o.listen = CD_LISTEN_STDIO;
 			} else if (cd_startswith(arg, "ws://")) {
-#ifndef CD_WEBSOCKET
+#if !defined(CD_WEBSOCKET) && defined(CD_WS_HELPER)
+				exec_ws_helper(argc, argv);
+				goto out;
+#elif !defined(CD_WEBSOCKET)
 				fprintf(stderr, "cordon: serve: this cordon was built without the "
 						"WebSocket transport (configure found no wslay or "
 						"nettle)\n");
@@ -507,10 +575,14 @@ int cd_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	if (group) {
-		struct group *gr = getgrnam(group);
 		uint64_t gid;
-		if (gr) {
-			o.unix_group = gr->gr_gid;
+		int found = find_group(group, &o.unix_group);
+		if (found < 0) {
+			fprintf(stderr, "cordon: serve: --unix-group: cannot read the groups: %s\n",
+				strerror(-found));
+			goto out;
+		} else if (found > 0) {
+			/* o.unix_group set */
 		} else if (cd_parse_u64(group, &gid) == 0 && gid < UINT32_MAX) {
 			o.unix_group = (gid_t)gid;
 		} else {
