@@ -422,6 +422,7 @@ int cd_cmd_serve(int argc, char **argv)
 			} else if (cd_startswith(arg, "ws://")) {
 #if !defined(CD_WEBSOCKET) && defined(CD_WS_HELPER)
 				exec_ws_helper(argc, argv);
+				ret = 1; /* could not start (see EXIT STATUS) */
 				goto out;
 #elif !defined(CD_WEBSOCKET)
 				fprintf(stderr, "cordon: serve: this cordon was built without the "

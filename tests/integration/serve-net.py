@@ -39,6 +39,25 @@ if b"without the WebSocket transport" in probe.stderr:
 
 ROOT = os.geteuid() == 0
 INVALID_REQ = -32600
+
+# The transport runs in cordon-ws, which cordon executes from its own
+# directory (or the installed one): a cordon copied alone says so.
+_lone = tempfile.mkdtemp(prefix="cordon-lone-")
+try:
+    shutil.copy(os.path.realpath(CORDON), os.path.join(_lone, "cordon"))
+    _p = subprocess.run([os.path.join(_lone, "cordon"), "serve", "--listen", "ws://127.0.0.1:0",
+                         "--max-sessions", "0"], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE, timeout=10)
+    _err = _p.stderr.decode(errors="replace")
+    if "max-sessions" in _err:  # an installed cordon-ws ran, and refused the 0
+        t.skip("without cordon-ws beside it, ws:// fails naming the program",
+               "an installed cordon-ws ran instead")
+    else:
+        t.ok(_p.returncode == 1 and "cordon-ws, which serves the WebSocket transport" in _err,
+             "without cordon-ws beside it (nor installed), ws:// fails naming the program",
+             (_p.returncode, _err))
+finally:
+    shutil.rmtree(_lone, ignore_errors=True)
 _serial = [0]
 
 

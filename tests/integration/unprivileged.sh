@@ -105,6 +105,10 @@ trap 'chmod -R u+rwX "$BASE" "$CD_TMP" 2>/dev/null; rm -rf "$BASE" "$CD_TMP"' EX
 mkdir -p "$BASE/helpers" "$BASE/policies" "$BASE/tests/lib" "$BASE/tests/integration" \
 	"$BASE/tests/escape" "$BASE/home"
 cp "$CORDON" "$BASE/cordon"
+# The WebSocket transport's program, which cordon executes from its own directory.
+if [ -x "$(dirname "$CORDON")/cordon-ws" ]; then
+	cp "$(dirname "$CORDON")/cordon-ws" "$BASE/cordon-ws"
+fi
 cp "$TRY" "$BASE/helpers/try-syscall"
 cp "$CD_BUILDDIR/tests/escape/escape-probe" "$BASE/helpers/escape-probe"
 cp "$HERE/../escape/escape.sh" "$BASE/tests/escape/"
