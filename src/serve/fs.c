@@ -1297,11 +1297,11 @@ too_large:
  * start while the connection's outbound queue is over its cap: a client
  * that does not read holds back its fs requests as it holds back the rest.
  *
- * When the connection ends, the job running for it completes on its worker
- * (a write or a copy is not left half done) and its result is dropped
- * (conn is NULL then); the ones queued behind it are never performed. At
- * shutdown the running ones are cancelled (see cancelled() and
- * run_sandboxed).
+ * When the connection ends, the job a worker runs for it completes (a
+ * write or a copy is not left half done) and its result is dropped (conn
+ * is NULL then); the others, including one handed to the pool that no
+ * worker has started, are never performed (queue_release). At shutdown
+ * the running ones are cancelled (see cancelled() and run_sandboxed).
  */
 typedef void (*fs_method_fn)(struct cd_conn *c, const char *id, const struct cd_json *params);
 
@@ -1362,15 +1362,21 @@ static struct fs_job *job_new(struct cd_conn *c, const char *id)
 	return j;
 }
 
+/* Free what a decoded request owns: its strings, its data and its bound sandbox. */
+static void req_done(struct fs_req *q, struct cd_cli_bound *b)
+{
+	cd_cli_bound_done(b);
+	free(q->path);
+	free(q->dest);
+	free(q->data);
+}
+
 static void job_free(struct fs_job *j)
 {
 	if (j->r.fd >= 0)
 		close(j->r.fd);
 	cd_strbuf_done(&j->r.out);
-	cd_cli_bound_done(&j->b);
-	free(j->q.path);
-	free(j->q.dest);
-	free(j->q.data);
+	req_done(&j->q, &j->b);
 	free(j->id);
 	free(j->line);
 	free(j->params);
@@ -1764,22 +1770,10 @@ void cd_fs_server_stop(struct cd_server *s)
 
 /* ---- handlers ---------------------------------------------------------- */
 
-static void req_done(struct fs_req *q, struct fs_res *r, struct cd_cli_bound *b)
-{
-	if (r->fd >= 0)
-		close(r->fd);
-	cd_strbuf_done(&r->out);
-	cd_cli_bound_done(b);
-	free(q->path);
-	free(q->dest);
-	free(q->data);
-}
-
 static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *params,
 		      enum fs_op op)
 {
 	struct fs_req q = { .op = op };
-	struct fs_res r = { .fd = -1 };
 	struct cd_cli_bound b;
 	const struct cd_linux_plan *lp = NULL;
 	char *err = NULL;
@@ -1870,7 +1864,7 @@ invalid:
 	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
 out:
 	free(err);
-	req_done(&q, &r, &b);
+	req_done(&q, &b);
 }
 
 #define FS_HANDLER(name, op)                                                       \
@@ -1972,7 +1966,6 @@ static void open_finish(struct cd_conn *c, const char *id, const char *hid, size
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	struct fs_req q = { .op = OP_OPEN };
-	struct fs_res r = { .fd = -1 };
 	struct cd_cli_bound b;
 	const struct cd_linux_plan *lp = NULL;
 	const struct cd_json *hid;
@@ -1999,7 +1992,7 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 	submit(c, id, &q, &b, lp, hid->u.str.s, hid->u.str.len);
 out:
 	free(err);
-	req_done(&q, &r, &b);
+	req_done(&q, &b);
 }
 
 /*
