@@ -9,6 +9,7 @@
 # sessions, a client that stops reading), unix socket permissions and peer
 # credentials, the pid file, journal logging and SIGTERM. TAP.
 
+import grp
 import hashlib
 import os
 import random
@@ -757,6 +758,15 @@ def unix_socket():
             os.chmod(s.path, 0o666)
             t.ok(not other_uid_gets_in(s.path, [54322]),
                  "--unix-group: nor with the file mode opened up (SO_PEERCRED)")
+        finally:
+            s.stop()
+        # By name: looked up in /etc/group (a static cordon has no NSS).
+        name = grp.getgrgid(0).gr_name
+        s = NetServer("unix", sockdir=d, args=["--unix-group", name])
+        try:
+            st = os.lstat(s.path) if s.ready else None
+            t.ok(st is not None and stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == 0,
+                 "--unix-group %s: a group named, not numbered" % name, s.stderr_text())
         finally:
             s.stop()
     shutil.rmtree(d, ignore_errors=True)
