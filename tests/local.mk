@@ -122,6 +122,7 @@ SERVE_TESTS = \
 	tests/integration/serve-sandbox.py \
 	tests/integration/serve-fs.py \
 	tests/integration/serve-fs-async.py \
+	tests/integration/serve-fs-readfile.py \
 	tests/integration/serve-net.py \
 	tests/integration/serve-lifecycle.py
 if WITH_JANSSON

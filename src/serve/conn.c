@@ -54,6 +54,7 @@ static void flush(struct cd_conn *c);
 static void update_in_watch(struct cd_conn *c);
 static void connection_gone(struct cd_conn *c, const char *why);
 static bool peer_closed(const struct cd_conn *c);
+static void out_watch(struct cd_conn *c, bool on);
 
 /* ---- JSON writers ---- */
 
@@ -136,7 +137,8 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 	}
 	if (c->kind == CD_CONN_STDIO || c->freed)
 		return;
-	if (q > c->out_cap) {
+	/* Lent: the worker gives up on a client that reads nothing itself (fs.c). */
+	if (q > c->out_cap && !c->out_lent) {
 		if (c->stall && progress) {
 			cd_loop_cancel_timer(c->server->loop, c->stall);
 			c->stall = NULL;
@@ -178,6 +180,41 @@ void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap)
 		memcpy(cd_conn_out_reserve(c, len), buf, len);
 		cd_conn_out_commit(c, len);
 		free(buf);
+	}
+	cd_conn_kick(c);
+}
+
+int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending)
+{
+	if (c->kind == CD_CONN_WS || c->out_broken || c->freed || c->closing || c->out_lent)
+		return -1;
+	/* Its own descriptor: the connection may close its own while the worker writes. */
+	int fd = fcntl(c->out_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	if (fd < 0)
+		return -1;
+	size_t n = out_queued(c);
+	*pending = c->out;
+	if (n && c->out_off)
+		memmove(pending->buf, pending->buf + c->out_off, n);
+	pending->len = n;
+	c->out = (struct cd_strbuf){ 0 };
+	c->out_off = 0;
+	c->out_lent = true;
+	out_watch(c, false);
+	update_backpressure(c, n > 0);
+	return fd;
+}
+
+void cd_conn_out_return(struct cd_conn *c, const char *broken)
+{
+	if (!c->out_lent || c->freed)
+		return;
+	c->out_lent = false;
+	if (broken) {
+		c->out_broken = true;
+		c->out.len = c->out_off = 0;
+		connection_gone(c, broken);
+		return;
 	}
 	cd_conn_kick(c);
 }
@@ -292,15 +329,20 @@ static int write_queued(struct cd_conn *c)
  * only a server that has actually filled its pipe grows it: the first
  * EAGAIN. Best effort, once per connection, never shrinks it.
  */
-static void grow_pipe(struct cd_conn *c)
+void cd_out_grow_pipe(int fd)
 {
 	struct stat st;
-	c->pipe_grown = true;
-	if (fstat(c->out_fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
 		return;
-	int cur = fcntl(c->out_fd, F_GETPIPE_SZ);
+	int cur = fcntl(fd, F_GETPIPE_SZ);
 	if (cur >= 0 && cur < CD_SERVE_OUT_PIPE_SIZE)
-		(void)fcntl(c->out_fd, F_SETPIPE_SZ, CD_SERVE_OUT_PIPE_SIZE);
+		(void)fcntl(fd, F_SETPIPE_SZ, CD_SERVE_OUT_PIPE_SIZE);
+}
+
+static void grow_pipe(struct cd_conn *c)
+{
+	c->pipe_grown = true;
+	cd_out_grow_pipe(c->out_fd);
 }
 
 /*
@@ -317,7 +359,7 @@ static void grow_pipe(struct cd_conn *c)
  */
 void cd_conn_out_push(struct cd_conn *c)
 {
-	if (c->kind == CD_CONN_WS || c->out_broken || c->freed)
+	if (c->kind == CD_CONN_WS || c->out_broken || c->freed || c->out_lent)
 		return;
 	while (out_queued(c) > 0) {
 		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
@@ -337,6 +379,12 @@ static void flush(struct cd_conn *c)
 {
 	size_t before = cd_conn_out_queued(c);
 	bool was_over = before > c->out_cap;
+
+	if (c->out_lent) {
+		/* A worker writes to the stream: what comes meanwhile waits (cd_conn_out_return). */
+		update_backpressure(c, false);
+		return;
+	}
 
 	while (!c->out_broken && !c->freed) {
 		int r = write_queued(c);
@@ -388,6 +436,10 @@ static void flush(struct cd_conn *c)
 void cd_conn_final_flush(struct cd_conn *c, int timeout_ms)
 {
 	uint64_t deadline = cd_loop_now_ms() + (uint64_t)timeout_ms;
+
+	/* A worker's answer was cut at shutdown: the stream ends in its middle. */
+	if (c->out_lent)
+		return;
 
 	while (!c->out_broken && write_queued(c) == -EAGAIN) {
 		uint64_t now = cd_loop_now_ms();

@@ -198,6 +198,7 @@ struct cd_conn {
 	bool pipe_grown;	  /* grow_pipe ran (conn.c) */
 	bool in_eof;
 	bool out_broken;    /* write failed: the client is gone */
+	bool out_lent;	    /* a worker writes one answer to out_fd itself (cd_conn_out_lend) */
 	bool closing;	    /* the connection ends: no more lines are processed */
 	int batch;	    /* > 0: appends do not flush (flushed once at the end) */
 	bool output_paused; /* the queue is over its cap: process output is not read */
@@ -328,6 +329,24 @@ void cd_conn_out_push(struct cd_conn *c);
  * buffer itself: an answer of hundreds of MiB is not copied.
  */
 void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap);
+/*
+ * Lend the byte stream to a worker that writes one whole answer to it
+ * itself (fs/readFile on stdio and unix sockets): a dup of out_fd, with
+ * what the queue held unwritten moved into *pending, which the worker
+ * writes first. Until cd_conn_out_return nothing else is written: answers
+ * and notifications queue (and back-pressure applies as usual). -1 when
+ * the transport cannot (WebSocket: a frame holds one whole message) or
+ * the connection is ending.
+ */
+int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending);
+/*
+ * The worker is through with the stream. broken: why the stream cannot go
+ * on (the client is gone, or an answer was left unfinished), and the
+ * connection ends; NULL: what queued meanwhile is written now.
+ */
+void cd_conn_out_return(struct cd_conn *c, const char *broken);
+/* Best effort: a pipe to the client is grown to CD_SERVE_OUT_PIPE_SIZE (see conn.c). */
+void cd_out_grow_pipe(int fd);
 /* Flush now if allowed (not batching, not blocked); called after appends. */
 void cd_conn_kick(struct cd_conn *c);
 /* Process buffered lines (after a long poll ended). */

@@ -138,6 +138,17 @@ static int start_thread(struct cd_workq *q)
 	return 0;
 }
 
+bool cd_workq_can_start(struct cd_workq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	size_t queued = 0;
+	for (struct cd_work *t = q->todo; t; t = t->next)
+		queued++;
+	bool r = q->n_idle > queued || q->n_started < q->max_threads;
+	pthread_mutex_unlock(&q->lock);
+	return r;
+}
+
 int cd_workq_submit(struct cd_workq *q, struct cd_work *w)
 {
 	int r = 0;

@@ -31,6 +31,11 @@ struct cd_workq *cd_workq_new(struct cd_loop *l, unsigned max_threads);
 /* Queue w; 0, or -errno when no worker exists and none could be started. */
 int cd_workq_submit(struct cd_workq *q, struct cd_work *w);
 /*
+ * Whether a job submitted now would start at once: a worker is idle (and
+ * not promised to a queued job), or another may be started.
+ */
+bool cd_workq_can_start(struct cd_workq *q);
+/*
  * Take w back if no worker has started it: true, and it will neither run
  * nor complete (the caller owns it again); false when it runs or ran.
  */

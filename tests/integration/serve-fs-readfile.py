@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# fs/readFile answers that a worker writes to the client itself (stdio and
+# unix sockets; the connection lends it the stream), on both loops:
+# - the stream stays whole: output queued before the answer, the answer,
+#   and process output and other answers that come while it is written
+#   arrive intact and complete;
+# - memory stays small: the server's peak RSS over a 64 MiB readFile is
+#   far below the size of the answer;
+# - a client that reads nothing is dropped after --stall-timeout, the
+#   workers it held are free again and its session can be resumed;
+# - a client that leaves in the middle of an answer leaves no descriptor
+#   or thread stuck, and the server answers the next one;
+# - SIGTERM during an answer nobody reads exits promptly.
+# WebSocket answers are built whole (a frame holds one message): serve-net
+# and serve-fs cover those. TAP.
+
+import hashlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import (CORDON, LOOPS, Server, Tap, cordon_usable, fd_count,  # noqa: E402
+                       unb64, uri)
+from netclient import NetServer, UnixConn  # noqa: E402
+
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+
+MIB = 1024 * 1024
+
+
+def status_kb(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return -1
+
+
+def wait_id(conn, i, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        for k, m in enumerate(conn.pending):
+            if m.get("id") == i:
+                return conn.pending.pop(k)
+        if time.monotonic() >= deadline or conn.out_eof:
+            return None
+        conn._pump(deadline)
+
+
+def send(conn, method, params):
+    i = conn.new_id()
+    conn.send({"id": i, "method": method, "params": params})
+    return i
+
+
+def seq_output(n):
+    return subprocess.run(["seq", "1", str(n)], check=True, capture_output=True).stdout
+
+
+def whole_stream(tag, conn, base, data_path, data):
+    """Process output before, during and after a large answer: all of it arrives intact."""
+    n = 1500000  # about 10 MB of output
+    want = seq_output(n)
+    r = conn.start("gen", ["seq", "1", str(n)])
+    t.ok("result" in r, "[%s] generator started" % tag, repr(r))
+    # Let output pile up in the server's queue (the client reads nothing), so
+    # that some is queued when the answer starts and more comes while it is written.
+    time.sleep(0.3)
+    small = os.path.join(base, "small")
+    with open(small, "wb") as f:
+        f.write(b"tiny")
+    rid = send(conn, "fs/readFile", {"path": uri(data_path)})
+    sid = send(conn, "fs/getMetadata", {"path": uri(small)})
+    rid2 = send(conn, "fs/readFile", {"path": uri(small)})
+    time.sleep(0.3)
+    try:
+        resp = wait_id(conn, rid, 60)
+        meta = wait_id(conn, sid, 10)
+        resp2 = wait_id(conn, rid2, 10)
+        res = conn.wait_closed("gen", 60)
+    except Exception as e:  # a torn line fails to parse here
+        t.not_ok("[%s] the stream stays whole" % tag, repr(e))
+        return
+    got = unb64(resp["result"]["dataBase64"]) if resp and "result" in resp else None
+    t.ok(got is not None and hashlib.sha256(got).digest() == hashlib.sha256(data).digest(),
+         "[%s] a %d MiB readFile answer is intact amid process output" % (tag, len(data) >> 20),
+         repr(resp)[:300] if got is None else "length %d" % len(got))
+    t.ok(meta is not None and "result" in meta, "[%s] an answer sent meanwhile arrives" % tag)
+    t.ok(resp2 is not None and unb64(resp2["result"]["dataBase64"]) == b"tiny",
+         "[%s] the next readFile is answered" % tag, repr(resp2)[:300])
+    t.ok(res.stdout == want, "[%s] all %d bytes of process output arrive in order" % (tag, len(want)),
+         "got %d bytes" % len(res.stdout))
+    t.ok(res.exit_code == 0, "[%s] the generator exited 0" % tag)
+
+
+def peak_rss(tag, conn, pid, data_path, size):
+    before = status_kb(pid, "VmHWM")
+    r = conn.request("fs/readFile", {"path": uri(data_path)}, timeout=60)
+    ok = "result" in r and len(unb64(r["result"]["dataBase64"])) == size
+    peak = status_kb(pid, "VmHWM")
+    # Built whole, the answer alone is 1.33x the file (85 MiB here).
+    t.ok(ok and peak < before + 24 * 1024,
+         "[%s] peak RSS over a %d MiB readFile grows by %d kB (under 24 MiB)"
+         % (tag, size >> 20, peak - before),
+         "before %d kB, after %d kB, answer ok %s" % (before, peak, ok))
+
+
+def stdio_scenarios(loop, base, data_path, data):
+    tag = "stdio %s" % loop
+    s = Server(loop=loop)
+    try:
+        s.handshake()
+        pid = s.server_pid
+        peak_rss(tag, s, pid, data_path, len(data))
+        whole_stream(tag, s, base, data_path, data)
+    finally:
+        s.stop()
+    # SIGTERM while an answer waits for a client that reads nothing.
+    s = Server(loop=loop)
+    try:
+        s.handshake()
+        pid = s.server_pid
+        send(s, "fs/readFile", {"path": uri(data_path)})
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGTERM)
+        try:
+            rc = s.p.wait(10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        dt = time.monotonic() - t0
+        t.ok(rc is not None and dt < 4.0,
+             "[%s] SIGTERM during an unread readFile answer exits in %.2f s" % (tag, dt),
+             "exit %r" % (rc,))
+    finally:
+        s.stop()
+
+
+def unix_scenarios(loop, base, data_path, data):
+    tag = "unix %s" % loop
+    srv = NetServer("unix", loop=loop, args=["--stall-timeout", "1s"])
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        pid = srv.server_pid
+        a = srv.connect(timeout=10.0)
+        a.handshake()
+        peak_rss(tag, a, pid, data_path, len(data))
+        whole_stream(tag, a, base, data_path, data)
+        a.drop()
+
+        # Five clients ask for the big file and read nothing: more than the
+        # four workers. Each is dropped after the stall timeout, and the
+        # workers come back.
+        idle = []
+        for k in range(5):
+            c = srv.connect(timeout=10.0)
+            c.session_id = c.handshake()["sessionId"]
+            send(c, "fs/readFile", {"path": uri(data_path)})
+            idle.append(c)
+        b = srv.connect(timeout=10.0)
+        b.handshake()
+        r = b.request("fs/getMetadata", {"path": uri(data_path)}, timeout=5)
+        t.ok("result" in r, "[%s] other clients are answered while readers stall" % tag)
+        t0 = time.monotonic()
+        gone = 0
+        for c in idle:
+            # Without reading: the server's end closing shows as POLLHUP.
+            p = select.poll()
+            p.register(c.sock, 0)
+            deadline = time.monotonic() + 8.0
+            while time.monotonic() < deadline:
+                if any(ev & select.POLLHUP for _, ev in p.poll(100)):
+                    gone += 1
+                    break
+        t.ok(gone == 5, "[%s] the 5 clients that read nothing are dropped (%.1f s)"
+             % (tag, time.monotonic() - t0), "%d of 5" % gone)
+        for c in idle:
+            c.drop()
+        c = srv.connect(timeout=10.0)
+        r = c.request("initialize", {"clientName": "again", "resumeSessionId": idle[0].session_id})
+        t.ok("result" in r, "[%s] a dropped client's session can be resumed" % tag, repr(r))
+        c.drop()
+        t0 = time.monotonic()
+        r = b.request("fs/readFile", {"path": uri(data_path)}, timeout=20)
+        dt = time.monotonic() - t0
+        t.ok("result" in r and len(unb64(r["result"]["dataBase64"])) == len(data),
+             "[%s] the workers are free again: a readFile is answered in %.2f s" % (tag, dt))
+        errs = srv.stderr_text()
+        t.ok("read nothing for 1000 ms of an fs/readFile answer" in errs,
+             "[%s] the drop is logged with its reason" % tag, errs[-600:])
+
+        # A client that leaves in the middle of an answer.
+        time.sleep(0.3)
+        fds0 = fd_count(pid)
+        for _ in range(3):
+            c = srv.connect(timeout=10.0)
+            c.handshake()
+            send(c, "fs/readFile", {"path": uri(data_path)})
+            c.sock.settimeout(5)
+            got = 0
+            while got < MIB:
+                d = c.sock.recv(1 << 16)
+                if not d:
+                    break
+                got += len(d)
+            c.drop()
+        r = b.request("fs/getMetadata", {"path": uri(data_path)}, timeout=5)
+        t.ok("result" in r, "[%s] the server is up after clients left mid-answer" % tag)
+        deadline = time.monotonic() + 5
+        while fd_count(pid) > fds0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        t.ok(fd_count(pid) <= fds0,
+             "[%s] no descriptor stays behind (%d, was %d)" % (tag, fd_count(pid), fds0))
+        r = b.request("fs/readFile", {"path": uri(data_path)}, timeout=20)
+        t.ok("result" in r and len(unb64(r["result"]["dataBase64"])) == len(data),
+             "[%s] a readFile after they left is whole" % tag)
+        b.drop()
+
+        # SIGTERM while an unread answer is being written.
+        c = srv.connect(timeout=10.0)
+        c.handshake()
+        send(c, "fs/readFile", {"path": uri(data_path)})
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        rc = srv.stop(signal.SIGTERM, timeout=10)
+        dt = time.monotonic() - t0
+        t.ok(dt < 4.0, "[%s] SIGTERM during an unread answer exits in %.2f s" % (tag, dt),
+             "exit %r" % (rc,))
+        c.drop()
+    finally:
+        srv.stop()
+
+
+def main():
+    base = tempfile.mkdtemp(prefix="cordon-readfile-")
+    try:
+        data = os.urandom(64 * MIB)
+        data_path = os.path.join(base, "big")
+        with open(data_path, "wb") as f:
+            f.write(data)
+        for loop in LOOPS:
+            t.guard("stdio %s" % loop, stdio_scenarios, loop, base, data_path, data)
+            t.guard("unix %s" % loop, unix_scenarios, loop, base, data_path, data)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    t.done()
+
+
+main()
