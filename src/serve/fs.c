@@ -1814,7 +1814,7 @@ static void pump(struct cd_conn *c)
 		 * fs/readFile writes its answer itself (read_file_answer), if a
 		 * worker takes it at once: the stream is not held while it waits.
 		 */
-		if (j->q.op == OP_READ_FILE && (!s->fs_workq || cd_workq_can_start(s->fs_workq))) {
+		if (j->q.op == OP_READ_FILE && s->fs_workq && cd_workq_can_start(s->fs_workq)) {
 			j->out_fd = cd_conn_out_lend(c, &j->out_before);
 			j->stall_ms = c->kind == CD_CONN_STDIO ? 0 : s->opts.stall_ms;
 		}
