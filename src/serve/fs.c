@@ -1522,6 +1522,24 @@ static void lent_broken(struct fs_job *j, int err)
 }
 
 /*
+ * Write p to the lent stream, after what the connection had queued (the
+ * first time). false when the stream failed: j->broken says why.
+ */
+static bool lent_send(struct fs_job *j, const char *p, size_t n)
+{
+	int e = 0;
+	if (j->out_before.len) {
+		e = lent_write(j, j->out_before.buf, j->out_before.len);
+		cd_strbuf_done(&j->out_before);
+	}
+	if (e == 0 && n)
+		e = lent_write(j, p, n);
+	if (e < 0)
+		lent_broken(j, e);
+	return e == 0;
+}
+
+/*
  * fs/readFile's answer, {"id":ID,"result":{"dataBase64":"..."}} and its
  * newline, from the opened file (on a worker). The file is read in blocks
  * of a multiple of 3 bytes, each encoded straight into the output.
@@ -1597,20 +1615,9 @@ static void read_file_answer(struct fs_job *j)
 				size_t k = fill - done < B64_SLICE ? fill - done : B64_SLICE;
 				used += cd_base64_encode(buf + done, k, w + used);
 				done += k;
-				if (!begun && j->out_before.len) {
-					int e = lent_write(j, j->out_before.buf, j->out_before.len);
-					cd_strbuf_done(&j->out_before);
-					if (e < 0) {
-						lent_broken(j, e);
-						goto out;
-					}
-				}
 				begun = true;
-				int e = lent_write(j, w, used);
-				if (e < 0) {
-					lent_broken(j, e);
+				if (!lent_send(j, w, used))
 					goto out;
-				}
 				used = 0;
 			}
 		}
@@ -1626,20 +1633,7 @@ static void read_file_answer(struct fs_job *j)
 		free(buf);
 		return;
 	}
-	if (!begun && j->out_before.len) {
-		/* An empty file: nothing was written yet. */
-		int e = lent_write(j, j->out_before.buf, j->out_before.len);
-		cd_strbuf_done(&j->out_before);
-		if (e < 0) {
-			lent_broken(j, e);
-			goto out;
-		}
-	}
-	int e = lent_write(j, w, used);
-	if (e < 0)
-		lent_broken(j, e);
-	else
-		j->answered = true;
+	j->answered = lent_send(j, w, used);
 	goto out;
 too_large:
 	if (begun)
@@ -1677,12 +1671,9 @@ static void job_run(struct cd_work *w)
 		close(j->r.fd);
 		j->r.fd = -1;
 	}
-	/* An error to answer: what the connection had queued goes first. */
-	if (j->out_fd >= 0 && !j->answered && !j->broken && j->out_before.len) {
-		int e = lent_write(j, j->out_before.buf, j->out_before.len);
-		if (e < 0)
-			lent_broken(j, e);
-	}
+	/* An error to answer (by the loop): what the connection had queued goes first. */
+	if (j->out_fd >= 0 && !j->answered && !j->broken)
+		(void)lent_send(j, NULL, 0);
 	cur_cancel = NULL;
 }
 
