@@ -205,7 +205,7 @@ int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending)
 	return fd;
 }
 
-void cd_conn_out_return(struct cd_conn *c, const char *broken)
+void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf *rest)
 {
 	if (!c->out_lent || c->freed)
 		return;
@@ -215,6 +215,22 @@ void cd_conn_out_return(struct cd_conn *c, const char *broken)
 		c->out.len = c->out_off = 0;
 		connection_gone(c, broken);
 		return;
+	}
+	if (rest && rest->len) {
+		/* It goes first: it continues what the worker wrote. */
+		struct cd_strbuf sb = *rest;
+		size_t q = out_queued(c);
+		*rest = (struct cd_strbuf){ 0 };
+		if (sb.len + q + 1 > sb.cap) {
+			sb.cap = sb.len + q + 1;
+			sb.buf = cd_xrealloc(sb.buf, sb.cap);
+		}
+		memcpy(sb.buf + sb.len, c->out.buf + c->out_off, q);
+		sb.len += q;
+		sb.buf[sb.len] = '\0';
+		cd_strbuf_done(&c->out);
+		c->out = sb;
+		c->out_off = 0;
 	}
 	cd_conn_kick(c);
 }
@@ -302,6 +318,9 @@ static void connection_gone(struct cd_conn *c, const char *why)
  */
 static int write_queued(struct cd_conn *c)
 {
+	/* A worker writes to the stream (cd_conn_out_lend): nothing may come in between. */
+	if (c->out_lent)
+		return -EAGAIN;
 #ifdef CD_WEBSOCKET
 	if (c->ws)
 		return cd_ws_flush(c);
@@ -908,8 +927,11 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 	if (c->freed)
 		return;
 	cd_log_debug("serve: connection %lu (%s) closed: %s", c->serial, c->peer, why);
-	/* Whatever the socket takes now (an eviction's error reply, a close frame). */
-	if (!c->out_broken) {
+	/*
+	 * Whatever the socket takes now (an eviction's error reply, a close
+	 * frame); nothing while a worker writes an answer to it (cut now).
+	 */
+	if (!c->out_broken && !c->out_lent) {
 #ifdef CD_WEBSOCKET
 		if (c->ws)
 			cd_ws_close(c);

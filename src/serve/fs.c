@@ -1252,7 +1252,8 @@ struct fs_job {
 	/* fs/readFile written by the worker itself (see read_file_answer): */
 	int out_fd;		     /* the connection's stream, lent (cd_conn_out_lend), or -1 */
 	struct cd_strbuf out_before; /* what the connection had queued: written first */
-	unsigned stall_ms; /* give up on a client that reads nothing this long (0: never) */
+	struct cd_strbuf rest;	     /* what the worker handed back unwritten, in order */
+	uint64_t lent_start;	     /* when the worker began to write (cd_loop_now_ms) */
 	bool pipe_grown;
 	bool answered;	     /* the whole answer went out */
 	char *broken;	     /* why the stream cannot go on, the answer cut or the client gone */
@@ -1319,6 +1320,7 @@ static void job_free(struct fs_job *j)
 	if (j->out_fd >= 0)
 		close(j->out_fd);
 	cd_strbuf_done(&j->out_before);
+	cd_strbuf_done(&j->rest);
 	free(j->broken);
 	free(j->params);
 	free(j);
@@ -1464,23 +1466,31 @@ static void run_sandboxed(struct fs_job *j)
 }
 
 /*
- * Write to the lent stream (on the worker): all of p, or -errno. It waits
- * for a full pipe or socket to drain, in steps that look at the job's
- * cancel flag (the connection ended, the server stops), and gives up with
- * -ETIMEDOUT when the client read nothing for stall_ms (the loop's stall
- * timer does not run while the stream is lent).
+ * How long a worker writes an answer to a client itself (see
+ * read_file_answer): while the client keeps up. A wait of LENT_WAIT_MS for
+ * a full pipe or socket, or LENT_MAX_MS in all, and the rest is handed
+ * back to the loop, which queues it like any other answer: a client that
+ * reads slowly, or not at all, does not hold a worker and every other
+ * connection's fs requests behind it.
  */
-static int lent_write(struct fs_job *j, const char *p, size_t n)
+#define LENT_WAIT_MS 100
+#define LENT_MAX_MS  1000
+
+/*
+ * Write to the lent stream (on the worker). 0 when all of p went out;
+ * -EAGAIN when the client is too slow (above), with *done what did go
+ * out; another -errno when the stream failed or the job was cancelled
+ * (the connection ended, the server stops).
+ */
+static int lent_write(struct fs_job *j, const char *p, size_t n, size_t *done)
 {
-	uint64_t last = cd_loop_now_ms();
-	while (n > 0) {
+	*done = 0;
+	while (*done < n) {
 		if (cancelled())
 			return -ECANCELED;
-		ssize_t w = write(j->out_fd, p, n);
+		ssize_t w = write(j->out_fd, p + *done, n - *done);
 		if (w > 0) {
-			p += w;
-			n -= (size_t)w;
-			last = cd_loop_now_ms();
+			*done += (size_t)w;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -1491,16 +1501,16 @@ static int lent_write(struct fs_job *j, const char *p, size_t n)
 			continue;
 		}
 		if (w < 0 && errno == EAGAIN) {
-			int wait = 200;
-			if (j->stall_ms) {
-				uint64_t idle = cd_loop_now_ms() - last;
-				if (idle >= j->stall_ms)
-					return -ETIMEDOUT;
-				if (j->stall_ms - idle < (uint64_t)wait)
-					wait = (int)(j->stall_ms - idle);
-			}
+			uint64_t spent = cd_loop_now_ms() - j->lent_start;
+			if (spent >= LENT_MAX_MS)
+				return -EAGAIN;
+			int wait = LENT_WAIT_MS;
+			if (LENT_MAX_MS - spent < (uint64_t)wait)
+				wait = (int)(LENT_MAX_MS - spent);
 			struct pollfd pfd = { .fd = j->out_fd, .events = POLLOUT };
-			(void)poll(&pfd, 1, wait);
+			int rr = poll(&pfd, 1, wait);
+			if (rr == 0)
+				return -EAGAIN;
 			continue;
 		}
 		return w < 0 ? -errno : -EIO;
@@ -1508,34 +1518,40 @@ static int lent_write(struct fs_job *j, const char *p, size_t n)
 	return 0;
 }
 
-/* A write to the lent stream failed: say why for job_done. */
-static void lent_broken(struct fs_job *j, int err)
-{
-	if (err == -ETIMEDOUT)
-		j->broken = cd_xasprintf("the client read nothing for %u ms of an fs/readFile "
-					 "answer",
-					 j->stall_ms);
-	else if (err == -ECANCELED)
-		j->broken = cd_xasprintf("an fs/readFile answer was cut (cancelled)");
-	else
-		j->broken = cd_xasprintf("write failed: %s", strerror(-err));
-}
-
 /*
  * Write p to the lent stream, after what the connection had queued (the
- * first time). false when the stream failed: j->broken says why.
+ * first time). false when it did not all go out: the stream failed
+ * (j->broken says why), or the client is slow and j->rest holds, in
+ * order, what did not go out (the loop writes it first, job_done).
  */
 static bool lent_send(struct fs_job *j, const char *p, size_t n)
 {
+	size_t done = 0;
 	int e = 0;
 	if (j->out_before.len) {
-		e = lent_write(j, j->out_before.buf, j->out_before.len);
+		e = lent_write(j, j->out_before.buf, j->out_before.len, &done);
+		if (e == -EAGAIN) {
+			j->rest = j->out_before;
+			j->out_before = (struct cd_strbuf){ 0 };
+			j->rest.len -= done;
+			memmove(j->rest.buf, j->rest.buf + done, j->rest.len);
+			if (n)
+				cd_strbuf_append_n(&j->rest, p, n);
+			return false;
+		}
 		cd_strbuf_done(&j->out_before);
 	}
-	if (e == 0 && n)
-		e = lent_write(j, p, n);
-	if (e < 0)
-		lent_broken(j, e);
+	if (e == 0 && n) {
+		e = lent_write(j, p, n, &done);
+		if (e == -EAGAIN) {
+			cd_strbuf_append_n(&j->rest, p + done, n - done);
+			return false;
+		}
+	}
+	if (e == -ECANCELED)
+		j->broken = cd_xasprintf("an fs/readFile answer was cut (cancelled)");
+	else if (e < 0)
+		j->broken = cd_xasprintf("write failed: %s", strerror(-e));
 	return e == 0;
 }
 
@@ -1554,6 +1570,9 @@ static bool lent_send(struct fs_job *j, const char *p, size_t n)
  * the zeroing of pages the host had taken back made one run in four 5x
  * slower (fs/readFile of 100 MiB: 1,400 or 280 MB/s; written here, 2,300
  * to 2,500 MB/s in every run, and the server's RSS does not grow).
+ *
+ * A client too slow for that (see LENT_WAIT_MS) gets the rest of the
+ * answer built here and handed back (j->rest) for the loop to write first.
  *
  * An error before any of it is written is the request's error (r), as
  * usual. After, the stream is in the middle of a JSON line and cannot go
@@ -1603,38 +1622,62 @@ static void read_file_answer(struct fs_job *j)
 		total += fill;
 		if (total > FS_MAX_READ_FILE)
 			goto too_large;
-		if (!lent) {
-			if (used + cd_base64_encoded_len(fill) + sizeof(tail) > cap) {
-				/* The file grew since fstat: make room. */
-				cap = used + cd_base64_encoded_len(fill) + cap / 2 + 64;
+		size_t done = 0;
+		while (lent && done < fill) {
+			size_t k = fill - done < B64_SLICE ? fill - done : B64_SLICE;
+			used += cd_base64_encode(buf + done, k, w + used);
+			done += k;
+			begun = true;
+			if (lent_send(j, w, used)) {
+				used = 0;
+				continue;
+			}
+			if (j->broken)
+				goto out;
+			/* Too slow: the rest of the answer goes to j->rest (built as unlent). */
+			lent = false;
+			free(w);
+			used = j->rest.len;
+			cap = j->rest.cap;
+			w = cd_strbuf_steal(&j->rest);
+			uint64_t more =
+				(uint64_t)st.st_size > total ? (uint64_t)st.st_size - total : 0;
+			size_t need = used + cd_base64_encoded_len(fill - done + (size_t)more) +
+				      sizeof(tail) + 64;
+			if (need > cap) {
+				cap = need;
 				w = cd_xrealloc(w, cap);
 			}
-			used += cd_base64_encode(buf, fill, w + used);
-		} else {
-			for (size_t done = 0; done < fill;) {
-				size_t k = fill - done < B64_SLICE ? fill - done : B64_SLICE;
-				used += cd_base64_encode(buf + done, k, w + used);
-				done += k;
-				begun = true;
-				if (!lent_send(j, w, used))
-					goto out;
-				used = 0;
+		}
+		if (!lent && done < fill) {
+			if (used + cd_base64_encoded_len(fill - done) + sizeof(tail) > cap) {
+				/* The file grew since fstat: make room. */
+				cap = used + cd_base64_encoded_len(fill - done) + cap / 2 + 64;
+				w = cd_xrealloc(w, cap);
 			}
+			used += cd_base64_encode(buf + done, fill - done, w + used);
 		}
 		if (fill < block)
 			break;
 	}
 	memcpy(w + used, tail, sizeof(tail));
 	used += sizeof(tail) - 1;
-	if (!lent) {
+	free(buf);
+	if (lent) {
+		j->answered = lent_send(j, w, used);
+		if (!j->answered && !j->broken)
+			j->answered = true; /* the rest is in j->rest */
+		free(w);
+	} else if (j->out_fd >= 0) {
+		/* Handed back: the rest of the answer. */
+		j->rest = (struct cd_strbuf){ .buf = w, .len = used, .cap = cap };
+		j->answered = true;
+	} else {
 		j->line = w;
 		j->line_len = used;
 		j->line_cap = cap;
-		free(buf);
-		return;
 	}
-	j->answered = lent_send(j, w, used);
-	goto out;
+	return;
 too_large:
 	if (begun)
 		j->broken = cd_xasprintf("a file grew past the %u bytes fs/readFile can answer "
@@ -1666,6 +1709,7 @@ static void job_run(struct cd_work *w)
 		run_sandboxed(j);
 	else
 		fs_do(&j->q, &j->r);
+	j->lent_start = cd_loop_now_ms();
 	if (j->q.op == OP_READ_FILE && !j->r.code) {
 		read_file_answer(j);
 		close(j->r.fd);
@@ -1768,7 +1812,7 @@ static void job_done(struct cd_work *w)
 		if (j->broken)
 			cd_log_warn("serve: connection %lu (%s): %s: ending the connection",
 				    c->serial, c->peer, j->broken);
-		cd_conn_out_return(c, j->broken);
+		cd_conn_out_return(c, j->broken, &j->rest);
 	}
 	if (!j->answered && !j->broken)
 		job_reply(c, j);
@@ -1807,7 +1851,6 @@ static void pump(struct cd_conn *c)
 		 */
 		if (j->q.op == OP_READ_FILE && s->fs_workq && cd_workq_can_start(s->fs_workq)) {
 			j->out_fd = cd_conn_out_lend(c, &j->out_before);
-			j->stall_ms = c->kind == CD_CONN_STDIO ? 0 : s->opts.stall_ms;
 		}
 		fq->running = true;
 		j->work.run = job_run;
@@ -1815,6 +1858,11 @@ static void pump(struct cd_conn *c)
 		running_add(j);
 		if (!s->fs_workq || cd_workq_submit(s->fs_workq, &j->work) < 0) {
 			/* No worker could be had: performed here, as before there were any. */
+			if (j->out_fd >= 0) {
+				close(j->out_fd);
+				j->out_fd = -1;
+				cd_conn_out_return(c, NULL, &j->out_before);
+			}
 			job_run(&j->work);
 			j->work.ran = true;
 			job_done(&j->work);

@@ -342,9 +342,10 @@ int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending);
 /*
  * The worker is through with the stream. broken: why the stream cannot go
  * on (the client is gone, or an answer was left unfinished), and the
- * connection ends; NULL: what queued meanwhile is written now.
+ * connection ends. Else rest (taken, may be NULL or empty) is what the
+ * worker left unwritten: it goes out first, then what queued meanwhile.
  */
-void cd_conn_out_return(struct cd_conn *c, const char *broken);
+void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf *rest);
 /* Best effort: a pipe to the client is grown to CD_SERVE_OUT_PIPE_SIZE (see conn.c). */
 void cd_out_grow_pipe(int fd);
 /* Flush now if allowed (not batching, not blocked); called after appends. */
