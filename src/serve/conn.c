@@ -447,8 +447,12 @@ static void flush(struct cd_conn *c)
 	/* ws stops reading while its output is backed up (cd_ws_want_read). */
 	if (c->ws)
 		update_in_watch(c);
-	/* Requests were held back while the queue was over its cap. */
-	if (was_over && cd_conn_out_queued(c) <= c->out_cap)
+	/*
+	 * Requests were held back while the queue was over its cap; a unix
+	 * client at the end of its input waited for its queue to empty.
+	 */
+	if ((was_over && cd_conn_out_queued(c) <= c->out_cap) ||
+	    (c->in_eof && c->kind == CD_CONN_UNIX && before > 0 && cd_conn_out_queued(c) == 0))
 		cd_conn_schedule_process(c);
 }
 
@@ -689,9 +693,15 @@ void cd_conn_process(struct cd_conn *c)
 	 * has been answered with a close frame. On a unix socket the client
 	 * may only have shut its sending side: the session detaches at once
 	 * (it may be resumed elsewhere, which evicts this connection) and the
-	 * answer still goes out before the connection closes.
+	 * answer still goes out before the connection closes; such a client
+	 * still reads, so its queue is not a sign that it left, and the
+	 * connection ends once everything queued is out (or the stall timer
+	 * drops it). While a worker writes an answer the queue cannot drain
+	 * (cd_conn_out_lend): that is not a blocked client either.
 	 */
-	if (c->in_eof && !c->closing && cd_conn_out_queued(c) > c->out_cap) {
+	bool half_closed = c->in_eof && c->kind == CD_CONN_UNIX && !peer_closed(c);
+	if (c->in_eof && !c->closing && !c->out_lent && !half_closed &&
+	    cd_conn_out_queued(c) > c->out_cap) {
 		cd_log_debug("serve: end of input with output blocked");
 		connection_gone(c, "end of input");
 	} else if (c->in_eof && !c->closing && c->pending) {
@@ -718,6 +728,9 @@ void cd_conn_process(struct cd_conn *c)
 		} else if (c->session && c->session->conn == c) {
 			cd_session_detach(c->session, c);
 		}
+	} else if (c->in_eof && !c->closing && half_closed && cd_conn_out_queued(c) > 0 &&
+		   c->session && c->session->conn == c) {
+		cd_session_detach(c->session, c);
 	}
 	while (!c->pending && !c->closing && cd_conn_out_queued(c) <= c->out_cap) {
 		if (c->kind == CD_CONN_WS) {
@@ -730,8 +743,12 @@ void cd_conn_process(struct cd_conn *c)
 		} else if (next_line(c)) {
 			continue;
 		}
-		/* Not before the answers of its fs requests (fs.c calls back). */
-		if (c->in_eof && !c->closing && !cd_fs_conn_busy(c)) {
+		/*
+		 * Not before the answers of its fs requests (fs.c calls back),
+		 * nor, half-closed, before they are out (flush calls back).
+		 */
+		if (c->in_eof && !c->closing && !cd_fs_conn_busy(c) &&
+		    !(half_closed && cd_conn_out_queued(c) > 0)) {
 			cd_log_debug("serve: connection %lu (%s): end of input", c->serial,
 				     c->peer);
 			connection_gone(c, "end of input");

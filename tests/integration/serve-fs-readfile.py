@@ -13,6 +13,8 @@
 #   rest of their answers);
 # - a client that leaves in the middle of an answer leaves no descriptor
 #   or thread stuck, and the server answers the next one;
+# - a unix client that shuts its sending side and reads on gets its whole
+#   answer, then the end of the connection;
 # - SIGTERM during an answer nobody reads exits promptly.
 # WebSocket answers are built whole (a frame holds one message): serve-net
 # and serve-fs cover those. TAP.
@@ -22,6 +24,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -175,6 +178,34 @@ def slow_readers(tag, srv, data_path, size):
     b.drop()
 
 
+def half_closed(tag, loop, data_path, data):
+    """A client that shuts its sending side after its requests (nc -N) and
+    reads on gets its whole answer, even with a chatty process and a small
+    --max-queued-bytes, and then the end of the connection."""
+    srv = NetServer("unix", loop=loop, args=["--max-queued-bytes", "64K"])
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        c = srv.connect(timeout=10.0)
+        c.handshake()
+        c.start("chatty", ["seq", "1", "3000000"])
+        rid = send(c, "fs/readFile", {"path": uri(data_path)})
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:
+            c._pump(end)
+        c.sock.shutdown(socket.SHUT_WR)
+        resp = wait_id(c, rid, 60)
+        eof = c.expect_eof(10)
+        got = unb64(resp["result"]["dataBase64"]) if resp and "result" in resp else None
+        t.ok(got == data, "[%s] a half-closed client that reads gets its whole answer" % tag,
+             repr(resp)[:300] if got is None else "length %d" % len(got))
+        t.ok(eof, "[%s] and then the end of the connection" % tag)
+        c.drop()
+    finally:
+        srv.stop()
+
+
 def stdio_scenarios(loop, base, data_path, data):
     tag = "stdio %s" % loop
     s = Server(loop=loop)
@@ -313,6 +344,8 @@ def main():
                 t.guard("%s %s peak RSS" % (kind, loop), peak_rss, "%s %s" % (kind, loop), loop,
                         kind, data_path, len(data))
             t.guard("stdio %s" % loop, stdio_scenarios, loop, base, data_path, data)
+            t.guard("unix %s half-closed" % loop, half_closed, "unix %s" % loop, loop, data_path,
+                    data)
             t.guard("unix %s" % loop, unix_scenarios, loop, base, data_path, data)
     finally:
         shutil.rmtree(base, ignore_errors=True)
