@@ -225,7 +225,8 @@ void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf 
 			sb.cap = sb.len + q + 1;
 			sb.buf = cd_xrealloc(sb.buf, sb.cap);
 		}
-		memcpy(sb.buf + sb.len, c->out.buf + c->out_off, q);
+		if (q)
+			memcpy(sb.buf + sb.len, c->out.buf + c->out_off, q);
 		sb.len += q;
 		sb.buf[sb.len] = '\0';
 		cd_strbuf_done(&c->out);
