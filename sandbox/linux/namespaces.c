@@ -50,6 +50,14 @@
  * it is still the same FIFO. Leftovers from a killed run, or from two
  * runs finishing at the same instant, are thus removed by the next run that
  * touches them.
+ *
+ * The host side (checking what binds mount, making the masks) is split from
+ * prepare into prepare_host (backend.h). With a network namespace and a
+ * forked child (the pid namespace's init) it is deferred: clone() leaves
+ * the network namespace to the child, which creates it (about 0.3 ms of
+ * kernel time) and brings up its loopback while the parent makes the
+ * masks, then receives what the parent found (struct ns_fact) before it
+ * mounts anything.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -84,8 +92,9 @@
 
 struct ns_mount {
 	enum cd_mount_op op;
-	char *path; /* owned */
-	char *step; /* owned, "ro bind '/w/.git'" */
+	char *path;	 /* owned */
+	char *step;	 /* owned, "ro bind '/w/.git'" */
+	char *step_mask; /* owned, "mask on '/w/.git'", for a bind that turns out to be a mask */
 	dev_t dev;
 	ino_t ino;
 	mode_t fmt;	  /* S_IFDIR, S_IFREG, ... */
@@ -95,6 +104,23 @@ struct ns_mount {
 	/* A mask FIFO found here may be adopted: a protected name, or a denied path. */
 	bool adoptable;
 };
+
+/*
+ * What the parent's prepare_host learned about one mount and the child needs
+ * (a read-only bind may have turned into a mask), sent over the spawner's
+ * socket when prepare_host runs after the child was created.
+ */
+struct ns_fact {
+	uint32_t op; /* enum cd_mount_op */
+	uint32_t fmt;
+	uint64_t dev;
+	uint64_t ino;
+	uint32_t host_rdonly;
+	uint32_t pad;
+};
+
+/* Larger plans prepare everything before the child exists (one message must carry the facts). */
+#define MAX_FACTS_BYTES (64 * 1024)
 
 struct cd_backend_state {
 	bool user_ns;
@@ -108,6 +134,16 @@ struct cd_backend_state {
 	const char *step;
 	int mask_src;  /* child: the detached tmpfs holding the mask symlink, or -1 */
 	bool at_clone; /* the spawner creates the namespaces with clone(): apply does not unshare */
+	/*
+	 * prepare_host runs in the parent after the child was created (see
+	 * defer_host in backend.h): apply unshares the network namespace
+	 * itself, while the parent makes the mask mount points, and before
+	 * mounting receives the facts on facts_fd.
+	 */
+	bool deferred;
+	int facts_fd;			/* child's end of the spawner's socket, when deferred */
+	struct ns_fact *facts;		/* owned, n entries, when deferred */
+	const struct cd_linux_plan *lp; /* borrowed, from prepare to prepare_host */
 	bool finished;
 	bool abandoned; /* something may still run in the namespace: finish leaves the masks */
 };
@@ -155,8 +191,10 @@ static void ns_destroy(struct cd_backend_state *s)
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->m[i].path);
 		free(s->m[i].step);
+		free(s->m[i].step_mask);
 	}
 	free(s->m);
+	free(s->facts);
 	free(s);
 }
 
@@ -452,6 +490,8 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 			 (unsigned)getegid());
 	}
 
+	s->facts_fd = -1;
+	s->lp = lp;
 	s->m = cd_xcalloc(lp->n_mounts ? lp->n_mounts : 1, sizeof(*s->m));
 	for (size_t i = 0; i < lp->n_mounts; i++) {
 		const struct cd_mount *in = &lp->mounts[i];
@@ -471,37 +511,29 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 		switch (in->op) {
 		case CD_MOUNT_RO_BIND:
 			m->step = cd_xasprintf("read-only bind of '%s'", m->path);
-			r = prepare_bind(lp, m, reterr);
 			break;
 		case CD_MOUNT_RW_BIND:
 			m->step = cd_xasprintf("writable bind of '%s'", m->path);
-			r = prepare_bind(lp, m, reterr);
 			break;
 		case CD_MOUNT_PIN:
 			m->step = cd_xasprintf("pin of '%s'", m->path);
-			r = prepare_bind(lp, m, reterr);
 			break;
 		case CD_MOUNT_MASK:
 			m->step = cd_xasprintf("mask on '%s'", m->path);
-			r = prepare_mask(m, reterr);
 			break;
 		case CD_MOUNT_DENY:
 			m->step = cd_xasprintf("deny mask on '%s'", m->path);
-			r = prepare_bind(lp, m, reterr);
 			break;
 		case CD_MOUNT_OP_COUNT:
 		default:
 			*reterr = cd_xasprintf("namespaces: unknown mount operation %d for '%s'",
 					       (int)in->op, m->path);
 			r = -EINVAL;
-			break;
-		}
-		if (r < 0)
 			goto fail;
-		if (m->op != in->op) { /* a read-only bind that turned out to be a mask */
-			free(m->step);
-			m->step = cd_xasprintf("mask on '%s'", m->path);
 		}
+		/* Made now: prepare_host may run when the child can no longer see new strings. */
+		if (in->op == CD_MOUNT_RO_BIND || in->op == CD_MOUNT_DENY)
+			m->step_mask = cd_xasprintf("mask on '%s'", m->path);
 	}
 	*ret_state = s;
 	return 0;
@@ -509,6 +541,62 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 fail:
 	ns_destroy(s);
 	return r;
+}
+
+/*
+ * Worth it when the child has a network namespace to create meanwhile
+ * (clone() would otherwise create it before the child even exists) and
+ * there are mounts to prepare.
+ */
+static bool ns_defer_host(struct cd_backend_state *s, int child_fd)
+{
+	if (!s || !s->net_ns || s->n == 0 || s->n > MAX_FACTS_BYTES / sizeof(struct ns_fact))
+		return false;
+	s->facts = cd_xcalloc(s->n, sizeof(*s->facts));
+	s->facts_fd = child_fd;
+	s->deferred = true;
+	return true;
+}
+
+/*
+ * The host side: open and check what binds mount, make or adopt the mask
+ * mount points. When deferred, send the child what it found.
+ */
+static int ns_prepare_host(struct cd_backend_state *s, int parent_fd, char **reterr)
+{
+	int r;
+
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct ns_mount *m = &s->m[i];
+
+		r = m->op == CD_MOUNT_MASK ? prepare_mask(m, reterr)
+					   : prepare_bind(s->lp, m, reterr);
+		if (r < 0)
+			return r;
+	}
+	s->lp = NULL;
+	if (!s->deferred || parent_fd < 0)
+		return 0;
+	for (size_t i = 0; i < s->n; i++)
+		s->facts[i] = (struct ns_fact){ .op = (uint32_t)s->m[i].op,
+						.fmt = (uint32_t)s->m[i].fmt,
+						.dev = (uint64_t)s->m[i].dev,
+						.ino = (uint64_t)s->m[i].ino,
+						.host_rdonly = s->m[i].host_rdonly };
+	ssize_t n;
+	do
+		n = send(parent_fd, s->facts, s->n * sizeof(*s->facts), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	/* A child that is gone already says why on the same socket. */
+	if (n < 0 && errno != EPIPE && errno != ECONNRESET) {
+		r = -errno;
+		*reterr = cd_xasprintf("namespaces: cannot send the mount points to the child: %s",
+				       strerror(-r));
+		return r;
+	}
+	return 0;
 }
 
 /* ---- child side: system calls only ---- */
@@ -653,6 +741,41 @@ static int apply_from_mask_source(struct cd_backend_state *s, const char *name, 
 	return r;
 }
 
+/*
+ * The parent's facts about the mounts (see ns_prepare_host), into our own
+ * copy of the state. No allocation: facts was allocated before the fork.
+ */
+static int receive_facts(struct cd_backend_state *s)
+{
+	size_t len = s->n * sizeof(*s->facts);
+	struct iovec iov = { .iov_base = s->facts, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	do
+		n = recvmsg(s->facts_fd, &mh, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EPIPE; /* the parent is gone, or failed and will kill us */
+	if ((size_t)n != len || (mh.msg_flags & MSG_TRUNC))
+		return -EPROTO;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ns_fact *f = &s->facts[i];
+		struct ns_mount *m = &s->m[i];
+
+		if (f->op >= CD_MOUNT_OP_COUNT)
+			return -EPROTO;
+		m->op = (enum cd_mount_op)f->op;
+		m->fmt = (mode_t)f->fmt;
+		m->dev = (dev_t)f->dev;
+		m->ino = (ino_t)f->ino;
+		m->host_rdonly = f->host_rdonly != 0;
+	}
+	return 0;
+}
+
 /* The new network namespace has only "lo", down: bring it up, as bubblewrap does. */
 static int loopback_up(void)
 {
@@ -695,6 +818,14 @@ static int ns_apply(struct cd_backend_state *s)
 	    unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
 		    (s->net_ns ? CLONE_NEWNET : 0)) < 0)
 		return -errno;
+	/*
+	 * Deferred: clone() left the network namespace to us, so that its
+	 * creation runs here, alongside the parent's prepare_host. Whoever
+	 * creates it, it belongs to our user namespace and is just as empty.
+	 */
+	s->step = "unshare(CLONE_NEWNET)";
+	if (s->at_clone && s->deferred && s->net_ns && unshare(CLONE_NEWNET) < 0)
+		return -errno;
 
 	if (s->user_ns) {
 		/* Required before an unprivileged gid_map write; absent before Linux 3.19. */
@@ -732,11 +863,18 @@ static int ns_apply(struct cd_backend_state *s)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 
+	if (s->deferred) {
+		s->step = "receive the mount points from the parent";
+		r = receive_facts(s);
+		if (r < 0)
+			return r;
+	}
+
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ns_mount *m = &s->m[i];
 		int fd;
 
-		s->step = m->step;
+		s->step = m->op == CD_MOUNT_MASK && m->step_mask ? m->step_mask : m->step;
 		fd = reopen_checked(m);
 		if (fd < 0)
 			return fd;
@@ -783,7 +921,7 @@ static unsigned long ns_clone_flags(struct cd_backend_state *s)
 		return 0;
 	s->at_clone = true;
 	return (s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
-	       (s->pid_ns ? CLONE_NEWPID : 0) | (s->net_ns ? CLONE_NEWNET : 0);
+	       (s->pid_ns ? CLONE_NEWPID : 0) | (s->net_ns && !s->deferred ? CLONE_NEWNET : 0);
 }
 
 static const char *ns_last_step(struct cd_backend_state *s)
@@ -800,4 +938,6 @@ const struct cd_backend cd_backend_namespaces = {
 	.last_step = ns_last_step,
 	.clone_flags = ns_clone_flags,
 	.abandon = ns_abandon,
+	.defer_host = ns_defer_host,
+	.prepare_host = ns_prepare_host,
 };
