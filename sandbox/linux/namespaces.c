@@ -848,12 +848,17 @@ static int mask_source(struct cd_backend_state *s)
 		return -errno;
 	}
 	close(fs);
+	/* The deny objects only for a plan with deny masks: five system calls each run. */
+	bool deny = false;
+	for (size_t i = 0; i < s->n && !deny; i++)
+		deny = s->m[i].op == CD_MOUNT_DENY;
 	int f = -1;
 	if (symlinkat(MASK_LINK_TARGET, mnt, MASK_LINK_NAME) < 0 ||
-	    mkdirat(mnt, DENY_DIR_NAME, 0) < 0 ||
-	    (f = openat(mnt, DENY_FILE_NAME, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC, 0)) < 0 ||
-	    close(f) < 0 || fchmodat(mnt, DENY_DIR_NAME, 0, 0) < 0 ||
-	    fchmodat(mnt, DENY_FILE_NAME, 0, 0) < 0 ||
+	    (deny &&
+	     (mkdirat(mnt, DENY_DIR_NAME, 0) < 0 ||
+	      (f = openat(mnt, DENY_FILE_NAME, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC, 0)) < 0 ||
+	      close(f) < 0 || fchmodat(mnt, DENY_DIR_NAME, 0, 0) < 0 ||
+	      fchmodat(mnt, DENY_FILE_NAME, 0, 0) < 0)) ||
 	    mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0) {
 		cd_close_keep_errno(mnt);
 		return -errno;
