@@ -702,7 +702,8 @@ static void run_elsewhere(pid_t pid, const cpu_set_t *affinity)
 	 * another task's time slice, milliseconds. Right after clone, us and
 	 * the child are two runnable tasks; a third means a CPU is taken.
 	 */
-	if (runnable_now() > 2)
+	int runnable = runnable_now();
+	if (runnable < 0 || runnable > 2)
 		return;
 	int cpu = sched_getcpu();
 	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, affinity))
