@@ -177,3 +177,41 @@ const struct cd_fs_ops cd_fs_ops_host = {
 	.read_file = host_read_file,
 	.read_dir = host_read_dir,
 };
+
+/*
+ * Binding one plan walks the same parents again for every entry (/tmp, the
+ * workspace and the directories above it, four or five times each): a
+ * directory seen once is taken as a directory for the rest of the bind.
+ * Only directories: a missing name (a protected one, say) is asked again.
+ * prepare and apply check every path they mount on again anyway.
+ */
+static int cached_lstat_type(void *ctx, const char *path, enum cd_file_type *ret)
+{
+	struct cd_fs_dir_cache *c = ctx;
+
+	for (size_t i = 0; i < c->n; i++) {
+		if (cd_streq(c->dirs[i], path)) {
+			*ret = CD_FT_DIR;
+			return 0;
+		}
+	}
+	int r = host_lstat_type(NULL, path, ret);
+	if (r == 0 && *ret == CD_FT_DIR && c->n < CD_ARRAY_SIZE(c->dirs))
+		c->dirs[c->n++] = cd_xstrdup(path);
+	return r;
+}
+
+void cd_fs_ops_host_cached(struct cd_fs_ops *ret, struct cd_fs_dir_cache *cache)
+{
+	memset(cache, 0, sizeof(*cache));
+	*ret = cd_fs_ops_host;
+	ret->ctx = cache;
+	ret->lstat_type = cached_lstat_type;
+}
+
+void cd_fs_dir_cache_done(struct cd_fs_dir_cache *cache)
+{
+	for (size_t i = 0; i < cache->n; i++)
+		free(cache->dirs[i]);
+	cache->n = 0;
+}

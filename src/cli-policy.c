@@ -386,16 +386,20 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 {
 	const struct cd_profile *prof = b->profile;
 	const char *tmpdir = getenv("TMPDIR");
+	struct cd_fs_dir_cache dirs;
+	struct cd_fs_ops ops;
+	cd_fs_ops_host_cached(&ops, &dirs);
 	struct cd_bind_input in = {
 		.cwd = b->cwd,
 		.workspace_roots = roots,
 		.n_workspace_roots = n_roots,
 		.tmpdir = tmpdir && *tmpdir ? tmpdir : NULL,
 		.minimal_paths = NULL,
-		.ops = &cd_fs_ops_host,
+		.ops = &ops,
 	};
 	char *reterr = NULL;
 	int r = cd_plan_build(prof, &in, &b->plan, &reterr);
+	cd_fs_dir_cache_done(&dirs);
 	if (r < 0)
 		return refuse(b,
 			      reterr ? reterr : cd_xasprintf("binding failed: %s", strerror(-r)));

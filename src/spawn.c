@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -110,6 +111,13 @@ struct child_ctx {
 	 * exec's, so it is created with fork semantics, not CLONE_VFORK.
 	 */
 	bool pid_init;
+	/*
+	 * The parent moved us off its CPU (see run_elsewhere): after the
+	 * namespaces backend, put back the affinity we were born with, which
+	 * is what the command must inherit.
+	 */
+	bool restore_affinity;
+	cpu_set_t affinity;
 };
 
 static size_t n_backends(void)
@@ -281,6 +289,9 @@ static void child_apply(const struct child_ctx *c)
 		int r = b->apply(c->states[i]);
 		if (r < 0)
 			child_fail(c, CD_EXIT_SETUP, -r, b->name, backend_step(b, c->states[i]));
+		if (b == &cd_backend_namespaces && c->restore_affinity &&
+		    sched_setaffinity(0, sizeof(c->affinity), &c->affinity) < 0)
+			child_fail(c, CD_EXIT_SETUP, errno, "restoring the CPU affinity", NULL);
 		if (b == &cd_backend_namespaces && c->pin_mnt_ns)
 			child_pin_mnt_ns(c);
 	}
@@ -526,6 +537,20 @@ static void set_error(struct cd_spawn_error *err, int code, const char *fmt, ...
 	va_end(ap);
 }
 
+/* A backend's prepare failed: "<name>: <why>". Frees reterr. */
+static void set_backend_error(struct cd_spawn_error *err, const struct cd_backend *b, int r,
+			      char *reterr)
+{
+	const char *why = reterr ? reterr : strerror(-r);
+	size_t nl = strlen(b->name);
+	/* Backend messages may name the backend already. */
+	if (strncmp(why, b->name, nl) == 0 && why[nl] == ':')
+		set_error(err, CD_EXIT_SETUP, "%s", why);
+	else
+		set_error(err, CD_EXIT_SETUP, "%s: %s", b->name, why);
+	free(reterr);
+}
+
 static int prepare_backends(const struct cd_linux_plan *lp, struct cd_backend_state **states,
 			    struct cd_spawn_error *err)
 {
@@ -534,15 +559,56 @@ static int prepare_backends(const struct cd_linux_plan *lp, struct cd_backend_st
 		char *reterr = NULL;
 		int r = b->prepare ? b->prepare(lp, &states[i], &reterr) : 0;
 		if (r < 0) {
-			const char *why = reterr ? reterr : strerror(-r);
-			size_t nl = strlen(b->name);
-			/* Backend messages may name the backend already. */
-			if (strncmp(why, b->name, nl) == 0 && why[nl] == ':')
-				set_error(err, CD_EXIT_SETUP, "%s", why);
-			else
-				set_error(err, CD_EXIT_SETUP, "%s: %s", b->name, why);
-			free(reterr);
+			set_backend_error(err, b, r, reterr);
 			destroy_states(states, i);
+			return r;
+		}
+		free(reterr);
+	}
+	return 0;
+}
+
+/*
+ * The host-side halves (backend.h: prepare_host). When the child is a fork
+ * (forked), each backend may defer its half until the child exists; the
+ * deferred ones are marked in *ret_deferred (bit i for cd_backends[i]) and
+ * the others run now. 0, or -errno with *err set.
+ */
+static int prepare_host_now(struct cd_backend_state **states, bool forked, int child_fd,
+			    uint32_t *ret_deferred, struct cd_spawn_error *err)
+{
+	*ret_deferred = 0;
+	for (size_t i = 0; cd_backends[i]; i++) {
+		const struct cd_backend *b = cd_backends[i];
+		if (!b->prepare_host || !states[i])
+			continue;
+		if (forked && i < 32 && b->defer_host && b->defer_host(states[i], child_fd)) {
+			*ret_deferred |= 1u << i;
+			continue;
+		}
+		char *reterr = NULL;
+		int r = b->prepare_host(states[i], -1, &reterr);
+		if (r < 0) {
+			set_backend_error(err, b, r, reterr);
+			return r;
+		}
+		free(reterr);
+	}
+	return 0;
+}
+
+/* The deferred halves, in the parent while the child builds its namespaces. */
+static int prepare_host_deferred(struct cd_backend_state **states, uint32_t deferred, int parent_fd,
+				 struct cd_spawn_error *err)
+{
+	for (size_t i = 0; cd_backends[i] && i < 32; i++) {
+		const struct cd_backend *b = cd_backends[i];
+		if (!(deferred & (1u << i)))
+			continue;
+		char *reterr = NULL;
+		int r = b->prepare_host(states[i], parent_fd, &reterr);
+		if (r < 0) {
+			set_backend_error(err, b, r, reterr);
 			return r;
 		}
 		free(reterr);
@@ -591,6 +657,72 @@ static pid_t fork_child(struct child_ctx *ctx)
 	return (pid_t)pid;
 }
 
+/*
+ * Let the child build its namespaces on another CPU while we make the mask
+ * mount points (a deferred prepare_host): the scheduler puts a new child on
+ * its parent's CPU and, for work this short, moves neither before the
+ * parent sleeps, so the two would otherwise take turns. The child's allowed
+ * CPUs become ours minus the one we run on; it restores its own mask right
+ * after the namespaces backend, before anything the command inherits.
+ * Best effort: when this fails, the child simply shares our CPU.
+ *
+ * On a 2-CPU machine, workspace-write: 2.33 -> 2.22 ms when idle. Only
+ * when nothing else is runnable: pinned to a busy CPU, the child waited for
+ * the other task's time slices (5.8 ms instead of 2.5 with one CPU hog).
+ */
+/*
+ * Runnable tasks right now, from /proc/loadavg ("0.00 0.01 0.05 2/150 99":
+ * the 2), or -1.
+ */
+static int runnable_now(void)
+{
+	char buf[128];
+	int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	const char *p = buf;
+	for (int field = 0; field < 3; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -1;
+		p++;
+	}
+	return (int)strtol(p, NULL, 10);
+}
+
+static void run_elsewhere(pid_t pid, const cpu_set_t *affinity)
+{
+	/*
+	 * Only onto an idle CPU: on a busy one the child would wait for
+	 * another task's time slice, milliseconds. Right after clone, us and
+	 * the child are two runnable tasks; a third means a CPU is taken.
+	 */
+	int runnable = runnable_now();
+	if (runnable < 0 || runnable > 2)
+		return;
+	int cpu = sched_getcpu();
+	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, affinity))
+		return;
+	cpu_set_t others = *affinity;
+	CPU_CLR(cpu, &others);
+	(void)sched_setaffinity(pid, sizeof(others), &others);
+}
+
+/* Whether create_child makes the child with fork semantics (its own copy of memory). */
+static bool child_is_fork(const struct child_ctx *ctx)
+{
+#ifdef CD_SANITIZERS
+	return true;
+#else
+	return ctx->pid_init || ctx->o->run;
+#endif
+}
+
 #ifdef CD_SANITIZERS
 static pid_t create_child(struct child_ctx *ctx)
 {
@@ -614,7 +746,7 @@ static int child_entry(void *arg)
  */
 static pid_t create_child(struct child_ctx *ctx)
 {
-	if (ctx->pid_init || ctx->o->run)
+	if (child_is_fork(ctx))
 		return fork_child(ctx);
 	/* Sized for the backends' apply paths; the child never recurses. */
 	static char stack[256 * 1024] __attribute__((aligned(64)));
@@ -637,12 +769,22 @@ struct child_replies {
 /* Read the error socket to its end (every write end closed: exec or exit). */
 static void read_replies(int sock, struct child_replies *out)
 {
+	bool reset_seen = false;
 	memset(out, 0, sizeof(*out));
 	out->mnt_ns_fd = -1;
 	for (;;) {
 		struct child_report m;
 		int fd, flags = 0;
 		ssize_t n = cd_recv_fd(sock, &m, sizeof(m), 0, &fd, &flags);
+		if (n == -ECONNRESET && !reset_seen) {
+			/*
+			 * The child exited without reading what a deferred
+			 * prepare_host sent it (it failed first). The kernel says
+			 * so once, ahead of the messages the child sent: read on.
+			 */
+			reset_seen = true;
+			continue;
+		}
 		if (n < 0) {
 			out->recv_err = (int)-n;
 			return;
@@ -755,6 +897,22 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	}
 	ctx.report_fd = pfd[1];
 
+	uint32_t deferred = 0;
+	if (sandboxed) {
+		int r = prepare_host_now(c->states, child_is_fork(&ctx), pfd[1], &deferred, err);
+		if (r < 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+			cd_child_free(c);
+			return r;
+		}
+	}
+
+	/* The child restores it (run_elsewhere): read it before the child exists. */
+	if (deferred && sched_getaffinity(0, sizeof(ctx.affinity), &ctx.affinity) == 0 &&
+	    CPU_COUNT(&ctx.affinity) > 1)
+		ctx.restore_affinity = true;
+
 	/*
 	 * Block every signal across fork: the child must not run the parent's
 	 * forwarding handlers before it has reset them.
@@ -779,6 +937,26 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	}
 	c->pid = pid;
 	c->finished = !sandboxed;
+
+	if (deferred) {
+		if (ctx.restore_affinity)
+			run_elsewhere(pid, &ctx.affinity);
+		int r = prepare_host_deferred(c->states, deferred, pfd[0], err);
+		if (r < 0) {
+			/* The child waits for what it will now never get: it goes first. */
+			(void)kill(pid, SIGKILL);
+			close(pfd[0]);
+			int status;
+			wait_pid(pid, &status);
+			c->waited = true;
+			if (c->kill_tree) {
+				kill_tree(pid);
+				c->tree_killed = true;
+			}
+			cd_child_free(c);
+			return r;
+		}
+	}
 
 	struct child_replies rp;
 	read_replies(pfd[0], &rp);

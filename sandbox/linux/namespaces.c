@@ -50,9 +50,28 @@
  * it is still the same FIFO. Leftovers from a killed run, or from two
  * runs finishing at the same instant, are thus removed by the next run that
  * touches them.
+ *
+ * The masks a run makes in one directory (.git, .codex and .agents under a
+ * writable root) are hard links of one FIFO: a link costs a directory
+ * entry where mknod also allocates an inode, and one open file holds the
+ * lock of all of them. The lock is per inode, so a run that shares some of
+ * the names takes it as one (never a second open file with a lock of its
+ * own, which would keep its own finish from the exclusive lock), and the
+ * run that removes the names it used also removes the other protected
+ * names of that inode beside them (sweep_group): they were left for the
+ * last user by a run that could not take the lock exclusively.
+ *
+ * The host side (checking what binds mount, making the masks) is split from
+ * prepare into prepare_host (backend.h). With a network namespace and a
+ * forked child (the pid namespace's init) it is deferred: clone() leaves
+ * the network namespace to the child, which creates it (about 0.3 ms of
+ * kernel time) and brings up its loopback while the parent makes the
+ * masks, then receives what the parent found (struct ns_fact) before it
+ * mounts anything.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
@@ -84,17 +103,43 @@
 
 struct ns_mount {
 	enum cd_mount_op op;
-	char *path; /* owned */
-	char *step; /* owned, "ro bind '/w/.git'" */
+	char *path;	 /* owned */
+	char *step;	 /* owned, "ro bind '/w/.git'" */
+	char *step_mask; /* owned, "mask on '/w/.git'", for a bind that turns out to be a mask */
 	dev_t dev;
 	ino_t ino;
 	mode_t fmt;	  /* S_IFDIR, S_IFREG, ... */
 	bool host_rdonly; /* the host mount holding path is read-only */
 	bool mask;	  /* a mask file (ours or adopted): finish removes it when last */
 	int lock_fd;	  /* O_RDONLY fd holding a LOCK_SH, or -1 */
+	/*
+	 * A mask that is another name of an inode whose lock an earlier mount
+	 * holds (a hard link we made, or a second name of an adopted one):
+	 * 1 + that mount's index; 0 when this mount holds its own lock.
+	 */
+	size_t lock_of;
+	bool made;	/* we created this FIFO: masks in its directory may link to it */
+	bool exclusive; /* finish: lock_fd got LOCK_EX, nobody else uses the inode */
 	/* A mask FIFO found here may be adopted: a protected name, or a denied path. */
 	bool adoptable;
 };
+
+/*
+ * What the parent's prepare_host learned about one mount and the child needs
+ * (a read-only bind may have turned into a mask), sent over the spawner's
+ * socket when prepare_host runs after the child was created.
+ */
+struct ns_fact {
+	uint32_t op; /* enum cd_mount_op */
+	uint32_t fmt;
+	uint64_t dev;
+	uint64_t ino;
+	uint32_t host_rdonly;
+	uint32_t pad;
+};
+
+/* Larger plans prepare everything before the child exists (one message must carry the facts). */
+#define MAX_FACTS_BYTES (64 * 1024)
 
 struct cd_backend_state {
 	bool user_ns;
@@ -108,27 +153,95 @@ struct cd_backend_state {
 	const char *step;
 	int mask_src;  /* child: the detached tmpfs holding the mask symlink, or -1 */
 	bool at_clone; /* the spawner creates the namespaces with clone(): apply does not unshare */
+	/*
+	 * prepare_host runs in the parent after the child was created (see
+	 * defer_host in backend.h): apply unshares the network namespace
+	 * itself, while the parent makes the mask mount points, and before
+	 * mounting receives the facts on facts_fd.
+	 */
+	bool deferred;
+	int facts_fd;			/* child's end of the spawner's socket, when deferred */
+	struct ns_fact *facts;		/* owned, n entries, when deferred */
+	const struct cd_linux_plan *lp; /* borrowed, from prepare to prepare_host */
 	bool finished;
 	bool abandoned; /* something may still run in the namespace: finish leaves the masks */
 };
+
+static bool protected_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	for (size_t i = 0; cd_protected_names[i]; i++)
+		if (cd_streq(base, cd_protected_names[i]))
+			return true;
+	return false;
+}
+
+/* The mount holding the lock of m's inode: m itself, or the one it shares it with. */
+static struct ns_mount *lock_holder(struct cd_backend_state *s, struct ns_mount *m)
+{
+	return m->lock_of ? &s->m[m->lock_of - 1] : m;
+}
+
+/* Unlink dirfd-relative or absolute path if it is still the FIFO dev/ino. */
+static void unlink_if_same(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISFIFO(st.st_mode) &&
+	    st.st_dev == dev && st.st_ino == ino)
+		(void)unlink(path);
+}
+
+/*
+ * Names of h's inode that none of our mounts had, left in its directory by
+ * a run that shared it with us and finished first (it could not take the
+ * lock exclusively, so it left them to the last user): the protected names
+ * next to h's, which are the only names a run links together.
+ */
+static void sweep_group(const struct ns_mount *h)
+{
+	const char *slash = strrchr(h->path, '/');
+	struct stat st;
+	char path[PATH_MAX];
+
+	if (fstat(h->lock_fd, &st) < 0 || st.st_nlink == 0 || !slash)
+		return;
+	for (size_t i = 0; cd_protected_names[i]; i++) {
+		int n = snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - h->path), h->path,
+				 cd_protected_names[i]);
+		if (n > 0 && (size_t)n < sizeof(path))
+			unlink_if_same(path, h->dev, h->ino);
+	}
+}
 
 static void ns_finish(struct cd_backend_state *s)
 {
 	if (!s || s->finished)
 		return;
 	s->finished = true;
+	/* Each inode we use once: the lock of a shared inode is held by one mount. */
+	for (size_t i = 0; i < s->n; i++) {
+		struct ns_mount *m = &s->m[i];
+
+		m->exclusive = !s->abandoned && m->mask && m->lock_fd >= 0 &&
+			       flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0;
+	}
 	/* Reverse order: a mask below another mount point goes first. */
 	for (size_t i = s->n; i-- > 0;) {
 		struct ns_mount *m = &s->m[i];
-		struct stat st;
 
 		/* Only while still the same FIFO: anything else there is not ours. */
-		if (!s->abandoned && m->mask && m->lock_fd >= 0 &&
-		    flock(m->lock_fd, LOCK_EX | LOCK_NB) == 0 &&
-		    fstatat(AT_FDCWD, m->path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISFIFO(st.st_mode) && st.st_dev == m->dev && st.st_ino == m->ino)
-			(void)unlink(m->path);
+		if (m->mask && lock_holder(s, m)->exclusive)
+			unlink_if_same(m->path, m->dev, m->ino);
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct ns_mount *m = &s->m[i];
+
+		if (m->exclusive && protected_name(m->path))
+			sweep_group(m);
 		m->mask = false;
+		m->exclusive = false;
 		if (m->lock_fd >= 0) {
 			close(m->lock_fd);
 			m->lock_fd = -1;
@@ -155,8 +268,10 @@ static void ns_destroy(struct cd_backend_state *s)
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->m[i].path);
 		free(s->m[i].step);
+		free(s->m[i].step_mask);
 	}
 	free(s->m);
+	free(s->facts);
 	free(s);
 }
 
@@ -221,14 +336,54 @@ static int lock_mask(int fd)
 	return st.st_nlink > 0 ? 0 : -ESTALE;
 }
 
-static bool protected_name(const char *path)
+/* An earlier mount of ours that holds the lock of the inode dev/ino, or NULL. */
+static struct ns_mount *find_holder(struct cd_backend_state *s, const struct ns_mount *m, dev_t dev,
+				    ino_t ino)
 {
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	for (size_t i = 0; cd_protected_names[i]; i++)
-		if (cd_streq(base, cd_protected_names[i]))
-			return true;
-	return false;
+	for (struct ns_mount *o = s->m; o < m; o++)
+		if (o->mask && o->lock_fd >= 0 && o->dev == dev && o->ino == ino)
+			return o;
+	return NULL;
+}
+
+/* Same directory: equal up to and including the last '/'. */
+static bool same_dir(const char *a, const char *b)
+{
+	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+
+	return sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
+}
+
+/*
+ * Make m's mask as another name of a mask FIFO we made in the same
+ * directory (a protected name next to another): a hard link costs a
+ * directory entry where mknod also allocates an inode (on ext4 a third of
+ * the time or less), and the group shares one open file and one lock, so
+ * finish closes, and the file system frees, one inode instead of three.
+ * Linked through /proc/self/fd: exactly our inode, whatever the name
+ * points to now. 0 when made; -EEXIST when the name exists; any other
+ * error: make a FIFO of its own instead.
+ */
+static int link_mask(struct cd_backend_state *s, struct ns_mount *m)
+{
+	char src[64];
+
+	if (!protected_name(m->path))
+		return -EINVAL;
+	for (struct ns_mount *o = s->m; o < m; o++) {
+		if (!o->made || o->lock_fd < 0 || !same_dir(o->path, m->path))
+			continue;
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", o->lock_fd);
+		if (linkat(AT_FDCWD, src, AT_FDCWD, m->path, AT_SYMLINK_FOLLOW) < 0)
+			return -errno;
+		m->dev = o->dev;
+		m->ino = o->ino;
+		m->fmt = S_IFIFO;
+		m->mask = true;
+		m->lock_of = (size_t)(o - s->m) + 1;
+		return 0;
+	}
+	return -ENOENT;
 }
 
 /*
@@ -237,8 +392,9 @@ static bool protected_name(const char *path)
  * it and is marked for removal when last. -ENOENT when the path is
  * anything else, -ESTALE when it is gone, or a lock_mask() error.
  */
-static int adopt_mask(struct ns_mount *m)
+static int adopt_mask(struct cd_backend_state *s, struct ns_mount *m)
 {
+	struct ns_mount *h;
 	struct stat st;
 	int fd, r;
 
@@ -258,6 +414,21 @@ static int adopt_mask(struct ns_mount *m)
 		close(fd);
 		return -ENOENT;
 	}
+	/*
+	 * Another name of an inode we hold already (a run links the masks of
+	 * one directory together): share that lock. A second open file with
+	 * its own shared lock would keep finish from ever taking it exclusively.
+	 */
+	h = find_holder(s, m, st.st_dev, st.st_ino);
+	if (h) {
+		close(fd);
+		m->lock_of = (size_t)(h - s->m) + 1;
+		m->dev = st.st_dev;
+		m->ino = st.st_ino;
+		m->fmt = S_IFIFO;
+		m->mask = true;
+		return 0;
+	}
 	r = lock_mask(fd);
 	if (r < 0) {
 		close(fd);
@@ -271,9 +442,10 @@ static int adopt_mask(struct ns_mount *m)
 	return 0;
 }
 
-static int prepare_mask(struct ns_mount *m, char **reterr);
+static int prepare_mask(struct cd_backend_state *s, struct ns_mount *m, char **reterr);
 
-static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char **reterr)
+static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *lp,
+			struct ns_mount *m, char **reterr)
 {
 	const struct cd_plan_path *pp;
 	struct statvfs sv;
@@ -289,7 +461,7 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 		 * now, so mask it ourselves.
 		 */
 		m->op = CD_MOUNT_MASK;
-		return prepare_mask(m, reterr);
+		return prepare_mask(s, m, reterr);
 	}
 	if (fd < 0) {
 		r = -errno;
@@ -321,33 +493,38 @@ static int prepare_bind(const struct cd_linux_plan *lp, struct ns_mount *m, char
 	 * (the sandbox sees what it would see had the name been missing) and
 	 * share its removal.
 	 */
-	r = adopt_mask(m);
+	r = adopt_mask(s, m);
 	if (r == -ENOENT)
 		return 0; /* a file of the user's: bind it read-only */
 	m->op = CD_MOUNT_MASK;
 	if (r == 0 && (m->dev != st.st_dev || m->ino != st.st_ino)) {
 		/* Replaced since the plan looked: still a mask, but not what it saw. */
 		r = -ESTALE;
-		close(m->lock_fd);
+		if (m->lock_fd >= 0)
+			close(m->lock_fd);
 		m->lock_fd = -1;
+		m->lock_of = 0;
 		m->mask = false;
 	}
 	if (r == -ESTALE) /* removed since: make our own */
-		return prepare_mask(m, reterr);
+		return prepare_mask(s, m, reterr);
 	if (r < 0)
 		*reterr = cd_xasprintf("namespaces: cannot share the mask on '%s': %s", m->path,
 				       strerror(-r));
 	return r;
 }
 
-static int prepare_mask(struct ns_mount *m, char **reterr)
+static int prepare_mask(struct cd_backend_state *s, struct ns_mount *m, char **reterr)
 {
 	struct stat st;
 	int r;
 
 	/* A few rounds: a mask we find may be unlinked by a finishing run as we take it. */
 	for (int round = 0;; round++) {
-		if (mknod(m->path, S_IFIFO | MASK_MODE, 0) == 0) {
+		r = link_mask(s, m);
+		if (r == 0)
+			return 0;
+		if (r != -EEXIST && mknod(m->path, S_IFIFO | MASK_MODE, 0) == 0) {
 			m->lock_fd = open(m->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
 							   O_CLOEXEC);
 			if (m->lock_fd >= 0)
@@ -358,10 +535,11 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 					       m->path, strerror(-r));
 			return r;
 		}
-		r = -errno;
+		if (r != -EEXIST)
+			r = -errno;
 		/* A concurrent run may have just made the same mask: share it. */
 		if (r == -EEXIST) {
-			r = adopt_mask(m);
+			r = adopt_mask(s, m);
 			if (r == 0)
 				return 0;
 			if (r == -ESTALE && round < 3)
@@ -405,6 +583,7 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 	m->ino = st.st_ino;
 	m->fmt = S_IFIFO;
 	m->mask = true;
+	m->made = true;
 	/*
 	 * Until this lock is held, a run that adopted the new FIFO could
 	 * finish and unlink it: then fail (the child would not find it anyway).
@@ -417,6 +596,7 @@ static int prepare_mask(struct ns_mount *m, char **reterr)
 		    now.st_dev == m->dev && now.st_ino == m->ino)
 			(void)unlink(m->path);
 		m->mask = false;
+		m->made = false;
 		*reterr = cd_xasprintf("namespaces: cannot lock '%s': %s", m->path, strerror(-r));
 		return r;
 	}
@@ -452,6 +632,8 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 			 (unsigned)getegid());
 	}
 
+	s->facts_fd = -1;
+	s->lp = lp;
 	s->m = cd_xcalloc(lp->n_mounts ? lp->n_mounts : 1, sizeof(*s->m));
 	for (size_t i = 0; i < lp->n_mounts; i++) {
 		const struct cd_mount *in = &lp->mounts[i];
@@ -471,37 +653,29 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 		switch (in->op) {
 		case CD_MOUNT_RO_BIND:
 			m->step = cd_xasprintf("read-only bind of '%s'", m->path);
-			r = prepare_bind(lp, m, reterr);
 			break;
 		case CD_MOUNT_RW_BIND:
 			m->step = cd_xasprintf("writable bind of '%s'", m->path);
-			r = prepare_bind(lp, m, reterr);
 			break;
 		case CD_MOUNT_PIN:
 			m->step = cd_xasprintf("pin of '%s'", m->path);
-			r = prepare_bind(lp, m, reterr);
 			break;
 		case CD_MOUNT_MASK:
 			m->step = cd_xasprintf("mask on '%s'", m->path);
-			r = prepare_mask(m, reterr);
 			break;
 		case CD_MOUNT_DENY:
 			m->step = cd_xasprintf("deny mask on '%s'", m->path);
-			r = prepare_bind(lp, m, reterr);
 			break;
 		case CD_MOUNT_OP_COUNT:
 		default:
 			*reterr = cd_xasprintf("namespaces: unknown mount operation %d for '%s'",
 					       (int)in->op, m->path);
 			r = -EINVAL;
-			break;
-		}
-		if (r < 0)
 			goto fail;
-		if (m->op != in->op) { /* a read-only bind that turned out to be a mask */
-			free(m->step);
-			m->step = cd_xasprintf("mask on '%s'", m->path);
 		}
+		/* Made now: prepare_host may run when the child can no longer see new strings. */
+		if (in->op == CD_MOUNT_RO_BIND || in->op == CD_MOUNT_DENY)
+			m->step_mask = cd_xasprintf("mask on '%s'", m->path);
 	}
 	*ret_state = s;
 	return 0;
@@ -509,6 +683,62 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 fail:
 	ns_destroy(s);
 	return r;
+}
+
+/*
+ * Worth it when the child has a network namespace to create meanwhile
+ * (clone() would otherwise create it before the child even exists) and
+ * there are mounts to prepare.
+ */
+static bool ns_defer_host(struct cd_backend_state *s, int child_fd)
+{
+	if (!s || !s->net_ns || s->n == 0 || s->n > MAX_FACTS_BYTES / sizeof(struct ns_fact))
+		return false;
+	s->facts = cd_xcalloc(s->n, sizeof(*s->facts));
+	s->facts_fd = child_fd;
+	s->deferred = true;
+	return true;
+}
+
+/*
+ * The host side: open and check what binds mount, make or adopt the mask
+ * mount points. When deferred, send the child what it found.
+ */
+static int ns_prepare_host(struct cd_backend_state *s, int parent_fd, char **reterr)
+{
+	int r;
+
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct ns_mount *m = &s->m[i];
+
+		r = m->op == CD_MOUNT_MASK ? prepare_mask(s, m, reterr)
+					   : prepare_bind(s, s->lp, m, reterr);
+		if (r < 0)
+			return r;
+	}
+	s->lp = NULL;
+	if (!s->deferred || parent_fd < 0)
+		return 0;
+	for (size_t i = 0; i < s->n; i++)
+		s->facts[i] = (struct ns_fact){ .op = (uint32_t)s->m[i].op,
+						.fmt = (uint32_t)s->m[i].fmt,
+						.dev = (uint64_t)s->m[i].dev,
+						.ino = (uint64_t)s->m[i].ino,
+						.host_rdonly = s->m[i].host_rdonly };
+	ssize_t n;
+	do
+		n = send(parent_fd, s->facts, s->n * sizeof(*s->facts), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	/* A child that is gone already says why on the same socket. */
+	if (n < 0 && errno != EPIPE && errno != ECONNRESET) {
+		r = -errno;
+		*reterr = cd_xasprintf("namespaces: cannot send the mount points to the child: %s",
+				       strerror(-r));
+		return r;
+	}
+	return 0;
 }
 
 /* ---- child side: system calls only ---- */
@@ -618,12 +848,17 @@ static int mask_source(struct cd_backend_state *s)
 		return -errno;
 	}
 	close(fs);
+	/* The deny objects only for a plan with deny masks: five system calls each run. */
+	bool deny = false;
+	for (size_t i = 0; i < s->n && !deny; i++)
+		deny = s->m[i].op == CD_MOUNT_DENY;
 	int f = -1;
 	if (symlinkat(MASK_LINK_TARGET, mnt, MASK_LINK_NAME) < 0 ||
-	    mkdirat(mnt, DENY_DIR_NAME, 0) < 0 ||
-	    (f = openat(mnt, DENY_FILE_NAME, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC, 0)) < 0 ||
-	    close(f) < 0 || fchmodat(mnt, DENY_DIR_NAME, 0, 0) < 0 ||
-	    fchmodat(mnt, DENY_FILE_NAME, 0, 0) < 0 ||
+	    (deny &&
+	     (mkdirat(mnt, DENY_DIR_NAME, 0) < 0 ||
+	      (f = openat(mnt, DENY_FILE_NAME, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC, 0)) < 0 ||
+	      close(f) < 0 || fchmodat(mnt, DENY_DIR_NAME, 0, 0) < 0 ||
+	      fchmodat(mnt, DENY_FILE_NAME, 0, 0) < 0)) ||
 	    mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0) {
 		cd_close_keep_errno(mnt);
 		return -errno;
@@ -651,6 +886,41 @@ static int apply_from_mask_source(struct cd_backend_state *s, const char *name, 
 		r = -errno;
 	close(tree);
 	return r;
+}
+
+/*
+ * The parent's facts about the mounts (see ns_prepare_host), into our own
+ * copy of the state. No allocation: facts was allocated before the fork.
+ */
+static int receive_facts(struct cd_backend_state *s)
+{
+	size_t len = s->n * sizeof(*s->facts);
+	struct iovec iov = { .iov_base = s->facts, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	do
+		n = recvmsg(s->facts_fd, &mh, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -EPIPE; /* the parent is gone, or failed and will kill us */
+	if ((size_t)n != len || (mh.msg_flags & MSG_TRUNC))
+		return -EPROTO;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ns_fact *f = &s->facts[i];
+		struct ns_mount *m = &s->m[i];
+
+		if (f->op >= CD_MOUNT_OP_COUNT)
+			return -EPROTO;
+		m->op = (enum cd_mount_op)f->op;
+		m->fmt = (mode_t)f->fmt;
+		m->dev = (dev_t)f->dev;
+		m->ino = (ino_t)f->ino;
+		m->host_rdonly = f->host_rdonly != 0;
+	}
+	return 0;
 }
 
 /* The new network namespace has only "lo", down: bring it up, as bubblewrap does. */
@@ -695,6 +965,14 @@ static int ns_apply(struct cd_backend_state *s)
 	    unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
 		    (s->net_ns ? CLONE_NEWNET : 0)) < 0)
 		return -errno;
+	/*
+	 * Deferred: clone() left the network namespace to us, so that its
+	 * creation runs here, alongside the parent's prepare_host. Whoever
+	 * creates it, it belongs to our user namespace and is just as empty.
+	 */
+	s->step = "unshare(CLONE_NEWNET)";
+	if (s->at_clone && s->deferred && s->net_ns && unshare(CLONE_NEWNET) < 0)
+		return -errno;
 
 	if (s->user_ns) {
 		/* Required before an unprivileged gid_map write; absent before Linux 3.19. */
@@ -732,11 +1010,18 @@ static int ns_apply(struct cd_backend_state *s)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 
+	if (s->deferred) {
+		s->step = "receive the mount points from the parent";
+		r = receive_facts(s);
+		if (r < 0)
+			return r;
+	}
+
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ns_mount *m = &s->m[i];
 		int fd;
 
-		s->step = m->step;
+		s->step = m->op == CD_MOUNT_MASK && m->step_mask ? m->step_mask : m->step;
 		fd = reopen_checked(m);
 		if (fd < 0)
 			return fd;
@@ -783,7 +1068,7 @@ static unsigned long ns_clone_flags(struct cd_backend_state *s)
 		return 0;
 	s->at_clone = true;
 	return (s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
-	       (s->pid_ns ? CLONE_NEWPID : 0) | (s->net_ns ? CLONE_NEWNET : 0);
+	       (s->pid_ns ? CLONE_NEWPID : 0) | (s->net_ns && !s->deferred ? CLONE_NEWNET : 0);
 }
 
 static const char *ns_last_step(struct cd_backend_state *s)
@@ -800,4 +1085,6 @@ const struct cd_backend cd_backend_namespaces = {
 	.last_step = ns_last_step,
 	.clone_flags = ns_clone_flags,
 	.abandon = ns_abandon,
+	.defer_host = ns_defer_host,
+	.prepare_host = ns_prepare_host,
 };

@@ -67,6 +67,18 @@ struct cd_fs_ops {
 /* The real shim over lstat/readlink/open (lives outside core: src/fs-ops.c). */
 extern const struct cd_fs_ops cd_fs_ops_host;
 
+/*
+ * cd_fs_ops_host for one bind, remembering the directories it has seen
+ * (sandbox/posix-fs-ops.c): *ret borrows cache, which cd_fs_dir_cache_done
+ * empties afterwards.
+ */
+struct cd_fs_dir_cache {
+	char *dirs[32]; /* owned */
+	size_t n;
+};
+void cd_fs_ops_host_cached(struct cd_fs_ops *ret, struct cd_fs_dir_cache *cache);
+void cd_fs_dir_cache_done(struct cd_fs_dir_cache *cache);
+
 enum cd_origin {
 	CD_ORIGIN_ENTRY,     /* a profile entry (entry_index says which) */
 	CD_ORIGIN_PROTECTED, /* protected metadata under a writable path */

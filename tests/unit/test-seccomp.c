@@ -46,6 +46,25 @@ const char *__asan_default_options(void)
 }
 #endif
 
+/*
+ * The whole parent side: prepare, then prepare_host (backend.h), which no
+ * spawner defers here. A failure leaves no state, as a failed prepare does.
+ */
+static int prepare_all(const struct cd_backend *b, const struct cd_linux_plan *lp,
+		       struct cd_backend_state **ret, char **err)
+{
+	int r = b->prepare(lp, ret, err);
+
+	if (r < 0 || !b->prepare_host)
+		return r;
+	r = b->prepare_host(*ret, -1, err);
+	if (r < 0) {
+		b->destroy(*ret);
+		*ret = NULL;
+	}
+	return r;
+}
+
 static struct cd_backend_state *prepare_ok(const struct cd_backend *b,
 					   const struct cd_linux_plan *lp)
 {
@@ -53,7 +72,7 @@ static struct cd_backend_state *prepare_ok(const struct cd_backend *b,
 	char *err = NULL;
 	int r;
 
-	r = b->prepare(lp, &s, &err);
+	r = prepare_all(b, lp, &s, &err);
 	ck_assert_msg(r == 0, "%s prepare: %d %s", b->name, r, err ? err : "");
 	free(err);
 	return s;
@@ -1217,6 +1236,56 @@ START_TEST(test_ns_mask_shared)
 }
 END_TEST
 
+/*
+ * The masks of one directory are names of one FIFO; a run that shares only
+ * some of them, and finishes last, removes all of them.
+ */
+START_TEST(test_ns_mask_group)
+{
+	static const char *const names[] = { ".git", ".codex", ".agents" };
+	struct ns_fixture f;
+	struct cd_mount m1[3], m2[2];
+	struct cd_linux_plan lp1 = {
+		.sandboxed = true, .mount_ns = true, .mounts = m1, .n_mounts = 3
+	};
+	struct cd_linux_plan lp2 = {
+		.sandboxed = true, .mount_ns = true, .mounts = m2, .n_mounts = 2
+	};
+	struct cd_backend_state *s1, *s2;
+	char paths[3][128];
+	struct stat st, first;
+
+	ns_setup(&f);
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/%s", f.dir, names[i]);
+		m1[i] = (struct cd_mount){ CD_MOUNT_MASK, paths[i], "test" };
+	}
+	s1 = prepare_ok(&cd_backend_namespaces, &lp1);
+	ck_assert_int_eq(lstat(paths[0], &first), 0);
+	ck_assert(S_ISFIFO(first.st_mode) && (first.st_mode & 07777) == 0444);
+	ck_assert_int_eq(first.st_nlink, 3);
+	for (size_t i = 1; i < 3; i++) {
+		ck_assert_int_eq(lstat(paths[i], &st), 0);
+		ck_assert_msg(st.st_ino == first.st_ino && st.st_dev == first.st_dev,
+			      "%s is not a name of the first mask", paths[i]);
+	}
+	/* A concurrent run that masks two of the names shares them. */
+	m2[0] = (struct cd_mount){ CD_MOUNT_MASK, paths[0], "test" };
+	m2[1] = (struct cd_mount){ CD_MOUNT_RO_BIND, paths[2], "test" };
+	s2 = prepare_ok(&cd_backend_namespaces, &lp2);
+	cd_backend_namespaces.destroy(s1);
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_msg(lstat(paths[i], &st) == 0, "%s removed while a run uses it",
+			      paths[i]);
+	/* The last user removes every name, the one it did not use too. */
+	cd_backend_namespaces.destroy(s2);
+	for (size_t i = 0; i < 3; i++)
+		ck_assert_msg(lstat(paths[i], &st) < 0 && errno == ENOENT, "%s left behind",
+			      paths[i]);
+	ns_cleanup(&f);
+}
+END_TEST
+
 START_TEST(test_ns_mask_not_adopted)
 {
 	/*
@@ -1236,7 +1305,7 @@ START_TEST(test_ns_mask_not_adopted)
 	ns_setup(&f);
 	ck_assert_int_eq(mkdir(f.mask, 0755), 0);
 	m = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
-	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
+	ck_assert_int_eq(prepare_all(&cd_backend_namespaces, &lp, &s, &err), -EEXIST);
 	ck_assert_ptr_nonnull(strstr(err, "appeared after binding"));
 	free(err);
 	err = NULL;
@@ -1253,7 +1322,7 @@ START_TEST(test_ns_mask_not_adopted)
 	ck_assert_msg(stat(f.mask, &st) == 0 && S_ISREG(st.st_mode),
 		      "an empty 0444 file was removed");
 	m = (struct cd_mount){ CD_MOUNT_MASK, f.mask, "test" };
-	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
+	ck_assert_int_eq(prepare_all(&cd_backend_namespaces, &lp, &s, &err), -EEXIST);
 	free(err);
 	err = NULL;
 	ck_assert_int_eq(unlink(f.mask), 0);
@@ -1261,7 +1330,7 @@ START_TEST(test_ns_mask_not_adopted)
 	/* A 0644 FIFO: adoption must not block opening it, and leaves it alone. */
 	ck_assert_int_eq(mkfifo(f.mask, 0644), 0);
 	ck_assert_int_eq(chmod(f.mask, 0644), 0);
-	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -EEXIST);
+	ck_assert_int_eq(prepare_all(&cd_backend_namespaces, &lp, &s, &err), -EEXIST);
 	free(err);
 	ck_assert_msg(lstat(f.mask, &st) == 0 && S_ISFIFO(st.st_mode), "the FIFO was touched");
 	ck_assert_int_eq(unlink(f.mask), 0);
@@ -1448,7 +1517,7 @@ START_TEST(test_ns_pin_not_a_directory)
 
 	ns_setup(&f);
 	m = (struct cd_mount){ CD_MOUNT_PIN, f.ro_file, "test" };
-	ck_assert_int_eq(cd_backend_namespaces.prepare(&lp, &s, &err), -ESTALE);
+	ck_assert_int_eq(prepare_all(&cd_backend_namespaces, &lp, &s, &err), -ESTALE);
 	ck_assert_ptr_null(s);
 	ck_assert_ptr_nonnull(strstr(err, "changed type"));
 	free(err);
@@ -1514,6 +1583,7 @@ static Suite *seccomp_suite(void)
 	tcase_add_test(tc, test_ns_userns);
 	tcase_add_test(tc, test_ns_swapped_path);
 	tcase_add_test(tc, test_ns_mask_shared);
+	tcase_add_test(tc, test_ns_mask_group);
 	tcase_add_test(tc, test_ns_mask_not_adopted);
 	tcase_add_test(tc, test_ns_mask_being_removed);
 	tcase_add_test(tc, test_ns_destroy_without_finish);
