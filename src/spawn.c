@@ -713,6 +713,18 @@ static void run_elsewhere(pid_t pid, const cpu_set_t *affinity)
 	(void)sched_setaffinity(pid, sizeof(others), &others);
 }
 
+/* Reap a child that failed before exec, and end what it left in its pid namespace. */
+static void reap_failed(struct cd_child *c, pid_t pid)
+{
+	int status;
+	wait_pid(pid, &status);
+	c->waited = true;
+	if (c->kill_tree) {
+		kill_tree(pid);
+		c->tree_killed = true;
+	}
+}
+
 /* Whether create_child makes the child with fork semantics (its own copy of memory). */
 static bool child_is_fork(const struct child_ctx *ctx)
 {
@@ -946,13 +958,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 			/* The child waits for what it will now never get: it goes first. */
 			(void)kill(pid, SIGKILL);
 			close(pfd[0]);
-			int status;
-			wait_pid(pid, &status);
-			c->waited = true;
-			if (c->kill_tree) {
-				kill_tree(pid);
-				c->tree_killed = true;
-			}
+			reap_failed(c, pid);
 			cd_child_free(c);
 			return r;
 		}
@@ -988,13 +994,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		(void)kill(-pid, SIGKILL);
 		(void)kill(pid, SIGKILL);
 	}
-	int status;
-	wait_pid(pid, &status);
-	c->waited = true;
-	if (c->kill_tree) {
-		kill_tree(pid);
-		c->tree_killed = true;
-	}
+	reap_failed(c, pid);
 	/* Unless it said it failed, cd_child_free kills what it may have left in its namespace. */
 	struct child_report rep = rp.report;
 	if (!rp.failed) {
