@@ -137,7 +137,10 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 	}
 	if (c->kind == CD_CONN_STDIO || c->freed)
 		return;
-	/* Lent: the worker gives up on a client that reads nothing itself (fs.c). */
+	/*
+	 * Lent: the queue cannot drain, and the worker hands a slow client's
+	 * answer back within a second (fs.c); the timer then runs as usual.
+	 */
 	if (q > c->out_cap && !c->out_lent) {
 		if (c->stall && progress) {
 			cd_loop_cancel_timer(c->server->loop, c->stall);
