@@ -25,6 +25,9 @@ from rpcclient import (CORDON, LOOPS, ROOT_READ, Server, Tap, children_of,  # no
                        wait_gone)
 
 t = Tap()
+# The server keeps a SIGHUP ignored by whoever started it (nohup); the
+# servers started here must not inherit that from how the suite was run.
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 why = cordon_usable()
 if why:
     t.skip_all(why)
