@@ -53,30 +53,6 @@ def timed(fn, *a, **kw):
     return r, time.monotonic() - t0
 
 
-def send(conn, method, params):
-    """Send without waiting; the id."""
-    i = conn.new_id()
-    conn.send({"id": i, "method": method, "params": params})
-    return i
-
-
-def wait_id(conn, i, timeout=60.0):
-    """The response with id i; other responses stay pending for later wait_id calls."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for k, m in enumerate(conn.pending):
-            if m.get("id") == i:
-                return conn.pending.pop(k)
-        if time.monotonic() >= deadline or conn.out_eof:
-            return None
-        conn._pump(deadline)
-
-
-def has_id(conn, i):
-    conn._pump(time.monotonic())
-    return any(m.get("id") == i for m in conn.pending)
-
-
 def make_big(path):
     block = os.urandom(MIB)
     with open(path, "wb") as f:
@@ -116,7 +92,8 @@ def run(tag, base, big):
         os.makedirs(tree)
         for k in range(3):
             os.link(big, os.path.join(tree, "f%d" % k))
-        cid = send(a, "fs/copy", {"sourcePath": uri(tree), "destinationPath": uri(dst), "recursive": True})
+        cid = a.send_request("fs/copy", {"sourcePath": uri(tree), "destinationPath": uri(dst),
+                                         "recursive": True})
         time.sleep(0.2)
         b = srv.connect(timeout=10.0)
         r, dt_init = timed(b.request, "initialize", {"clientName": "b"})
@@ -133,8 +110,8 @@ def run(tag, base, big):
         r, dt_read = timed(b.request, "fs/readFile", {"path": uri(small)})
         t.ok("result" in r and unb64(r["result"]["dataBase64"]) == b"x" * 100 and dt_read < BOUND,
              "[%s] its fs/readFile too (another connection's queue)" % tag, "%.3f s" % dt_read)
-        t.ok(not has_id(a, cid), "[%s] (the copy was still running meanwhile)" % tag)
-        r = wait_id(a, cid, timeout=180.0)
+        t.ok(not a.has_id(cid), "[%s] (the copy was still running meanwhile)" % tag)
+        r = a.wait_id(cid, timeout=180.0)
         t.ok(r is not None and r.get("result") == {} and
              all(os.path.getsize(os.path.join(dst, "f%d" % k)) == BIG_MB * MIB for k in range(3)),
              "[%s] the copy completes" % tag, r)
@@ -144,7 +121,8 @@ def run(tag, base, big):
         # 2. The same client: its process/* and an open stream's blocks are not held back.
         h = a.call("fs/open", {"handleId": "h1", "path": uri(small)})
         t.ok(h == {"handleId": "h1"}, "[%s] fs/open" % tag, h)
-        cid = send(a, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        cid = a.send_request("fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst),
+                                         "recursive": False})
         time.sleep(0.2)
         r, dt = timed(a.start, "p2", ["true"])
         t.ok("result" in r and dt < BOUND, "[%s] the copying client's process/start" % tag,
@@ -153,20 +131,20 @@ def run(tag, base, big):
         t.ok("result" in r and unb64(r["result"]["chunk"]) == b"x" * 10 and dt < BOUND,
              "[%s] its fs/readBlock on an open handle" % tag, "%.3f s %r" % (dt, r))
         # An fs request behind the copy waits for it (same connection: in order).
-        mid = send(a, "fs/getMetadata", {"path": uri(dst)})
-        r = wait_id(a, mid)
-        t.ok(r is not None and r["result"]["size"] == BIG_MB * MIB and has_id(a, cid),
+        mid = a.send_request("fs/getMetadata", {"path": uri(dst)})
+        r = a.wait_id(mid)
+        t.ok(r is not None and r["result"]["size"] == BIG_MB * MIB and a.has_id(cid),
              "[%s] a getMetadata sent after the copy sees it complete" % tag, r)
-        wait_id(a, cid)
+        a.wait_id(cid)
         os.unlink(dst)
 
         # 3. A sandboxed copy (in a helper): the others are answered meanwhile.
         sbig = os.path.join(ws, "sbig")
         os.link(big, sbig)
         sb = ctx(ws)
-        cid = send(a, "fs/copy", {"sourcePath": uri(sbig),
-                                  "destinationPath": uri(os.path.join(ws, "sbig.copy")),
-                                  "recursive": False, "sandbox": sb})
+        cid = a.send_request("fs/copy", {"sourcePath": uri(sbig),
+                                         "destinationPath": uri(os.path.join(ws, "sbig.copy")),
+                                         "recursive": False, "sandbox": sb})
         time.sleep(0.3)
         r, dt = timed(b.request, "fs/getMetadata", {"path": uri(small)})
         t.ok("result" in r and dt < BOUND,
@@ -174,8 +152,8 @@ def run(tag, base, big):
         r, dt = timed(b.request, "fs/getMetadata", {"path": uri(small), "sandbox": sb})
         t.ok("result" in r and dt < BOUND + 0.5,
              "[%s] and its own sandboxed fs request" % tag, "%.3f s %r" % (dt, r))
-        t.ok(not has_id(a, cid), "[%s] (the sandboxed copy was still running)" % tag)
-        r = wait_id(a, cid)
+        t.ok(not a.has_id(cid), "[%s] (the sandboxed copy was still running)" % tag)
+        r = a.wait_id(cid)
         t.ok(r is not None and r.get("result") == {} and
              os.path.getsize(os.path.join(ws, "sbig.copy")) == BIG_MB * MIB,
              "[%s] the sandboxed copy completes" % tag, r)
@@ -186,12 +164,12 @@ def run(tag, base, big):
         f = os.path.join(ws, "ordered")
         ids = []
         for k in range(5):
-            ids.append(send(a, "fs/writeFile", {"path": uri(f), "dataBase64": b64(b"v%d" % k * 1000)}))
-            ids.append(send(a, "fs/readFile", {"path": uri(f)}))
-            ids.append(send(a, "fs/getMetadata", {"path": uri(f)}))
-        oid = send(a, "fs/open", {"handleId": "h2", "path": uri(f), "sandbox": sb})
-        bid = send(a, "fs/readBlock", {"handleId": "h2", "offset": 0, "len": 2})
-        got = [wait_id(a, i) for i in ids + [oid, bid]]
+            ids.append(a.send_request("fs/writeFile", {"path": uri(f), "dataBase64": b64(b"v%d" % k * 1000)}))
+            ids.append(a.send_request("fs/readFile", {"path": uri(f)}))
+            ids.append(a.send_request("fs/getMetadata", {"path": uri(f)}))
+        oid = a.send_request("fs/open", {"handleId": "h2", "path": uri(f), "sandbox": sb})
+        bid = a.send_request("fs/readBlock", {"handleId": "h2", "offset": 0, "len": 2})
+        got = [a.wait_id(i) for i in ids + [oid, bid]]
         good = all(g is not None and "result" in g for g in got)
         for k in range(5) if good else ():
             good = good and unb64(got[3 * k + 1]["result"]["dataBase64"]) == b"v%d" % k * 1000
@@ -206,21 +184,22 @@ def run(tag, base, big):
         t.ok(order == ids, "[%s] their answers come in order" % tag)
 
         # 5. The queue is bounded.
-        cid = send(a, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
-        more = [send(a, "fs/getMetadata", {"path": uri(small)}) for _ in range(70)]
-        got = [wait_id(a, i) for i in more]
+        cid = a.send_request("fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst),
+                                         "recursive": False})
+        more = [a.send_request("fs/getMetadata", {"path": uri(small)}) for _ in range(70)]
+        got = [a.wait_id(i) for i in more]
         refused = [g for g in got if g is not None and err_code(g) == INVALID_REQ]
         t.ok(len(refused) >= 6 and all("too many fs requests" in g["error"]["message"]
                                        for g in refused),
              "[%s] past 64 waiting fs requests, the next are refused (-32600)" % tag,
              (len(refused), refused[:1]))
-        wait_id(a, cid)
+        a.wait_id(cid)
         os.unlink(dst)
 
         # 6. A client that leaves mid-copy: the server goes on, and nothing stays open.
         fds0 = fd_count(pid)
         c = fresh(srv)
-        send(c, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        c.send_request("fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
         time.sleep(0.2)
         c.drop()
         r, dt = timed(b.request, "fs/getMetadata", {"path": uri(small)})
@@ -239,10 +218,10 @@ def run(tag, base, big):
             os.unlink(dst)
 
         # 7. SIGTERM during a copy: the copy is cancelled, the server exits at once.
-        send(a, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
-        send(b, "fs/copy", {"sourcePath": uri(sbig if os.path.exists(sbig) else big),
-                            "destinationPath": uri(os.path.join(ws, "sdst")), "recursive": False,
-                            "sandbox": sb})
+        a.send_request("fs/copy", {"sourcePath": uri(big), "destinationPath": uri(dst), "recursive": False})
+        b.send_request("fs/copy", {"sourcePath": uri(sbig if os.path.exists(sbig) else big),
+                                   "destinationPath": uri(os.path.join(ws, "sdst")), "recursive": False,
+                                   "sandbox": sb})
         time.sleep(0.3)
         t0 = time.monotonic()
         st = srv.stop(timeout=30.0)
@@ -295,9 +274,9 @@ def gone_clients(kind, base, big):
                 c = fresh(srv)
             except Exception:  # the server died: reported below
                 break
-            w = send(c, "fs/writeFile", {"path": uri(os.path.join(d, "w")), "dataBase64": b64(b"x")})
-            send(c, "fs/open", {"handleId": "h", "path": uri(data)})
-            send(c, "fs/readBlock", {"handleId": "h", "offset": 0, "len": MIB})
+            w = c.send_request("fs/writeFile", {"path": uri(os.path.join(d, "w")), "dataBase64": b64(b"x")})
+            c.send_request("fs/open", {"handleId": "h", "path": uri(data)})
+            c.send_request("fs/readBlock", {"handleId": "h", "offset": 0, "len": MIB})
             # Leave as soon as the writeFile's answer shows (raw bytes: no parsing delay).
             seen = b""
             c.sock.settimeout(10.0)
@@ -327,26 +306,26 @@ def gone_clients(kind, base, big):
         busy = []
         for k in range(4):
             c = fresh(srv)
-            i = send(c, "fs/copy", {"sourcePath": uri(big),
-                                    "destinationPath": uri(os.path.join(d, "busy%d" % k)),
-                                    "recursive": False})
+            i = c.send_request("fs/copy", {"sourcePath": uri(big),
+                                           "destinationPath": uri(os.path.join(d, "busy%d" % k)),
+                                           "recursive": False})
             busy.append((c, i))
         time.sleep(0.3)
         rss0 = rss_kb(pid)
         payload = b64(os.urandom(8 * MIB))
         for k in range(6):
             c = fresh(srv)
-            i = send(c, "fs/writeFile", {"path": uri(os.path.join(d, "orphan%d" % k)),
-                                         "dataBase64": payload})
+            i = c.send_request("fs/writeFile", {"path": uri(os.path.join(d, "orphan%d" % k)),
+                                                "dataBase64": payload})
             # The request is read (the getMetadata behind it in the same queue shows it).
-            send(c, "fs/getMetadata", {"path": uri(data)})
+            c.send_request("fs/getMetadata", {"path": uri(data)})
             time.sleep(0.1)
             c.drop()
         time.sleep(0.5)
         grew = (rss_kb(pid) - rss0) // 1024
         t.ok(grew < 24, "[%s] their writeFile data is not kept (RSS grew %d MiB for 48 MiB sent)"
              % (tag, grew))
-        done = [wait_id(c, i, timeout=120.0) for c, i in busy]
+        done = [c.wait_id(i, timeout=120.0) for c, i in busy]
         t.ok(all(x is not None and "result" in x for x in done), "[%s] the copies complete" % tag)
         time.sleep(0.3)
         orphans = [k for k in range(6) if os.path.exists(os.path.join(d, "orphan%d" % k))]
@@ -361,8 +340,9 @@ def gone_clients(kind, base, big):
         c = srv.connect(timeout=10.0)
         sid = c.call("initialize", {"clientName": "leaver"})["sessionId"]
         c.notify("initialized")
-        cid = send(c, "fs/copy", {"sourcePath": uri(big), "destinationPath": uri(os.path.join(d, "cp")),
-                                  "recursive": False})
+        cid = c.send_request("fs/copy", {"sourcePath": uri(big),
+                                         "destinationPath": uri(os.path.join(d, "cp")),
+                                         "recursive": False})
         time.sleep(0.2)
         c.drop()
         time.sleep(0.2)

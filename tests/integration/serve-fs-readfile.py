@@ -51,23 +51,6 @@ def status_kb(pid, key):
     return -1
 
 
-def wait_id(conn, i, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        for k, m in enumerate(conn.pending):
-            if m.get("id") == i:
-                return conn.pending.pop(k)
-        if time.monotonic() >= deadline or conn.out_eof:
-            return None
-        conn._pump(deadline)
-
-
-def send(conn, method, params):
-    i = conn.new_id()
-    conn.send({"id": i, "method": method, "params": params})
-    return i
-
-
 def seq_output(n):
     return subprocess.run(["seq", "1", str(n)], check=True, capture_output=True).stdout
 
@@ -84,14 +67,14 @@ def whole_stream(tag, conn, base, data_path, data):
     small = os.path.join(base, "small")
     with open(small, "wb") as f:
         f.write(b"tiny")
-    rid = send(conn, "fs/readFile", {"path": uri(data_path)})
-    sid = send(conn, "fs/getMetadata", {"path": uri(small)})
-    rid2 = send(conn, "fs/readFile", {"path": uri(small)})
+    rid = conn.send_request("fs/readFile", {"path": uri(data_path)})
+    sid = conn.send_request("fs/getMetadata", {"path": uri(small)})
+    rid2 = conn.send_request("fs/readFile", {"path": uri(small)})
     time.sleep(0.3)
     try:
-        resp = wait_id(conn, rid, 60)
-        meta = wait_id(conn, sid, 10)
-        resp2 = wait_id(conn, rid2, 10)
+        resp = conn.wait_id(rid, 60)
+        meta = conn.wait_id(sid, 10)
+        resp2 = conn.wait_id(rid2, 10)
         res = conn.wait_closed("gen", 60)
     except Exception as e:  # a torn line fails to parse here
         t.not_ok("[%s] the stream stays whole" % tag, repr(e))
@@ -148,12 +131,12 @@ def slow_readers(tag, srv, data_path, size):
     for k in range(4):
         c = srv.connect(timeout=10.0)
         c.handshake()
-        send(c, "fs/readFile", {"path": uri(data_path)})
+        c.send_request("fs/readFile", {"path": uri(data_path)})
         slow.append(c)
     b = srv.connect(timeout=10.0)
     b.handshake()
     t0 = time.monotonic()
-    i = send(b, "fs/readFile", {"path": uri(data_path)})
+    i = b.send_request("fs/readFile", {"path": uri(data_path)})
     r = None
     # The slow ones take 64 KiB each every 0.2 s: never stalled, never done.
     while r is None and time.monotonic() - t0 < 20:
@@ -162,13 +145,7 @@ def slow_readers(tag, srv, data_path, size):
                 c.sock.recv(1 << 16)
             except (BlockingIOError, OSError):
                 pass
-        deadline = time.monotonic() + 0.2
-        while r is None and time.monotonic() < deadline:
-            b._pump(deadline)
-            for k, m in enumerate(b.pending):
-                if m.get("id") == i:
-                    r = b.pending.pop(k)
-                    break
+        r = b.wait_id(i, 0.2)
     dt = time.monotonic() - t0
     t.ok(r is not None and "result" in r and len(unb64(r["result"]["dataBase64"])) == size
          and dt < 5.0,
@@ -190,12 +167,12 @@ def half_closed(tag, loop, data_path, data):
         c = srv.connect(timeout=10.0)
         c.handshake()
         c.start("chatty", ["seq", "1", "3000000"])
-        rid = send(c, "fs/readFile", {"path": uri(data_path)})
+        rid = c.send_request("fs/readFile", {"path": uri(data_path)})
         end = time.monotonic() + 0.3
         while time.monotonic() < end:
             c._pump(end)
         c.sock.shutdown(socket.SHUT_WR)
-        resp = wait_id(c, rid, 60)
+        resp = c.wait_id(rid, 60)
         eof = c.expect_eof(10)
         got = unb64(resp["result"]["dataBase64"]) if resp and "result" in resp else None
         t.ok(got == data, "[%s] a half-closed client that reads gets its whole answer" % tag,
@@ -219,7 +196,7 @@ def stdio_scenarios(loop, base, data_path, data):
     try:
         s.handshake()
         pid = s.server_pid
-        send(s, "fs/readFile", {"path": uri(data_path)})
+        s.send_request("fs/readFile", {"path": uri(data_path)})
         time.sleep(0.5)
         t0 = time.monotonic()
         os.kill(pid, signal.SIGTERM)
@@ -256,7 +233,7 @@ def unix_scenarios(loop, base, data_path, data):
         for k in range(5):
             c = srv.connect(timeout=10.0)
             c.session_id = c.handshake()["sessionId"]
-            send(c, "fs/readFile", {"path": uri(data_path)})
+            c.send_request("fs/readFile", {"path": uri(data_path)})
             idle.append(c)
         b = srv.connect(timeout=10.0)
         b.handshake()
@@ -296,7 +273,7 @@ def unix_scenarios(loop, base, data_path, data):
         for _ in range(3):
             c = srv.connect(timeout=10.0)
             c.handshake()
-            send(c, "fs/readFile", {"path": uri(data_path)})
+            c.send_request("fs/readFile", {"path": uri(data_path)})
             c.sock.settimeout(5)
             got = 0
             while got < MIB:
@@ -320,7 +297,7 @@ def unix_scenarios(loop, base, data_path, data):
         # SIGTERM while an unread answer is being written.
         c = srv.connect(timeout=10.0)
         c.handshake()
-        send(c, "fs/readFile", {"path": uri(data_path)})
+        c.send_request("fs/readFile", {"path": uri(data_path)})
         time.sleep(0.3)
         t0 = time.monotonic()
         rc = srv.stop(signal.SIGTERM, timeout=10)

@@ -222,6 +222,28 @@ class RpcMixin:
             raise AssertionError("response id %r, expected %r: %r" % (resp.get("id"), id, resp))
         return resp
 
+    def send_request(self, method, params):
+        """Send a request without waiting for its response; its id."""
+        i = self.new_id()
+        self.send({"id": i, "method": method, "params": params})
+        return i
+
+    def wait_id(self, i, timeout=60.0):
+        """The response with id i, or None after timeout or at EOF; other messages stay pending."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for k, m in enumerate(self.pending):
+                if m.get("id") == i:
+                    return self.pending.pop(k)
+            if time.monotonic() >= deadline or self.out_eof:
+                return None
+            self._pump(deadline)
+
+    def has_id(self, i):
+        """Whether the response with id i has arrived (it stays pending)."""
+        self._pump(time.monotonic())
+        return any(m.get("id") == i for m in self.pending)
+
     def call(self, method, params=None, timeout=10.0):
         """request() that returns the result and raises on an error response."""
         resp = self.request(method, params, timeout)
