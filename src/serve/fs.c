@@ -1247,15 +1247,17 @@ struct fs_job {
 	const struct cd_linux_plan *lp;
 	char hid[FS_MAX_HANDLE_ID]; /* fs/open: the handle's id */
 	size_t hid_len;
-	char *line; /* fs/readFile: the whole answer, when built here */
-	size_t line_len, line_cap;
-	/* fs/readFile written by the worker itself (see read_file_answer): */
+	/*
+	 * fs/readFile (see read_file_answer). rest: what the loop queues, the
+	 * answer built whole or, on a lent stream, what the worker left
+	 * unwritten (then it goes before anything queued meanwhile).
+	 */
+	struct cd_strbuf rest;
 	int out_fd;		     /* the connection's stream, lent (cd_conn_out_lend), or -1 */
 	struct cd_strbuf out_before; /* what the connection had queued: written first */
-	struct cd_strbuf rest;	     /* what the worker handed back unwritten, in order */
 	uint64_t lent_start;	     /* when the worker began to write (cd_loop_now_ms) */
 	bool pipe_grown;
-	bool answered;	     /* the whole answer went out */
+	bool answered;	     /* the whole answer went out, or is in rest */
 	char *broken;	     /* why the stream cannot go on, the answer cut or the client gone */
 	fs_method_fn method; /* an fs/readBlock or fs/close waiting for its fs/open... */
 	char *params;	     /* ...and its params, JSON text */
@@ -1316,7 +1318,6 @@ static void job_free(struct fs_job *j)
 	cd_strbuf_done(&j->r.out);
 	req_done(&j->q, &j->b);
 	free(j->id);
-	free(j->line);
 	if (j->out_fd >= 0)
 		close(j->out_fd);
 	cd_strbuf_done(&j->out_before);
@@ -1664,18 +1665,14 @@ static void read_file_answer(struct fs_job *j)
 	used += sizeof(tail) - 1;
 	free(buf);
 	if (lent) {
-		j->answered = lent_send(j, w, used);
-		if (!j->answered && !j->broken)
-			j->answered = true; /* the rest is in j->rest */
+		/* What does not go out now is in j->rest. */
+		(void)lent_send(j, w, used);
+		j->answered = !j->broken;
 		free(w);
-	} else if (j->out_fd >= 0) {
-		/* Handed back: the rest of the answer. */
+	} else {
+		/* The whole answer or, handed back, its rest. */
 		j->rest = (struct cd_strbuf){ .buf = w, .len = used, .cap = cap };
 		j->answered = true;
-	} else {
-		j->line = w;
-		j->line_len = used;
-		j->line_cap = cap;
 	}
 	return;
 too_large:
@@ -1723,9 +1720,11 @@ static void job_run(struct cd_work *w)
 
 static void job_reply(struct cd_conn *c, struct fs_job *j)
 {
-	if (j->line) {
-		cd_conn_out_adopt(c, j->line, j->line_len, j->line_cap);
-		j->line = NULL;
+	if (j->answered) {
+		/* fs/readFile; on a lent stream cd_conn_out_return took the rest already. */
+		if (j->rest.len)
+			cd_conn_out_adopt(c, j->rest.buf, j->rest.len, j->rest.cap);
+		j->rest = (struct cd_strbuf){ 0 };
 	} else if (j->q.op == OP_OPEN && !j->r.code) {
 		open_finish(c, j->id, j->hid, j->hid_len, j->r.fd);
 		j->r.fd = -1;
@@ -1814,7 +1813,7 @@ static void job_done(struct cd_work *w)
 				    c->serial, c->peer, j->broken);
 		cd_conn_out_return(c, j->broken, &j->rest);
 	}
-	if (!j->answered && !j->broken)
+	if (!j->broken)
 		job_reply(c, j);
 	job_free(j);
 	if (!c->freed) {
