@@ -568,6 +568,19 @@ static int prepare_backends(const struct cd_linux_plan *lp, struct cd_backend_st
 	return 0;
 }
 
+/* One backend's prepare_host; -errno with *err set. */
+static int prepare_host_one(const struct cd_backend *b, struct cd_backend_state *state, int fd,
+			    struct cd_spawn_error *err)
+{
+	char *reterr = NULL;
+	int r = b->prepare_host(state, fd, &reterr);
+	if (r < 0)
+		set_backend_error(err, b, r, reterr);
+	else
+		free(reterr);
+	return r;
+}
+
 /*
  * The host-side halves (backend.h: prepare_host). When the child is a fork
  * (forked), each backend may defer its half until the child exists; the
@@ -586,13 +599,9 @@ static int prepare_host_now(struct cd_backend_state **states, bool forked, int c
 			*ret_deferred |= 1u << i;
 			continue;
 		}
-		char *reterr = NULL;
-		int r = b->prepare_host(states[i], -1, &reterr);
-		if (r < 0) {
-			set_backend_error(err, b, r, reterr);
+		int r = prepare_host_one(b, states[i], -1, err);
+		if (r < 0)
 			return r;
-		}
-		free(reterr);
 	}
 	return 0;
 }
@@ -605,13 +614,9 @@ static int prepare_host_deferred(struct cd_backend_state **states, uint32_t defe
 		const struct cd_backend *b = cd_backends[i];
 		if (!(deferred & (1u << i)))
 			continue;
-		char *reterr = NULL;
-		int r = b->prepare_host(states[i], parent_fd, &reterr);
-		if (r < 0) {
-			set_backend_error(err, b, r, reterr);
+		int r = prepare_host_one(b, states[i], parent_fd, err);
+		if (r < 0)
 			return r;
-		}
-		free(reterr);
 	}
 	return 0;
 }

@@ -183,7 +183,7 @@ static struct ns_mount *lock_holder(struct cd_backend_state *s, struct ns_mount 
 	return m->lock_of ? &s->m[m->lock_of - 1] : m;
 }
 
-/* Unlink dirfd-relative or absolute path if it is still the FIFO dev/ino. */
+/* Unlink path if it is still the FIFO dev/ino. */
 static void unlink_if_same(const char *path, dev_t dev, ino_t ino)
 {
 	struct stat st;
@@ -970,9 +970,11 @@ static int ns_apply(struct cd_backend_state *s)
 	 * creation runs here, alongside the parent's prepare_host. Whoever
 	 * creates it, it belongs to our user namespace and is just as empty.
 	 */
-	s->step = "unshare(CLONE_NEWNET)";
-	if (s->at_clone && s->deferred && s->net_ns && unshare(CLONE_NEWNET) < 0)
-		return -errno;
+	if (s->at_clone && s->deferred && s->net_ns) {
+		s->step = "unshare(CLONE_NEWNET)";
+		if (unshare(CLONE_NEWNET) < 0)
+			return -errno;
+	}
 
 	if (s->user_ns) {
 		/* Required before an unprivileged gid_map write; absent before Linux 3.19. */
