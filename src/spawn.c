@@ -26,6 +26,7 @@
 
 #include "core/util.h"
 #include "sandbox/backend.h"
+#include "sandbox/linux/linux-util.h"
 #include "shared/fd-util.h"
 #include "shared/log.h"
 #include "spawn.h"
@@ -789,6 +790,11 @@ static void read_replies(int sock, struct child_replies *out)
 	bool reset_seen = false;
 	memset(out, 0, sizeof(*out));
 	out->mnt_ns_fd = -1;
+	/* For the tests: a report that cannot be read (see cd_spawn). */
+	if (cd_linux_test_disabled("spawn-report")) {
+		out->recv_err = EIO;
+		return;
+	}
 	for (;;) {
 		struct child_report m;
 		int fd, flags = 0;
@@ -984,8 +990,15 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		pin_err = -keep_mnt_ns(c, rp.mnt_ns_fd);
 	else if (!rp.failed && !rp.garbled && ctx.pin_mnt_ns)
 		pin_err = rp.recv_err ? rp.recv_err : ENOMSG;
+	/*
+	 * The report could not be read to its end: the child may have
+	 * failed (and said why) or exec'ed, and there is no telling which.
+	 * Fail closed: it goes, and the caller learns why, rather than a
+	 * bare exit status 125 from a failure nobody heard of.
+	 */
+	int lost_err = !rp.failed && !pin_err ? rp.recv_err : 0;
 
-	if (!rp.failed && !rp.garbled && !pin_err) {
+	if (!rp.failed && !rp.garbled && !pin_err && !lost_err) {
 		*ret = c;
 		return 0;
 	}
@@ -1008,6 +1021,10 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		if (pin_err) {
 			rep.err = pin_err;
 			copy_stage(rep.stage, sizeof(rep.stage), PIN_STAGE, NULL);
+		} else if (lost_err) {
+			rep.err = lost_err;
+			copy_stage(rep.stage, sizeof(rep.stage), "child setup",
+				   "reading its report");
 		} else {
 			rep.err = EPIPE;
 			copy_stage(rep.stage, sizeof(rep.stage), "child setup", "truncated report");

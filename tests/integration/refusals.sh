@@ -52,6 +52,21 @@ check "the test hook never weakens full-access (it has nothing to enforce)" \
 assert "full-access ran under the hook" test -e "$M"
 unset CORDON_TEST_DISABLE
 
+# The child's report on the error socket cannot be read (the hook fails the
+# read): whether the child failed or exec'ed is unknown, so it is killed and
+# the run refused with the reason, never a silent 125. The command sleeps
+# first, so that having run would show even when the kill lands after exec.
+for profile in workspace-write full-access; do
+	rm -f "$M"
+	run_split env CORDON_TEST_DISABLE=spawn-report "$CORDON" run --profile $profile \
+		--workspace-root "$WS" -- sh -c "sleep 0.3; touch '$M'"
+	rc_is "unreadable report ($profile): exit 125" 125
+	contains "unreadable report ($profile): the reason is given" \
+		"cordon: child setup: reading its report: "
+	sleep 0.5
+	assert "unreadable report ($profile): the command was stopped" test ! -e "$M"
+done
+
 if [ "$(id -u)" -ne 0 ]; then
 	CORDON_TEST_DISABLE=userns
 	export CORDON_TEST_DISABLE
