@@ -156,6 +156,14 @@ class _SockConn(RpcMixin):
         self._feed(data)
         return True
 
+    def _send_all(self, data):
+        """Write all of data, blocking; the socket is non-blocking otherwise (for _pump)."""
+        self.sock.setblocking(True)
+        try:
+            self.sock.sendall(data)
+        finally:
+            self.sock.setblocking(False)
+
     def drop(self):
         """Close the socket abruptly (no close frame, no goodbye)."""
         try:
@@ -186,11 +194,7 @@ class UnixConn(_SockConn):
     def send_raw(self, data):
         if isinstance(data, str):
             data = data.encode()
-        self.sock.setblocking(True)
-        try:
-            self.sock.sendall(data)
-        finally:
-            self.sock.setblocking(False)
+        self._send_all(data)
 
     def _feed(self, data):
         self.buf += data
@@ -291,12 +295,7 @@ class WsConn(_SockConn):
         rep = (mask * (n // 4 + 1))[:n]
         masked = (int.from_bytes(payload, "big") ^ int.from_bytes(rep, "big")).to_bytes(n, "big") \
             if n else b""
-        data = hdr + mask + masked
-        self.sock.setblocking(True)
-        try:
-            self.sock.sendall(data)
-        finally:
-            self.sock.setblocking(False)
+        self._send_all(hdr + mask + masked)
 
     def send_raw(self, data):
         if isinstance(data, str):
