@@ -219,8 +219,8 @@ struct cd_linux_plan {
 	 */
 	bool pid_ns;
 	/*
-	 * Restricted network: an empty network namespace (loopback up) on top
-	 * of the seccomp socket rules.
+	 * Restricted network: an empty network namespace (its loopback left
+	 * down) on top of the seccomp socket rules.
 	 */
 	bool net_ns;
 	struct cd_mount *mounts; /* in the order to perform them */

@@ -215,6 +215,13 @@ assert "pid isolation: the command is pid 2 of its own namespace, and /proc agre
 cd_run_capture sb sh -c 'tail -n +3 /proc/net/dev'
 ifaces=$(printf '%s\n' "$cd_out" | awk -F: '{ gsub(/ /, "", $1); print $1 }' | tr '\n' ' ')
 assert "restricted network: an empty network namespace, only lo ($ifaces)" test "$ifaces" = "lo "
+# lo is left down: no socket that could use it can be made. Its flags
+# through an AF_UNIX socket, the one family the command may open.
+cd_run_capture sb python3 -c 'import fcntl, socket, struct
+s = socket.socket(socket.AF_UNIX)
+r = fcntl.ioctl(s, 0x8913, struct.pack("16sH14x", b"lo", 0))  # SIOCGIFFLAGS
+print("up" if struct.unpack("16sH14x", r)[1] & 1 else "down")'
+assert "restricted network: its loopback is down ($cd_out)" test "$cd_out" = down
 cd_run_capture "$CORDON" run --profile workspace-write --workspace-root "$WS" --network enabled \
 	-- sh -c 'tail -n +3 /proc/net/dev'
 n_host=$(printf '%s\n' "$cd_out" | grep -c .)
