@@ -8,7 +8,14 @@
  * round-robin, one run of each per round, so that a burst of machine noise
  * lands on all of them alike instead of skewing whichever ran during it.
  *
- * Usage: bench-spawn CORDON POLICYDIR     (BENCH_N overrides the run count)
+ * FLOOR is bench-floor built like cordon: the kernel work of a
+ * workspace-write run without cordon, so the difference is what cordon's
+ * own code costs. FLOOR-MUSL is the same program linked against musl,
+ * timed with and without its network namespace: what the C library's
+ * start-up and that namespace cost on this machine.
+ *
+ * Usage: bench-spawn CORDON POLICYDIR [FLOOR [FLOOR-MUSL]]
+ *        (BENCH_N overrides the run count)
  */
 
 #include <errno.h>
@@ -136,15 +143,15 @@ int main(int argc, char **argv)
 {
 	char ws_template[PATH_MAX], bwrap[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
-	struct config cfg[6];
+	struct config cfg[9];
 	size_t n_cfg = 0, i, round;
 	unsigned long n;
 	char *cordon, *ws;
 	bool have_bwrap;
 	double base = 0;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s CORDON POLICYDIR\n", argv[0]);
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: %s CORDON POLICYDIR [FLOOR [FLOOR-MUSL]]\n", argv[0]);
 		return 2;
 	}
 	cordon = argv[1];
@@ -177,6 +184,15 @@ int main(int argc, char **argv)
 		 (char *[]){ cordon, "run", "--profile", "read-only", "--", "/bin/true", NULL });
 	set_argv(&cfg[n_cfg++], "cordon full-access",
 		 (char *[]){ cordon, "run", "--profile", "full-access", "--", "/bin/true", NULL });
+	if (argc > 3)
+		set_argv(&cfg[n_cfg++], "floor (same kernel work)",
+			 (char *[]){ argv[3], ws, "--", "/bin/true", NULL });
+	if (argc > 4) {
+		set_argv(&cfg[n_cfg++], "floor, musl",
+			 (char *[]){ argv[4], ws, "--", "/bin/true", NULL });
+		set_argv(&cfg[n_cfg++], "floor, musl, no netns",
+			 (char *[]){ argv[4], "--no-netns", ws, "--", "/bin/true", NULL });
+	}
 	have_bwrap = find_in_path("bwrap", bwrap, sizeof(bwrap));
 	if (have_bwrap) {
 		set_argv(&cfg[n_cfg++], "bwrap --unshare-all (ro /)",
