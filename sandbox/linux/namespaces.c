@@ -65,8 +65,8 @@
  * prepare into prepare_host (backend.h). With a network namespace and a
  * forked child (the pid namespace's init) it is deferred: clone() leaves
  * the network namespace to the child, which creates it (about 0.3 ms of
- * kernel time) while the parent makes the masks, then receives what the parent found (struct ns_fact) before it
- * mounts anything.
+ * kernel time) while the parent makes the masks, then receives what the
+ * parent found (struct ns_fact) before it mounts anything.
  */
 #include <errno.h>
 #include <fcntl.h>
