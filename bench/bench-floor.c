@@ -131,19 +131,21 @@ static struct {
 	int ruleset;
 	char uid_map[32], gid_map[32];
 	int last_cap;
-	int n_made; /* masks made by the parent, to remove */
+	bool made[6]; /* masks the parent made, to remove (none in the child) */
 } g;
+
+static void remove_masks(void)
+{
+	for (int k = 0; k < 6; k++)
+		if (g.made[k])
+			unlink(g.masks[k]);
+}
 
 static void fail(const char *what)
 {
 	fprintf(stderr, "bench-floor: %s: %s\n", what, strerror(errno));
+	remove_masks();
 	_exit(125);
-}
-
-static void remove_masks(void)
-{
-	for (int k = 0; k < g.n_made; k++)
-		unlink(g.masks[k]);
 }
 
 static void write_file(const char *path, const char *text)
@@ -368,15 +370,24 @@ int main(int argc, char **argv)
 	if (pid == 0)
 		child();
 	close(g.sync[0]);
-	/* One FIFO per directory, hard-linked under the other two names. */
+	/* A child that failed early has closed the pipe: fail on EPIPE, removing the masks. */
+	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * One FIFO per directory, hard-linked under the other two names. A
+	 * FIFO already there is the mask of a cordon run going on meanwhile:
+	 * bind over it as cordon would, and leave it to that run.
+	 */
 	for (int k = 0; k < 6; k++) {
-		if ((k % 3 == 0 ? mknod(g.masks[k], S_IFIFO | 0444, 0)
-				: link(g.masks[k - k % 3], g.masks[k])) < 0) {
+		struct stat st;
+		int r = k % 3 == 0 ? mknod(g.masks[k], S_IFIFO | 0444, 0)
+				   : link(g.masks[k - k % 3], g.masks[k]);
+
+		if (r == 0) {
+			g.made[k] = true;
+		} else if (errno != EEXIST || lstat(g.masks[k], &st) < 0 || !S_ISFIFO(st.st_mode)) {
 			kill((pid_t)pid, SIGKILL);
-			remove_masks();
 			fail(g.masks[k]);
 		}
-		g.n_made++;
 	}
 	if (write(g.sync[1], "", 1) != 1)
 		fail("pipe");
