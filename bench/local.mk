@@ -11,17 +11,20 @@ bench_bench_floor_SOURCES = bench/bench-floor.c
 bench_bench_floor_CPPFLAGS = -include $(top_builddir)/config.h
 bench_bench_floor_LDFLAGS = $(AM_LDFLAGS) $(STATIC_LDFLAGS)
 CLEANFILES += bench/bench-floor$(EXEEXT) bench/bench-floor-musl
+if HAVE_MUSL_GCC
+bench_floor_musl = bench/bench-floor-musl
 bench/bench-floor-musl: bench/bench-floor.c
 	$(AM_V_CC)$(MUSL_GCC) -O2 -static -o $@ $(srcdir)/bench/bench-floor.c
+endif
 # bench-serve drives `cordon serve` over pipes; CODEX_BIN=/path/to/codex adds Codex beside it.
 bench_bench_serve_SOURCES = bench/bench-serve.c bench/bench-util.c bench/bench-util.h
 bench_bench_serve_CPPFLAGS = -include $(top_builddir)/config.h
 CLEANFILES += bench/bench-serve$(EXEEXT)
-bench: bench/bench-spawn$(EXEEXT) bench/bench-serve$(EXEEXT) bench/bench-floor$(EXEEXT) cordon$(EXEEXT)
-	@if test -n "$(MUSL_GCC)"; then $(MAKE) $(AM_MAKEFLAGS) bench/bench-floor-musl; \
-	else echo "musl-gcc not found: no musl floor (apt-get install musl-tools)"; fi
+bench: bench/bench-spawn$(EXEEXT) bench/bench-serve$(EXEEXT) bench/bench-floor$(EXEEXT) \
+		$(bench_floor_musl) cordon$(EXEEXT)
+	@test -n "$(bench_floor_musl)" || \
+		echo "musl-gcc not found: no musl floor (apt-get install musl-tools)"
 	$(builddir)/bench/bench-spawn$(EXEEXT) $(abs_builddir)/cordon$(EXEEXT) $(abs_srcdir)/policies \
-		$(abs_builddir)/bench/bench-floor$(EXEEXT) \
-		$$(test -n "$(MUSL_GCC)" && echo $(abs_builddir)/bench/bench-floor-musl)
+		$(builddir)/bench/bench-floor$(EXEEXT) $(bench_floor_musl)
 	$(builddir)/bench/bench-serve$(EXEEXT) $(abs_builddir)/cordon$(EXEEXT)
 .PHONY: bench
