@@ -124,6 +124,7 @@ class NetServer:
 class _SockConn(RpcMixin):
     def _init_common(self):
         self.pending = []
+        self.awaited = set()
         self.notes = []
         self.lines = []
         self.next_id = 1

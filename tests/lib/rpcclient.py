@@ -174,7 +174,7 @@ def cordon_usable():
 
 class RpcMixin:
     """The message level, shared by every transport: needs self.pending, self.notes,
-    self.out_eof, self.next_id, self._pump(deadline) and self.send_raw(bytes)."""
+    self.awaited, self.out_eof, self.next_id, self._pump(deadline) and self.send_raw(bytes)."""
 
     def read_msg(self, timeout=10.0):
         """The next message (response or notification). Eof at end of stdout."""
@@ -188,12 +188,25 @@ class RpcMixin:
         return self.pending.pop(0)
 
     def read_response(self, timeout=10.0):
-        """The next response; notifications in between stay in self.notes."""
+        """The next response; notifications in between stay in self.notes. Responses to
+        requests sent with send_request and not yet collected are passed over: they
+        may arrive at any time, and stay pending for wait_id."""
         deadline = time.monotonic() + timeout
         while True:
-            msg = self.read_msg(max(0.0, deadline - time.monotonic()))
-            if "id" in msg:
-                return msg
+            k = 0
+            while k < len(self.pending):
+                m = self.pending[k]
+                if "id" not in m:
+                    del self.pending[k]
+                elif m["id"] in self.awaited:
+                    k += 1
+                else:
+                    return self.pending.pop(k)
+            if self.out_eof:
+                raise Eof("server closed stdout")
+            if time.monotonic() >= deadline:
+                raise Timeout("no response within %.1f s" % timeout)
+            self._pump(deadline)
 
     def send(self, obj):
         self.send_raw(json.dumps(obj, separators=(",", ":")) + "\n")
@@ -225,6 +238,7 @@ class RpcMixin:
     def send_request(self, method, params):
         """Send a request without waiting for its response; its id."""
         i = self.new_id()
+        self.awaited.add(i)
         self.send({"id": i, "method": method, "params": params})
         return i
 
@@ -234,6 +248,7 @@ class RpcMixin:
         while True:
             for k, m in enumerate(self.pending):
                 if m.get("id") == i:
+                    self.awaited.discard(i)
                     return self.pending.pop(k)
             if time.monotonic() >= deadline or self.out_eof:
                 return None
@@ -332,6 +347,7 @@ class Server(RpcMixin):
         self.err_eof = False
         self.lines = []          # every raw stdout line, in order
         self.pending = []        # decoded messages not yet consumed
+        self.awaited = set()     # ids sent by send_request, not yet collected by wait_id
         self.notes = []          # every notification seen, in order
         self.next_id = 1
         self.stdin_open = True
