@@ -250,9 +250,11 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
 }
 
 /*
- * Make path absolute against base and remove ".", ".." and repeated
- * slashes lexically, as a shell's `cd` does; symlinks are left to the
- * binding, which decides whether following them is safe.
+ * Make path absolute against base and remove "." and repeated slashes.
+ * ".." stays for the binding, which resolves it after the symlink before
+ * it, as chdir() and open() do (not as a shell's `cd` does), so that a
+ * path means the file the kernel would reach through it; the binding also
+ * decides whether following a symlink is safe.
  */
 static char *absolute_normal(const char *base, const char *path)
 {
@@ -266,14 +268,7 @@ static char *absolute_normal(const char *base, const char *path)
 		size_t n = end ? (size_t)(end - p) : strlen(p);
 		if (n == 0)
 			break;
-		if (n == 1 && p[0] == '.') {
-			/* skip */
-		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
-			while (len > 0 && out[len - 1] != '/')
-				len--;
-			if (len > 0)
-				len--;
-		} else {
+		if (n != 1 || p[0] != '.') {
 			out[len++] = '/';
 			memcpy(out + len, p, n);
 			len += n;

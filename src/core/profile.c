@@ -190,9 +190,11 @@ struct cd_profile *cd_profile_dup(const struct cd_profile *p)
 }
 
 /*
- * Lexically normalise an absolute path: collapse "//", drop "." and let
- * ".." pop (it stays at "/"). No file system is consulted; symlinks are the
- * plan's business. Returns NULL if the input is not absolute or has a NUL.
+ * Tidy an absolute path: collapse "//" and drop "." components. ".." stays:
+ * it is resolved with the file system, after any symlink before it, when
+ * the plan canonicalises the path ("/a/link/../f" is the f next to the
+ * link's target, as the kernel sees it, not /a/f). Returns NULL if the
+ * input is not absolute or has a NUL.
  */
 static char *normalize_abs(const char *in, size_t len)
 {
@@ -209,15 +211,6 @@ static char *normalize_abs(const char *in, size_t len)
 		size_t n = i - s;
 		if (n == 0 || (n == 1 && in[s] == '.'))
 			continue;
-		if (n == 2 && in[s] == '.' && in[s + 1] == '.') {
-			while (sb.len > 0 && sb.buf[sb.len - 1] != '/')
-				sb.len--;
-			if (sb.len > 0)
-				sb.len--; /* the separator */
-			if (sb.buf)
-				sb.buf[sb.len] = '\0';
-			continue;
-		}
 		cd_strbuf_append_c(&sb, '/');
 		cd_strbuf_append_n(&sb, in + s, n);
 	}

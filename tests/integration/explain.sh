@@ -174,6 +174,34 @@ run_split "$CORDON" explain --profile workspace-write --network managed --worksp
 rc_is "--network managed is refused: exit 125" 125
 contains "--network managed: the reason mentions the proxy" "proxy"
 
+# ".." after a symlink is resolved as the kernel resolves it: from the
+# link's target. A deny on D/lnk/../secret must cover the file that
+# `cat D/lnk/../secret` reads (D/d1/secret), not D/secret.
+D=$CD_TMP/dotdot
+mkdir -p "$D/d1/d2"
+echo inner >"$D/d1/secret"
+echo outer >"$D/secret"
+ln -s "$D/d1/d2" "$D/lnk"
+run_split "$CORDON" explain --profile read-only --cwd "$WS" --deny "$D/lnk/../secret"
+rc_is "a deny through lnk/..: explain exits 0" 0
+line_matches "a deny through lnk/.. names the file next to the link's target" \
+	"^ +deny +file +$D/d1/secret +"
+no_line_matches "a deny through lnk/.. does not name the file next to the link" \
+	"^ +deny +file +$D/secret +"
+cd_run_capture "$CORDON" run --profile read-only --cwd "$WS" --deny "$D/lnk/../secret" \
+	-- cat "$D/lnk/../secret"
+assert "a deny through lnk/..: the file reached through the link is unreadable ($cd_out)" \
+	test "$cd_rc" != 0 -a "$cd_out" != inner
+cd_run_capture "$CORDON" run --profile read-only --cwd "$WS" --deny "$D/lnk/../secret" \
+	-- cat "$D/secret"
+assert "a deny through lnk/..: the file next to the link stays readable" test "$cd_out" = outer
+
+# A relative --workspace-root is taken relative to --cwd (cordon(1)).
+(cd / && "$CORDON" explain --profile workspace-write --cwd "$WS" --workspace-root . \
+	>"$CD_TMP/rel.out" 2>&1)
+cd_stdout=$(cat "$CD_TMP/rel.out")
+line_matches "a relative --workspace-root is relative to --cwd" "^ +write +directory +$WS +"
+
 run_split "$CORDON" explain --profile no-such-profile-here
 rc_is "unknown profile: exit 125" 125
 contains "unknown profile: 'no such profile'" "no such profile"

@@ -295,7 +295,7 @@ START_TEST(test_legacy_workspace_write)
 	check_entry(0, SP, CD_SPECIAL_ROOT, NULL, NULL, R);
 	check_entry(1, SP, CD_SPECIAL_PROJECT_ROOTS, NULL, NULL, W);
 	check_entry(2, PA, 0, "/data/a", NULL, W);
-	check_entry(3, PA, 0, "/data/b/d", NULL, W);
+	check_entry(3, PA, 0, "/data/b/c/../d", NULL, W);
 	check_entry(4, SP, CD_SPECIAL_PROJECT_ROOTS, NULL, ".git", R);
 	check_pos(2, 1, col_of(t, "\"file:///data/a\""));
 
@@ -751,8 +751,9 @@ static const struct {
 } cli_ok[] = {
 	{ "/", PA, 0, "/", NULL },
 	{ "/usr/lib", PA, 0, "/usr/lib", NULL },
-	{ "//usr/./lib/../share/", PA, 0, "/usr/share", NULL },
-	{ "/..", PA, 0, "/", NULL },
+	/* ".." stays: the plan resolves it after the symlink before it. */
+	{ "//usr/./lib/../share/", PA, 0, "/usr/lib/../share", NULL },
+	{ "/..", PA, 0, "/..", NULL },
 	{ ":root", SP, CD_SPECIAL_ROOT, NULL, NULL },
 	{ ":minimal", SP, CD_SPECIAL_MINIMAL, NULL, NULL },
 	{ ":workspace_roots", SP, CD_SPECIAL_PROJECT_ROOTS, NULL, NULL },
