@@ -77,17 +77,52 @@ static bool sc_rule_applies(const struct cd_linux_plan *lp, const struct cd_sc_r
 
 /* ---- text ---- */
 
+/*
+ * s as it may go on a terminal: a control character (a path may hold a
+ * newline or an escape sequence) becomes \n, \t, \r or \xHH, so that one
+ * entry stays one line and nothing reaches the terminal as a command.
+ * Returns s itself when it has none, or a copy left in *hold to be freed.
+ */
+static const char *vis(const char *s, char **hold)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (u[i] && u[i] >= 0x20 && u[i] != 0x7f)
+		i++;
+	if (!u[i])
+		return s;
+	struct cd_strbuf sb = { 0 };
+	for (i = 0; u[i]; i++) {
+		if (u[i] >= 0x20 && u[i] != 0x7f)
+			cd_strbuf_append_c(&sb, (char)u[i]);
+		else if (u[i] == '\n')
+			cd_strbuf_append(&sb, "\\n");
+		else if (u[i] == '\t')
+			cd_strbuf_append(&sb, "\\t");
+		else if (u[i] == '\r')
+			cd_strbuf_append(&sb, "\\r");
+		else
+			cd_strbuf_printf(&sb, "\\x%02x", u[i]);
+	}
+	free(*hold);
+	*hold = cd_strbuf_steal(&sb);
+	return *hold;
+}
+
 static void print_text(const struct cd_cli_bound *b)
 {
 	const struct cd_profile *prof = b->profile;
 	const struct cd_plan *plan = b->plan;
 	const struct cd_linux_plan *lp = b->lp;
+	/* Copies made by vis(), each holder reused line after line. */
+	cleanup_free char *h1 = NULL, *h2 = NULL;
 
 	if (prof) {
-		printf("Profile: %s\n", b->profile_name);
-		printf("  origin:  %s\n", prof->origin ? prof->origin : b->profile_path);
+		printf("Profile: %s\n", vis(b->profile_name, &h1));
+		printf("  origin:  %s\n", vis(prof->origin ? prof->origin : b->profile_path, &h1));
 		if (prof->description)
-			printf("  about:   %s\n", prof->description);
+			printf("  about:   %s\n", vis(prof->description, &h1));
 		printf("  type:    %s%s\n", cd_profile_type_name(prof->type),
 		       prof->type == CD_PROFILE_MANAGED && prof->fs_unrestricted
 			       ? " (file system unrestricted)"
@@ -95,13 +130,13 @@ static void print_text(const struct cd_cli_bound *b)
 		printf("  network: %s\n", cd_network_name(plan ? plan->network : prof->network));
 	}
 	if (plan) {
-		printf("  cwd:     %s\n", plan->cwd ? plan->cwd : b->cwd);
+		printf("  cwd:     %s\n", vis(plan->cwd ? plan->cwd : b->cwd, &h1));
 		printf("\nPaths (the most specific path wins; anything not listed is denied):\n");
 		if (plan->fs_unrestricted)
 			printf("  (file system unrestricted: every path is writable)\n");
 		size_t wp = 4, wt = 4;
 		for (size_t i = 0; i < plan->n_paths; i++) {
-			size_t n = strlen(plan->paths[i].path);
+			size_t n = strlen(vis(plan->paths[i].path, &h1));
 			wp = n > wp ? n : wp;
 			n = strlen(cd_file_type_name(plan->paths[i].type));
 			wt = n > wt ? n : wt;
@@ -109,14 +144,15 @@ static void print_text(const struct cd_cli_bound *b)
 		for (size_t i = 0; i < plan->n_paths; i++) {
 			const struct cd_plan_path *pp = &plan->paths[i];
 			printf("  %-5s  %-*s  %-*s  %s%s\n", cd_access_name(pp->access), (int)wt,
-			       cd_file_type_name(pp->type), (int)wp, pp->path,
-			       pp->why ? pp->why : "", pp->carve_out ? " [carve-out]" : "");
+			       cd_file_type_name(pp->type), (int)wp, vis(pp->path, &h1),
+			       vis(pp->why ? pp->why : "", &h2),
+			       pp->carve_out ? " [carve-out]" : "");
 		}
 		bool any = plan->notes && plan->notes[0];
 		if (any) {
 			printf("\nNotes:\n");
 			for (char **n = plan->notes; *n; n++)
-				printf("  - %s\n", *n);
+				printf("  - %s\n", vis(*n, &h1));
 		}
 	}
 
@@ -142,7 +178,7 @@ static void print_text(const struct cd_cli_bound *b)
 				for (size_t i = 0; i < lp->n_ll_rules; i++) {
 					cleanup_free char *rr =
 						cd_ll_fs_rights_names(lp->ll_rules[i].allowed);
-					printf("      %s%s: %s\n", lp->ll_rules[i].path,
+					printf("      %s%s: %s\n", vis(lp->ll_rules[i].path, &h1),
 					       lp->ll_rules[i].is_dir ? "" : " (file)", rr);
 				}
 			} else {
@@ -181,27 +217,47 @@ static void print_text(const struct cd_cli_bound *b)
 				for (size_t i = 0; i < lp->n_mounts; i++)
 					printf("    %-9s %s  (%s)\n",
 					       cd_mount_op_name(lp->mounts[i].op),
-					       lp->mounts[i].path,
-					       lp->mounts[i].why ? lp->mounts[i].why : "");
+					       vis(lp->mounts[i].path, &h1),
+					       vis(lp->mounts[i].why ? lp->mounts[i].why : "",
+						   &h2));
 			}
 		}
 		printf("  degraded: %s\n", lp->degraded && lp->degraded[0] ? "" : "none");
 		for (char **d = lp->degraded; d && *d; d++)
-			printf("    - %s\n", *d);
+			printf("    - %s\n", vis(*d, &h1));
 		for (char **n = lp->notes; n && *n; n++)
-			printf("  note: %s\n", *n);
+			printf("  note: %s\n", vis(*n, &h1));
 	}
 	if (b->refusal)
-		printf("%sRefused: %s\n", prof ? "\n" : "", b->refusal);
+		printf("%sRefused: %s\n", prof ? "\n" : "", vis(b->refusal, &h1));
 }
 
 /* ---- JSON ---- */
+
+/*
+ * A JSON string for s, never NULL for a non-NULL s. Paths are bytes, and
+ * jansson's json_string() returns NULL for anything that is not UTF-8,
+ * which json_object_set_new() would silently drop, key and all (a refusal
+ * naming such a path would vanish). Invalid bytes become U+FFFD, as on the
+ * wire.
+ */
+static json_t *jstr(const char *s)
+{
+	json_t *j = json_string(s);
+
+	if (!j && s) {
+		char *l = cd_utf8_lossy(s);
+		j = json_string(l);
+		free(l);
+	}
+	return j;
+}
 
 static json_t *strv_json(char **v)
 {
 	json_t *a = json_array();
 	for (char **s = v; s && *s; s++)
-		json_array_append_new(a, json_string(*s));
+		json_array_append_new(a, jstr(*s));
 	return a;
 }
 
@@ -211,7 +267,7 @@ static json_t *words_json(char *s)
 	json_t *a = json_array();
 	char *save = NULL;
 	for (char *w = strtok_r(s, " ", &save); w; w = strtok_r(NULL, " ", &save))
-		json_array_append_new(a, json_string(w));
+		json_array_append_new(a, jstr(w));
 	free(s);
 	return a;
 }
@@ -231,7 +287,7 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	json_t *rules = json_array();
 	for (size_t i = 0; i < lp->n_ll_rules; i++) {
 		json_t *r = json_object();
-		json_object_set_new(r, "path", json_string(lp->ll_rules[i].path));
+		json_object_set_new(r, "path", jstr(lp->ll_rules[i].path));
 		json_object_set_new(r, "is_dir", json_boolean(lp->ll_rules[i].is_dir));
 		json_object_set_new(r, "rights",
 				    words_json(cd_ll_fs_rights_names(lp->ll_rules[i].allowed)));
@@ -248,10 +304,10 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 			continue;
 		cleanup_free char *cond = sc_condition(r);
 		json_t *o = json_object();
-		json_object_set_new(o, "syscall", json_string(r->syscall));
-		json_object_set_new(o, "action", json_string(action_name(r->action)));
-		json_object_set_new(o, "condition", json_string(cond));
-		json_object_set_new(o, "why", json_string(r->why ? r->why : ""));
+		json_object_set_new(o, "syscall", jstr(r->syscall));
+		json_object_set_new(o, "action", jstr(action_name(r->action)));
+		json_object_set_new(o, "condition", jstr(cond));
+		json_object_set_new(o, "why", jstr(r->why ? r->why : ""));
 		json_array_append_new(scr, o);
 	}
 	json_object_set_new(sc, "rules", scr);
@@ -266,10 +322,9 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	json_t *m = json_array();
 	for (size_t i = 0; i < lp->n_mounts; i++) {
 		json_t *o = json_object();
-		json_object_set_new(o, "op", json_string(cd_mount_op_name(lp->mounts[i].op)));
-		json_object_set_new(o, "path", json_string(lp->mounts[i].path));
-		json_object_set_new(o, "why",
-				    json_string(lp->mounts[i].why ? lp->mounts[i].why : ""));
+		json_object_set_new(o, "op", jstr(cd_mount_op_name(lp->mounts[i].op)));
+		json_object_set_new(o, "path", jstr(lp->mounts[i].path));
+		json_object_set_new(o, "why", jstr(lp->mounts[i].why ? lp->mounts[i].why : ""));
 		json_array_append_new(m, o);
 	}
 	json_object_set_new(l, "mounts", m);
@@ -286,13 +341,12 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 
 	if (prof) {
 		json_t *p = json_object();
-		json_object_set_new(p, "name", json_string(b->profile_name));
+		json_object_set_new(p, "name", jstr(b->profile_name));
 		json_object_set_new(p, "origin",
-				    json_string(prof->origin ? prof->origin : b->profile_path));
-		json_object_set_new(p, "type", json_string(cd_profile_type_name(prof->type)));
-		json_object_set_new(
-			p, "network",
-			json_string(cd_network_name(plan ? plan->network : prof->network)));
+				    jstr(prof->origin ? prof->origin : b->profile_path));
+		json_object_set_new(p, "type", jstr(cd_profile_type_name(prof->type)));
+		json_object_set_new(p, "network",
+				    jstr(cd_network_name(plan ? plan->network : prof->network)));
 		json_object_set_new(
 			p, "fs_unrestricted",
 			json_boolean(plan ? plan->fs_unrestricted : prof->fs_unrestricted));
@@ -302,19 +356,19 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 	}
 
 	json_object_set_new(root, "cwd",
-			    plan && plan->cwd ? json_string(plan->cwd)
-			    : b->cwd	      ? json_string(b->cwd)
+			    plan && plan->cwd ? jstr(plan->cwd)
+			    : b->cwd	      ? jstr(b->cwd)
 					      : json_null());
 	json_t *paths = json_array();
 	for (size_t i = 0; plan && i < plan->n_paths; i++) {
 		const struct cd_plan_path *pp = &plan->paths[i];
 		json_t *o = json_object();
-		json_object_set_new(o, "path", json_string(pp->path));
-		json_object_set_new(o, "access", json_string(cd_access_name(pp->access)));
-		json_object_set_new(o, "type", json_string(cd_file_type_name(pp->type)));
-		json_object_set_new(o, "why", json_string(pp->why ? pp->why : ""));
+		json_object_set_new(o, "path", jstr(pp->path));
+		json_object_set_new(o, "access", jstr(cd_access_name(pp->access)));
+		json_object_set_new(o, "type", jstr(cd_file_type_name(pp->type)));
+		json_object_set_new(o, "why", jstr(pp->why ? pp->why : ""));
 		json_object_set_new(o, "carve_out", json_boolean(pp->carve_out));
-		json_object_set_new(o, "origin", json_string(cd_origin_name(pp->origin)));
+		json_object_set_new(o, "origin", jstr(cd_origin_name(pp->origin)));
 		json_array_append_new(paths, o);
 	}
 	json_object_set_new(root, "paths", paths);
@@ -329,7 +383,7 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 		json_object_set_new(root, "host", h);
 	}
 	json_object_set_new(root, "linux", b->lp ? linux_json(b->lp) : json_null());
-	json_object_set_new(root, "refusal", b->refusal ? json_string(b->refusal) : json_null());
+	json_object_set_new(root, "refusal", b->refusal ? jstr(b->refusal) : json_null());
 	return root;
 }
 

@@ -162,6 +162,25 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+char *cd_utf8_lossy(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0;
+	struct cd_strbuf sb = { 0 };
+
+	while (i < n) {
+		size_t len = utf8_seq_len(u + i, n - i);
+		if (len) {
+			cd_strbuf_append_n(&sb, s + i, len);
+			i += len;
+		} else {
+			cd_strbuf_append(&sb, "\xef\xbf\xbd");
+			i++;
+		}
+	}
+	return cd_strbuf_steal(&sb);
+}
+
 void cd_strbuf_append_json_string(struct cd_strbuf *sb, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;

@@ -145,6 +145,18 @@ assert d["profile"]["network"] == "enabled"
 assert isinstance(d["refusal"], str) and "Landlock" in d["refusal"], d["refusal"]
 assert d["linux"] is None
 ' --profile read-only --min-landlock-abi 99
+	# Paths are bytes; JSON is UTF-8. A key must not vanish because its
+	# path is not UTF-8 (jansson refuses such strings): here the refusal.
+	json_check "--json: a refusal naming a non-UTF-8 path is still reported" '
+assert isinstance(d["refusal"], str) and "\ufffd" in d["refusal"], d
+assert "\ufffd" in d["cwd"], d
+' --profile read-only --cwd "$(printf '%s/no\377such' "$CD_TMP")"
+	mkdir -p "$CD_TMP/odd"
+	: >"$CD_TMP/odd/$(printf 'a\377b')"
+	json_check "--json: a matched non-UTF-8 path keeps its path and why" '
+odd = [p for p in d["paths"] if p["origin"] == "entry" and "odd/" in p.get("path", "")]
+assert len(odd) == 1 and odd[0]["path"].endswith("/odd/a\ufffdb") and odd[0]["why"], odd
+' --profile read-only --cwd "$WS" --deny-glob "$CD_TMP/odd/*"
 else
 	skip "--json checks" "python3 not installed"
 fi
@@ -195,6 +207,13 @@ assert "a deny through lnk/..: the file reached through the link is unreadable (
 cd_run_capture "$CORDON" run --profile read-only --cwd "$WS" --deny "$D/lnk/../secret" \
 	-- cat "$D/secret"
 assert "a deny through lnk/..: the file next to the link stays readable" test "$cd_out" = outer
+
+# A control character in a path is escaped in the text report: one entry,
+# one line, and nothing reaches the terminal as a command.
+mkdir -p "$CD_TMP/nl"
+: >"$CD_TMP/nl/$(printf 'n\nl')"
+run_split "$CORDON" explain --profile read-only --cwd "$WS" --deny-glob "$CD_TMP/nl/*"
+line_matches "a newline in a path is shown as \\n" "^ +deny +file +$CD_TMP/nl/n\\\\nl +"
 
 # A relative --workspace-root is taken relative to --cwd (cordon(1)).
 (cd / && "$CORDON" explain --profile workspace-write --cwd "$WS" --workspace-root . \

@@ -168,6 +168,28 @@ START_TEST(test_json_string_lossy)
 }
 END_TEST
 
+/* cd_utf8_lossy: the same substitutions, without quotes or escapes. */
+START_TEST(test_utf8_lossy)
+{
+	for (size_t i = 0; i < CD_ARRAY_SIZE(json_lossy); i++) {
+		char in[8] = { 0 };
+		memcpy(in, json_lossy[i].in, json_lossy[i].len);
+		char *got = cd_utf8_lossy(in);
+		/* The JSON form is the lossy string in quotes (no escapes here). */
+		size_t n = strlen(json_lossy[i].out);
+		ck_assert_uint_eq(strlen(got), n - 2);
+		ck_assert_int_eq(memcmp(got, json_lossy[i].out + 1, n - 2), 0);
+		free(got);
+	}
+	char *same = cd_utf8_lossy("plain \xc3\xa9 \n");
+	ck_assert_str_eq(same, "plain \xc3\xa9 \n");
+	free(same);
+	char *empty = cd_utf8_lossy("");
+	ck_assert_str_eq(empty, "");
+	free(empty);
+}
+END_TEST
+
 START_TEST(test_json_string)
 {
 	struct cd_strbuf sb = { 0 };
@@ -384,6 +406,7 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_strbuf);
 	tcase_add_loop_test(tc, test_json_string, 0, CD_ARRAY_SIZE(json_esc));
 	tcase_add_loop_test(tc, test_json_string_lossy, 0, CD_ARRAY_SIZE(json_lossy));
+	tcase_add_test(tc, test_utf8_lossy);
 	tcase_add_test(tc, test_json_string_all_ascii);
 	suite_add_tcase(s, tc);
 
