@@ -29,7 +29,8 @@ const char cd_cli_policy_help[] =
 	"                          codex-project-roots://PATTERN per workspace root)\n"
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
-	"                          protected-metadata, pid-isolation or deny-masks\n"
+	"                          protected-metadata, pid-isolation, deny-masks or\n"
+	"                          file-attributes\n"
 	"  --min-landlock-abi N    refuse when the kernel's Landlock ABI is below N (default 1)\n";
 
 void cd_cli_policy_init(struct cd_cli_policy *p)
@@ -111,9 +112,13 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 			p->lopts.degraded |= CD_DEGRADE_DENY_MASKS;
 			return 0;
 		}
+		if (cd_streq(arg, "file-attributes")) {
+			p->lopts.degraded |= CD_DEGRADE_FILE_ATTRIBUTES;
+			return 0;
+		}
 		cd_cli_usage_error(cmd,
 				   "--allow-degraded: unknown feature '%s' (protected-metadata, "
-				   "pid-isolation or deny-masks)",
+				   "pid-isolation, deny-masks or file-attributes)",
 				   arg);
 		return -1;
 	case CD_OPT_MIN_LANDLOCK_ABI: {

@@ -208,6 +208,10 @@ static void print_text(const struct cd_cli_bound *b)
 			for (size_t i = 0; i < n_ns; i++)
 				printf("%s %s", i ? "," : "", ns[i]);
 			printf("%s\n", n_ns ? "" : " none");
+			if (lp->ro_root)
+				printf("  read-only mounts: everything but the writable paths, so "
+				       "that modes, owners, times, extended attributes and flags "
+				       "of files outside them cannot be changed\n");
 			if (lp->pid_ns)
 				printf("  pid namespace: the command runs under an init that kills "
 				       "what is left when it exits, and everything dies with "
@@ -317,7 +321,9 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	json_object_set_new(ns, "user", json_boolean(lp->user_ns));
 	json_object_set_new(ns, "mount", json_boolean(lp->mount_ns));
 	json_object_set_new(ns, "pid", json_boolean(lp->pid_ns));
+	json_object_set_new(ns, "network", json_boolean(lp->net_ns));
 	json_object_set_new(l, "namespaces", ns);
+	json_object_set_new(l, "read_only_root", json_boolean(lp->ro_root));
 
 	json_t *m = json_array();
 	for (size_t i = 0; i < lp->n_mounts; i++) {

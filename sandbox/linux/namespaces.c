@@ -141,8 +141,9 @@ struct ns_fact {
 struct cd_backend_state {
 	bool user_ns;
 	bool mount_ns;
-	bool pid_ns; /* we are the init of a new pid namespace: mount its /proc */
-	bool net_ns; /* a new, empty network namespace (its loopback stays down) */
+	bool pid_ns;  /* we are the init of a new pid namespace: mount its /proc */
+	bool net_ns;  /* a new, empty network namespace (its loopback stays down) */
+	bool ro_root; /* every mount read-only but the CD_MOUNT_WRITABLE trees (see lp->ro_root) */
 	char uid_map[64];
 	char gid_map[64];
 	struct ns_mount *m; /* owned */
@@ -619,6 +620,7 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	s->mount_ns = lp->mount_ns;
 	s->pid_ns = lp->pid_ns;
 	s->net_ns = lp->net_ns;
+	s->ro_root = lp->ro_root;
 	s->mask_src = -1;
 	s->step = "prepare";
 	if (s->user_ns) {
@@ -662,6 +664,9 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 			break;
 		case CD_MOUNT_DENY:
 			m->step = cd_xasprintf("deny mask on '%s'", m->path);
+			break;
+		case CD_MOUNT_WRITABLE:
+			m->step = cd_xasprintf("writable tree at '%s'", m->path);
 			break;
 		case CD_MOUNT_OP_COUNT:
 		default:
@@ -994,14 +999,60 @@ static int ns_apply(struct cd_backend_state *s)
 			return r;
 	}
 
+	/*
+	 * Make every mount read-only but the writable regions (ro_root):
+	 * clone each writable tree as the host has it, then make the whole
+	 * namespace read-only (recursively, so submounts too; adding
+	 * read-only is never refused, even for flags a user namespace locks),
+	 * then attach the clones in the loop below, in the plan's order. On
+	 * our stack: under CLONE_VM the parent's memory is not ours to write.
+	 */
+	int trees[CD_MAX_WRITABLE_TREES];
+	size_t n_trees = 0, next_tree = 0;
+	if (s->ro_root) {
+		for (size_t i = 0; i < s->n; i++) {
+			const struct ns_mount *m = &s->m[i];
+			int fd;
+
+			if (m->op != CD_MOUNT_WRITABLE)
+				continue;
+			s->step = m->step;
+			if (n_trees == CD_MAX_WRITABLE_TREES) {
+				r = -E2BIG;
+				goto out_trees;
+			}
+			fd = reopen_checked(m);
+			if (fd < 0) {
+				r = fd;
+				goto out_trees;
+			}
+			trees[n_trees] = open_tree(fd, "",
+						   AT_EMPTY_PATH | OPEN_TREE_CLONE |
+							   OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+			r = trees[n_trees] < 0 ? -errno : 0;
+			close(fd);
+			if (r < 0)
+				goto out_trees;
+			n_trees++;
+		}
+		struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+		s->step = "make every mount read-only but the writable paths";
+		if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0) {
+			r = -errno;
+			goto out_trees;
+		}
+	}
+
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ns_mount *m = &s->m[i];
 		int fd;
 
 		s->step = m->op == CD_MOUNT_MASK && m->step_mask ? m->step_mask : m->step;
 		fd = reopen_checked(m);
-		if (fd < 0)
-			return fd;
+		if (fd < 0) {
+			r = fd;
+			goto out_trees;
+		}
 		switch (m->op) {
 		case CD_MOUNT_RO_BIND:
 		case CD_MOUNT_RW_BIND:
@@ -1015,6 +1066,15 @@ static int ns_apply(struct cd_backend_state *s)
 			r = apply_from_mask_source(
 				s, m->fmt == S_IFDIR ? DENY_DIR_NAME : DENY_FILE_NAME, fd);
 			break;
+		case CD_MOUNT_WRITABLE:
+			/* Taken in the same order above (none when !ro_root). */
+			r = next_tree < n_trees ? 0 : -EINVAL;
+			if (r == 0 &&
+			    move_mount(trees[next_tree], "", fd, "",
+				       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+				r = -errno;
+			next_tree++;
+			break;
 		case CD_MOUNT_OP_COUNT:
 		default:
 			r = -EINVAL;
@@ -1022,7 +1082,7 @@ static int ns_apply(struct cd_backend_state *s)
 		}
 		close(fd);
 		if (r < 0)
-			return r;
+			goto out_trees;
 	}
 	/*
 	 * A /proc of the pid namespace, so that /proc/$$ is the command and
@@ -1032,11 +1092,17 @@ static int ns_apply(struct cd_backend_state *s)
 	 */
 	if (s->pid_ns) {
 		s->step = "mount a /proc for the pid namespace";
-		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-			return -errno;
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+			r = -errno;
+			goto out_trees;
+		}
 	}
 	s->step = "done";
-	return 0;
+	r = 0;
+out_trees:
+	for (size_t k = 0; k < n_trees; k++)
+		close(trees[k]);
+	return r;
 }
 
 static unsigned long ns_clone_flags(struct cd_backend_state *s)

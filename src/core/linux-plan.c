@@ -356,6 +356,8 @@ const char *cd_mount_op_name(enum cd_mount_op op)
 		return "deny";
 	case CD_MOUNT_PIN:
 		return "pin";
+	case CD_MOUNT_WRITABLE:
+		return "writable";
 	case CD_MOUNT_OP_COUNT:
 		break;
 	}
@@ -550,6 +552,47 @@ static void add_pins(struct cd_linux_plan *lp)
 	}
 }
 
+/*
+ * Landlock governs opening, creating, removing and renaming, but not a
+ * file's attributes: chmod, chown, utimensat, setxattr (ACLs included) and
+ * the file-flag ioctls need only ownership (or a capability). So the whole
+ * namespace is made read-only, which refuses all of them with EROFS, and
+ * the top of each writable region is attached again as the host has it:
+ * cloned before, with its submounts and their attributes. Regions nested
+ * in another need nothing (the clone holds them), nor do regions under a
+ * read-only carve-out (their rw-bind re-widens them), nor devices, FIFOs
+ * and sockets (writing to one is no change to a file system). None when
+ * "/" itself is writable: nothing is left to make read-only.
+ * 0, or a refusal.
+ */
+static int add_writable_trees(struct cd_linux_plan *lp, char **reterr)
+{
+	const struct cd_plan *plan = lp->plan;
+	size_t n_mounts = lp->n_mounts, n_trees = 0;
+
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+		if (pp->access == CD_ACCESS_WRITE && cd_streq(pp->path, "/"))
+			return 0;
+	}
+	lp->ro_root = true;
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+		if (pp->access != CD_ACCESS_WRITE || pp->parent_access == CD_ACCESS_WRITE ||
+		    (pp->type != CD_FT_DIR && pp->type != CD_FT_REG) ||
+		    ro_mount_above(lp, n_mounts, pp->path))
+			continue;
+		if (++n_trees > CD_MAX_WRITABLE_TREES)
+			return refuse(reterr, cd_xasprintf("more than %d separate writable paths; "
+							   "allow a common parent instead",
+							   CD_MAX_WRITABLE_TREES));
+		push_mount(lp, CD_MOUNT_WRITABLE, pp);
+	}
+	if (lp->n_mounts > 1)
+		qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
+	return 0;
+}
+
 static void add_mounts(struct cd_linux_plan *lp)
 {
 	const struct cd_plan *plan = lp->plan;
@@ -623,6 +666,7 @@ enum mount_kind {
 
 static enum mount_kind mount_kind(const struct cd_linux_plan *lp, const struct cd_mount *m)
 {
+	/* (Writable trees come after the lists are made: see add_writable_trees.) */
 	if (m->op == CD_MOUNT_PIN)
 		return MOUNTS_PINS;
 	if (m->op == CD_MOUNT_DENY ||
@@ -735,7 +779,7 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 						     "unavailable; the seccomp socket rules alone "
 						     "restrict the network"));
 	}
-	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns;
+	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns || lp->ro_root;
 	lp->user_ns = (lp->mount_ns || lp->net_ns) && !host->is_root;
 	return 0;
 }
@@ -867,6 +911,29 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		free(lp->mounts);
 		lp->mounts = NULL;
 		lp->n_mounts = 0;
+	}
+	if (host->userns || host->is_root) {
+		r = add_writable_trees(lp, reterr);
+		if (r < 0)
+			return r;
+	} else if (!(degraded & CD_DEGRADE_FILE_ATTRIBUTES)) {
+		return refuse(reterr,
+			      cd_xstrdup("keeping the files outside the writable paths from "
+					 "having their modes, owners, times, extended "
+					 "attributes and flags changed (which Landlock does not "
+					 "govern) needs a mount namespace, but user namespaces "
+					 "are unavailable on this host; enable them (sysctl "
+					 "kernel.unprivileged_userns_clone=1 / "
+					 "user.max_user_namespaces > 0, or an AppArmor profile "
+					 "allowing userns) or pass "
+					 "--allow-degraded=file-attributes"));
+	} else {
+		cd_strv_push_take(&lp->degraded,
+				  cd_xstrdup("file attributes NOT protected: user namespaces are "
+					     "unavailable; the command can change the modes "
+					     "(setuid bits included), times, extended attributes "
+					     "and flags of files it owns outside the writable "
+					     "paths"));
 	}
 	r = add_namespaces(lp, host, opts, reterr);
 	if (r < 0)

@@ -68,6 +68,8 @@ typedef enum cd_degrade_flags {
 	CD_DEGRADE_PROTECTED_METADATA = 1u << 0, /* run without ro carve-outs when no mount ns */
 	CD_DEGRADE_PID_ISOLATION = 1u << 1,	 /* run without the pid namespace when no user ns */
 	CD_DEGRADE_DENY_MASKS = 1u << 2, /* run with denied paths readable when no mount ns */
+	/* run with modes, times, xattrs of read-only files changeable when no mount ns */
+	CD_DEGRADE_FILE_ATTRIBUTES = 1u << 3,
 } cd_degrade_flags;
 
 struct cd_linux_opts {
@@ -185,8 +187,17 @@ enum cd_mount_op {
 	 * writable region that holds carve-outs stays where the carve-outs are.
 	 */
 	CD_MOUNT_PIN,
+	/*
+	 * The top of a writable region (see ro_root): its tree, cloned with
+	 * the host's attributes before the rest of the namespace is made
+	 * read-only, then attached at its own path again.
+	 */
+	CD_MOUNT_WRITABLE,
 	CD_MOUNT_OP_COUNT,
 };
+
+/* At most this many CD_MOUNT_WRITABLE mounts (the child holds their trees at once). */
+#define CD_MAX_WRITABLE_TREES 256
 
 struct cd_mount {
 	enum cd_mount_op op;
@@ -223,6 +234,15 @@ struct cd_linux_plan {
 	 * down) on top of the seccomp socket rules.
 	 */
 	bool net_ns;
+	/*
+	 * Every mount of the namespace is made read-only, but the writable
+	 * regions (CD_MOUNT_WRITABLE). Landlock has no right for changing a
+	 * file's attributes: without this the command could chmod (setuid
+	 * bits included), chown within its groups, set times, extended
+	 * attributes, ACLs and file flags on any file it owns outside the
+	 * writable paths (as root: any file of root's). Implies mount_ns.
+	 */
+	bool ro_root;
 	struct cd_mount *mounts; /* in the order to perform them */
 	size_t n_mounts;
 	/* Reported degradations, NULL-terminated (e.g. "protected metadata NOT enforced: ...") */
@@ -253,6 +273,9 @@ size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *name
  *    hides everything below it);
  *  - deny masks on a host without user namespaces (and not root), unless
  *    CD_DEGRADE_DENY_MASKS;
+ *  - a restricted file system on such a host, whose read-only mounts
+ *    (ro_root) need a mount namespace, unless CD_DEGRADE_FILE_ATTRIBUTES;
+ *  - more than CD_MAX_WRITABLE_TREES separate writable regions;
  *  - CD_NET_MANAGED (no proxy yet).
  *
  * Mounts, in the order to perform them (parents first): read-only binds and
@@ -260,8 +283,10 @@ size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *name
  * writable paths re-widened inside them, and pins: every directory above a
  * mount target whose parent is writable (so it could be renamed away and
  * replaced, taking the carve-outs with it), up to the top of the writable
- * region. Without a mount namespace (CD_DEGRADE_PROTECTED_METADATA) there
- * are no mounts, and degraded[] says what is not enforced.
+ * region. Last (by depth among the rest), the tops of the writable
+ * regions when ro_root. Without a mount namespace
+ * (CD_DEGRADE_PROTECTED_METADATA) there are no mounts, and degraded[] says
+ * what is not enforced.
  */
 int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *host,
 			const struct cd_linux_opts *opts, struct cd_linux_plan **ret,

@@ -13,7 +13,8 @@
  * server reads it outside, so sandboxed streaming works and a large read
  * is not copied through the socket.
  *
- * Errors: ENOENT is -32004, EACCES/EPERM/EINVAL -32600, other errnos
+ * Errors: ENOENT is -32004, EACCES/EPERM/EINVAL -32600 (and EROFS in the
+ * helper, where the sandbox's read-only mounts give it), other errnos
  * -32603, all as "<strerror> (os error N)".
  */
 #include "config.h"
@@ -109,6 +110,7 @@ struct fs_res {
 	int code;	      /* 0 or a JSON-RPC error code */
 	struct cd_strbuf out; /* the result's JSON text, or the error message */
 	int fd;		      /* OP_READ_FILE, OP_OPEN: the opened file */
+	int err;	      /* the errno behind res_errno's error, or 0 */
 };
 
 /*
@@ -155,6 +157,7 @@ static int errno_code(int e)
 static void res_errno(struct fs_res *r, int e)
 {
 	r->code = errno_code(e);
+	r->err = e;
 	r->out.len = 0;
 	cd_strbuf_printf(&r->out, "%s (os error %d)", strerror(e), e);
 }
@@ -949,6 +952,13 @@ static int helper_main(void *arg)
 {
 	struct fs_res r = { .fd = -1 };
 	fs_do(arg, &r);
+	/*
+	 * In the sandbox everything outside the writable paths is a read-only
+	 * mount: EROFS there is the policy's denial, as EACCES from Landlock
+	 * is, and is answered alike (the message still says which).
+	 */
+	if (r.code && r.err == EROFS)
+		r.code = CD_RPC_INVALID_REQUEST;
 	return send_res(STDOUT_FILENO, &r) < 0 ? 3 : 0;
 }
 

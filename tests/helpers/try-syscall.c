@@ -15,6 +15,11 @@
  *  - clone-newuser/clone3: raw syscalls; a child that gets created exits
  *    at once and is reaped.
  *  - personality-bad: personality(0x0040000) (ADDR_COMPAT_LAYOUT).
+ *  - chmod PATH: chmod(PATH, 04755), a setuid bit included; chown PATH:
+ *    chown to the caller's own uid and gid (allowed to an owner without
+ *    capabilities); utimes PATH: both times set to 2001-01-01; setxattr
+ *    PATH: user.cordon-test = "1"; setflags PATH: FS_IOC_SETFLAGS with
+ *    FS_NODUMP_FL added (chattr +d, allowed to an owner).
  * Prints nothing on success; "try-syscall: NAME: strerror" on failure.
  */
 #include "config.h"
@@ -23,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/fs.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -41,6 +47,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -251,6 +258,32 @@ int main(int argc, char **argv)
 	} else if (!strcmp(n, "truncate")) {
 		need(argc, 1);
 		r = result(truncate(argv[2], 0));
+	} else if (!strcmp(n, "chmod")) {
+		need(argc, 1);
+		r = result(chmod(argv[2], 04755));
+	} else if (!strcmp(n, "chown")) {
+		need(argc, 1);
+		r = result(chown(argv[2], geteuid(), getegid()));
+	} else if (!strcmp(n, "utimes")) {
+		const struct timespec ts[2] = { { .tv_sec = 978307200 }, { .tv_sec = 978307200 } };
+		need(argc, 1);
+		r = result(utimensat(AT_FDCWD, argv[2], ts, 0));
+	} else if (!strcmp(n, "setxattr")) {
+		need(argc, 1);
+		r = result(setxattr(argv[2], "user.cordon-test", "1", 1, 0));
+	} else if (!strcmp(n, "setflags")) {
+		int fd, fl = 0;
+		need(argc, 1);
+		fd = open(argv[2], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
+			r = errno;
+		} else {
+			r = ioctl(fd, FS_IOC_GETFLAGS, &fl) < 0 ? errno : 0;
+			fl |= FS_NODUMP_FL;
+			if (!r)
+				r = result(ioctl(fd, FS_IOC_SETFLAGS, &fl));
+			close(fd);
+		}
 	} else if (!strcmp(n, "read-file")) {
 		need(argc, 1);
 		r = do_read_file(argv[2]);

@@ -73,16 +73,24 @@ if [ "$(id -u)" -ne 0 ]; then
 	refused "no user namespaces (CORDON_TEST_DISABLE=userns)" "user namespaces" \
 		--profile workspace-write --workspace-root "$WS"
 	contains "no user namespaces: the fix names --allow-degraded" "--allow-degraded"
-	# Pid isolation needs a user namespace too: opting down one feature is not enough.
-	refused "no user namespaces: protected-metadata alone still refuses (pid isolation)" \
-		"pid isolation" --profile workspace-write --workspace-root "$WS" \
+	# The read-only mounts and pid isolation need one too: opting down one
+	# feature is not enough.
+	refused "no user namespaces: protected-metadata alone still refuses (file attributes)" \
+		"flags changed" --profile workspace-write --workspace-root "$WS" \
 		--allow-degraded=protected-metadata
+	contains "the file attributes refusal names its opt-down" "--allow-degraded=file-attributes"
+	refused "no user namespaces: and with file-attributes (pid isolation)" \
+		"pid isolation" --profile workspace-write --workspace-root "$WS" \
+		--allow-degraded=protected-metadata --allow-degraded=file-attributes
 	contains "the pid isolation refusal names its opt-down" "--allow-degraded=pid-isolation"
-	refused "no user namespaces: read-only refuses too (pid isolation)" "pid isolation" \
+	refused "no user namespaces: read-only refuses too (file attributes)" "flags changed" \
 		--profile read-only
+	refused "no user namespaces: read-only refuses too (pid isolation)" "pid isolation" \
+		--profile read-only --allow-degraded=file-attributes
 	rm -f "$M"
 	run_split "$CORDON" run --profile workspace-write --workspace-root "$WS" \
-		--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- touch "$M"
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation \
+		--allow-degraded=file-attributes -- touch "$M"
 	rc_is "--allow-degraded=protected-metadata: runs" 0
 	assert "--allow-degraded=protected-metadata: the command ran" test -e "$M"
 	case $cd_stderr in
@@ -93,16 +101,19 @@ if [ "$(id -u)" -ne 0 ]; then
 		;;
 	esac
 	run_split "$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
-		--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- true
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation \
+		--allow-degraded=file-attributes -- true
 	assert "-q silences the degradation warning" test "$cd_rc" -eq 0 -a -z "$cd_stderr"
 	# Still sandboxed: only the carve-outs are gone.
 	expect_errno "degraded: Landlock still applies" "EACCES|EPERM|EROFS" \
 		"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
-		--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- \
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation \
+		--allow-degraded=file-attributes -- \
 		"$TRY" write-file /etc/cordon-test-$$
 	expect_errno "degraded: seccomp still applies" EPERM \
 		"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
-		--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- \
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation \
+		--allow-degraded=file-attributes -- \
 		"$TRY" socket-inet
 	unset CORDON_TEST_DISABLE
 else
@@ -121,25 +132,32 @@ fi
 # profile): refused with the opt-down named, or run without them when opted down.
 CORDON_TEST_DISABLE=namespace-setup
 export CORDON_TEST_DISABLE
-refused "namespaces blocked at setup: read-only refuses (pid isolation)" \
+refused "namespaces blocked at setup: read-only refuses (file attributes)" \
 	"cannot create the sandbox's namespaces after all" --profile read-only
+contains "namespaces blocked at setup: the fix names --allow-degraded=file-attributes" \
+	"--allow-degraded=file-attributes"
+refused "namespaces blocked at setup: read-only refuses (pid isolation)" \
+	"cannot create the sandbox's namespaces after all" --profile read-only \
+	--allow-degraded=file-attributes
 contains "namespaces blocked at setup: the fix names --allow-degraded=pid-isolation" \
 	"--allow-degraded=pid-isolation"
 refused "namespaces blocked at setup: pid-isolation alone is not enough for workspace-write" \
 	"--allow-degraded=protected-metadata" --profile workspace-write --workspace-root "$WS" \
-	--allow-degraded=pid-isolation
+	--allow-degraded=pid-isolation --allow-degraded=file-attributes
 rm -f "$M"
 run_split "$CORDON" run --profile workspace-write --workspace-root "$WS" \
-	--allow-degraded=pid-isolation --allow-degraded=protected-metadata -- touch "$M"
+	--allow-degraded=pid-isolation --allow-degraded=protected-metadata \
+	--allow-degraded=file-attributes -- touch "$M"
 rc_is "namespaces blocked at setup, both opt-downs: runs" 0
 assert "namespaces blocked at setup, both opt-downs: the command ran" test -e "$M"
 contains "namespaces blocked at setup: the degradation is reported" "pid isolation NOT enforced"
-run_split "$CORDON" explain --profile read-only
+run_split "$CORDON" explain --profile read-only --allow-degraded=file-attributes
 rc_is "namespaces blocked at setup: explain tries them and refuses too" 125
 contains "namespaces blocked at setup: explain names the opt-down" "--allow-degraded=pid-isolation"
 expect_errno "namespaces blocked at setup: Landlock still applies" "EACCES|EPERM|EROFS" \
 	"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
-	--allow-degraded=protected-metadata --allow-degraded=pid-isolation -- \
+	--allow-degraded=protected-metadata --allow-degraded=pid-isolation \
+		--allow-degraded=file-attributes -- \
 	"$TRY" write-file /etc/cordon-test-$$
 unset CORDON_TEST_DISABLE
 

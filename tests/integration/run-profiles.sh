@@ -39,6 +39,14 @@ else
 	expect_errno "read-only: delete an existing file is denied" "$denied" \
 		ro "$TRY" unlink "$WS/existing"
 	assert "read-only: the existing file is intact" test "$(cat "$WS/existing")" = keep
+	# Landlock does not govern a file's attributes: read-only mounts do.
+	chmod 644 "$WS/existing"
+	before=$(stat -c '%a %Y' "$WS/existing")
+	expect_errno "read-only: chmod of an own file (setuid bit) is refused" EROFS \
+		ro "$TRY" chmod "$WS/existing"
+	expect_errno "read-only: setting its times is refused" EROFS ro "$TRY" utimes "$WS/existing"
+	assert "read-only: its mode and time are unchanged" \
+		test "$(stat -c '%a %Y' "$WS/existing")" = "$before"
 	check "read-only: >/dev/null works" ro sh -c 'echo x >/dev/null'
 	check "read-only: reading works" ro "$TRY" read-file "$WS/existing"
 	out=$(ro cat "$WS/existing")

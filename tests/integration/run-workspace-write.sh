@@ -68,6 +68,40 @@ else
 	skip "write to /var/tmp is denied" "no /var/tmp"
 	skip "no file appeared in /var/tmp" "no /var/tmp"
 fi
+
+# ---- attributes of files outside the writable paths ----
+# Landlock does not govern chmod, chown, utimensat, setxattr or file flags,
+# which need only ownership: the mount namespace makes everything but the
+# writable paths read-only. A file of our own, outside them (as root, this
+# is how /etc/shadow or a setuid copy of a shell would be reached).
+attr_ops="chmod chown utimes setxattr setflags"
+if AT=$(mktemp -d /var/tmp/cordon-attr.XXXXXX 2>/dev/null) && ! in_writable "$AT"; then
+	for op in $attr_ops; do
+		echo v >"$AT/$op"
+		chmod 644 "$AT/$op"
+		# Only what this file system and user can do at all outside the sandbox.
+		echo v >"$AT/$op.control"
+		if ! "$TRY" "$op" "$AT/$op.control" 2>/dev/null; then
+			skip "$op on a file outside the writable paths is refused" \
+				"$op is not possible here even outside the sandbox"
+			continue
+		fi
+		before=$(stat -c '%a %Y %u:%g' "$AT/$op")
+		expect_errno "$op on a file outside the writable paths is refused" EROFS \
+			sb "$TRY" "$op" "$AT/$op"
+		assert "and the file is unchanged ($op)" test "$(stat -c '%a %Y %u:%g' "$AT/$op")" = "$before"
+		echo v >"$WS/attr-$op"
+		check "$op on a file in the workspace still works" sb "$TRY" "$op" "$WS/attr-$op"
+	done
+	if command -v getfattr >/dev/null 2>&1; then
+		assert "no extended attribute was set outside" \
+			test -z "$(getfattr -d "$AT/setxattr" 2>/dev/null)"
+	fi
+	check "writing /dev/null still works under the read-only mounts" sb sh -c 'echo x >/dev/null'
+	rm -rf "$AT"
+else
+	skip "attributes outside the writable paths" "no place outside them for a file of ours"
+fi
 expect_errno "mkdir in /etc is denied" "$denied" sb "$TRY" mkdir "/etc/$tag"
 check "reading /etc/passwd is allowed" sb "$TRY" read-file /etc/passwd
 

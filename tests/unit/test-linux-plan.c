@@ -487,6 +487,41 @@ START_TEST(test_build_abi_capped)
 }
 END_TEST
 
+/*
+ * The mounts other than the writable trees (CD_MOUNT_WRITABLE, checked on
+ * their own), in plan order, into out[]; returns how many.
+ */
+static size_t carve_outs(const struct cd_linux_plan *lp, const struct cd_mount **out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		if (lp->mounts[i].op != CD_MOUNT_WRITABLE && n < max)
+			out[n++] = &lp->mounts[i];
+	return n;
+}
+
+/* The paths of the writable trees, in plan order, joined by spaces. */
+static char *writable_trees(const struct cd_linux_plan *lp)
+{
+	struct cd_strbuf sb = { 0 };
+
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		if (lp->mounts[i].op == CD_MOUNT_WRITABLE)
+			cd_strbuf_printf(&sb, "%s%s", sb.len ? " " : "", lp->mounts[i].path);
+	return cd_strbuf_steal(&sb);
+}
+
+static void check_trees(const struct cd_linux_plan *lp, const char *want)
+{
+	char *got = writable_trees(lp);
+
+	ck_assert_str_eq(got, want);
+	/* Trees are only taken for a read-only root. */
+	ck_assert(lp->ro_root || *want == '\0');
+	free(got);
+}
+
 START_TEST(test_build_read_file_rule)
 {
 	/* Read on a regular file: execute and read_file only. */
@@ -505,7 +540,9 @@ START_TEST(test_build_read_file_rule)
 	ck_assert_ptr_nonnull(r);
 	ck_assert(r->is_dir);
 	ck_assert_uint_eq(r->allowed, cd_ll_fs_rights_for_abi(7));
-	ck_assert_uint_eq(lp->n_mounts, 0);
+	/* No carve-out: only the writable tree of /w. */
+	check_trees(lp, "/w");
+	ck_assert_uint_eq(lp->n_mounts, 1);
 	cd_linux_plan_free(lp);
 }
 END_TEST
@@ -537,14 +574,19 @@ static void check_ww_mounts(const struct cd_linux_plan *lp)
 		{ CD_MOUNT_RO_BIND, "/a/long/w/.git" },
 	};
 
-	ck_assert_uint_eq(lp->n_mounts, CD_ARRAY_SIZE(want));
+	const struct cd_mount *m[16];
+
+	ck_assert_uint_eq(carve_outs(lp, m, 16), CD_ARRAY_SIZE(want));
 	for (size_t i = 0; i < CD_ARRAY_SIZE(want); i++) {
-		ck_assert_str_eq(lp->mounts[i].path, want[i].path);
-		ck_assert_msg(lp->mounts[i].op == want[i].op, "%s: %s", want[i].path,
-			      cd_mount_op_name(lp->mounts[i].op));
-		ck_assert_ptr_nonnull(lp->mounts[i].why);
-		ck_assert_ptr_nonnull(strstr(lp->mounts[i].why, want[i].path));
+		ck_assert_str_eq(m[i]->path, want[i].path);
+		ck_assert_msg(m[i]->op == want[i].op, "%s: %s", want[i].path,
+			      cd_mount_op_name(m[i]->op));
+		ck_assert_ptr_nonnull(m[i]->why);
+		ck_assert_ptr_nonnull(strstr(m[i]->why, want[i].path));
 	}
+	/* Both roots are writable trees (first: shallower); /dev/null needs none. */
+	check_trees(lp, "/b /a/long/w");
+	ck_assert(lp->ro_root);
 }
 
 START_TEST(test_build_workspace_write)
@@ -618,15 +660,18 @@ START_TEST(test_build_rewiden)
 	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
 	const struct cd_ll_rule *r;
 
-	ck_assert_uint_eq(lp->n_mounts, 4);
-	ck_assert_str_eq(lp->mounts[0].path, "/w/.codex");
-	ck_assert_int_eq(lp->mounts[0].op, CD_MOUNT_MASK);
-	ck_assert_str_eq(lp->mounts[1].path, "/w/.git");
-	ck_assert_int_eq(lp->mounts[1].op, CD_MOUNT_RO_BIND);
-	ck_assert_str_eq(lp->mounts[2].path, "/w/.git/hooks");
-	ck_assert_int_eq(lp->mounts[2].op, CD_MOUNT_RW_BIND);
-	ck_assert_str_eq(lp->mounts[3].path, "/w/.git/hooks/ro");
-	ck_assert_int_eq(lp->mounts[3].op, CD_MOUNT_RO_BIND);
+	const struct cd_mount *m[8];
+	ck_assert_uint_eq(carve_outs(lp, m, 8), 4);
+	ck_assert_str_eq(m[0]->path, "/w/.codex");
+	ck_assert_int_eq(m[0]->op, CD_MOUNT_MASK);
+	ck_assert_str_eq(m[1]->path, "/w/.git");
+	ck_assert_int_eq(m[1]->op, CD_MOUNT_RO_BIND);
+	ck_assert_str_eq(m[2]->path, "/w/.git/hooks");
+	ck_assert_int_eq(m[2]->op, CD_MOUNT_RW_BIND);
+	ck_assert_str_eq(m[3]->path, "/w/.git/hooks/ro");
+	ck_assert_int_eq(m[3]->op, CD_MOUNT_RO_BIND);
+	/* The re-widened hooks are not a tree of their own: their rw-bind does it. */
+	check_trees(lp, "/w /x");
 	/* /x is writable under a read-only Landlock region: no mount needed. */
 	ck_assert(lp->mount_ns);
 
@@ -639,6 +684,78 @@ START_TEST(test_build_rewiden)
 	ck_assert_ptr_nonnull(strstr(lp->notes[0], "/w/.codex/x"));
 	ck_assert_ptr_nonnull(strstr(lp->notes[1], "/w/.git/gone"));
 	cd_linux_plan_free(lp);
+}
+END_TEST
+
+/* Everything read-only but the writable regions: which trees are taken. */
+START_TEST(test_build_ro_root)
+{
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/dev/null", W, CD_FT_OTHER, R, false),   /* a device: no tree */
+		PP("/etc/app.conf", W, CD_FT_REG, R, false), /* a file: a tree */
+		PP("/gone", W, CD_FT_MISSING, R, false),     /* missing: nothing to take */
+		PP("/w", W, CD_FT_DIR, R, false),	     /* a top */
+		PP("/w/inner", W, CD_FT_DIR, W, false),	     /* inside /w: no tree */
+		PP("/w/ro", R, CD_FT_DIR, W, true),	     /* carve-out */
+		PP("/w/ro/again", W, CD_FT_DIR, R, false),   /* its rw-bind does it */
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_ENABLED);
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+
+	ck_assert(lp->ro_root && lp->mount_ns);
+	check_trees(lp, "/w /etc/app.conf");
+	cd_linux_plan_free(lp);
+
+	/* "/" writable: nothing is left to make read-only. */
+	struct cd_plan_path all[] = {
+		PP("/", W, CD_FT_DIR, D, false),
+		PP("/etc", R, CD_FT_DIR, W, true),
+	};
+	plan = make_plan(all, CD_ARRAY_SIZE(all), CD_NET_ENABLED);
+	lp = build_ok(&plan, &host_full, NULL);
+	ck_assert(!lp->ro_root);
+	check_trees(lp, "");
+	cd_linux_plan_free(lp);
+
+	/* A read-only plan: read-only root, no tree at all. */
+	struct cd_plan_path ro[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/dev/null", W, CD_FT_OTHER, R, false),
+	};
+	plan = make_plan(ro, CD_ARRAY_SIZE(ro), CD_NET_ENABLED);
+	lp = build_ok(&plan, &host_full, NULL);
+	ck_assert(lp->ro_root && lp->mount_ns);
+	ck_assert_uint_eq(lp->n_mounts, 0);
+	cd_linux_plan_free(lp);
+
+	/* More separate writable regions than the child can hold: refused. */
+	size_t n = CD_MAX_WRITABLE_TREES + 2;
+	struct cd_plan_path *many = cd_xcalloc(n, sizeof(*many));
+	char **names = cd_xcalloc(n, sizeof(*names));
+	many[0] = (struct cd_plan_path)PP("/", R, CD_FT_DIR, D, false);
+	for (size_t i = 1; i < n; i++) {
+		names[i] = cd_xasprintf("/w%04zu", i);
+		many[i] = (struct cd_plan_path){ .path = names[i],
+						 .access = W,
+						 .type = CD_FT_DIR,
+						 .origin = CD_ORIGIN_ENTRY,
+						 .entry_index = -1,
+						 .why = names[i],
+						 .parent_access = R };
+	}
+	plan = make_plan(many, n, CD_NET_ENABLED);
+	build_refused(&plan, &host_full, NULL,
+		      (const char *const[]){ "more than 256 separate writable paths", NULL });
+	n--; /* exactly the limit */
+	plan = make_plan(many, n, CD_NET_ENABLED);
+	lp = build_ok(&plan, &host_full, NULL);
+	ck_assert_uint_eq(lp->n_mounts, CD_MAX_WRITABLE_TREES);
+	cd_linux_plan_free(lp);
+	for (size_t i = 0; i < n + 1; i++)
+		free(names[i]);
+	free(names);
+	free(many);
 }
 END_TEST
 
@@ -827,7 +944,9 @@ START_TEST(test_deny_masks)
 		{ CD_MOUNT_DENY, "/w/.env" },
 		{ CD_MOUNT_MASK, "/w/keys" },
 	};
-	ck_assert_uint_eq(lp->n_mounts, CD_ARRAY_SIZE(want));
+	const struct cd_mount *m[8];
+	ck_assert_uint_eq(carve_outs(lp, m, 8), CD_ARRAY_SIZE(want));
+	check_trees(lp, "/w");
 	for (size_t i = 0; i < CD_ARRAY_SIZE(want); i++) {
 		bool found = false;
 		for (size_t k = 0; k < lp->n_mounts; k++)
@@ -854,9 +973,11 @@ START_TEST(test_deny_masks)
 	build_refused(&plan, &h, NULL,
 		      (const char *const[]){ "denied paths inside readable or writable ones",
 					     "/etc/secret", "--allow-degraded=deny-masks", NULL });
-	struct cd_linux_opts o = { .degraded = CD_DEGRADE_DENY_MASKS | CD_DEGRADE_PID_ISOLATION };
+	struct cd_linux_opts o = { .degraded = CD_DEGRADE_DENY_MASKS | CD_DEGRADE_PID_ISOLATION |
+					       CD_DEGRADE_FILE_ATTRIBUTES };
 	lp = build_ok(&plan, &h, &o);
 	ck_assert_uint_eq(lp->n_mounts, 0);
+	ck_assert(!lp->ro_root);
 	bool said = false;
 	for (char **d = lp->degraded; d && *d; d++)
 		said |= strstr(*d, "deny entries NOT enforced") != NULL;
@@ -914,7 +1035,13 @@ START_TEST(test_degraded)
 	struct cd_linux_plan *lp;
 
 	h.userns = false;
-	/* One opt-down is not the other: pid isolation still needs a user namespace. */
+	/* One opt-down is not the other: read-only mounts need a mount namespace, */
+	build_refused(&plan, &h, &o,
+		      (const char *const[]){ "modes, owners, times, extended attributes",
+					     "Landlock does not govern",
+					     "--allow-degraded=file-attributes", NULL });
+	o.degraded |= CD_DEGRADE_FILE_ATTRIBUTES;
+	/* and pid isolation a user namespace. */
 	build_refused(
 		&plan, &h, &o,
 		(const char *const[]){ "pid isolation", "--allow-degraded=pid-isolation", NULL });
@@ -929,10 +1056,12 @@ START_TEST(test_degraded)
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
 	ck_assert_uint_eq(lp->n_ll_rules, 4);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 3); /* + no network namespace */
+	ck_assert(!lp->ro_root);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 4); /* + no network namespace */
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "user namespaces are unavailable"));
-	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "pid isolation NOT enforced"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "file attributes NOT protected"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[2], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
 
 	/* The opt-down changes nothing on a host that can enforce. */
@@ -965,17 +1094,19 @@ struct want_mount {
 	const char *path;
 };
 
+/* The carve-outs and pins (writable trees aside: see check_trees). */
 static void check_mounts(const struct cd_linux_plan *lp, const struct want_mount *want, size_t n)
 {
-	for (size_t i = 0; i < lp->n_mounts && i < n; i++) {
-		ck_assert_msg(cd_streq(lp->mounts[i].path, want[i].path) &&
-				      lp->mounts[i].op == want[i].op,
-			      "mount %zu: got %s %s, want %s %s", i,
-			      cd_mount_op_name(lp->mounts[i].op), lp->mounts[i].path,
-			      cd_mount_op_name(want[i].op), want[i].path);
-		ck_assert_ptr_nonnull(lp->mounts[i].why);
+	const struct cd_mount *m[32];
+	size_t got = carve_outs(lp, m, 32);
+
+	for (size_t i = 0; i < got && i < n; i++) {
+		ck_assert_msg(cd_streq(m[i]->path, want[i].path) && m[i]->op == want[i].op,
+			      "mount %zu: got %s %s, want %s %s", i, cd_mount_op_name(m[i]->op),
+			      m[i]->path, cd_mount_op_name(want[i].op), want[i].path);
+		ck_assert_ptr_nonnull(m[i]->why);
 	}
-	ck_assert_uint_eq(lp->n_mounts, n);
+	ck_assert_uint_eq(got, n);
 	/* Parents first: nothing is mounted over a mount made before it. */
 	for (size_t i = 0; i < lp->n_mounts; i++)
 		for (size_t j = i + 1; j < lp->n_mounts; j++)
@@ -1018,8 +1149,11 @@ START_TEST(test_pin_workspace_in_tmp)
 	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
 
 	check_mounts(lp, want, CD_ARRAY_SIZE(want));
-	/* The top of the writable region: its parent (/) is read-only. */
-	ck_assert_ptr_null(mount_for(lp, "/tmp"));
+	/* The top of the writable region: its parent (/) is read-only. No pin,
+	 * only its writable tree (the workspace inside it needs none). */
+	const struct cd_mount *top = mount_for(lp, "/tmp");
+	ck_assert(top && top->op == CD_MOUNT_WRITABLE);
+	check_trees(lp, "/tmp");
 	ck_assert_ptr_nonnull(strstr(why_of(lp, "/tmp/a/b/w"), "inside writable /tmp"));
 	ck_assert_ptr_nonnull(strstr(why_of(lp, "/tmp/a/b/w"), "cannot be renamed away"));
 	/* Pins are mounts: no Landlock rule, no note, nothing degraded. */
@@ -1140,7 +1274,8 @@ START_TEST(test_pin_degraded)
 		make_plan(tmp_ws_paths, CD_ARRAY_SIZE(tmp_ws_paths), CD_NET_RESTRICTED);
 	struct cd_linux_host h = host_full;
 	struct cd_linux_opts o = { .degraded = CD_DEGRADE_PROTECTED_METADATA |
-					       CD_DEGRADE_PID_ISOLATION };
+					       CD_DEGRADE_PID_ISOLATION |
+					       CD_DEGRADE_FILE_ATTRIBUTES };
 	struct cd_linux_plan *lp;
 
 	h.userns = false;
@@ -1154,7 +1289,8 @@ START_TEST(test_pin_degraded)
 	ck_assert_uint_eq(lp->n_mounts, 0);
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 4); /* + no network namespace */
+	/* + file attributes, pid isolation, no network namespace */
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 5);
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "/tmp/.agents"));
 	ck_assert_ptr_null(strstr(lp->degraded[0], "/tmp/a,"));
@@ -1166,8 +1302,9 @@ START_TEST(test_pin_degraded)
 	/* Without anything to pin, no pins line: protected metadata and pid isolation. */
 	plan.n_paths = 6; /* up to /tmp/.git */
 	lp = build_ok(&plan, &h, &o);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 3); /* + no network namespace */
-	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "pid isolation NOT enforced"));
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 4); /* + no network namespace */
+	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "file attributes NOT protected"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[2], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
 }
 END_TEST
@@ -1205,6 +1342,7 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_build_workspace_write);
 	tcase_add_test(tc, test_build_workspace_write_root);
 	tcase_add_test(tc, test_build_rewiden);
+	tcase_add_test(tc, test_build_ro_root);
 	tcase_add_test(tc, test_build_fs_unrestricted);
 	tcase_add_test(tc, test_degraded);
 	tcase_add_test(tc, test_free_null);
