@@ -492,6 +492,15 @@ static bool has_mount(const struct cd_linux_plan *lp, const char *path)
 	return false;
 }
 
+/* The plan path exactly at path, or NULL. */
+static const struct cd_plan_path *plan_path(const struct cd_plan *plan, const char *path)
+{
+	for (size_t i = 0; i < plan->n_paths; i++)
+		if (cd_streq(plan->paths[i].path, path))
+			return &plan->paths[i];
+	return NULL;
+}
+
 /* path is a directory for sure: a plan path that is one, or above an existing plan path. */
 static bool known_dir(const struct cd_plan *plan, const char *path)
 {
@@ -523,6 +532,16 @@ static void add_pins(struct cd_linux_plan *lp)
 
 	for (size_t i = 0; i < n_targets; i++) {
 		char *dir = path_parent(lp->mounts[i].path);
+		/*
+		 * A mask on a missing path is made in its directory, which must
+		 * exist (or the plan is refused): everything above it is a
+		 * directory too, and needs its pin as much as above a carve-out
+		 * that exists (`mv d d2; mkdir d; echo x >d/.env` would plant the
+		 * masked name otherwise).
+		 */
+		const struct cd_plan_path *target = plan_path(plan, lp->mounts[i].path);
+		bool dirs_above = lp->mounts[i].op == CD_MOUNT_MASK && target &&
+				  target->type == CD_FT_MISSING && !target->parent_missing;
 
 		/* A mounted dir's own walk covers (or will cover) everything above it. */
 		while (!cd_streq(dir, "/") && !has_mount(lp, dir)) {
@@ -531,7 +550,7 @@ static void add_pins(struct cd_linux_plan *lp)
 			struct cd_mount *m;
 
 			if (cd_plan_access(plan, up, &region) == CD_ACCESS_WRITE &&
-			    known_dir(plan, dir)) {
+			    (dirs_above || known_dir(plan, dir))) {
 				cd_strv_push(&lp->owned, dir);
 				lp->mounts = cd_xreallocarray(lp->mounts, lp->n_mounts + 1,
 							      sizeof(*lp->mounts));
@@ -911,6 +930,27 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		free(lp->mounts);
 		lp->mounts = NULL;
 		lp->n_mounts = 0;
+	}
+	/* The command starts in its cwd: under a deny mask it could not even get there. */
+	for (size_t i = 0; plan->cwd && i < lp->n_mounts; i++)
+		if (lp->mounts[i].op == CD_MOUNT_DENY &&
+		    cd_path_is_beneath(plan->cwd, lp->mounts[i].path))
+			return refuse(reterr,
+				      cd_xasprintf("the working directory %s is inside denied "
+						   "%s, which cordon masks: the command could "
+						   "not start there; choose another --cwd or "
+						   "drop the entry",
+						   plan->cwd, lp->mounts[i].path));
+	/* A mask needs its mount point made in the masked name's directory. */
+	for (size_t i = 0; i < lp->n_mounts; i++) {
+		const struct cd_plan_path *pp = plan_path(plan, lp->mounts[i].path);
+		if (lp->mounts[i].op == CD_MOUNT_MASK && pp && pp->parent_missing)
+			return refuse(reterr,
+				      cd_xasprintf("%s cannot be masked: it does not exist, "
+						   "nor does the directory it would be in, "
+						   "which the command could create; create "
+						   "that directory or drop the entry",
+						   pp->path));
 	}
 	if (host->userns || host->is_root) {
 		r = add_writable_trees(lp, reterr);

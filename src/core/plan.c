@@ -319,6 +319,16 @@ static void plan_add(struct builder *b, const char *path, enum cd_access access,
 		.why = why,
 		.parent_access = CD_ACCESS_DENY,
 	};
+	if (type == CD_FT_MISSING && !cd_streq(path, "/")) {
+		const char *slash = strrchr(path, '/');
+		char *dir = cd_xstrndup(path, slash > path ? (size_t)(slash - path) : 1);
+		enum cd_file_type t = CD_FT_MISSING;
+
+		/* path is canonical: dir has no symlink, and lstat says what it is. */
+		if (b->in->ops->lstat_type(b->in->ops->ctx, dir, &t) < 0 || t != CD_FT_DIR)
+			plan->paths[i].parent_missing = true;
+		free(dir);
+	}
 	plan->n_paths++;
 }
 

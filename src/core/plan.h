@@ -102,6 +102,9 @@ struct cd_plan_path {
 	/* The path narrows its parent (parent write -> read/deny, parent read ->
 	 * deny): Landlock cannot express it; it needs a mount-namespace carve-out. */
 	bool carve_out;
+	/* MISSING only: the directory it would be in is missing too (or is not
+	 * a directory), so nothing can be mounted where it would appear. */
+	bool parent_missing;
 };
 
 struct cd_plan {

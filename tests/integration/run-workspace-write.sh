@@ -431,6 +431,51 @@ if [ -n "${NB:-}" ]; then
 	rm -rf "$NB"
 fi
 
+# ---- a missing masked name keeps its directory (gitdir: target, deny) ----
+# The mask is a mount on a name in an existing directory. That directory and
+# those above it, inside a writable region, are pinned too: renaming it away
+# and making a fresh one would let the command plant the masked name, a
+# repository the host's git then uses (its hooks and config run on the host).
+GD=$CD_TMP/gd
+GW=$CD_TMP/gw
+mkdir -p "$GD" "$GW"
+GD=$(cd "$GD" && pwd -P)
+GW=$(cd "$GW" && pwd -P)
+printf 'gitdir: %s/repo.git\n' "$GD" >"$GW/.git"
+if in_writable "$GD"; then
+	expect_errno "a missing gitdir: target cannot be created" "EEXIST|$denied" \
+		psb "$GW" "$TRY" mkdir "$GD/repo.git"
+	expect_errno "nor its directory renamed away to plant it in a new one" "EBUSY|$denied" \
+		psb "$GW" "$TRY" rename "$GD" "$CD_TMP/gd-moved"
+	assert "the gitdir: target's directory is still in place" test -d "$GD" -a ! -e "$CD_TMP/gd-moved"
+	assert "and no mask is left behind" test ! -e "$GD/repo.git"
+	mkdir -p "$GW/sub"
+	expect_errno "a missing denied name's directory cannot be renamed away" "EBUSY|$denied" \
+		"$CORDON" run --profile workspace-write --workspace-root "$GW" --cwd "$GW" \
+		--deny "$GW/sub/.env" -- "$TRY" rename "$GW/sub" "$GW/sub2"
+	assert "the denied name was not planted" test ! -e "$GW/sub/.env" -a ! -e "$GW/sub2"
+else
+	skip "a missing gitdir: target cannot be created" "$GD is not writable here"
+fi
+rm -rf "$GW" "$GD"
+
+# explain refuses what run would: a mask with nowhere to be made, a cwd
+# under a deny mask.
+run_split "$CORDON" explain --profile workspace-write --workspace-root "$WS" --cwd "$WS" \
+	--deny "$WS/no-such-dir/x"
+rc_is "explain: a missing denied name in a missing directory is refused (125)" 125
+contains "explain: it says why" "nor does the directory it would be in"
+run_split "$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" \
+	--deny "$WS/no-such-dir/x" -- true
+rc_is "run refuses it alike (125)" 125
+assert "and the command cannot make that directory meanwhile" test ! -e "$WS/no-such-dir"
+mkdir -p "$WS/private"
+run_split "$CORDON" explain --profile workspace-write --workspace-root "$WS" \
+	--cwd "$WS/private" --deny "$WS/private"
+rc_is "explain: a cwd inside a denied directory is refused (125)" 125
+contains "explain: it names the working directory" "the working directory"
+rmdir "$WS/private"
+
 # ---- many children: the tree kill is linear, and nothing survives ----
 # The kill phase is timed from the command's last step to cordon's exit, so
 # forking the children does not count. With strace, count cordon's kill()s.

@@ -992,6 +992,13 @@ START_TEST(test_deny_masks)
 	struct cd_plan pplan = make_plan(procs, CD_ARRAY_SIZE(procs), CD_NET_RESTRICTED);
 	build_refused(&pplan, &host_full, NULL,
 		      (const char *const[]){ "/proc/cpuinfo is under /proc", NULL });
+
+	/* The command could not even start in a working directory under a deny mask. */
+	plan.cwd = (char *)"/home/u/.ssh/keys";
+	build_refused(&plan, &host_full, NULL,
+		      (const char *const[]){ "the working directory /home/u/.ssh/keys is inside "
+					     "denied /home/u/.ssh",
+					     "choose another --cwd", NULL });
 }
 END_TEST
 
@@ -1244,8 +1251,11 @@ END_TEST
 
 START_TEST(test_pin_only_known_directories)
 {
-	/* A missing workspace: its masks cannot be made, and nothing above is pinned
-	 * on a guess (the directories may not exist). */
+	/*
+	 * A missing workspace: its mask could not be made (nothing to make it
+	 * in), and the command could create both: refused at plan time, so
+	 * that explain says so too. Nothing is pinned on a guess.
+	 */
 	struct cd_plan_path paths[] = {
 		PP("/", R, CD_FT_DIR, D, false),
 		PP("/tmp", W, CD_FT_DIR, R, false),
@@ -1253,14 +1263,31 @@ START_TEST(test_pin_only_known_directories)
 		PP("/tmp/m/w/.git", R, CD_FT_MISSING, W, true),
 		PP("/tmp/n/w", W, CD_FT_DIR, W, false),
 		PP("/tmp/n/w/.git", R, CD_FT_MISSING, W, true),
+		/* A missing denied name in an existing directory (a gitdir: target). */
+		PP("/tmp/n/w/sub/.env", D, CD_FT_MISSING, W, true),
 	};
+	paths[2].parent_missing = true;
+	paths[3].parent_missing = true;
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
+	build_refused(&plan, &host_full, NULL,
+		      (const char *const[]){ "/tmp/m/w/.git cannot be masked",
+					     "nor does the directory it would be in",
+					     "create that directory", NULL });
+
+	/*
+	 * Without it: a mask's directory exists, so everything above it is a
+	 * directory, pinned up to the top of the writable region: renaming
+	 * sub away and making a new one would plant the masked name.
+	 */
+	struct cd_plan_path head[] = { paths[0], paths[1], paths[4], paths[5], paths[6] };
+	plan = make_plan(head, CD_ARRAY_SIZE(head), CD_NET_RESTRICTED);
 	static const struct want_mount want[] = {
 		{ CD_MOUNT_PIN, "/tmp/n" },
 		{ CD_MOUNT_PIN, "/tmp/n/w" },
-		{ CD_MOUNT_MASK, "/tmp/m/w/.git" },
 		{ CD_MOUNT_MASK, "/tmp/n/w/.git" },
+		{ CD_MOUNT_PIN, "/tmp/n/w/sub" },
+		{ CD_MOUNT_MASK, "/tmp/n/w/sub/.env" },
 	};
-	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_RESTRICTED);
 	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
 
 	check_mounts(lp, want, CD_ARRAY_SIZE(want));
