@@ -554,22 +554,22 @@ static int bind_entry(struct builder *b, size_t idx)
 	return r;
 }
 
-/* Trimmed first line of a small file ("gitdir: X" / commondir), or NULL. */
-static char *read_line(struct builder *b, const char *path)
+/*
+ * A git pointer file (".git" holding "gitdir: X", or a worktree's
+ * "commondir") read the way git reads it, or NULL: the whole file, its
+ * trailing CRs and LFs dropped (nothing else: spaces, tabs and inner
+ * newlines are part of the path), then up to its first NUL. Anything
+ * looser would protect a decoy while git used the real target.
+ */
+static char *read_pointer(struct builder *b, const char *path)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	if (b->in->ops->read_file(b->in->ops->ctx, path, GITFILE_MAX, &buf, &len) < 0)
 		return NULL;
-	const char *z = memchr(buf, '\0', len);
-	size_t n = z ? (size_t)(z - buf) : len;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
-			 buf[n - 1] == '\t'))
-		n--;
-	buf[n] = '\0';
-	char *nl = strchr(buf, '\n');
-	if (nl)
-		*nl = '\0';
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	buf[len] = '\0';
 	return buf;
 }
 
@@ -597,14 +597,13 @@ static int protect_git_target(struct builder *b, const char *dir, const char *ta
 
 static int protect_gitfile(struct builder *b, const char *dotgit)
 {
-	char *line = read_line(b, dotgit);
-	if (!line || !cd_startswith(line, "gitdir:")) {
+	char *line = read_pointer(b, dotgit);
+	/* Exactly git's prefix, one space included: "gitdir:X" is no pointer. */
+	if (!line || !cd_startswith(line, "gitdir: ")) {
 		free(line);
 		return 0;
 	}
-	const char *t = line + strlen("gitdir:");
-	while (*t == ' ' || *t == '\t')
-		t++;
+	const char *t = line + strlen("gitdir: ");
 	char *dir = cd_xstrdup(dotgit);
 	*strrchr(dir, '/') = '\0';
 	if (!*dir)
@@ -625,7 +624,7 @@ static int protect_gitfile(struct builder *b, const char *dotgit)
 	char *cpath = cd_path_join(gitdir, "commondir");
 	enum cd_file_type ct = CD_FT_MISSING;
 	if (b->in->ops->lstat_type(b->in->ops->ctx, cpath, &ct) >= 0 && ct == CD_FT_REG) {
-		char *c = read_line(b, cpath);
+		char *c = read_pointer(b, cpath);
 		if (c && *c) {
 			char *common = NULL;
 			char *why = cd_xasprintf("commondir of %s", gitdir);

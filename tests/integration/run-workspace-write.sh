@@ -457,7 +457,23 @@ if in_writable "$GD"; then
 else
 	skip "a missing gitdir: target cannot be created" "$GD is not writable here"
 fi
-rm -rf "$GW" "$GD"
+# git's own reading of the pointer: only CRs and LFs are trimmed, so a
+# trailing space is part of the path that must be protected.
+mkdir -p "$CD_TMP/store "
+printf 'gitdir: %s/store \n' "$CD_TMP" >"$GW/.git"
+if command -v python3 >/dev/null 2>&1; then
+	"$CORDON" explain --json --profile workspace-write --workspace-root "$GW" --cwd "$GW" \
+		>"$CD_TMP/gitdir.json"
+	check "a gitdir: target with a trailing space is protected as git reads it" \
+		python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+want = sys.argv[2] + "/store "
+assert [p for p in d["paths"] if p["path"] == want and p["access"] == "read"], d["paths"]' \
+		"$CD_TMP/gitdir.json" "$(cd "$CD_TMP" && pwd -P)"
+else
+	skip "a gitdir: target with a trailing space is protected as git reads it" "no python3"
+fi
+rm -rf "$GW" "$GD" "$CD_TMP/store "
 
 # explain refuses what run would: a mask with nowhere to be made, a cwd
 # under a deny mask.

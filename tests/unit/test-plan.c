@@ -754,6 +754,45 @@ START_TEST(test_protected_gitdir)
 }
 END_TEST
 
+/* The pointer is read as git reads it: the target it protects is git's. */
+START_TEST(test_protected_gitdir_like_git)
+{
+	static const struct {
+		const char *content;
+		const char *want; /* protected target, NULL: not a pointer */
+	} cases[] = {
+		{ "gitdir: /g/store \n", "/g/store " },	   /* a trailing space is kept */
+		{ "gitdir:  /g/decoy\n", "/w/ /g/decoy" }, /* relative: " /g/decoy" */
+		{ "gitdir: /g/crlf\r\n\r\n", "/g/crlf" },  /* CRs and LFs go */
+		{ "gitdir: /g/tab\t\n", "/g/tab\t" },	   /* a tab stays */
+		{ "gitdir:/g/nospace\n", NULL },	   /* no space: not git's format */
+		{ "gitdir: /g/a\nmore\n", "/g/a\nmore" },  /* one path, newline and all */
+	};
+	for (size_t i = 0; i < CD_ARRAY_SIZE(cases); i++) {
+		teardown();
+		setup();
+		cd_fakefs_dir(fs, "/g");
+		cd_fakefs_dir(fs, "/w");
+		cd_fakefs_file(fs, "/w/.git", cases[i].content);
+		roots[0] = "/w";
+		in.n_workspace_roots = 1;
+		add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+		add_path("/w", CD_ACCESS_WRITE);
+		add_path("/g", CD_ACCESS_WRITE);
+		build_ok();
+		if (!cases[i].want) {
+			ck_assert_uint_eq(count_origin(CD_ORIGIN_GITDIR), 0);
+			continue;
+		}
+		const struct cd_plan_path *p = find(cases[i].want);
+		ck_assert_msg(p && p->origin == CD_ORIGIN_GITDIR, "case %zu: %s not protected", i,
+			      cases[i].want);
+		ck_assert_int_eq(p->access, CD_ACCESS_READ);
+		ck_assert_uint_eq(count_origin(CD_ORIGIN_GITDIR), 1);
+	}
+}
+END_TEST
+
 START_TEST(test_protected_gitdir_commondir)
 {
 	cd_fakefs_dir(fs, "/w/repo/.git/worktrees/wt");
@@ -1056,6 +1095,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, test_protected_workspace_write_shape);
 	tcase_add_test(tc, test_protected_gitdir);
 	tcase_add_test(tc, test_protected_gitdir_commondir);
+	tcase_add_test(tc, test_protected_gitdir_like_git);
 	tcase_add_test(tc, test_protected_gitdir_named_read);
 	tcase_add_test(tc, test_protected_gitfile_not_pointer);
 	tcase_add_loop_test(tc, test_protected_symlink_refused, 0,
