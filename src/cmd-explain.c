@@ -202,7 +202,7 @@ static void print_text(const struct cd_cli_bound *b)
 			} else {
 				printf("  seccomp: not used\n");
 			}
-			const char *ns[4];
+			const char *ns[5];
 			size_t n_ns = cd_linux_plan_namespaces(lp, ns);
 			printf("  namespaces:");
 			for (size_t i = 0; i < n_ns; i++)
@@ -320,6 +320,7 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	json_t *ns = json_object();
 	json_object_set_new(ns, "user", json_boolean(lp->user_ns));
 	json_object_set_new(ns, "mount", json_boolean(lp->mount_ns));
+	json_object_set_new(ns, "ipc", json_boolean(lp->ipc_ns));
 	json_object_set_new(ns, "pid", json_boolean(lp->pid_ns));
 	json_object_set_new(ns, "network", json_boolean(lp->net_ns));
 	json_object_set_new(l, "namespaces", ns);

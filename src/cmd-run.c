@@ -168,7 +168,7 @@ static void print_enforced(const struct cd_cli_bound *b)
 	} else {
 		fputs("cordon: seccomp: not used\n", stderr);
 	}
-	const char *ns[4];
+	const char *ns[5];
 	size_t n_ns = cd_linux_plan_namespaces(lp, ns);
 	fputs("cordon: namespaces:", stderr);
 	for (size_t i = 0; i < n_ns; i++)

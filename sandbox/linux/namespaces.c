@@ -144,6 +144,7 @@ struct cd_backend_state {
 	bool pid_ns;  /* we are the init of a new pid namespace: mount its /proc */
 	bool net_ns;  /* a new, empty network namespace (its loopback stays down) */
 	bool ro_root; /* every mount read-only but the CD_MOUNT_WRITABLE trees (see lp->ro_root) */
+	bool ipc_ns;  /* a new IPC namespace */
 	char uid_map[64];
 	char gid_map[64];
 	struct ns_mount *m; /* owned */
@@ -621,6 +622,7 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	s->pid_ns = lp->pid_ns;
 	s->net_ns = lp->net_ns;
 	s->ro_root = lp->ro_root;
+	s->ipc_ns = lp->ipc_ns;
 	s->mask_src = -1;
 	s->step = "prepare";
 	if (s->user_ns) {
@@ -943,7 +945,7 @@ static int ns_apply(struct cd_backend_state *s)
 	s->step = "unshare";
 	if (!s->at_clone &&
 	    unshare((s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
-		    (s->net_ns ? CLONE_NEWNET : 0)) < 0)
+		    (s->ipc_ns ? CLONE_NEWIPC : 0) | (s->net_ns ? CLONE_NEWNET : 0)) < 0)
 		return -errno;
 	/*
 	 * Deferred: clone() left the network namespace to us, so that its
@@ -1111,7 +1113,8 @@ static unsigned long ns_clone_flags(struct cd_backend_state *s)
 		return 0;
 	s->at_clone = true;
 	return (s->mount_ns ? CLONE_NEWNS : 0) | (s->user_ns ? CLONE_NEWUSER : 0) |
-	       (s->pid_ns ? CLONE_NEWPID : 0) | (s->net_ns && !s->deferred ? CLONE_NEWNET : 0);
+	       (s->ipc_ns ? CLONE_NEWIPC : 0) | (s->pid_ns ? CLONE_NEWPID : 0) |
+	       (s->net_ns && !s->deferred ? CLONE_NEWNET : 0);
 }
 
 static const char *ns_last_step(struct cd_backend_state *s)

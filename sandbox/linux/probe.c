@@ -133,7 +133,7 @@ static const char *userns_sysctl_block(bool root, const char **ret_fix)
 /*
  * Child of the user namespace test. Writes one byte per stage to the pipe:
  * the result of each step as an errno (0 = ok), in this order: user ns,
- * mount ns, pid ns, network ns, and a /proc mount (what a sandbox's pid
+ * mount ns, pid ns, network ns, ipc ns, and a /proc mount (what a sandbox's pid
  * namespace needs; refused where /proc has masked paths, as in containers).
  */
 enum {
@@ -141,6 +141,7 @@ enum {
 	T_MNTNS,
 	T_PIDNS,
 	T_NETNS,
+	T_IPCNS,
 	T_PROC,
 	T_COUNT
 };
@@ -155,7 +156,7 @@ static bool ns_test_ok(bool use_userns)
 	if (cd_linux_test_disabled("namespace-setup") || run_ns_test(use_userns, res) < 0)
 		return false;
 	return (!use_userns || res[T_USERNS] == 0) && res[T_MNTNS] == 0 && res[T_PIDNS] == 0 &&
-	       res[T_PROC] == 0;
+	       res[T_IPCNS] == 0 && res[T_PROC] == 0;
 }
 
 void cd_linux_probe_host(cd_probe_what what, struct cd_linux_host *ret)
@@ -338,6 +339,7 @@ static CD_NORETURN void ns_child(int wfd, bool use_userns, const char *uid_map, 
 		res[T_MNTNS] = unshare(CLONE_NEWNS) < 0 ? (unsigned char)errno : 0;
 		res[T_PIDNS] = unshare(CLONE_NEWPID) < 0 ? (unsigned char)errno : 0;
 		res[T_NETNS] = unshare(CLONE_NEWNET) < 0 ? (unsigned char)errno : 0;
+		res[T_IPCNS] = unshare(CLONE_NEWIPC) < 0 ? (unsigned char)errno : 0;
 		/* A /proc of the new pid namespace is mounted from inside it: its first child. */
 		if (res[T_MNTNS] == 0 && res[T_PIDNS] == 0) {
 			pid_t c = fork();
@@ -451,10 +453,12 @@ static void probe_namespaces(struct cd_probe *p)
 		add_ns_item(p, "mount namespaces", res[T_MNTNS], false);
 		add_ns_item(p, "pid namespaces", res[T_PIDNS], false);
 		add_ns_item(p, "network namespaces", res[T_NETNS], false);
+		add_ns_item(p, "ipc namespaces", res[T_IPCNS], false);
 	} else {
 		add_ns_item(p, "mount namespaces", 0, true);
 		add_ns_item(p, "pid namespaces", 0, true);
 		add_ns_item(p, "network namespaces", 0, true);
+		add_ns_item(p, "ipc namespaces", 0, true);
 	}
 }
 

@@ -329,13 +329,15 @@ const char *cd_sc_action_name(enum cd_sc_action a)
 	return NULL;
 }
 
-size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *names[4])
+size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *names[5])
 {
 	size_t n = 0;
 	if (lp && lp->sandboxed && lp->user_ns)
 		names[n++] = "user";
 	if (lp && lp->sandboxed && lp->mount_ns)
 		names[n++] = "mount";
+	if (lp && lp->sandboxed && lp->ipc_ns)
+		names[n++] = "ipc";
 	if (lp && lp->sandboxed && lp->pid_ns)
 		names[n++] = "pid";
 	if (lp && lp->sandboxed && lp->net_ns)
@@ -799,6 +801,8 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 						     "restrict the network"));
 	}
 	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns || lp->ro_root;
+	/* Made wherever a mount namespace is: about 20 us more. */
+	lp->ipc_ns = lp->mount_ns;
 	lp->user_ns = (lp->mount_ns || lp->net_ns) && !host->is_root;
 	return 0;
 }

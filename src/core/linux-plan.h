@@ -235,6 +235,13 @@ struct cd_linux_plan {
 	 */
 	bool net_ns;
 	/*
+	 * An IPC namespace of its own (with every mount namespace): System V
+	 * shared memory, semaphores and message queues, and POSIX message
+	 * queues, of the host and of other sandboxes are out of reach. They are
+	 * not files: neither Landlock nor the read-only mounts govern them.
+	 */
+	bool ipc_ns;
+	/*
 	 * Every mount of the namespace is made read-only, but the writable
 	 * regions (CD_MOUNT_WRITABLE). Landlock has no right for changing a
 	 * file's attributes: without this the command could chmod (setuid
@@ -254,10 +261,11 @@ struct cd_linux_plan {
 
 /*
  * The namespaces a plan creates, by their short names ("user", "mount",
- * "pid", "network"), in that order, into names[0..3]; returns how many. For
+ * "ipc", "pid", "network"), in that order, into names[0..4]; returns how
+ * many. For
  * explain, cordon run -v and the process/start result.
  */
-size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *names[4]);
+size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *names[5]);
 
 /*
  * Build the Linux wrapper plan. Refusals (return -EOPNOTSUPP with *reterr a

@@ -213,7 +213,7 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 		sandboxed && lp->landlock ? lp->n_ll_rules : 0,
 		sandboxed && lp->seccomp ? "true" : "false",
 		sandboxed && b->plan->network == CD_NET_RESTRICTED ? "restricted" : "enabled");
-	const char *ns[4];
+	const char *ns[5];
 	size_t n_ns = sandboxed ? cd_linux_plan_namespaces(lp, ns) : 0;
 	for (size_t i = 0; i < n_ns; i++)
 		cd_strbuf_printf(sb, "%s\"%s\"", i ? "," : "", ns[i]);

@@ -245,6 +245,33 @@ pid_ok=$(printf '%s\n' "$cd_out" | awk 'NR == 1 { p = $1 } NR == 2 { print ($1 =
 assert "pid isolation: the command is pid 2 of its own namespace, and /proc agrees" \
 	test "$pid_ok" = yes
 
+# ---- an IPC namespace of its own ----
+# System V IPC objects are not files: the host's (and other sandboxes')
+# shared memory must be out of reach, not merely read-only.
+if command -v ipcmk >/dev/null 2>&1 && command -v ipcs >/dev/null 2>&1 &&
+	shm=$(ipcmk -M 64 2>/dev/null | awk '{ print $NF }') && [ -n "$shm" ]; then
+	cd_run_capture sb ipcs -m
+	case $cd_out in
+	*" $shm "*)
+		not_ok "a host System V shared memory segment is not visible inside"
+		diag "$cd_out"
+		;;
+	*) ok "a host System V shared memory segment is not visible inside" ;;
+	esac
+	expect_errno "nor can it be attached by its id" "EINVAL|EIDRM|ENOENT|$denied" \
+		sb python3 -c 'import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+r = libc.shmat(int(sys.argv[1]), None, 0)
+sys.exit(0 if r not in (None, ctypes.c_void_p(-1).value) else ctypes.get_errno())' "$shm"
+	ipcrm -m "$shm" 2>/dev/null
+	check "System V IPC still works inside, privately" sb sh -c 'id=$(ipcmk -M 64 | awk "{ print \$NF }") && ipcrm -m "$id"'
+else
+	skip "a host System V shared memory segment is not visible inside" "no ipcmk"
+	skip "nor can it be attached by its id" "no ipcmk"
+	skip "System V IPC still works inside, privately" "no ipcmk"
+fi
+
 # ---- network namespace (restricted network) ----
 cd_run_capture sb sh -c 'tail -n +3 /proc/net/dev'
 ifaces=$(printf '%s\n' "$cd_out" | awk -F: '{ gsub(/ /, "", $1); print $1 }' | tr '\n' ' ')

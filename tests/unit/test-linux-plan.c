@@ -805,9 +805,11 @@ START_TEST(test_build_fs_unrestricted)
 	plan.network = CD_NET_RESTRICTED;
 	lp = build_ok(&plan, &h, NULL);
 	ck_assert(lp->net_ns && lp->user_ns);
-	const char *names[4];
-	ck_assert_uint_eq(cd_linux_plan_namespaces(lp, names), 4);
-	ck_assert_str_eq(names[3], "network");
+	const char *names[5];
+	ck_assert_uint_eq(cd_linux_plan_namespaces(lp, names), 5);
+	ck_assert_str_eq(names[2], "ipc");
+	ck_assert_str_eq(names[4], "network");
+	ck_assert(lp->ipc_ns);
 	cd_linux_plan_free(lp);
 	plan.network = CD_NET_ENABLED;
 	lp = build_ok(&plan, &h, NULL);
@@ -823,7 +825,7 @@ START_TEST(test_build_fs_unrestricted)
 	h.is_root = false;
 	struct cd_linux_opts own = { .no_pid_ns = true, .no_net_ns = true };
 	lp = build_ok(&plan, &h, &own);
-	ck_assert(!lp->pid_ns && !lp->mount_ns && !lp->user_ns);
+	ck_assert(!lp->pid_ns && !lp->mount_ns && !lp->user_ns && !lp->ipc_ns);
 	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
 	cd_linux_plan_free(lp);
 	h.is_root = false;
