@@ -10,7 +10,9 @@
  * mount and pid namespaces (and a user namespace when not root), which
  * creates an empty network namespace while the parent makes the FIFO masks
  * of the six missing protected paths (.git, .codex, .agents in WS and in
- * /tmp), mounts a detached tmpfs's symlink over each, binds WS onto itself,
+ * /tmp), and an IPC namespace; clones /tmp's mount tree, makes every mount
+ * read-only and attaches the clone on /tmp again, mounts a detached
+ * tmpfs's symlink over each mask, binds WS onto itself,
  * mounts /proc, drops every capability, enforces four Landlock rules, loads
  * a seccomp filter as long as cordon's (144 instructions), and as the
  * namespace's init vforks the command, reaps it and kills what is left.
@@ -292,6 +294,22 @@ static void child(void)
 		fail("private /");
 	if (read(g.sync[0], &byte, 1) != 1)
 		fail("waiting for the masks");
+	{
+		/* Everything read-only but the writable region, /tmp (WS is in it). */
+		struct mount_attr_ ro = { MOUNT_ATTR_RDONLY_, 0, 0, 0 };
+		int tmp = open("/tmp", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		int tree = tmp < 0 ? -1
+				   : (int)syscall(SYS_open_tree, tmp, "",
+						  OPEN_TREE_CLONE_ | O_CLOEXEC | AT_EMPTY_PATH |
+							  AT_RECURSIVE);
+		if (tree < 0 ||
+		    syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0 ||
+		    syscall(SYS_move_mount, tree, "", tmp, "",
+			    MOVE_MOUNT_F_EMPTY_PATH_ | MOVE_MOUNT_T_EMPTY_PATH_) < 0)
+			fail("read-only mounts");
+		close(tree);
+		close(tmp);
+	}
 	mount_masks();
 	{
 		int ws = open(g.ws, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -329,7 +347,7 @@ static void child(void)
 
 int main(int argc, char **argv)
 {
-	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | SIGCHLD;
+	unsigned long flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID | SIGCHLD;
 	int i = 1, status;
 	long pid;
 
