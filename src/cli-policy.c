@@ -369,8 +369,17 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	}
 
 	char **roots = cd_xcalloc(p->n_roots + 1, sizeof(*roots));
-	for (size_t i = 0; i < p->n_roots; i++)
+	for (size_t i = 0; i < p->n_roots; i++) {
 		roots[i] = absolute_normal(b->cwd, p->roots[i]);
+		/* As for --cwd: a root that is not there is a mistake, said plainly. */
+		struct stat st;
+		int e = stat(roots[i], &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+		if (e) {
+			cd_strv_free(roots);
+			return refuse(b, cd_xasprintf("--workspace-root '%s': %s", p->roots[i],
+						      strerror(e)));
+		}
+	}
 	struct cd_linux_host host;
 	if (p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED)
 		cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &host);

@@ -215,6 +215,11 @@ mkdir -p "$CD_TMP/nl"
 run_split "$CORDON" explain --profile read-only --cwd "$WS" --deny-glob "$CD_TMP/nl/*"
 line_matches "a newline in a path is shown as \\n" "^ +deny +file +$CD_TMP/nl/n\\\\nl +"
 
+# A workspace root that is not a directory is refused, like --cwd.
+run_split "$CORDON" explain --profile workspace-write --workspace-root "$CD_TMP/no-such-ws"
+rc_is "a missing --workspace-root is refused (125)" 125
+contains "a missing --workspace-root: the reason names it" "--workspace-root '$CD_TMP/no-such-ws': No such file"
+
 # A relative --workspace-root is taken relative to --cwd (cordon(1)).
 (cd / && "$CORDON" explain --profile workspace-write --cwd "$WS" --workspace-root . \
 	>"$CD_TMP/rel.out" 2>&1)
