@@ -21,6 +21,8 @@
 static const cd_sc_when group_sets[] = {
 	CD_SC_BASELINE,
 	CD_SC_BASELINE | CD_SC_NET_RESTRICTED,
+	CD_SC_BASELINE | CD_SC_NO_IPC_NS,
+	CD_SC_BASELINE | CD_SC_NET_RESTRICTED | CD_SC_NO_IPC_NS,
 };
 
 struct compiled {

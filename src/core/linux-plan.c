@@ -127,6 +127,14 @@ char *cd_ll_scopes_names(uint64_t mask)
 		.when = CD_SC_NET_RESTRICTED, .why = (why_)                    \
 	}
 
+/* The same for a rule that applies only where there is no IPC namespace. */
+#define IPC_DENY(name)                                                          \
+	{                                                                       \
+		.syscall = (name), .action = CD_SC_EPERM, .cmp = CD_SC_ALWAYS,  \
+		.when = CD_SC_NO_IPC_NS,                                        \
+		.why = "no IPC namespace: the host's IPC objects are not files" \
+	}
+
 #define AF_UNIX_VALUE 1ULL
 /* socket(2)'s type without SOCK_CLOEXEC and SOCK_NONBLOCK (the kernel's SOCK_TYPE_MASK). */
 #define SOCK_TYPE_MASK_VALUE 0xfULL
@@ -313,6 +321,28 @@ const struct cd_sc_rule cd_sc_rules[] = {
 	NET_DENY("listen", "network restricted: a unix server could be reached from outside"),
 	NET_DENY("accept", "network restricted: a unix server could be reached from outside"),
 	NET_DENY("accept4", "network restricted: a unix server could be reached from outside"),
+	/*
+	 * Without an IPC namespace (a host without user namespaces, run with
+	 * --allow-degraded), System V IPC and POSIX message queues would be the
+	 * host's: no Landlock rule or read-only mount governs them.
+	 */
+	IPC_DENY("shmget"),
+	IPC_DENY("shmat"),
+	IPC_DENY("shmctl"),
+	IPC_DENY("msgget"),
+	IPC_DENY("msgsnd"),
+	IPC_DENY("msgrcv"),
+	IPC_DENY("msgctl"),
+	IPC_DENY("semget"),
+	IPC_DENY("semop"),
+	IPC_DENY("semtimedop"),
+	IPC_DENY("semctl"),
+	IPC_DENY("mq_open"),
+	IPC_DENY("mq_unlink"),
+	IPC_DENY("mq_timedsend"),
+	IPC_DENY("mq_timedreceive"),
+	IPC_DENY("mq_notify"),
+	IPC_DENY("mq_getsetattr"),
 	{ .syscall = NULL },
 };
 
@@ -982,6 +1012,13 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	r = add_namespaces(lp, host, opts, reterr);
 	if (r < 0)
 		return r;
+	if (!lp->ipc_ns) {
+		lp->sc_when |= CD_SC_NO_IPC_NS;
+		cd_strv_push_take(&lp->degraded,
+				  cd_xstrdup("no IPC namespace: user namespaces are unavailable; "
+					     "System V IPC and POSIX message queues are denied "
+					     "instead (they would be the host's)"));
+	}
 	/* The pid namespace's /proc is mounted over whatever is masked below /proc. */
 	for (size_t i = 0; lp->pid_ns && i < lp->n_mounts; i++)
 		if (cd_path_is_beneath(lp->mounts[i].path, "/proc"))

@@ -138,6 +138,8 @@ enum cd_sc_cmp {
 typedef enum cd_sc_when {
 	CD_SC_BASELINE = 1u << 0,	/* every sandboxed (MANAGED/EXTERNAL) run */
 	CD_SC_NET_RESTRICTED = 1u << 1, /* only when the network is restricted */
+	/* a restricted file system without an IPC namespace (no user namespaces) */
+	CD_SC_NO_IPC_NS = 1u << 2,
 } cd_sc_when;
 
 struct cd_sc_rule {

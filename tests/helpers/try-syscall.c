@@ -20,6 +20,7 @@
  *    capabilities); utimes PATH: both times set to 2001-01-01; setxattr
  *    PATH: user.cordon-test = "1"; setflags PATH: FS_IOC_SETFLAGS with
  *    FS_NODUMP_FL added (chattr +d, allowed to an owner).
+ *  - shmget: a private System V shared memory segment, removed at once.
  * Prints nothing on success; "try-syscall: NAME: strerror" on failure.
  */
 #include "config.h"
@@ -41,6 +42,7 @@
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -284,6 +286,11 @@ int main(int argc, char **argv)
 				r = result(ioctl(fd, FS_IOC_SETFLAGS, &fl));
 			close(fd);
 		}
+	} else if (!strcmp(n, "shmget")) {
+		int id = shmget(IPC_PRIVATE, 64, IPC_CREAT | 0600);
+		r = id < 0 ? errno : 0;
+		if (id >= 0)
+			(void)shmctl(id, IPC_RMID, NULL);
 	} else if (!strcmp(n, "read-file")) {
 		need(argc, 1);
 		r = do_read_file(argv[2]);

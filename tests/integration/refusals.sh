@@ -110,6 +110,10 @@ if [ "$(id -u)" -ne 0 ]; then
 		--allow-degraded=protected-metadata --allow-degraded=pid-isolation \
 		--allow-degraded=file-attributes -- \
 		"$TRY" write-file /etc/cordon-test-$$
+	expect_errno "degraded: no IPC namespace, so System V IPC is denied" EPERM \
+		"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
+		--allow-degraded=protected-metadata --allow-degraded=pid-isolation \
+		--allow-degraded=file-attributes -- "$TRY" shmget
 	expect_errno "degraded: seccomp still applies" EPERM \
 		"$CORDON" run -q --profile workspace-write --workspace-root "$WS" \
 		--allow-degraded=protected-metadata --allow-degraded=pid-isolation \

@@ -102,7 +102,8 @@ START_TEST(test_sc_sanity)
 		ck_assert_msg(!strchr(r->why, '\n'), "%s: why is not one line", r->syscall);
 		ck_assert_int_lt(r->action, CD_SC_ACTION_COUNT);
 		ck_assert_int_lt(r->cmp, CD_SC_CMP_COUNT);
-		ck_assert_msg(r->when == CD_SC_BASELINE || r->when == CD_SC_NET_RESTRICTED,
+		ck_assert_msg(r->when == CD_SC_BASELINE || r->when == CD_SC_NET_RESTRICTED ||
+				      r->when == CD_SC_NO_IPC_NS,
 			      "%s: bad when %u", r->syscall, (unsigned)r->when);
 		ck_assert_uint_lt(r->arg, 6);
 		if (r->cmp == CD_SC_ARG_MASKED_EQ)
@@ -1066,7 +1067,10 @@ START_TEST(test_degraded)
 	ck_assert(!lp->user_ns);
 	ck_assert_uint_eq(lp->n_ll_rules, 4);
 	ck_assert(!lp->ro_root);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 4); /* + no network namespace */
+	/* + no network namespace, no IPC namespace (its seccomp rules instead) */
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 5);
+	ck_assert(!lp->ipc_ns && (lp->sc_when & CD_SC_NO_IPC_NS));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[4], "no IPC namespace"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "user namespaces are unavailable"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "file attributes NOT protected"));
@@ -1318,8 +1322,8 @@ START_TEST(test_pin_degraded)
 	ck_assert_uint_eq(lp->n_mounts, 0);
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
-	/* + file attributes, pid isolation, no network namespace */
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 5);
+	/* + file attributes, pid isolation, no network namespace, no IPC namespace */
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 6);
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "/tmp/.agents"));
 	ck_assert_ptr_null(strstr(lp->degraded[0], "/tmp/a,"));
@@ -1331,7 +1335,7 @@ START_TEST(test_pin_degraded)
 	/* Without anything to pin, no pins line: protected metadata and pid isolation. */
 	plan.n_paths = 6; /* up to /tmp/.git */
 	lp = build_ok(&plan, &h, &o);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 4); /* + no network namespace */
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 5); /* + no network, IPC namespace */
 	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "file attributes NOT protected"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[2], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
