@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -134,13 +135,33 @@ static struct {
 	char uid_map[32], gid_map[32];
 	int last_cap;
 	bool made[6]; /* masks the parent made, to remove (none in the child) */
-} g;
+	/* Per directory (WS, /tmp): the FIFO's shared lock, as cordon holds it. */
+	int lock[2];
+	struct stat fifo[2];
+} g = { .lock = { -1, -1 } };
 
+/*
+ * Remove the names we made, as cordon does: only with the FIFO's lock taken
+ * exclusively (no concurrent cordon run adopted it) and only while the name
+ * is still that FIFO. Unlinking a mask a cordon run uses would detach its
+ * mount and fail that run.
+ */
 static void remove_masks(void)
 {
-	for (int k = 0; k < 6; k++)
-		if (g.made[k])
-			unlink(g.masks[k]);
+	for (int d = 0; d < 2; d++) {
+		bool mine = g.lock[d] >= 0 && flock(g.lock[d], LOCK_EX | LOCK_NB) == 0;
+
+		for (int k = 3 * d; k < 3 * d + 3; k++) {
+			struct stat st;
+
+			if (mine && g.made[k] && lstat(g.masks[k], &st) == 0 &&
+			    st.st_dev == g.fifo[d].st_dev && st.st_ino == g.fifo[d].st_ino)
+				unlink(g.masks[k]);
+		}
+		if (g.lock[d] >= 0)
+			close(g.lock[d]);
+		g.lock[d] = -1;
+	}
 }
 
 static void fail(const char *what)
@@ -405,6 +426,18 @@ int main(int argc, char **argv)
 		} else if (errno != EEXIST || lstat(g.masks[k], &st) < 0 || !S_ISFIFO(st.st_mode)) {
 			kill((pid_t)pid, SIGKILL);
 			fail(g.masks[k]);
+		}
+		/* The directory's FIFO, ours or a concurrent run's: share its lock. */
+		if (k % 3 == 0) {
+			int d = k / 3;
+
+			g.lock[d] =
+				open(g.masks[k], O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+			if (g.lock[d] < 0 || flock(g.lock[d], LOCK_SH) < 0 ||
+			    fstat(g.lock[d], &g.fifo[d]) < 0) {
+				kill((pid_t)pid, SIGKILL);
+				fail(g.masks[k]);
+			}
 		}
 	}
 	if (write(g.sync[1], "", 1) != 1)
