@@ -523,7 +523,18 @@ static void format_error(struct cd_spawn_error *err, const struct cd_spawn_opts 
 	else
 		snprintf(err->msg, sizeof(err->msg), "%.*s: %s", (int)sizeof(r->stage), r->stage,
 			 strerror(r->err));
-	err->namespaces = strncmp(r->stage, "namespaces", strlen("namespaces")) == 0;
+	/*
+	 * A path that vanished or changed between the parent's look and the
+	 * child's mount (a concurrent process removed a mask, say) is a race,
+	 * not a host that cannot make namespaces: no plan without them.
+	 */
+	bool path_race = r->err == ENOENT || r->err == ESTALE;
+	err->namespaces = strncmp(r->stage, "namespaces", strlen("namespaces")) == 0 && !path_race;
+	if (path_race && strncmp(r->stage, "namespaces", strlen("namespaces")) == 0) {
+		size_t n = strlen(err->msg);
+		snprintf(err->msg + n, sizeof(err->msg) - n,
+			 " (it changed while the sandbox was set up; run again)");
+	}
 }
 
 static void set_error(struct cd_spawn_error *err, int code, const char *fmt, ...) CD_PRINTF(3, 4);
