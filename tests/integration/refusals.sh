@@ -165,6 +165,21 @@ expect_errno "namespaces blocked at setup: Landlock still applies" "EACCES|EPERM
 	"$TRY" write-file /etc/cordon-test-$$
 unset CORDON_TEST_DISABLE
 
+# A mount path that vanished between the parent's look and the child's
+# mount (CORDON_TEST_DISABLE=mount-path) is a race: refused with the
+# reason, never taken for a host without namespaces (which, with the
+# opt-downs given, would run without the carve-outs).
+rm -f "$M"
+run_split env CORDON_TEST_DISABLE=mount-path "$CORDON" run --profile workspace-write \
+	--workspace-root "$WS" --allow-degraded=protected-metadata \
+	--allow-degraded=pid-isolation --allow-degraded=file-attributes -- touch "$M"
+rc_is "a vanished mount path: exit 125" 125
+contains "a vanished mount path: says it changed, and to run again" \
+	"it changed while the sandbox was set up; run again"
+not_contains "a vanished mount path: not taken for a host without namespaces" \
+	"cannot create the sandbox's namespaces after all"
+assert "a vanished mount path: the command did not run" test ! -e "$M"
+
 # explain shows the same refusals without running anything.
 CORDON_TEST_DISABLE=landlock
 export CORDON_TEST_DISABLE
