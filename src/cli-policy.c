@@ -255,7 +255,7 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
 }
 
 /*
- * Make path absolute against base and remove "." and repeated slashes.
+ * Make path absolute against base and tidy it (cd_path_tidy).
  * ".." stays for the binding, which resolves it after the symlink before
  * it, as chdir() and open() do (not as a shell's `cd` does), so that a
  * path means the file the kernel would reach through it; the binding also
@@ -263,27 +263,10 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
  */
 static char *absolute_normal(const char *base, const char *path)
 {
-	cleanup_free char *joined = path[0] == '/' ? cd_xstrdup(path) : cd_path_join(base, path);
-	char *out = cd_xmalloc(strlen(joined) + 2);
-	size_t len = 0;
-	for (const char *p = joined; *p;) {
-		while (*p == '/')
-			p++;
-		const char *end = strchr(p, '/');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		if (n == 0)
-			break;
-		if (n != 1 || p[0] != '.') {
-			out[len++] = '/';
-			memcpy(out + len, p, n);
-			len += n;
-		}
-		p += n;
-	}
-	if (len == 0)
-		out[len++] = '/';
-	out[len] = '\0';
-	return out;
+	if (path[0] == '/')
+		return cd_path_tidy(path);
+	cleanup_free char *joined = cd_path_join(base, path);
+	return cd_path_tidy(joined);
 }
 
 static char *current_dir(void)

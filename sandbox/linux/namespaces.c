@@ -274,27 +274,6 @@ static void ns_destroy(struct cd_backend_state *s)
 	free(s);
 }
 
-static const struct cd_plan_path *plan_lookup(const struct cd_plan *plan, const char *path)
-{
-	size_t lo = 0, hi;
-
-	if (!plan)
-		return NULL;
-	hi = plan->n_paths;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(path, plan->paths[mid].path);
-
-		if (c == 0)
-			return &plan->paths[mid];
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
-}
-
 static bool type_matches(enum cd_file_type t, mode_t fmt)
 {
 	switch (t) {
@@ -475,7 +454,7 @@ static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *
 	}
 	close(fd);
 	m->fmt = st.st_mode & S_IFMT;
-	pp = plan_lookup(lp->plan, m->path);
+	pp = cd_plan_find(lp->plan, m->path);
 	if (m->fmt == S_IFLNK || (pp && !type_matches(pp->type, m->fmt)) ||
 	    (m->op == CD_MOUNT_PIN && m->fmt != S_IFDIR)) {
 		*reterr = cd_xasprintf("namespaces: '%s' changed type since the plan was built",

@@ -414,6 +414,12 @@ static void linux_plan_freep(struct cd_linux_plan **lp)
 	cd_linux_plan_free(*lp);
 }
 
+/* How to get user namespaces, then the opt-down: completed by the feature's name. */
+#define ENABLE_USERNS                                                               \
+	"enable them (sysctl kernel.unprivileged_userns_clone=1 / "                 \
+	"user.max_user_namespaces > 0, or an AppArmor profile allowing userns) or " \
+	"pass --allow-degraded="
+
 static int refuse(char **reterr, char *msg)
 {
 	if (reterr)
@@ -508,14 +514,6 @@ static const struct cd_mount *rewidened_in_ro_mount(const struct cd_linux_plan *
 	return ro_mount_above(lp, lp->n_mounts, pp->path);
 }
 
-/* "/a/b" -> "/a", "/a" -> "/". */
-static char *path_parent(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return cd_xstrndup(path, slash && slash > path ? (size_t)(slash - path) : 1);
-}
-
 static bool has_mount(const struct cd_linux_plan *lp, const char *path)
 {
 	for (size_t i = 0; i < lp->n_mounts; i++)
@@ -524,23 +522,24 @@ static bool has_mount(const struct cd_linux_plan *lp, const char *path)
 	return false;
 }
 
-/* The plan path exactly at path, or NULL. */
-static const struct cd_plan_path *plan_path(const struct cd_plan *plan, const char *path)
-{
-	for (size_t i = 0; i < plan->n_paths; i++)
-		if (cd_streq(plan->paths[i].path, path))
-			return &plan->paths[i];
-	return NULL;
-}
-
-/* path is a directory for sure: a plan path that is one, or above an existing plan path. */
+/*
+ * path is a directory for sure: a plan path that is one, or above an
+ * existing plan path, or above a missing one whose directory exists (a
+ * mask is made in that directory; when it is missing too the plan is
+ * refused).
+ */
 static bool known_dir(const struct cd_plan *plan, const char *path)
 {
 	for (size_t i = 0; i < plan->n_paths; i++) {
 		const struct cd_plan_path *pp = &plan->paths[i];
 
-		if (pp->type == CD_FT_MISSING || !cd_path_is_beneath(pp->path, path))
+		if (!cd_path_is_beneath(pp->path, path))
 			continue;
+		if (pp->type == CD_FT_MISSING) {
+			if (!pp->parent_missing && !cd_streq(pp->path, path))
+				return true;
+			continue;
+		}
 		if (pp->type == CD_FT_DIR || !cd_streq(pp->path, path))
 			return true;
 	}
@@ -563,26 +562,20 @@ static void add_pins(struct cd_linux_plan *lp)
 	size_t n_targets = lp->n_mounts;
 
 	for (size_t i = 0; i < n_targets; i++) {
-		char *dir = path_parent(lp->mounts[i].path);
 		/*
-		 * A mask on a missing path is made in its directory, which must
-		 * exist (or the plan is refused): everything above it is a
-		 * directory too, and needs its pin as much as above a carve-out
-		 * that exists (`mv d d2; mkdir d; echo x >d/.env` would plant the
-		 * masked name otherwise).
+		 * Above a mask on a missing name too (known_dir): `mv d d2; mkdir
+		 * d; echo x >d/.env` would plant the masked name otherwise.
 		 */
-		const struct cd_plan_path *target = plan_path(plan, lp->mounts[i].path);
-		bool dirs_above = lp->mounts[i].op == CD_MOUNT_MASK && target &&
-				  target->type == CD_FT_MISSING && !target->parent_missing;
+		char *dir = cd_path_parent(lp->mounts[i].path);
 
 		/* A mounted dir's own walk covers (or will cover) everything above it. */
 		while (!cd_streq(dir, "/") && !has_mount(lp, dir)) {
-			char *up = path_parent(dir);
+			char *up = cd_path_parent(dir);
 			const struct cd_plan_path *region = NULL;
 			struct cd_mount *m;
 
 			if (cd_plan_access(plan, up, &region) == CD_ACCESS_WRITE &&
-			    (dirs_above || known_dir(plan, dir))) {
+			    known_dir(plan, dir)) {
 				cd_strv_push(&lp->owned, dir);
 				lp->mounts = cd_xreallocarray(lp->mounts, lp->n_mounts + 1,
 							      sizeof(*lp->mounts));
@@ -619,13 +612,11 @@ static void add_pins(struct cd_linux_plan *lp)
 static int add_writable_trees(struct cd_linux_plan *lp, char **reterr)
 {
 	const struct cd_plan *plan = lp->plan;
+	const struct cd_plan_path *root = cd_plan_find(plan, "/");
 	size_t n_mounts = lp->n_mounts, n_trees = 0;
 
-	for (size_t i = 0; i < plan->n_paths; i++) {
-		const struct cd_plan_path *pp = &plan->paths[i];
-		if (pp->access == CD_ACCESS_WRITE && cd_streq(pp->path, "/"))
-			return 0;
-	}
+	if (root && root->access == CD_ACCESS_WRITE)
+		return 0;
 	lp->ro_root = true;
 	for (size_t i = 0; i < plan->n_paths; i++) {
 		const struct cd_plan_path *pp = &plan->paths[i];
@@ -810,10 +801,8 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 			reterr,
 			cd_xstrdup("pid isolation (a pid namespace whose init takes the "
 				   "command's whole process tree with it) needs user "
-				   "namespaces, which are unavailable on this host; enable "
-				   "them (sysctl kernel.unprivileged_userns_clone=1 / "
-				   "user.max_user_namespaces > 0, or an AppArmor profile "
-				   "allowing userns) or pass --allow-degraded=pid-isolation"));
+				   "namespaces, which are unavailable on this host; " ENABLE_USERNS
+				   "pid-isolation"));
 	} else {
 		cd_strv_push_take(&lp->degraded,
 				  cd_xstrdup("pid isolation NOT enforced: user namespaces are "
@@ -923,11 +912,8 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 				reterr,
 				cd_xasprintf("denied paths inside readable or writable ones (%s) "
 					     "need a mount namespace, but user namespaces are "
-					     "unavailable on this host; enable them (sysctl "
-					     "kernel.unprivileged_userns_clone=1 / "
-					     "user.max_user_namespaces > 0, or an AppArmor "
-					     "profile allowing userns) or pass "
-					     "--allow-degraded=deny-masks",
+					     "unavailable on this host; " ENABLE_USERNS
+					     "deny-masks",
 					     denied));
 		if (denied)
 			cd_strv_push_take(
@@ -941,11 +927,8 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 				reterr,
 				cd_xasprintf("protected paths inside writable roots (%s) need a "
 					     "mount namespace, but user namespaces are "
-					     "unavailable on this host; enable them (sysctl "
-					     "kernel.unprivileged_userns_clone=1 / "
-					     "user.max_user_namespaces > 0, or an AppArmor "
-					     "profile allowing userns) or pass "
-					     "--allow-degraded=protected-metadata",
+					     "unavailable on this host; " ENABLE_USERNS
+					     "protected-metadata",
 					     list ? list : pins));
 		if (list || (pins && !denied))
 			cd_strv_push_take(
@@ -977,7 +960,7 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 						   plan->cwd, lp->mounts[i].path));
 	/* A mask needs its mount point made in the masked name's directory. */
 	for (size_t i = 0; i < lp->n_mounts; i++) {
-		const struct cd_plan_path *pp = plan_path(plan, lp->mounts[i].path);
+		const struct cd_plan_path *pp = cd_plan_find(plan, lp->mounts[i].path);
 		if (lp->mounts[i].op == CD_MOUNT_MASK && pp && pp->parent_missing)
 			return refuse(reterr,
 				      cd_xasprintf("%s cannot be masked: it does not exist, "
@@ -996,11 +979,8 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 					 "having their modes, owners, times, extended "
 					 "attributes and flags changed (which Landlock does not "
 					 "govern) needs a mount namespace, but user namespaces "
-					 "are unavailable on this host; enable them (sysctl "
-					 "kernel.unprivileged_userns_clone=1 / "
-					 "user.max_user_namespaces > 0, or an AppArmor profile "
-					 "allowing userns) or pass "
-					 "--allow-degraded=file-attributes"));
+					 "are unavailable on this host; " ENABLE_USERNS
+					 "file-attributes"));
 	} else {
 		cd_strv_push_take(&lp->degraded,
 				  cd_xstrdup("file attributes NOT protected: user namespaces are "

@@ -282,6 +282,11 @@ static struct cd_plan_path *lookup(const struct cd_plan *plan, const char *path)
 	return found ? &plan->paths[i] : NULL;
 }
 
+const struct cd_plan_path *cd_plan_find(const struct cd_plan *plan, const char *path)
+{
+	return plan ? lookup(plan, path) : NULL;
+}
+
 /*
  * Add a path; a path bound twice keeps the entry that wins the tie rule
  * (deny > write > read), the first one on equal access. Takes why.
@@ -320,8 +325,7 @@ static void plan_add(struct builder *b, const char *path, enum cd_access access,
 		.parent_access = CD_ACCESS_DENY,
 	};
 	if (type == CD_FT_MISSING && !cd_streq(path, "/")) {
-		const char *slash = strrchr(path, '/');
-		char *dir = cd_xstrndup(path, slash > path ? (size_t)(slash - path) : 1);
+		char *dir = cd_path_parent(path);
 		enum cd_file_type t = CD_FT_MISSING;
 
 		/* path is canonical: dir has no symlink, and lstat says what it is. */
@@ -604,10 +608,7 @@ static int protect_gitfile(struct builder *b, const char *dotgit)
 		return 0;
 	}
 	const char *t = line + strlen("gitdir: ");
-	char *dir = cd_xstrdup(dotgit);
-	*strrchr(dir, '/') = '\0';
-	if (!*dir)
-		strcpy(dir, "/");
+	char *dir = cd_path_parent(dotgit);
 	char *gitdir = NULL;
 	int r = 0;
 	if (*t) {

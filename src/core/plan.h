@@ -155,6 +155,9 @@ struct cd_plan *cd_plan_free(struct cd_plan *plan);
 enum cd_access cd_plan_access(const struct cd_plan *plan, const char *path,
 			      const struct cd_plan_path **ret_rule);
 
+/* The plan path that is exactly path (canonical), or NULL. */
+const struct cd_plan_path *cd_plan_find(const struct cd_plan *plan, const char *path);
+
 /*
  * Canonicalise an absolute path through the shim (exposed for tests and for
  * the CLI's --cwd handling). The result is normal; a missing tail is kept

@@ -190,35 +190,19 @@ struct cd_profile *cd_profile_dup(const struct cd_profile *p)
 }
 
 /*
- * Tidy an absolute path: collapse "//" and drop "." components. ".." stays:
- * it is resolved with the file system, after any symlink before it, when
- * the plan canonicalises the path ("/a/link/../f" is the f next to the
- * link's target, as the kernel sees it, not /a/f). Returns NULL if the
- * input is not absolute or has a NUL.
+ * Tidy an absolute path (cd_path_tidy). ".." stays: it is resolved with the
+ * file system, after any symlink before it, when the plan canonicalises the
+ * path ("/a/link/../f" is the f next to the link's target, as the kernel
+ * sees it, not /a/f). Returns NULL if the input is not absolute or has a NUL.
  */
 static char *normalize_abs(const char *in, size_t len)
 {
 	if (len == 0 || in[0] != '/' || memchr(in, '\0', len))
 		return NULL;
-	struct cd_strbuf sb = { 0 };
-	size_t i = 0;
-	while (i < len) {
-		while (i < len && in[i] == '/')
-			i++;
-		size_t s = i;
-		while (i < len && in[i] != '/')
-			i++;
-		size_t n = i - s;
-		if (n == 0 || (n == 1 && in[s] == '.'))
-			continue;
-		cd_strbuf_append_c(&sb, '/');
-		cd_strbuf_append_n(&sb, in + s, n);
-	}
-	if (sb.len == 0) {
-		cd_strbuf_done(&sb);
-		return cd_xstrdup("/");
-	}
-	return cd_strbuf_steal(&sb);
+	char *copy = cd_xstrndup(in, len);
+	char *tidy = cd_path_tidy(copy);
+	free(copy);
+	return tidy;
 }
 
 /*

@@ -353,6 +353,32 @@ size_t cd_path_depth(const char *p)
 	return n;
 }
 
+char *cd_path_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return cd_xstrndup(path, slash && slash > path ? (size_t)(slash - path) : 1);
+}
+
+char *cd_path_tidy(const char *path)
+{
+	struct cd_strbuf sb = { 0 };
+
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (n > 0 && (n != 1 || p[0] != '.')) {
+			cd_strbuf_append_c(&sb, '/');
+			cd_strbuf_append_n(&sb, p, n);
+		}
+		p += n;
+	}
+	if (sb.len == 0)
+		cd_strbuf_append_c(&sb, '/');
+	return cd_strbuf_steal(&sb);
+}
+
 bool cd_path_is_beneath(const char *child, const char *parent)
 {
 	size_t n = strlen(parent);

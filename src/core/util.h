@@ -93,6 +93,14 @@ int cd_parse_u64(const char *s, uint64_t *ret);
 bool cd_path_is_normal(const char *path);
 /* Join a and b with exactly one '/'. */
 char *cd_path_join(const char *a, const char *b);
+/* The directory of an absolute path, as a new string: "/a/b" -> "/a", "/a" -> "/". */
+char *cd_path_parent(const char *path);
+/*
+ * An absolute path with "." components and repeated or trailing slashes
+ * dropped, as a new string. ".." stays: only the file system can resolve it
+ * (after a symlink before it, "x/.." is not the directory holding x).
+ */
+char *cd_path_tidy(const char *path);
 /* Number of components: "/" = 0, "/a" = 1, "/a/b" = 2. */
 size_t cd_path_depth(const char *normal_path);
 /* True if child equals parent or lies below it, component-wise ("/a" is not a prefix of "/ab"). */

@@ -350,6 +350,42 @@ static const struct {
 	{ "a", "b", "a/b" },	   { "", "b", "/b" },
 };
 
+/* cd_path_tidy: "." and empty components go, ".." stays (only the file system resolves it). */
+static const struct {
+	const char *in, *out;
+} tidies[] = {
+	{ "/", "/" },
+	{ "//", "/" },
+	{ "/.", "/" },
+	{ "/a/./b/", "/a/b" },
+	{ "//usr/./lib/../share/", "/usr/lib/../share" },
+	{ "/..", "/.." },
+	{ "/a/..", "/a/.." },
+	{ "/a/.b/..c", "/a/.b/..c" },
+	{ "/a//b///c", "/a/b/c" },
+};
+
+START_TEST(test_path_tidy)
+{
+	char *t = cd_path_tidy(tidies[_i].in);
+	ck_assert_str_eq(t, tidies[_i].out);
+	free(t);
+}
+END_TEST
+
+START_TEST(test_path_parent)
+{
+	static const struct {
+		const char *in, *out;
+	} parents[] = { { "/a/b", "/a" }, { "/a", "/" }, { "/", "/" }, { "/a/b/c", "/a/b" } };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(parents); i++) {
+		char *d = cd_path_parent(parents[i].in);
+		ck_assert_str_eq(d, parents[i].out);
+		free(d);
+	}
+}
+END_TEST
+
 START_TEST(test_path_join)
 {
 	char *j = cd_path_join(joins[_i].a, joins[_i].b);
@@ -422,6 +458,8 @@ static Suite *util_suite(void)
 	tc = tcase_create("paths");
 	tcase_add_loop_test(tc, test_path_normal, 0, CD_ARRAY_SIZE(paths));
 	tcase_add_loop_test(tc, test_path_join, 0, CD_ARRAY_SIZE(joins));
+	tcase_add_loop_test(tc, test_path_tidy, 0, CD_ARRAY_SIZE(tidies));
+	tcase_add_test(tc, test_path_parent);
 	tcase_add_loop_test(tc, test_path_beneath, 0, CD_ARRAY_SIZE(beneath));
 	suite_add_tcase(s, tc);
 	return s;
