@@ -34,9 +34,10 @@
  * output is no longer read (their pipes fill and they block) until the
  * queue is down to half the cap. The replies of requests and the
  * exit/close events still queue, bounded by what one request or one
- * process can add. A network connection that stays over its cap without
- * writing anything for --stall-timeout is dropped (its session detaches
- * and records on); stdio waits, since its end would end the server.
+ * process can add. A network connection that takes nothing for
+ * --stall-timeout while back-pressure is on (from over its cap until down
+ * to half of it) is dropped (its session detaches and records on); stdio
+ * waits, since its end would end the server.
  *
  * On a socket both directions use one descriptor: out_fd is a dup of
  * in_fd so that each direction has its own watch (epoll registers a
@@ -138,10 +139,14 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 	if (c->kind == CD_CONN_STDIO || c->freed)
 		return;
 	/*
+	 * The timer runs for as long as back-pressure is on, from over the cap
+	 * down to half of it: a client that read a little and then stopped
+	 * leaves the queue in between, paused, and would otherwise hold its
+	 * session's processes blocked for good.
 	 * Lent: the queue cannot drain, and the worker hands a slow client's
 	 * answer back within a second (fs.c); the timer then runs as usual.
 	 */
-	if (q > c->out_cap && !c->out_lent) {
+	if (c->output_paused && !c->out_lent) {
 		if (c->stall && progress) {
 			cd_loop_cancel_timer(c->server->loop, c->stall);
 			c->stall = NULL;

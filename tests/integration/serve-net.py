@@ -13,6 +13,7 @@ import grp
 import hashlib
 import os
 import random
+import select
 import shutil
 import signal
 import socket
@@ -632,6 +633,53 @@ def slow_reader(kind):
         s.stop()
 
 
+def half_drained(kind):
+    """A client that takes a little of its backlog and then stops is dropped too: its
+    queue is back under the cap, but its output stays held back until half the cap."""
+    tag = kind
+    s = NetServer(kind, args=["--max-queued-bytes", "1M", "--stall-timeout", "2s",
+                              "--session-ttl", "10s"])
+    try:
+        a = s.connect()
+        sid = a.handshake()["sessionId"]
+        started(a, "yes", ["sh", "-c", "exec yes 0123456789abcdefghijklmnopqrstuvwxyz"])
+        time.sleep(0.6)  # over the cap within milliseconds: held back
+        # 320 KB: from the cap plus at most one notification (88 KB) to between
+        # half the cap and the cap.
+        want, got = 320 * 1024, 0
+        deadline = time.monotonic() + 5
+        while got < want and time.monotonic() < deadline:
+            if select.select([a.sock], [], [], 0.5)[0]:
+                chunk = a.sock.recv(min(65536, want - got))
+                if not chunk:
+                    break
+                got += len(chunk)
+        t.eq(got, want, "[%s] the client took 320 KB of its backlog" % tag)
+        deadline = time.monotonic() + 6
+        while "read nothing for" not in s.stderr_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        t.ok("read nothing for 2000 ms" in s.stderr_text(),
+             "[%s] then nothing: it is dropped after --stall-timeout" % tag, s.stderr_text())
+        eof = False
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if select.select([a.sock], [], [], 0.5)[0]:
+                try:
+                    if not a.sock.recv(1 << 20):
+                        eof = True
+                        break
+                except OSError:
+                    eof = True
+                    break
+        t.ok(eof, "[%s] and its socket is closed" % tag)
+        b = s.connect()
+        r = b.request("initialize", {"clientName": "b", "resumeSessionId": sid})
+        t.eq(r.get("result", {}).get("sessionId"), sid,
+             "[%s] its session was detached, not lost: it resumes" % tag)
+    finally:
+        s.stop()
+
+
 def streaming(kind):
     """fs/readBlock answers go out while they are encoded: whole messages, exact bytes,
     and a client that does not read holds up nobody."""
@@ -892,6 +940,7 @@ t.guard("auth", auth)
 for kind in ("ws", "unix"):
     t.guard("replay " + kind, replay, kind)
     t.guard("slow reader " + kind, slow_reader, kind)
+    t.guard("half-drained reader " + kind, half_drained, kind)
     t.guard("streaming " + kind, streaming, kind)
     t.guard("shutdown " + kind, shutdown, kind)
 t.guard("eviction", eviction)
