@@ -12,8 +12,8 @@
  * of the six missing protected paths (.git, .codex, .agents in WS and in
  * /tmp), and an IPC namespace; clones /tmp's mount tree, makes every mount
  * read-only and attaches the clone on /tmp again, mounts a detached
- * tmpfs's symlink over each mask, binds WS onto itself,
- * mounts /proc, drops every capability, enforces four Landlock rules, loads
+ * tmpfs's symlink over each mask, binds WS onto itself, mounts a private
+ * /dev/pts and /proc, drops every capability, enforces four Landlock rules, loads
  * a seccomp filter as long as cordon's (144 instructions), and as the
  * namespace's init vforks the command, reaps it and kills what is left.
  * The parent waits and removes the masks.
@@ -339,6 +339,9 @@ static void child(void)
 		bind_onto(ws, "", AT_EMPTY_PATH | AT_RECURSIVE, g.ws);
 		close(ws);
 	}
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0)
+		fail("/dev/pts");
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		fail("/proc");
 	drop_caps();

@@ -181,6 +181,11 @@ static void print_text(const struct cd_cli_bound *b)
 					printf("      %s%s: %s\n", vis(lp->ll_rules[i].path, &h1),
 					       lp->ll_rules[i].is_dir ? "" : " (file)", rr);
 				}
+				printf("    at spawn: a terminal or other device on fds 0-2, with "
+				       "the access it was opened with (and /dev/tty for a "
+				       "terminal)%s\n",
+				       lp->private_pts ? "; the private /dev/pts and /dev/ptmx"
+						       : "");
 			} else {
 				printf("  Landlock: not used (the file system is unrestricted)\n");
 			}
@@ -212,6 +217,9 @@ static void print_text(const struct cd_cli_bound *b)
 				printf("  read-only mounts: everything but the writable paths, so "
 				       "that modes, owners, times, extended attributes and flags "
 				       "of files outside them cannot be changed\n");
+			if (lp->private_pts)
+				printf("  terminals: a private /dev/pts, so the host's terminals "
+				       "cannot be opened; /dev/ptmx makes new ones there\n");
 			if (lp->pid_ns)
 				printf("  pid namespace: the command runs under an init that kills "
 				       "what is left when it exits, and everything dies with "
@@ -325,6 +333,7 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	json_object_set_new(ns, "network", json_boolean(lp->net_ns));
 	json_object_set_new(l, "namespaces", ns);
 	json_object_set_new(l, "read_only_root", json_boolean(lp->ro_root));
+	json_object_set_new(l, "private_pts", json_boolean(lp->private_pts));
 
 	json_t *m = json_array();
 	for (size_t i = 0; i < lp->n_mounts; i++) {

@@ -5,9 +5,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -24,6 +27,10 @@ struct cd_backend_state {
 	 */
 	const struct cd_ll_rule **proc_rules; /* borrowed from the plan */
 	size_t n_proc_rules;
+	uint64_t handled_fs;
+	/* lp->private_pts, with the st_dev of the host's /dev/pts (never granted). */
+	bool private_pts;
+	dev_t host_pts_dev;
 };
 
 static const char *create_hint(int err)
@@ -122,6 +129,14 @@ static int landlock_prepare(const struct cd_linux_plan *lp, struct cd_backend_st
 	}
 
 	s = cd_xcalloc(1, sizeof(*s));
+	s->handled_fs = lp->ll_handled_fs;
+	if (lp->private_pts && cd_linux_is_devpts("/dev/pts")) {
+		struct stat st;
+		if (stat("/dev/pts", &st) == 0) {
+			s->private_pts = true;
+			s->host_pts_dev = st.st_dev;
+		}
+	}
 	s->ruleset_fd = cd_landlock_create_ruleset(&attr, size, 0);
 	if (s->ruleset_fd < 0) {
 		r = -errno;
@@ -168,11 +183,106 @@ static int add_proc_rules(struct cd_backend_state *s)
 	return 0;
 }
 
+static int add_fd_rule(struct cd_backend_state *s, int fd, uint64_t allowed)
+{
+	struct cd_landlock_path_beneath_attr pb = {
+		.allowed_access = allowed & s->handled_fs,
+		.parent_fd = fd,
+	};
+	if (!pb.allowed_access)
+		return 0;
+	if (cd_landlock_add_rule(s->ruleset_fd, CD_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Child, once fds 0-2 are the command's: a terminal or other character
+ * device among them may be opened again by name (/dev/stderr, i.e.
+ * /proc/self/fd/2, or /dev/pts/N) with the access it was opened with, and
+ * /dev/tty when one is a terminal. The command holds these already, so
+ * nothing new is reachable; without it `echo x >/dev/stderr` fails in a
+ * terminal. The rule is bound to the very inode the descriptor holds. The
+ * controlling terminal behind /dev/tty is one of them (a serve tty
+ * process's pty), or none after setsid (ENXIO). Regular files are left
+ * out: outside the writable paths their mount is read-only anyway.
+ */
+static int add_stdio_rules(struct cd_backend_state *s)
+{
+	bool tty = false;
+	for (int fd = 0; fd <= 2; fd++) {
+		struct stat st;
+		int fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
+			continue;
+		uint64_t allowed = CD_LL_FS_IOCTL_DEV;
+		if ((fl & O_ACCMODE) != O_WRONLY)
+			allowed |= CD_LL_FS_READ_FILE;
+		if ((fl & O_ACCMODE) != O_RDONLY)
+			allowed |= CD_LL_FS_WRITE_FILE;
+		int r = add_fd_rule(s, fd, allowed);
+		if (r < 0)
+			return r;
+		tty = tty || isatty(fd);
+	}
+	if (!tty)
+		return 0;
+	int fd = open("/dev/tty", O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0; /* none, or masked: nothing to allow */
+	struct stat st;
+	int r = 0;
+	if (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 0))
+		r = add_fd_rule(s, fd,
+				CD_LL_FS_READ_FILE | CD_LL_FS_WRITE_FILE | CD_LL_FS_IOCTL_DEV);
+	close(fd);
+	return r;
+}
+
+/*
+ * Child, after the mounts: the private /dev/pts (lp->private_pts) is the
+ * command's to use, as pipes are: read, write and ioctl on its terminals,
+ * and /dev/ptmx, which makes new ones there. Never the host's instance: a
+ * /dev/pts still on the host's device gets nothing.
+ */
+static int add_pts_rules(struct cd_backend_state *s)
+{
+	const uint64_t rights = CD_LL_FS_READ_FILE | CD_LL_FS_WRITE_FILE | CD_LL_FS_IOCTL_DEV;
+	struct stat st;
+	int r = 0;
+
+	if (!s->private_pts)
+		return 0;
+	int fd = open("/dev/pts", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_dev == s->host_pts_dev || !cd_linux_is_devpts("/dev/pts"))
+		r = -EXDEV;
+	else
+		r = add_fd_rule(s, fd, rights);
+	close(fd);
+	if (r < 0)
+		return r;
+	fd = open("/dev/ptmx", O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0; /* none (or a symlink to pts/ptmx): nothing more to allow */
+	if (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 2))
+		r = add_fd_rule(s, fd, rights);
+	close(fd);
+	return r;
+}
+
 static int landlock_apply(struct cd_backend_state *s)
 {
 	if (!s)
 		return 0;
 	int r = add_proc_rules(s);
+	if (r < 0)
+		return r;
+	r = add_stdio_rules(s);
+	if (r < 0)
+		return r;
+	r = add_pts_rules(s);
 	if (r < 0)
 		return r;
 	/* Required by landlock_restrict_self() without CAP_SYS_ADMIN; idempotent. */

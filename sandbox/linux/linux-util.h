@@ -10,7 +10,9 @@
  */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -83,6 +85,14 @@ static inline void cd_close_keep_errno(int fd)
 	if (fd >= 0)
 		close(fd);
 	errno = saved;
+}
+
+/* Is the directory at path the root of a devpts mount? (false when it cannot be told) */
+static inline bool cd_linux_is_devpts(const char *path)
+{
+	struct statfs sf;
+
+	return statfs(path, &sf) == 0 && sf.f_type == 0x1cd1 /* DEVPTS_SUPER_MAGIC */;
 }
 
 /* Test hook: is `what` ("landlock", "seccomp", "userns") in $CORDON_TEST_DISABLE? (probe.c) */

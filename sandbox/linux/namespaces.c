@@ -145,6 +145,7 @@ struct cd_backend_state {
 	bool net_ns;  /* a new, empty network namespace (its loopback stays down) */
 	bool ro_root; /* every mount read-only but the CD_MOUNT_WRITABLE trees (see lp->ro_root) */
 	bool ipc_ns;  /* a new IPC namespace */
+	bool private_pts; /* a devpts instance of our own on /dev/pts (see lp->private_pts) */
 	char uid_map[64];
 	char gid_map[64];
 	struct ns_mount *m; /* owned */
@@ -602,6 +603,8 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	s->net_ns = lp->net_ns;
 	s->ro_root = lp->ro_root;
 	s->ipc_ns = lp->ipc_ns;
+	/* Where the host has no devpts on /dev/pts there are no terminals there to hide. */
+	s->private_pts = lp->private_pts && cd_linux_is_devpts("/dev/pts");
 	s->mask_src = -1;
 	s->step = "prepare";
 	if (s->user_ns) {
@@ -1065,6 +1068,18 @@ static int ns_apply(struct cd_backend_state *s)
 		close(fd);
 		if (r < 0)
 			goto out_trees;
+	}
+	/*
+	 * The host's terminals out of sight (see lp->private_pts). /dev/ptmx
+	 * opens the instance on the pts next to it: this one.
+	 */
+	if (s->private_pts) {
+		s->step = "mount a private /dev/pts";
+		if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+			  "newinstance,ptmxmode=0666,mode=0620") < 0) {
+			r = -errno;
+			goto out_trees;
+		}
 	}
 	/*
 	 * A /proc of the pid namespace, so that /proc/$$ is the command and

@@ -819,10 +819,48 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 						     "unavailable; the seccomp socket rules alone "
 						     "restrict the network"));
 	}
-	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns || lp->ro_root;
+	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns || lp->ro_root || lp->private_pts;
 	/* Made wherever a mount namespace is: about 20 us more. */
 	lp->ipc_ns = lp->mount_ns;
 	lp->user_ns = (lp->mount_ns || lp->net_ns) && !host->is_root;
+	return 0;
+}
+
+/*
+ * private_pts (see linux-plan.h): for a restricted file system that lets
+ * /dev/pts be read but not written (a plan that lets the command write
+ * there gives it the host's terminals on purpose). A path the plan names
+ * below /dev/pts would be hidden by the new instance: refused, as under
+ * /proc. Without user namespaces (a run already opted down with
+ * --allow-degraded=file-attributes) the host's terminals stay readable:
+ * degraded[] says so. 0, or a refusal.
+ */
+static int add_private_pts(struct cd_linux_plan *lp, const struct cd_linux_host *host,
+			   char **reterr)
+{
+	const struct cd_plan *plan = lp->plan;
+
+	if (!lp->landlock || cd_plan_access(plan, "/dev/pts", NULL) != CD_ACCESS_READ)
+		return 0;
+	if (!host->userns && !host->is_root) {
+		cd_strv_push_take(&lp->degraded,
+				  cd_xstrdup("terminals NOT hidden: user namespaces are "
+					     "unavailable, so there is no private /dev/pts; the "
+					     "command can open the user's other terminals and "
+					     "read what is typed there"));
+		return 0;
+	}
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const char *path = plan->paths[i].path;
+		if (cd_path_is_beneath(path, "/dev/pts") && !cd_streq(path, "/dev/pts"))
+			return refuse(reterr,
+				      cd_xasprintf("%s is under /dev/pts, which the sandbox "
+						   "gets a private one of (the host's "
+						   "terminals are hidden): a rule there "
+						   "would apply to nothing; remove the entry",
+						   path));
+	}
+	lp->private_pts = true;
 	return 0;
 }
 
@@ -989,6 +1027,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 					     "and flags of files it owns outside the writable "
 					     "paths"));
 	}
+	r = add_private_pts(lp, host, reterr);
+	if (r < 0)
+		return r;
 	r = add_namespaces(lp, host, opts, reterr);
 	if (r < 0)
 		return r;

@@ -252,6 +252,16 @@ struct cd_linux_plan {
 	 * writable paths (as root: any file of root's). Implies mount_ns.
 	 */
 	bool ro_root;
+	/*
+	 * A devpts instance of its own on /dev/pts (where the host has one):
+	 * the host's terminals, which a readable /dev would otherwise let the
+	 * command open and read (another terminal's keystrokes) are hidden,
+	 * and /dev/ptmx makes new ones in the private instance. Wherever a
+	 * mount namespace is and the plan lets /dev/pts be read. The
+	 * terminals the command is handed on fds 0-2 stay usable through
+	 * those descriptors (and /dev/stderr and the like).
+	 */
+	bool private_pts;
 	struct cd_mount *mounts; /* in the order to perform them */
 	size_t n_mounts;
 	/* Reported degradations, NULL-terminated (e.g. "protected metadata NOT enforced: ...") */
@@ -286,6 +296,7 @@ size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *name
  *  - a restricted file system on such a host, whose read-only mounts
  *    (ro_root) need a mount namespace, unless CD_DEGRADE_FILE_ATTRIBUTES;
  *  - more than CD_MAX_WRITABLE_TREES separate writable regions;
+ *  - a path under /dev/pts in a plan with private_pts (hidden by it);
  *  - CD_NET_MANAGED (no proxy yet).
  *
  * Mounts, in the order to perform them (parents first): read-only binds and

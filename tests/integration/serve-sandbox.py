@@ -85,9 +85,31 @@ def appendix_a(tag):
                     sandbox=sandbox(ROOT_READ))[1]
         t.ok(out and b"NoNewPrivs:\t1" in out.stdout, "[%s] no_new_privs is set" % tag,
              out and out.stdout)
-        out = s.run("stty", ["tty"], tty=True, sandbox=sandbox(ROOT_READ))[1]
-        t.ok(out and out.exit_code == 0 and out.pty.startswith(b"/dev/pts/"),
-             "[%s] a sandboxed tty process gets its PTY" % tag, out and out.pty)
+        # Its terminal is the server's, on the host's /dev/pts, which the sandbox's
+        # private one hides: usable through its descriptors and by /dev/tty,
+        # /dev/stderr; new terminals come from the private instance.
+        out = s.run("stty", ["sh", "-c", "test -t 0 && test -t 1 && stty size && "
+                             "echo via-tty > /dev/tty && echo via-stderr > /dev/stderr && "
+                             "python3 -c 'import os; m, s = os.openpty(); "
+                             "os.write(s, b\"inner\\n\"); print(os.read(m, 64))'"],
+                    tty=True, sandbox=sandbox(ROOT_READ))[1]
+        t.ok(out and out.exit_code == 0 and b"24 80" in out.pty and b"via-tty" in out.pty and
+             b"via-stderr" in out.pty and b"inner" in out.pty,
+             "[%s] a sandboxed tty process gets its PTY, reopens it by name, makes new ones"
+             % tag, out and (out.exit_code, out.pty))
+        # Another terminal of the host (another of the user's shells): not there.
+        m, sl = os.openpty()
+        try:
+            other = os.ttyname(sl)
+            os.write(m, b"typed\n")
+            out = s.run("other-tty", ["sh", "-c", "head -c 6 < %s" % other], tty=True,
+                        sandbox=sandbox(ROOT_READ))[1]
+            t.ok(out and out.exit_code != 0 and b"typed" not in out.pty,
+                 "[%s] another terminal of the host (%s) cannot be opened" % (tag, other),
+                 out and (out.exit_code, out.pty))
+        finally:
+            os.close(m)
+            os.close(sl)
         r = s.start("scat", ["head", "-n", "1"], pipeStdin=True, sandbox=sandbox(ROOT_READ))
         w = s.request("process/write", {"processId": "scat", "chunk": "aGkK", "writeId": "1"})
         out = s.wait_closed("scat") if "result" in r else None

@@ -13,7 +13,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SCRIPTS="run-workspace-write.sh run-profiles.sh refusals.sh"
 # The server's guarantees that differ without root (subreapers instead of a pid
 # namespace, a user namespace for sandboxed processes).
-PYSCRIPTS="serve-lifecycle.py serve-sandbox.py serve-fs.py serve-fs-readfile.py serve-net.py"
+PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-fs.py serve-fs-readfile.py \
+	serve-net.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {

@@ -688,6 +688,65 @@ START_TEST(test_build_rewiden)
 }
 END_TEST
 
+/* A private /dev/pts where the plan lets it be read, not where it denies or grants writing. */
+START_TEST(test_build_private_pts)
+{
+	struct cd_plan_path ro[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/dev/null", W, CD_FT_OTHER, R, false),
+	};
+	struct cd_plan plan = make_plan(ro, CD_ARRAY_SIZE(ro), CD_NET_ENABLED);
+	struct cd_linux_opts o = { .no_pid_ns = true };
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, &o);
+	ck_assert(lp->private_pts && lp->mount_ns);
+	cd_linux_plan_free(lp);
+
+	/* "/" writable but /dev read-only (a carve-out): private too. */
+	struct cd_plan_path rw[] = {
+		PP("/", W, CD_FT_DIR, D, false),
+		PP("/dev", R, CD_FT_DIR, W, true),
+	};
+	plan = make_plan(rw, CD_ARRAY_SIZE(rw), CD_NET_ENABLED);
+	lp = build_ok(&plan, &host_full, &o);
+	ck_assert(lp->private_pts && lp->mount_ns && !lp->ro_root);
+	cd_linux_plan_free(lp);
+
+	/* Writable /dev/pts: the host's terminals, as the plan says. */
+	rw[1] = (struct cd_plan_path)PP("/dev", W, CD_FT_DIR, W, false);
+	plan = make_plan(rw, 1, CD_NET_ENABLED);
+	lp = build_ok(&plan, &host_full, &o);
+	ck_assert(!lp->private_pts && !lp->mount_ns);
+	cd_linux_plan_free(lp);
+
+	/* Denied /dev: nothing there to see, nothing to mount. */
+	struct cd_plan_path denied[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/dev", D, CD_FT_DIR, R, true),
+	};
+	plan = make_plan(denied, CD_ARRAY_SIZE(denied), CD_NET_ENABLED);
+	lp = build_ok(&plan, &host_full, NULL);
+	ck_assert(!lp->private_pts);
+	cd_linux_plan_free(lp);
+
+	/* A rule below /dev/pts would be hidden by the private instance. */
+	struct cd_plan_path below[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/dev/pts/3", W, CD_FT_OTHER, R, false),
+	};
+	plan = make_plan(below, CD_ARRAY_SIZE(below), CD_NET_ENABLED);
+	build_refused(
+		&plan, &host_full, NULL,
+		(const char *const[]){ "/dev/pts/3 is under /dev/pts", "remove the entry", NULL });
+
+	/* An unrestricted file system hides nothing. */
+	plan = make_plan(ro, CD_ARRAY_SIZE(ro), CD_NET_ENABLED);
+	plan.fs_unrestricted = true;
+	lp = build_ok(&plan, &host_full, NULL);
+	ck_assert(!lp->private_pts);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
 /* Everything read-only but the writable regions: which trees are taken. */
 START_TEST(test_build_ro_root)
 {
@@ -1067,14 +1126,16 @@ START_TEST(test_degraded)
 	ck_assert(!lp->user_ns);
 	ck_assert_uint_eq(lp->n_ll_rules, 4);
 	ck_assert(!lp->ro_root);
-	/* + no network namespace, no IPC namespace (its seccomp rules instead) */
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 5);
+	/* + the host's terminals, no network namespace, no IPC namespace (its seccomp rules) */
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 6);
 	ck_assert(!lp->ipc_ns && (lp->sc_when & CD_SC_NO_IPC_NS));
-	ck_assert_ptr_nonnull(strstr(lp->degraded[4], "no IPC namespace"));
+	ck_assert(!lp->private_pts);
+	ck_assert_ptr_nonnull(strstr(lp->degraded[5], "no IPC namespace"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "user namespaces are unavailable"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "file attributes NOT protected"));
-	ck_assert_ptr_nonnull(strstr(lp->degraded[2], "pid isolation NOT enforced"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[2], "terminals NOT hidden"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[3], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
 
 	/* The opt-down changes nothing on a host that can enforce. */
@@ -1322,8 +1383,8 @@ START_TEST(test_pin_degraded)
 	ck_assert_uint_eq(lp->n_mounts, 0);
 	ck_assert(!lp->mount_ns);
 	ck_assert(!lp->user_ns);
-	/* + file attributes, pid isolation, no network namespace, no IPC namespace */
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 6);
+	/* + file attributes, terminals, pid isolation, no network, no IPC namespace */
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 7);
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "/tmp/.agents"));
 	ck_assert_ptr_null(strstr(lp->degraded[0], "/tmp/a,"));
@@ -1335,9 +1396,10 @@ START_TEST(test_pin_degraded)
 	/* Without anything to pin, no pins line: protected metadata and pid isolation. */
 	plan.n_paths = 6; /* up to /tmp/.git */
 	lp = build_ok(&plan, &h, &o);
-	ck_assert_uint_eq(cd_strv_length(lp->degraded), 5); /* + no network, IPC namespace */
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 6); /* + terminals, network, IPC */
 	ck_assert_ptr_nonnull(strstr(lp->degraded[1], "file attributes NOT protected"));
-	ck_assert_ptr_nonnull(strstr(lp->degraded[2], "pid isolation NOT enforced"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[2], "terminals NOT hidden"));
+	ck_assert_ptr_nonnull(strstr(lp->degraded[3], "pid isolation NOT enforced"));
 	cd_linux_plan_free(lp);
 }
 END_TEST
@@ -1376,6 +1438,7 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_build_workspace_write_root);
 	tcase_add_test(tc, test_build_rewiden);
 	tcase_add_test(tc, test_build_ro_root);
+	tcase_add_test(tc, test_build_private_pts);
 	tcase_add_test(tc, test_build_fs_unrestricted);
 	tcase_add_test(tc, test_degraded);
 	tcase_add_test(tc, test_free_null);
