@@ -83,7 +83,8 @@ for k in ("profile", "paths", "notes", "linux", "refusal"):
 for k in ("origin", "type", "network"):
     assert k in d["profile"], k
 l = d["linux"]
-for k in ("sandboxed", "landlock", "seccomp", "namespaces", "mounts", "degraded"):
+for k in ("sandboxed", "landlock", "seccomp", "namespaces", "read_only_root", "private_pts",
+          "mounts", "degraded"):
     assert k in l, k
 for k in ("abi", "handled_fs", "handled_net", "scoped", "rules"):
     assert k in l["landlock"], k
@@ -118,7 +119,14 @@ assert "write_file" not in rules["/"], rules["/"]
 assert l["landlock"]["abi"] >= 1 and "write_file" in l["landlock"]["handled_fs"]
 assert any(m["path"] == ws + "/.git" for m in l["mounts"]), l["mounts"]
 assert l["namespaces"]["mount"]
+assert l["private_pts"] is True and l["read_only_root"] is True
 ' --profile workspace-write --workspace-root "$WS" --cwd "$WS"
+	json_check "--json: a writable /dev/pts stays the host one, not private" '
+assert d["linux"]["private_pts"] is False, d["linux"]
+' --profile read-only --cwd "$WS" --allow-write /dev/pts
+	json_check "--json: a path below /dev/pts is refused (the private one would hide it)" '
+assert "/dev/pts/77 is under /dev/pts" in d["refusal"], d["refusal"]
+' --profile read-only --cwd "$WS" --allow-write /dev/pts/77
 	json_check "--json: read-only has no writable path but /dev/null" '
 w = [p["path"] for p in d["paths"] if p["access"] == "write"]
 assert w == ["/dev/null"], w
