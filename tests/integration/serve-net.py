@@ -591,15 +591,34 @@ def limits():
         s.stop()
 
 
-def slow_reader(kind):
-    """A client that stops reading: bounded memory, other clients unaffected, dropped later."""
-    tag = kind
+def flooded(kind):
+    """A server with a 1M queue cap and a 2 s stall timeout, and a client whose process
+    floods it with output: (server, client, session id)."""
     s = NetServer(kind, args=["--max-queued-bytes", "1M", "--stall-timeout", "2s",
                               "--session-ttl", "10s"])
     try:
         a = s.connect()
         sid = a.handshake()["sessionId"]
         started(a, "yes", ["sh", "-c", "exec yes 0123456789abcdefghijklmnopqrstuvwxyz"])
+    except BaseException:
+        s.stop()
+        raise
+    return s, a, sid
+
+
+def resumes(s, sid, tag):
+    """The session of a dropped connection was detached, not lost."""
+    b = s.connect()
+    r = b.request("initialize", {"clientName": "b", "resumeSessionId": sid})
+    t.eq(r.get("result", {}).get("sessionId"), sid,
+         "[%s] its session was detached, not lost: it resumes" % tag)
+
+
+def slow_reader(kind):
+    """A client that stops reading: bounded memory, other clients unaffected, dropped later."""
+    tag = kind
+    s, a, sid = flooded(kind)
+    try:
         other = s.connect()
         other.handshake()
         peak = 0
@@ -625,10 +644,7 @@ def slow_reader(kind):
             dropped = True
         t.ok(dropped, "[%s] after --stall-timeout the connection is dropped" % tag)
         t.ok("read nothing for" in s.stderr_text(), "[%s] and the log says why" % tag)
-        b = s.connect()
-        r = b.request("initialize", {"clientName": "b", "resumeSessionId": sid})
-        t.eq(r.get("result", {}).get("sessionId"), sid,
-             "[%s] its session was detached, not lost: it resumes" % tag)
+        resumes(s, sid, tag)
     finally:
         s.stop()
 
@@ -637,12 +653,8 @@ def half_drained(kind):
     """A client that takes a little of its backlog and then stops is dropped too: its
     queue is back under the cap, but its output stays held back until half the cap."""
     tag = kind
-    s = NetServer(kind, args=["--max-queued-bytes", "1M", "--stall-timeout", "2s",
-                              "--session-ttl", "10s"])
+    s, a, sid = flooded(kind)
     try:
-        a = s.connect()
-        sid = a.handshake()["sessionId"]
-        started(a, "yes", ["sh", "-c", "exec yes 0123456789abcdefghijklmnopqrstuvwxyz"])
         time.sleep(0.6)  # over the cap within milliseconds: held back
         # 320 KB: from the cap plus at most one notification (88 KB) to between
         # half the cap and the cap.
@@ -672,10 +684,7 @@ def half_drained(kind):
                     eof = True
                     break
         t.ok(eof, "[%s] and its socket is closed" % tag)
-        b = s.connect()
-        r = b.request("initialize", {"clientName": "b", "resumeSessionId": sid})
-        t.eq(r.get("result", {}).get("sessionId"), sid,
-             "[%s] its session was detached, not lost: it resumes" % tag)
+        resumes(s, sid, tag)
     finally:
         s.stop()
 
