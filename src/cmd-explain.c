@@ -182,10 +182,11 @@ static void print_text(const struct cd_cli_bound *b)
 					       lp->ll_rules[i].is_dir ? "" : " (file)", rr);
 				}
 				printf("    at spawn: a terminal or other device on fds 0-2, with "
-				       "the access it was opened with (and /dev/tty for a "
-				       "terminal)%s\n",
-				       lp->private_pts ? "; the private /dev/pts and /dev/ptmx"
-						       : "");
+				       "the access it was opened with (and /dev/tty for the "
+				       "controlling terminal)%s\n",
+				       !lp->private_pts	  ? ""
+				       : lp->private_ptmx ? "; the private /dev/pts and /dev/ptmx"
+							  : "; the private /dev/pts");
 			} else {
 				printf("  Landlock: not used (the file system is unrestricted)\n");
 			}

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -30,6 +31,7 @@ struct cd_backend_state {
 	uint64_t handled_fs;
 	/* lp->private_pts, with the st_dev of the host's /dev/pts (never granted). */
 	bool private_pts;
+	bool private_ptmx; /* lp->private_ptmx */
 	dev_t host_pts_dev;
 };
 
@@ -134,6 +136,7 @@ static int landlock_prepare(const struct cd_linux_plan *lp, struct cd_backend_st
 		struct stat st;
 		if (stat("/dev/pts", &st) == 0) {
 			s->private_pts = true;
+			s->private_ptmx = lp->private_ptmx;
 			s->host_pts_dev = st.st_dev;
 		}
 	}
@@ -199,33 +202,50 @@ static int add_fd_rule(struct cd_backend_state *s, int fd, uint64_t allowed)
 /*
  * Child, once fds 0-2 are the command's: a terminal or other character
  * device among them may be opened again by name (/dev/stderr, i.e.
- * /proc/self/fd/2, or /dev/pts/N) with the access it was opened with, and
- * /dev/tty when one is a terminal. The command holds these already, so
- * nothing new is reachable; without it `echo x >/dev/stderr` fails in a
- * terminal. The rule is bound to the very inode the descriptor holds. The
- * controlling terminal behind /dev/tty is one of them (a serve tty
- * process's pty), or none after setsid (ENXIO). Regular files are left
- * out: outside the writable paths their mount is read-only anyway.
+ * /proc/self/fd/2, or /dev/pts/N) for writing if it was handed writable,
+ * for reading if readable (O_PATH: neither), with ioctls; and /dev/tty
+ * alike when the controlling terminal is one of them (a serve tty
+ * process's pty; after cordon run's setsid there is none, and a command
+ * that makes a terminal it holds read-only its controlling one gets no
+ * more through /dev/tty). The command holds these already, so nothing new
+ * is reachable; without it `echo x >/dev/stderr` fails in a terminal.
+ * Each rule is bound to the very inode the descriptor holds. Regular
+ * files are left out: outside the writable paths their mount is
+ * read-only anyway.
  */
+static uint64_t fd_rights(int fd, struct stat *st)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_PATH) || fstat(fd, st) < 0 || !S_ISCHR(st->st_mode))
+		return 0;
+	switch (fl & O_ACCMODE) {
+	case O_RDONLY:
+		return CD_LL_FS_READ_FILE | CD_LL_FS_IOCTL_DEV;
+	case O_WRONLY:
+		return CD_LL_FS_WRITE_FILE | CD_LL_FS_IOCTL_DEV;
+	case O_RDWR:
+		return CD_LL_FS_READ_FILE | CD_LL_FS_WRITE_FILE | CD_LL_FS_IOCTL_DEV;
+	default:
+		return 0;
+	}
+}
+
 static int add_stdio_rules(struct cd_backend_state *s)
 {
-	bool tty = false;
+	uint64_t ctty = 0;
+	pid_t sid = getsid(0);
 	for (int fd = 0; fd <= 2; fd++) {
 		struct stat st;
-		int fl = fcntl(fd, F_GETFL);
-		if (fl < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
+		uint64_t allowed = fd_rights(fd, &st);
+		if (!allowed)
 			continue;
-		uint64_t allowed = CD_LL_FS_IOCTL_DEV;
-		if ((fl & O_ACCMODE) != O_WRONLY)
-			allowed |= CD_LL_FS_READ_FILE;
-		if ((fl & O_ACCMODE) != O_RDONLY)
-			allowed |= CD_LL_FS_WRITE_FILE;
 		int r = add_fd_rule(s, fd, allowed);
 		if (r < 0)
 			return r;
-		tty = tty || isatty(fd);
+		if (isatty(fd) && tcgetsid(fd) == sid)
+			ctty |= allowed;
 	}
-	if (!tty)
+	if (!ctty)
 		return 0;
 	int fd = open("/dev/tty", O_PATH | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -233,8 +253,7 @@ static int add_stdio_rules(struct cd_backend_state *s)
 	struct stat st;
 	int r = 0;
 	if (fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 0))
-		r = add_fd_rule(s, fd,
-				CD_LL_FS_READ_FILE | CD_LL_FS_WRITE_FILE | CD_LL_FS_IOCTL_DEV);
+		r = add_fd_rule(s, fd, ctty);
 	close(fd);
 	return r;
 }
@@ -263,6 +282,8 @@ static int add_pts_rules(struct cd_backend_state *s)
 	close(fd);
 	if (r < 0)
 		return r;
+	if (!s->private_ptmx)
+		return 0;
 	fd = open("/dev/ptmx", O_PATH | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return 0; /* none (or a symlink to pts/ptmx): nothing more to allow */

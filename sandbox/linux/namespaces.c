@@ -145,7 +145,8 @@ struct cd_backend_state {
 	bool net_ns;  /* a new, empty network namespace (its loopback stays down) */
 	bool ro_root; /* every mount read-only but the CD_MOUNT_WRITABLE trees (see lp->ro_root) */
 	bool ipc_ns;  /* a new IPC namespace */
-	bool private_pts; /* a devpts instance of our own on /dev/pts (see lp->private_pts) */
+	bool private_pts;  /* a devpts instance of our own on /dev/pts (see lp->private_pts) */
+	char pts_opts[80]; /* its mount options */
 	char uid_map[64];
 	char gid_map[64];
 	struct ns_mount *m; /* owned */
@@ -605,6 +606,8 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	s->ipc_ns = lp->ipc_ns;
 	/* Where the host has no devpts on /dev/pts there are no terminals there to hide. */
 	s->private_pts = lp->private_pts && cd_linux_is_devpts("/dev/pts");
+	snprintf(s->pts_opts, sizeof(s->pts_opts), "newinstance,ptmxmode=%s,mode=0620,max=%d",
+		 lp->private_ptmx ? "0666" : "0000", CD_PRIVATE_PTS_MAX);
 	s->mask_src = -1;
 	s->step = "prepare";
 	if (s->user_ns) {
@@ -1071,12 +1074,14 @@ static int ns_apply(struct cd_backend_state *s)
 	}
 	/*
 	 * The host's terminals out of sight (see lp->private_pts). /dev/ptmx
-	 * opens the instance on the pts next to it: this one.
+	 * opens the instance on the pts next to it: this one. At most
+	 * CD_PRIVATE_PTS_MAX terminals, so that one sandbox cannot take the
+	 * kernel's whole pool (pty.max) from every other. Its own ptmx node is
+	 * mode 000 where the plan denies /dev/ptmx (no capability overrides it).
 	 */
 	if (s->private_pts) {
 		s->step = "mount a private /dev/pts";
-		if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-			  "newinstance,ptmxmode=0666,mode=0620") < 0) {
+		if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, s->pts_opts) < 0) {
 			r = -errno;
 			goto out_trees;
 		}

@@ -861,6 +861,7 @@ static int add_private_pts(struct cd_linux_plan *lp, const struct cd_linux_host 
 						   path));
 	}
 	lp->private_pts = true;
+	lp->private_ptmx = cd_plan_access(plan, "/dev/ptmx", NULL) != CD_ACCESS_DENY;
 	return 0;
 }
 

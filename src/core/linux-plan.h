@@ -198,6 +198,9 @@ enum cd_mount_op {
 	CD_MOUNT_OP_COUNT,
 };
 
+/* At most this many terminals in a private /dev/pts (its devpts max=). */
+#define CD_PRIVATE_PTS_MAX 256
+
 /* At most this many CD_MOUNT_WRITABLE mounts (the child holds their trees at once). */
 #define CD_MAX_WRITABLE_TREES 256
 
@@ -262,6 +265,8 @@ struct cd_linux_plan {
 	 * those descriptors (and /dev/stderr and the like).
 	 */
 	bool private_pts;
+	/* And /dev/ptmx (not denied) makes terminals there (else its ptmx is mode 000). */
+	bool private_ptmx;
 	struct cd_mount *mounts; /* in the order to perform them */
 	size_t n_mounts;
 	/* Reported degradations, NULL-terminated (e.g. "protected metadata NOT enforced: ...") */

@@ -48,7 +48,7 @@ def drain(m, p, timeout=20.0):
     return out
 
 
-def run(script, ws, profile="workspace-write", stdin_ro=False):
+def run(script, ws, profile="workspace-write", stdin_ro=False, args=()):
     """`sh -c script` under cordon run on a fresh terminal: (status, terminal output).
     stdin_ro: standard input is another terminal, opened read-only."""
     m, s = os.openpty()
@@ -56,7 +56,7 @@ def run(script, ws, profile="workspace-write", stdin_ro=False):
     fin = os.open(os.ttyname(s2), os.O_RDONLY | os.O_NOCTTY) if stdin_ro else s
     try:
         p = subprocess.Popen([CORDON, "run", "--profile", profile, "--workspace-root", ws,
-                              "--cwd", ws, "--", "sh", "-c", script], stdin=fin, stdout=s,
+                              "--cwd", ws] + list(args) + ["--", "sh", "-c", script], stdin=fin, stdout=s,
                              stderr=s, env=ENV, start_new_session=True)
     finally:
         for fd in {fin, s, s2} - {-1}:
@@ -124,6 +124,39 @@ try:
          (rc, out))
     rc, out = run("true 3>/dev/stdin; echo rc=$?", ws, stdin_ro=True)
     t.ok(b"rc=0" not in out and b"rc=" in out, "but not for writing", (rc, out))
+    # Nor through /dev/tty, after making it the controlling terminal of a new session.
+    rc, out = run("python3 -c 'import os, sys\n"
+                  "os.setsid()\n"
+                  "os.close(os.open(\"/proc/self/fd/0\", os.O_RDONLY))\n"
+                  "try:\n"
+                  "    os.open(\"/dev/tty\", os.O_WRONLY)\n"
+                  "    print(\"tty-writable\")\n"
+                  "except OSError as e:\n"
+                  "    print(\"tty-refused\", e.errno)\n'", ws, stdin_ro=True)
+    t.ok(b"tty-refused 13" in out,
+         "nor through /dev/tty once it is the controlling terminal", (rc, out))
+
+    # /dev/ptmx denied: no terminal is made, by that name or the private instance's.
+    rc, out = run("python3 -c 'import os\n"
+                  "for p in (\"/dev/ptmx\", \"/dev/pts/ptmx\"):\n"
+                  "    try:\n"
+                  "        os.open(p, os.O_RDWR | os.O_NOCTTY)\n"
+                  "        print(p, \"opened\")\n"
+                  "    except OSError as e:\n"
+                  "        print(p, \"refused\")\n'", ws, args=["--deny", "/dev/ptmx"])
+    t.ok(b"/dev/ptmx refused" in out and b"/dev/pts/ptmx refused" in out,
+         "--deny /dev/ptmx: neither /dev/ptmx nor /dev/pts/ptmx makes a terminal", (rc, out))
+
+    # One sandbox cannot take the kernel's whole pool of terminals.
+    rc, out = run("python3 -c 'import os\n"
+                  "n = 0\n"
+                  "try:\n"
+                  "    while n < 400:\n"
+                  "        os.open(\"/dev/ptmx\", os.O_RDWR | os.O_NOCTTY)\n"
+                  "        n += 1\n"
+                  "except OSError as e:\n"
+                  "    print(\"made\", n, e.errno)\n'", ws)
+    t.ok(b"made 256 28" in out, "at most 256 terminals in the private /dev/pts", (rc, out))
 finally:
     shutil.rmtree(base, ignore_errors=True)
 t.done()

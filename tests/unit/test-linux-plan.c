@@ -698,7 +698,17 @@ START_TEST(test_build_private_pts)
 	struct cd_plan plan = make_plan(ro, CD_ARRAY_SIZE(ro), CD_NET_ENABLED);
 	struct cd_linux_opts o = { .no_pid_ns = true };
 	struct cd_linux_plan *lp = build_ok(&plan, &host_full, &o);
-	ck_assert(lp->private_pts && lp->mount_ns);
+	ck_assert(lp->private_pts && lp->private_ptmx && lp->mount_ns);
+	cd_linux_plan_free(lp);
+
+	/* /dev/ptmx denied: terminals hidden, none made. */
+	struct cd_plan_path noptmx[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/dev/ptmx", D, CD_FT_OTHER, R, true),
+	};
+	plan = make_plan(noptmx, CD_ARRAY_SIZE(noptmx), CD_NET_ENABLED);
+	lp = build_ok(&plan, &host_full, &o);
+	ck_assert(lp->private_pts && !lp->private_ptmx);
 	cd_linux_plan_free(lp);
 
 	/* "/" writable but /dev read-only (a carve-out): private too. */
