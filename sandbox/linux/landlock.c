@@ -166,26 +166,7 @@ static int landlock_prepare(const struct cd_linux_plan *lp, struct cd_backend_st
 	return 0;
 }
 
-/* Child: the /proc rules again, on the new /proc (see proc_rules). */
-static int add_proc_rules(struct cd_backend_state *s)
-{
-	for (size_t i = 0; i < s->n_proc_rules; i++) {
-		const struct cd_ll_rule *rule = s->proc_rules[i];
-		struct cd_landlock_path_beneath_attr pb = { .allowed_access = rule->allowed };
-		/* Missing in the namespace's /proc (a host pid): then there is nothing to allow. */
-		int fd = open(rule->path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		pb.parent_fd = fd;
-		int r = cd_landlock_add_rule(s->ruleset_fd, CD_LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
-		int e = errno;
-		close(fd);
-		if (r < 0)
-			return -e;
-	}
-	return 0;
-}
-
+/* Child: a rule on what fd holds, for the rights the ruleset handles; 0 or -errno. */
 static int add_fd_rule(struct cd_backend_state *s, int fd, uint64_t allowed)
 {
 	struct cd_landlock_path_beneath_attr pb = {
@@ -196,6 +177,23 @@ static int add_fd_rule(struct cd_backend_state *s, int fd, uint64_t allowed)
 		return 0;
 	if (cd_landlock_add_rule(s->ruleset_fd, CD_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 		return -errno;
+	return 0;
+}
+
+/* Child: the /proc rules again, on the new /proc (see proc_rules). */
+static int add_proc_rules(struct cd_backend_state *s)
+{
+	for (size_t i = 0; i < s->n_proc_rules; i++) {
+		const struct cd_ll_rule *rule = s->proc_rules[i];
+		/* Missing in the namespace's /proc (a host pid): then there is nothing to allow. */
+		int fd = open(rule->path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		int r = add_fd_rule(s, fd, rule->allowed);
+		close(fd);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
