@@ -623,9 +623,12 @@ int cd_cmd_serve(int argc, char **argv)
 	}
 	o.pid_file_pid = getpid();
 	o.lopts = pol.lopts;
-	/* The server contains its processes itself (pidns.c): no pid namespace each. */
-	o.lopts.no_pid_ns = true;
-	/* Nor a network namespace each: the seccomp socket rules restrict alone. */
+	/*
+	 * Each sandboxed process gets a pid namespace, as under cordon run, with
+	 * cordon-init as its init (server.c): it cannot name, let alone change,
+	 * any process outside its sandbox. No network namespace each: the
+	 * seccomp socket rules restrict the network alone.
+	 */
 	o.lopts.no_net_ns = true;
 	/* Before the loop and the host probe: the outer process only waits. */
 	if (cd_serve_pidns(pidns, &ret) < 0)

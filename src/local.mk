@@ -5,18 +5,19 @@ cordon_common_sources = \
 	src/main.c src/cli.h src/cli-util.c \
 	src/cli-policy.c src/cli-policy.h \
 	src/cmd-run.c src/cmd-explain.c src/cmd-probe.c src/cmd-check.c \
-	src/spawn.c src/spawn.h \
+	src/spawn.c src/spawn.h src/program.c \
+	src/init/init.c src/init/init.h src/init/init-sys.h \
 	src/cmd-serve.c \
 	src/serve/server.c src/serve/server.h src/serve/conn.c src/serve/methods.c \
 	src/serve/intent.c src/serve/intent.h \
 	src/serve/loop.c src/serve/loop.h src/serve/proc.c src/serve/proc.h \
 	src/serve/base64.c src/serve/pidns.c \
-	src/serve/fs.c src/serve/fs.h src/serve/listen.c \
+	src/serve/fs.c src/serve/fs.h src/serve/fs-ops.c src/serve/fs-ops.h src/serve/listen.c \
 	src/serve/workq.c src/serve/workq.h \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h
 cordon_SOURCES = $(cordon_common_sources)
-cordon_CPPFLAGS = $(AM_CPPFLAGS) -DCD_PKGLIBEXECDIR='"$(pkglibexecdir)"'
+cordon_CPPFLAGS = $(AM_CPPFLAGS)
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -pthread
 cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS)
 # -static-pie unless --disable-static-cordon (see configure.ac).
@@ -26,7 +27,7 @@ cordon_LDFLAGS = $(AM_LDFLAGS) $(STATIC_LDFLAGS) -pthread
 # ws:// executes: wslay comes as a shared library only, and linking it into
 # cordon would cost every cordon run the start-up of a dynamic program.
 if WEBSOCKET
-pkglibexec_PROGRAMS = cordon-ws
+pkglibexec_PROGRAMS += cordon-ws
 cordon_ws_SOURCES = $(cordon_common_sources) src/serve/ws.c
 cordon_ws_CPPFLAGS = $(AM_CPPFLAGS) -DCD_WEBSOCKET
 cordon_ws_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(WS_CFLAGS) -pthread
@@ -34,5 +35,31 @@ cordon_ws_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS) $(WS_LIBS)
 cordon_ws_LDFLAGS = $(AM_LDFLAGS) -pthread
 else
 EXTRA_DIST += src/serve/ws.c
+endif
+
+# The program that performs sandboxed fs/... requests of cordon serve
+# (src/serve/fs-helper-main.c): static like cordon, since it starts once
+# per request and inside sandboxes that may not read the shared libraries.
+pkglibexec_PROGRAMS += cordon-fs-helper
+cordon_fs_helper_SOURCES = src/serve/fs-helper-main.c src/serve/fs-ops.c src/serve/fs-ops.h \
+	src/shared/fd-util.c src/shared/fd-util.h
+cordon_fs_helper_CFLAGS = $(AM_CFLAGS)
+cordon_fs_helper_LDADD = libcdcore.a
+cordon_fs_helper_LDFLAGS = $(AM_LDFLAGS) $(STATIC_LDFLAGS)
+
+# The init of the pid namespaces of the sandboxes cordon serve starts
+# (src/init/init.h): without a C library where init-sys.h has the system
+# call glue, so that its start costs what the kernel's exec does. Never
+# with sanitizers (they need the C library).
+pkglibexec_PROGRAMS += cordon-init
+cordon_init_SOURCES = src/init/init.c src/init/init-main.c src/init/init.h src/init/init-sys.h
+if INIT_NOLIBC
+cordon_init_CPPFLAGS = $(AM_CPPFLAGS) -DCD_INIT_NOLIBC
+cordon_init_CFLAGS = $(WARN_CFLAGS) -ffreestanding
+cordon_init_LDFLAGS = -nostdlib -static -no-pie
+cordon_init_LDADD = -lgcc
+else
+cordon_init_CFLAGS = $(WARN_CFLAGS)
+cordon_init_LDFLAGS = $(STATIC_LDFLAGS)
 endif
 endif

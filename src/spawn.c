@@ -64,22 +64,13 @@ struct cd_child {
 };
 
 /*
- * The messages on the error socket (SOCK_SEQPACKET: one per send). Before
- * exec: CHILD_MNT_NS with the mount namespace's fd (SCM_RIGHTS) right after
- * the namespaces backend set it up; CHILD_FAILED when the child cannot exec,
- * just before it exits. End of file once exec succeeded or the child died.
+ * The messages on the error socket (SOCK_SEQPACKET: one per send, struct
+ * cd_child_report of init/init.h). Before exec: CD_CHILD_MNT_NS with the
+ * mount namespace's fd (SCM_RIGHTS) right after the namespaces backend set
+ * it up; CD_CHILD_FAILED when the child cannot exec, just before it exits.
+ * End of file once exec succeeded or the child died (and, with a pid
+ * namespace, once the init has started the command: see cd_init_run).
  */
-enum child_msg {
-	CHILD_MNT_NS = 1,
-	CHILD_FAILED = 2,
-};
-
-struct child_report {
-	int kind; /* enum child_msg */
-	int exit_code;
-	int err;
-	char stage[64];
-};
 
 #define PIN_STAGE "cannot pin the sandbox's mount namespace"
 
@@ -90,9 +81,6 @@ struct child_report {
  */
 struct child_ctx {
 	const struct cd_spawn_opts *o;
-	char *const *argv;		  /* with arg0 substituted */
-	const char *file;		  /* what to execute or search for (o->argv[0]) */
-	const char *path;		  /* PATH value for the search; NULL when file has a '/' */
 	struct cd_backend_state **states; /* NULL when not sandboxed */
 	pid_t parent;
 	int report_fd;
@@ -105,13 +93,21 @@ struct child_ctx {
 	 * namespaces left.
 	 */
 	bool pin_mnt_ns;
+	/* The child is pid 1 of a new pid namespace (getppid() is 0 there). */
+	bool new_pid_ns;
 	/*
-	 * The plan has a pid namespace: the child is its init (pid 1). It
-	 * forks the command, reaps, and when the command exits kills what is
-	 * left and exits with the command's status (child_init). It never
-	 * exec's, so it is created with fork semantics, not CLONE_VFORK.
+	 * The child is the init of its pid namespace (see cd_init_run): it
+	 * executes o->init when given (init_argv), or else runs the init
+	 * itself and never exec's, and is then created with fork semantics,
+	 * not CLONE_VFORK.
 	 */
 	bool pid_init;
+	/* What cd_init_run and cd_init_exec need. */
+	struct cd_init_args args;
+	/* cordon-init's arguments (init/init.h), when o->init; its strings below. */
+	char **init_argv;
+	char init_fd[16];
+	char init_flags[4];
 	/*
 	 * The parent moved us off its CPU (see run_elsewhere): after the
 	 * namespaces backend, put back the affinity we were born with, which
@@ -169,7 +165,7 @@ static void copy_stage(char *dst, size_t size, const char *a, const char *b)
 }
 
 /* One message to the parent, with fd attached when fd >= 0. 0 or -errno. */
-static int child_send(const struct child_ctx *c, const struct child_report *r, int fd)
+static int child_send(const struct child_ctx *c, const struct cd_child_report *r, int fd)
 {
 	return cd_send_fd(c->report_fd, r, sizeof(*r), fd);
 }
@@ -177,14 +173,7 @@ static int child_send(const struct child_ctx *c, const struct child_report *r, i
 static CD_NORETURN void child_fail(const struct child_ctx *c, int code, int err, const char *stage,
 				   const char *step)
 {
-	struct child_report r;
-	memset(&r, 0, sizeof(r));
-	r.kind = CHILD_FAILED;
-	r.exit_code = code;
-	r.err = err;
-	copy_stage(r.stage, sizeof(r.stage), stage, step);
-	(void)child_send(c, &r, -1);
-	_exit(code);
+	cd_init_fail(c->report_fd, code, err, stage, step);
 }
 
 /*
@@ -227,23 +216,16 @@ static int child_dup_stdio(int fd, int target)
 	return 0;
 }
 
-/*
- * Every fd above 2: marked close-on-exec (the command's side), or closed
- * now (the pid namespace's init, which never exec's).
- */
-static void child_fds_above_stdio(const struct child_ctx *c, bool close_now)
+/* Every fd above 2 marked close-on-exec. */
+static void child_fds_above_stdio(const struct child_ctx *c)
 {
 #ifdef HAVE_CLOSE_RANGE
-	if (close_range(3, ~0U, close_now ? 0 : CLOSE_RANGE_CLOEXEC) == 0)
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
 		return;
 #endif
 	/* Older kernels: walking /proc/self/fd needs opendir (malloc), so
 	 * visit every possible descriptor instead. */
 	for (unsigned long fd = 3; fd < c->nofile && fd <= (unsigned long)INT32_MAX; fd++) {
-		if (close_now) {
-			(void)close((int)fd);
-			continue;
-		}
 		int fl = fcntl((int)fd, F_GETFD);
 		if (fl >= 0 && !(fl & FD_CLOEXEC))
 			(void)fcntl((int)fd, F_SETFD, fl | FD_CLOEXEC);
@@ -261,9 +243,9 @@ static void child_pin_mnt_ns(const struct child_ctx *c)
 	int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, PIN_STAGE, NULL);
-	struct child_report r;
+	struct cd_child_report r;
 	memset(&r, 0, sizeof(r));
-	r.kind = CHILD_MNT_NS;
+	r.kind = CD_CHILD_MNT_NS;
 	int e = child_send(c, &r, fd);
 	close(fd);
 	if (e < 0)
@@ -300,62 +282,6 @@ static void child_apply(const struct child_ctx *c)
 		child_fail(c, CD_EXIT_SETUP, errno, "no_new_privs", NULL);
 }
 
-static CD_NORETURN void child_exec(const struct child_ctx *c)
-{
-	char *const *envp = c->o->envp;
-
-	if (!c->path) {
-		execve(c->file, c->argv, envp);
-		int e = errno;
-		child_fail(c, e == ENOENT || e == ENOTDIR ? CD_EXIT_NOT_FOUND : CD_EXIT_CANNOT_EXEC,
-			   e, "exec", NULL);
-	}
-
-	char buf[4096];
-	size_t flen = strlen(c->file);
-	bool eacces = false;
-	int other = 0;
-	for (const char *p = c->path;;) {
-		const char *end = strchr(p, ':');
-		size_t dlen = end ? (size_t)(end - p) : strlen(p);
-		/* An empty PATH element means the current directory (POSIX). */
-		const char *dir = dlen ? p : ".";
-		size_t dl = dlen ? dlen : 1;
-		if (flen > 0 && dl + 1 + flen + 1 <= sizeof(buf)) {
-			memcpy(buf, dir, dl);
-			buf[dl] = '/';
-			memcpy(buf + dl + 1, c->file, flen + 1);
-			execve(buf, c->argv, envp);
-			switch (errno) {
-			case ENOENT:
-			case ENOTDIR:
-			case ENAMETOOLONG:
-			case ELOOP:
-			case ESTALE:
-			case ENODEV:
-			case ETIMEDOUT:
-				break;
-			case EACCES:
-				eacces = true;
-				break;
-			default:
-				/* Found but not executable (ENOEXEC, ETXTBSY, E2BIG, ...). */
-				if (!other)
-					other = errno;
-				break;
-			}
-		}
-		if (!end)
-			break;
-		p = end + 1;
-	}
-	if (other)
-		child_fail(c, CD_EXIT_CANNOT_EXEC, other, "exec", NULL);
-	if (eacces)
-		child_fail(c, CD_EXIT_CANNOT_EXEC, EACCES, "exec", NULL);
-	child_fail(c, CD_EXIT_NOT_FOUND, ENOENT, "exec", NULL);
-}
-
 /* The socket's other end is closed: the parent is gone. */
 static bool parent_gone(int fd)
 {
@@ -367,90 +293,27 @@ static bool parent_gone(int fd)
 	return n < 0 || (p.revents & (POLLHUP | POLLERR));
 }
 
-/* The command, for the init's signal forwarding (the init's own copy of memory). */
-static volatile pid_t init_cmd = -1;
-
 /*
- * The init passes the signals cordon forwards on to the command's process
- * group, which the command leads (it may have made another one since:
- * timeout(1) and setsid tools do; then the group is gone and the command
- * gets it alone).
+ * Execute o->init as pid 1 (see child_ctx.pid_init). The report socket is
+ * the one descriptor that must survive it: the init hands it to the
+ * command and closes its own copy.
  */
-static void init_forward(int sig)
+static CD_NORETURN void child_exec_init(const struct child_ctx *c)
 {
-	int e = errno;
-	if (init_cmd > 0 && kill(-init_cmd, sig) < 0)
-		(void)kill(init_cmd, sig);
-	errno = e;
+	int fl = fcntl(c->report_fd, F_GETFD);
+	if (fl < 0 || fcntl(c->report_fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
+		child_fail(c, CD_EXIT_SETUP, errno, "exec the sandbox's init", "report socket");
+	syscall(SYS_execveat, c->o->init->fd, "", c->init_argv, c->args.envp, AT_EMPTY_PATH);
+	child_fail(c, CD_EXIT_SETUP, errno, "exec the sandbox's init", c->o->init->path);
 }
 
-/*
- * pid 1 of the sandbox's pid namespace, already sandboxed like the command
- * (everything below runs under the same Landlock domain and seccomp
- * filter). The command is pid 2, in our session but in a process group of
- * its own; cordon's forwarded signals (SIGINT, SIGTERM, SIGHUP, SIGQUIT)
- * reach us, as the only member of our group, through handlers (an init
- * without a handler never sees them), and we pass them on. Orphans come to
- * us and are reaped. When the command exits, every other process of the
- * namespace is killed, and we exit with the command's status (128+N for
- * signal N: an init cannot die of a signal it sends itself). If we die
- * first (cordon died, PDEATHSIG), the kernel kills the whole namespace.
- */
-static CD_NORETURN void child_init(const struct child_ctx *c)
+/* Execute o->program (a program of cordon's own) instead of searching for argv[0]. */
+static CD_NORETURN void child_exec_program(const struct child_ctx *c)
 {
-	/*
-	 * Not dumpable: the command (same uid, same Landlock domain) cannot
-	 * open our /proc/1/mem. exec gives the command a dumpable mm of its own.
-	 */
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		child_fail(c, CD_EXIT_SETUP, errno, "pid namespace init", "PR_SET_DUMPABLE");
-	/* vfork: the command exec's (or fails and reports) before we go on. */
-	pid_t cmd = vfork();
-	if (cmd == 0) {
-		/* Its own group, so that forwarding to it cannot come back to us. */
-		if (setpgid(0, 0) < 0)
-			child_fail(c, CD_EXIT_SETUP, errno, "setpgid", NULL);
-		child_exec(c);
-	}
-	if (cmd < 0)
-		child_fail(c, CD_EXIT_SETUP, errno, "fork",
-			   "the command, from the pid namespace's init");
-	/* Before the parent learns the command runs (and starts forwarding). */
-	init_cmd = cmd;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = init_forward;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	for (size_t i = 0; i < CD_ARRAY_SIZE(forwarded); i++)
-		(void)sigaction(forwarded[i], &sa, NULL);
-	/*
-	 * Nothing of ours stays open: the parent reads the error socket to its
-	 * end, the client the pipes, and the rest (the ruleset, inherited
-	 * fds) has no use here; exec would have closed them.
-	 */
-	close(c->report_fd);
-	close(STDIN_FILENO);
-	close(STDOUT_FILENO);
-	close(STDERR_FILENO);
-	child_fds_above_stdio(c, true);
-	int code = CD_EXIT_SETUP;
-	for (;;) {
-		int st;
-		pid_t r = waitpid(-1, &st, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			break; /* ECHILD: nobody is left */
-		if (r == cmd) {
-			code = WIFSIGNALED(st) ? CD_EXIT_SIGNAL_BASE + WTERMSIG(st)
-					       : WEXITSTATUS(st);
-			/* Everyone else in the namespace; not us. */
-			(void)kill(-1, SIGKILL);
-		}
-	}
-	_exit(code);
+	syscall(SYS_execveat, c->o->program->fd, "", c->args.argv, c->args.envp, AT_EMPTY_PATH);
+	int e = errno;
+	child_fail(c, e == ENOENT ? CD_EXIT_NOT_FOUND : CD_EXIT_CANNOT_EXEC, e, "exec",
+		   c->o->program->path);
 }
 
 static CD_NORETURN void child_run(const struct child_ctx *c)
@@ -470,7 +333,7 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	 * namespace getppid() is 0 whatever happened (bubblewrap #633), so
 	 * ask the error socket instead: the parent holds its other end.
 	 */
-	if (c->pid_init ? parent_gone(c->report_fd) : getppid() != c->parent)
+	if (c->new_pid_ns ? parent_gone(c->report_fd) : getppid() != c->parent)
 		_exit(CD_EXIT_SETUP);
 
 	int r;
@@ -480,7 +343,7 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 		child_fail(c, CD_EXIT_SETUP, -r, "stdio", NULL);
 	if (o->tty && ioctl(0, TIOCSCTTY, 0) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "controlling terminal", NULL);
-	child_fds_above_stdio(c, false);
+	child_fds_above_stdio(c);
 
 	if (c->states)
 		child_apply(c);
@@ -489,15 +352,13 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	if (o->cwd && chdir(o->cwd) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "chdir", o->cwd);
 
-	if (o->run) {
-		/* The parent waits for this socket to close, as for an exec. */
-		close(c->report_fd);
-		child_fds_above_stdio(c, true);
-		_exit(o->run(o->run_arg));
-	}
+	if (c->pid_init && o->init)
+		child_exec_init(c);
 	if (c->pid_init)
-		child_init(c);
-	child_exec(c);
+		cd_init_run(&c->args);
+	if (o->program)
+		child_exec_program(c);
+	cd_init_exec(&c->args);
 }
 
 /* ---- parent side ---- */
@@ -511,7 +372,7 @@ static const char *env_path(char *const *envp)
 }
 
 static void format_error(struct cd_spawn_error *err, const struct cd_spawn_opts *o,
-			 const struct child_report *r)
+			 const struct cd_child_report *r)
 {
 	const char *cmd = o->argv[0];
 	err->exit_code = r->exit_code;
@@ -748,7 +609,7 @@ static bool child_is_fork(const struct child_ctx *ctx)
 #ifdef CD_SANITIZERS
 	return true;
 #else
-	return ctx->pid_init || ctx->o->run;
+	return ctx->pid_init && !ctx->o->init;
 #endif
 }
 
@@ -788,11 +649,11 @@ static pid_t create_child(struct child_ctx *ctx)
 
 /* What the child said before it exec'ed or exited. */
 struct child_replies {
-	bool failed;   /* report holds its CHILD_FAILED message */
+	bool failed;   /* report holds its CD_CHILD_FAILED message */
 	bool garbled;  /* a message that is none of ours */
 	int recv_err;  /* recvmsg failed with this errno before the end */
-	int mnt_ns_fd; /* from CHILD_MNT_NS, or -1 */
-	struct child_report report;
+	int mnt_ns_fd; /* from CD_CHILD_MNT_NS, or -1 */
+	struct cd_child_report report;
 };
 
 /* Read the error socket to its end (every write end closed: exec or exit). */
@@ -807,7 +668,7 @@ static void read_replies(int sock, struct child_replies *out)
 		return;
 	}
 	for (;;) {
-		struct child_report m;
+		struct cd_child_report m;
 		int fd, flags = 0;
 		ssize_t n = cd_recv_fd(sock, &m, sizeof(m), 0, &fd, &flags);
 		if (n == -ECONNRESET && !reset_seen) {
@@ -826,13 +687,13 @@ static void read_replies(int sock, struct child_replies *out)
 		if (n == 0)
 			return;
 		bool whole = (size_t)n == sizeof(m) && !(flags & (MSG_TRUNC | MSG_CTRUNC));
-		if (whole && m.kind == CHILD_MNT_NS && fd >= 0 && out->mnt_ns_fd < 0) {
+		if (whole && m.kind == CD_CHILD_MNT_NS && fd >= 0 && out->mnt_ns_fd < 0) {
 			out->mnt_ns_fd = fd;
 			continue;
 		}
 		if (fd >= 0)
 			close(fd);
-		if (whole && m.kind == CHILD_FAILED && !out->failed) {
+		if (whole && m.kind == CD_CHILD_FAILED && !out->failed) {
 			out->report = m;
 			out->failed = true;
 		} else {
@@ -900,17 +761,27 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		argv[0] = (char *)o->arg0;
 	}
 
+	bool pid_ns = sandboxed && o->lp->pid_ns;
 	struct child_ctx ctx = {
 		.o = o,
-		.argv = argv ? argv : o->argv,
-		.file = o->argv[0],
-		.path = strchr(o->argv[0], '/') ? NULL : env_path(o->envp),
 		.states = sandboxed ? c->states : NULL,
 		.parent = getpid(),
 		.nofile = 1024,
-		/* With kill_tree the subreaper finds every process left: no scan, no pin. */
-		.pin_mnt_ns = sandboxed && o->lp->mount_ns && !o->kill_tree,
-		.pid_init = sandboxed && o->lp->pid_ns && !o->run,
+		/*
+		 * With kill_tree the subreaper finds every process left, and
+		 * with a pid namespace the kernel ends it with its pid 1: no
+		 * scan, no pin.
+		 */
+		.pin_mnt_ns = sandboxed && o->lp->mount_ns && !o->kill_tree && !pid_ns,
+		.new_pid_ns = pid_ns,
+		.pid_init = pid_ns && !o->pid1,
+		.args = {
+			.argv = argv ? argv : o->argv,
+			.envp = o->envp,
+			.file = o->argv[0],
+			.path = strchr(o->argv[0], '/') ? NULL : env_path(o->envp),
+			.tty = o->tty,
+		},
 	};
 	/* For the close-on-exec fallback when close_range is missing at run time. */
 	struct rlimit rl;
@@ -930,6 +801,23 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		return -e;
 	}
 	ctx.report_fd = pfd[1];
+	ctx.args.report_fd = pfd[1];
+	cleanup_free char **init_argv = NULL;
+	if (ctx.pid_init && o->init) {
+		/* cordon-init's arguments (init/init.h): built here, the child must not allocate. */
+		init_argv = cd_xcalloc(CD_INIT_ARGS + argc + 1, sizeof(*init_argv));
+		snprintf(ctx.init_fd, sizeof(ctx.init_fd), "%d", pfd[1]);
+		snprintf(ctx.init_flags, sizeof(ctx.init_flags), "-%s%s", o->tty ? "t" : "",
+			 ctx.args.path ? "p" : "");
+		init_argv[0] = (char *)CD_INIT_PROGRAM;
+		init_argv[1] = (char *)CD_INIT_MAGIC;
+		init_argv[2] = ctx.init_fd;
+		init_argv[3] = ctx.init_flags;
+		init_argv[4] = (char *)ctx.args.file;
+		init_argv[5] = (char *)(ctx.args.path ? ctx.args.path : "-");
+		memcpy(init_argv + CD_INIT_ARGS, ctx.args.argv, argc * sizeof(*init_argv));
+		ctx.init_argv = init_argv;
+	}
 
 	uint32_t deferred = 0;
 	if (sandboxed) {
@@ -1025,7 +913,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	}
 	reap_failed(c, pid);
 	/* Unless it said it failed, cd_child_free kills what it may have left in its namespace. */
-	struct child_report rep = rp.report;
+	struct cd_child_report rep = rp.report;
 	if (!rp.failed) {
 		memset(&rep, 0, sizeof(rep));
 		rep.exit_code = CD_EXIT_SETUP;

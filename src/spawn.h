@@ -2,14 +2,16 @@
 #pragma once
 
 /*
- * Spawning one command, sandboxed or not (the supervisor's core; `cordon
- * run` today, `cordon serve` later).
+ * Spawning one command, sandboxed or not (the supervisor's core: `cordon
+ * run`, and `cordon serve`'s processes and fs helpers).
  *
  * The child, in order: new session (setsid), PR_SET_PDEATHSIG(SIGKILL) with
  * a check that the parent is still the one that forked it, stdio set up,
  * every other fd closed on exec, each backend's apply (namespaces, caps,
  * no_new_privs, Landlock, seccomp), chdir, then exec with exactly the given
  * environment (PATH search in the child's own PATH when argv[0] has no '/').
+ * With a pid namespace, the child is its init (init/init.h) and starts the
+ * command itself, or executes the init program that does.
  * Any failure before exec travels to the parent over a close-on-exec
  * socket (AF_UNIX, SOCK_SEQPACKET) as {stage, errno}; the parent then
  * reports it and the exit code is CD_EXIT_SETUP (125), or CD_EXIT_NOT_FOUND
@@ -23,13 +25,29 @@
 #include <sys/types.h>
 
 #include "core/linux-plan.h"
+#include "init/init.h" /* enum cd_exit */
 
-enum cd_exit {
-	CD_EXIT_SETUP = 125,	   /* supervisor failed before exec */
-	CD_EXIT_CANNOT_EXEC = 126, /* found but could not be executed */
-	CD_EXIT_NOT_FOUND = 127,   /* command not found */
-	CD_EXIT_SIGNAL_BASE = 128, /* 128+N: killed by signal N */
+/*
+ * A program of cordon's own (cordon-init, cordon-fs-helper), executed by
+ * descriptor: whatever the sandbox's mounts hide or replace, it is the file
+ * found when the supervisor started. The plan must let the sandbox read and
+ * execute it (cd_linux_opts.programs).
+ */
+struct cd_program {
+	int fd;	    /* O_PATH | O_CLOEXEC, or -1 */
+	char *path; /* owned: where it was found */
 };
+
+/*
+ * Find the program NAME of this installation: next to the running program
+ * first (a build tree, whose tests must run the programs they built;
+ * cordon-ws, which lives beside them in libexec), then in CD_PKGLIBEXECDIR.
+ * 0, or -errno with *reterr (malloc'ed, one line naming both places and the
+ * fix). *ret is filled on success only.
+ */
+int cd_program_open(const char *name, struct cd_program *ret, char **reterr);
+/* Close and free; leaves fd -1. NULL-safe. */
+void cd_program_done(struct cd_program *p);
 
 struct cd_spawn_opts {
 	char *const *argv; /* non-empty */
@@ -54,15 +72,25 @@ struct cd_spawn_opts {
 	 */
 	bool tty;
 	/*
-	 * Instead of exec'ing argv (still the name used in messages), call
-	 * run(run_arg) in the child once it is set up and sandboxed, and exit
-	 * with its return value. The child is then a fork of the caller (its
-	 * own copy of memory, which run may use and allocate from), with every
-	 * fd above stdio closed as exec would have. cd_spawn returns once the
-	 * sandbox is applied, before run is called. No pid namespace init.
+	 * Execute this program (by descriptor) instead of searching for
+	 * argv[0], which stays the name the program sees and messages use.
 	 */
-	int (*run)(void *arg);
-	void *run_arg;
+	const struct cd_program *program;
+	/*
+	 * With a pid namespace: the init program (cordon-init) to execute as
+	 * its pid 1, which then starts the command. NULL: the child runs the
+	 * init itself, as a fork of the caller. A fork keeps the caller's
+	 * memory inside the sandbox (non-dumpable, but there) and copies its
+	 * page tables: fine for `cordon run`, a process of the command's own;
+	 * not for a server holding other sessions' data.
+	 */
+	const struct cd_program *init;
+	/*
+	 * With a pid namespace: the command is its pid 1 itself, with no init
+	 * (a command that starts no other: the fs helper). It then receives
+	 * no signal it does not handle, but SIGKILL from the caller.
+	 */
+	bool pid1;
 };
 
 struct cd_child;

@@ -63,15 +63,15 @@ tests_unit_test_seccomp_LDADD = $(UNIT_LIBS)
 # ---- serve engine unit tests (s2): loop, proc, base64 ----
 UNIT_TESTS += tests/unit/test-base64 tests/unit/test-loop tests/unit/test-proc
 tests_unit_test_base64_SOURCES = tests/unit/test-base64.c tests/unit/unit.h src/serve/base64.c \
-	src/serve/proc.h src/spawn.c src/shared/log.c src/shared/fd-util.c
+	src/serve/proc.h src/spawn.c src/init/init.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_base64_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_base64_LDADD = $(UNIT_LIBS)
 tests_unit_test_loop_SOURCES = tests/unit/test-loop.c tests/unit/unit.h src/serve/loop.c \
-	src/serve/loop.h src/spawn.c src/shared/log.c src/shared/fd-util.c
+	src/serve/loop.h src/spawn.c src/init/init.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_loop_LDADD = $(UNIT_LIBS)
 tests_unit_test_proc_SOURCES = tests/unit/test-proc.c tests/unit/unit.h src/serve/proc.c \
-	src/serve/proc.h src/serve/loop.c src/serve/loop.h src/serve/base64.c src/spawn.c \
+	src/serve/proc.h src/serve/loop.c src/serve/loop.h src/serve/base64.c src/spawn.c src/init/init.c \
 	src/shared/log.c src/shared/fd-util.c
 tests_unit_test_proc_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_proc_LDADD = $(UNIT_LIBS)
@@ -121,6 +121,7 @@ SERVE_TESTS = \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \
 	tests/integration/serve-sandbox.py \
+	tests/integration/serve-isolation.py \
 	tests/integration/serve-fs.py \
 	tests/integration/serve-fs-async.py \
 	tests/integration/serve-fs-readfile.py \

@@ -783,6 +783,32 @@ static void add_ll_rules(struct cd_linux_plan *lp)
 	}
 }
 
+/* One Landlock rule: read and execute the program at path (see cd_linux_opts.init_program). */
+static void add_program_rule(struct cd_linux_plan *lp, const char *path, const char *what)
+{
+	cd_strv_push(&lp->owned, path);
+	lp->ll_rules = cd_xreallocarray(lp->ll_rules, lp->n_ll_rules + 1, sizeof(*lp->ll_rules));
+	lp->ll_rules[lp->n_ll_rules++] = (struct cd_ll_rule){
+		.path = lp->owned[cd_strv_length(lp->owned) - 1],
+		.allowed = (CD_LL_FS_EXECUTE | CD_LL_FS_READ_FILE) & lp->ll_handled_fs,
+		.is_dir = false,
+	};
+	cd_strv_push_take(&lp->notes, cd_xasprintf("%s (%s) can be read and executed whatever "
+						   "the policy says of its path",
+						   path, what));
+}
+
+static void add_program_rules(struct cd_linux_plan *lp, const struct cd_linux_opts *opts)
+{
+	if (!opts || !lp->landlock)
+		return;
+	if (opts->init_program && lp->pid_ns)
+		add_program_rule(lp, opts->init_program, "cordon's init of the pid namespace");
+	if (opts->exec_program)
+		add_program_rule(lp, opts->exec_program,
+				 "cordon's helper, run instead of a command");
+}
+
 /*
  * The namespaces every sandboxed plan gets: a pid namespace (see pid_ns in
  * linux-plan.h) with the mount namespace its /proc needs, and a user
@@ -1041,6 +1067,7 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 					     "System V IPC and POSIX message queues are denied "
 					     "instead (they would be the host's)"));
 	}
+	add_program_rules(lp, opts);
 	/* The pid namespace's /proc is mounted over whatever is masked below /proc. */
 	for (size_t i = 0; lp->pid_ns && i < lp->n_mounts; i++)
 		if (cd_path_is_beneath(lp->mounts[i].path, "/proc"))

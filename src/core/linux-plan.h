@@ -90,6 +90,17 @@ struct cd_linux_opts {
 	 * budget; the seccomp socket rules enforce the restriction alone).
 	 */
 	bool no_net_ns;
+	/*
+	 * Programs of cordon's own that the sandboxed child executes by
+	 * descriptor, each given a Landlock rule to read and execute that one
+	 * file, whatever the policy says of its path (a deny mask does not
+	 * hide it either: it is not looked up by path). init_program: the
+	 * init of a plan's pid namespace (cordon serve's cordon-init), ruled
+	 * only when the plan has one. exec_program: executed instead of the
+	 * command (the fs helper). NULL for none.
+	 */
+	const char *init_program;
+	const char *exec_program;
 };
 
 struct cd_ll_rule {

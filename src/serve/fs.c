@@ -1,21 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The fs/... methods (reference 2.10), with the released binary's messages,
- * codes and limits.
+ * The fs/... methods (reference 2.10): decoding, the per-connection queues
+ * of requests and their worker threads, the sandboxed helper, streaming
+ * reads. The operations themselves are in fs-ops.c.
  *
- * Each request is decoded in the server, then performed either directly
- * or, when it carries a sandbox context that restricts the file system,
- * in a helper: a fork of the server made by cd_spawn with the plan of that
- * context (the same binding, Landlock rules, seccomp filter and mounts a
- * sandboxed process/start gets), which performs the operation and sends
- * back the result over a socket. Reads (fs/readFile, fs/open) only open
- * the file in the helper and pass the descriptor back (SCM_RIGHTS): the
- * server reads it outside, so sandboxed streaming works and a large read
- * is not copied through the socket.
- *
- * Errors: ENOENT is -32004, EACCES/EPERM/EINVAL -32600 (and EROFS in the
- * helper, where the sandbox's read-only mounts give it), other errnos
- * -32603, all as "<strerror> (os error N)".
+ * A request that carries a sandbox context restricting the file system is
+ * performed by the cordon-fs-helper program (fs-helper-main.c), spawned by
+ * cd_spawn with the plan of that context (the same binding, Landlock rules,
+ * seccomp filter and mounts a sandboxed process/start gets, pid namespace
+ * included, the helper its pid 1) and executed by descriptor: it carries
+ * nothing of the server (no memory, environment or descriptor of it a
+ * sandboxed process could read through /proc/self). It receives the
+ * request and sends back the result over a socket. Reads (fs/readFile,
+ * fs/open) only open the file in the helper and pass the descriptor back
+ * (SCM_RIGHTS): the server reads it outside, so sandboxed streaming works
+ * and a large read is not copied through the socket.
  */
 #include "config.h"
 
@@ -46,6 +45,7 @@
 #endif
 
 #include "core/pathuri.h"
+#include "serve/fs-ops.h"
 #include "serve/fs.h"
 #include "serve/intent.h"
 #include "serve/loop.h"
@@ -60,12 +60,6 @@
 #define FS_BLOCK_MAX	    (1024u * 1024)
 #define FS_MAX_HANDLES	    128
 #define FS_MAX_HANDLE_ID    32
-#define FS_MAX_DIR_ENTRIES  50000
-#define WALK_MAX_DEPTH	    64
-#define WALK_MAX_DIRS	    10000
-#define WALK_MAX_ENTRIES    50000
-#define WALK_MAX_BYTES	    (4u * 1024 * 1024)
-#define WALK_ITEM_OVERHEAD  64
 #define FS_HELPER_TIMEOUT_S 30
 /* Per connection: fs requests waiting for their turn, and the writeFile bytes they hold. */
 #define FS_QUEUE_MAX	   64
@@ -73,45 +67,9 @@
 /* Worker threads (each runs one connection's fs request at a time). */
 #define FS_WORKERS 4
 /* At shutdown, how long running fs jobs get to stop once cancelled. */
-#define FS_STOP_MS    2000
-#define RPC_NOT_FOUND (-32004)
+#define FS_STOP_MS 2000
 /* A multiple of 3: no slice but the last is padded (see reply_b64). */
 #define B64_SLICE (3u * 16384)
-
-enum fs_op {
-	OP_READ_FILE,
-	OP_OPEN,
-	OP_WRITE_FILE,
-	OP_MKDIR,
-	OP_METADATA,
-	OP_CANONICALIZE,
-	OP_READ_DIR,
-	OP_WALK,
-	OP_REMOVE,
-	OP_COPY,
-};
-
-struct walk_opts {
-	uint64_t max_depth, max_dirs, max_entries;
-	bool follow, prune_hidden;
-};
-
-struct fs_req {
-	enum fs_op op;
-	char *path, *dest;
-	unsigned char *data;
-	size_t data_len;
-	bool recursive, force;
-	bool sandboxed; /* performed in the helper */
-	struct walk_opts walk;
-};
-
-struct fs_res {
-	int code;	      /* 0 or a JSON-RPC error code */
-	struct cd_strbuf out; /* the result's JSON text, or the error message */
-	int fd;		      /* OP_READ_FILE, OP_OPEN: the opened file */
-	int err;	      /* the errno behind res_errno's error, or 0 */
-};
 
 /*
  * A stream that reached EOF no longer counts against the 128 (its capacity
@@ -131,887 +89,6 @@ struct cd_fs_handle {
 static uint64_t eof_clock;
 
 /*
- * The cancel flag of the job this worker thread runs (NULL on the loop and
- * in helpers). Long operations look at it between two steps (a block
- * copied or read, a directory entry), so that a shutdown does not wait
- * for a copy of GiBs to finish: the bound is one such step.
- */
-static __thread atomic_bool *cur_cancel;
-
-static bool cancelled(void)
-{
-	return cur_cancel && atomic_load_explicit(cur_cancel, memory_order_relaxed);
-}
-
-/* ---- results ------------------------------------------------------------ */
-
-static int errno_code(int e)
-{
-	if (e == ENOENT)
-		return RPC_NOT_FOUND;
-	if (e == EACCES || e == EPERM || e == EINVAL)
-		return CD_RPC_INVALID_REQUEST;
-	return CD_RPC_INTERNAL;
-}
-
-static void res_errno(struct fs_res *r, int e)
-{
-	r->code = errno_code(e);
-	r->err = e;
-	r->out.len = 0;
-	cd_strbuf_printf(&r->out, "%s (os error %d)", strerror(e), e);
-}
-
-static void res_error(struct fs_res *r, int code, const char *fmt, ...) CD_PRINTF(3, 4);
-static void res_error(struct fs_res *r, int code, const char *fmt, ...)
-{
-	va_list ap;
-	r->code = code;
-	r->out.len = 0;
-	va_start(ap, fmt);
-	char *s = cd_xvasprintf(fmt, ap);
-	va_end(ap);
-	cd_strbuf_append(&r->out, s);
-	free(s);
-}
-
-static const char *bool_str(bool b)
-{
-	return b ? "true" : "false";
-}
-
-/* ---- the operations (in the server, or in the helper) -------------------- */
-
-/* A regular file opened for reading; FIFOs and devices refused without blocking. */
-static void op_open_regular(const struct fs_req *q, struct fs_res *r)
-{
-	int fd = open(q->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		res_errno(r, errno);
-		return;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		res_errno(r, errno);
-		close(fd);
-		return;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		res_error(r, CD_RPC_INVALID_REQUEST, "path `%s` is not a file", q->path);
-		return;
-	}
-	r->fd = fd;
-}
-
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/*
- * A file opened for writing from scratch. Never blocks: a FIFO without a
- * reader fails (ENXIO) and anything but a regular file is refused
- * (EINVAL, "not a file"), so a FIFO planted by a sandboxed process cannot
- * hang the server. In a sandbox, a file with other hard links may be one
- * whose other name lies outside the allowed roots: then a new file is
- * made beside it (random name) and renamed over its real path when
- * finished (target_commit), so the other names keep the old contents. The
- * decision is taken on the opened descriptor, not on a name that could
- * change under us.
- */
-struct target {
-	int fd;
-	char *tmp;  /* the new file, or NULL when writing in place */
-	char *real; /* where tmp goes */
-};
-
-static int target_open(const char *path, mode_t mode, bool sandboxed, struct target *t)
-{
-	struct stat st;
-	*t = (struct target){ .fd = -1 };
-	int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		int e = errno;
-		close(fd);
-		return S_ISREG(st.st_mode) ? -e : -EINVAL;
-	}
-	if (!sandboxed || st.st_nlink <= 1) {
-		if (ftruncate(fd, 0) < 0) {
-			int e = errno;
-			close(fd);
-			return -e;
-		}
-		t->fd = fd;
-		return 0;
-	}
-	close(fd);
-	t->real = realpath(path, NULL);
-	if (!t->real)
-		return -errno;
-	t->tmp = cd_xasprintf("%s.cordon-XXXXXX", t->real);
-	t->fd = mkostemp(t->tmp, O_CLOEXEC);
-	if (t->fd < 0 || fchmod(t->fd, st.st_mode & 0777) < 0) {
-		int e = errno;
-		if (t->fd >= 0) {
-			close(t->fd);
-			(void)unlink(t->tmp);
-		}
-		free(t->tmp);
-		free(t->real);
-		*t = (struct target){ .fd = -1 };
-		return -e;
-	}
-	return 0;
-}
-
-/* Close the target; with r == 0 put a new file in place. Returns r or the first error. */
-static int target_commit(struct target *t, int r)
-{
-	if (close(t->fd) < 0 && r == 0)
-		r = -errno;
-	if (t->tmp) {
-		if (r == 0 && rename(t->tmp, t->real) < 0)
-			r = -errno;
-		if (r < 0)
-			(void)unlink(t->tmp);
-		free(t->tmp);
-		free(t->real);
-	}
-	*t = (struct target){ .fd = -1 };
-	return r;
-}
-
-static void op_write_file(const struct fs_req *q, struct fs_res *r)
-{
-	struct target t;
-	int e = target_open(q->path, 0666, q->sandboxed, &t);
-	if (e == -EINVAL) {
-		res_error(r, CD_RPC_INVALID_REQUEST, "path `%s` is not a file", q->path);
-		return;
-	}
-	if (e == 0)
-		e = target_commit(&t, write_all(t.fd, q->data, q->data_len));
-	if (e)
-		res_errno(r, -e);
-	else
-		cd_strbuf_append(&r->out, "{}");
-}
-
-static int mkdir_p(const char *path)
-{
-	char *p = cd_xstrdup(path);
-	int r = 0;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-		*s = '\0';
-		if (mkdir(p, 0777) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		if (!c) {
-			struct stat st;
-			if (stat(p, &st) < 0)
-				r = -errno;
-			else if (!S_ISDIR(st.st_mode))
-				r = -EEXIST;
-			break;
-		}
-		*s = c;
-	}
-	free(p);
-	return r;
-}
-
-static void op_mkdir(const struct fs_req *q, struct fs_res *r)
-{
-	int e = q->recursive ? -mkdir_p(q->path) : (mkdir(q->path, 0777) < 0 ? errno : 0);
-	if (e)
-		res_errno(r, e);
-	else
-		cd_strbuf_append(&r->out, "{}");
-}
-
-static int64_t ms_of(const struct timespec *ts)
-{
-	return (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000;
-}
-
-/*
- * Landlock does not govern stat() or path resolution: in the helper, a
- * path's metadata or canonical form is only given out when the sandbox may
- * read it. A regular file or a directory must open for reading; anything
- * else (never opened: a device may act on open) needs its directory to
- * list. Returns 0 or an errno.
- */
-static int sandbox_may_read(const char *path, const struct stat *st)
-{
-	int fd;
-	char *real = realpath(path, NULL);
-	if (!real)
-		return errno;
-	path = real;
-	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) {
-		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
-					(S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
-	} else {
-		const char *slash = strrchr(path, '/');
-		char *dir = !slash || slash == path ? cd_xstrdup("/")
-						    : cd_xstrndup(path, (size_t)(slash - path));
-		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		free(dir);
-	}
-	int e = fd < 0 ? errno : 0;
-	if (fd >= 0)
-		close(fd);
-	free(real);
-	return e;
-}
-
-static void op_metadata(const struct fs_req *q, struct fs_res *r)
-{
-	struct stat st, lst;
-	int e;
-	if (stat(q->path, &st) < 0) {
-		res_errno(r, errno);
-		return;
-	}
-	if (q->sandboxed && (e = sandbox_may_read(q->path, &st))) {
-		res_errno(r, e);
-		return;
-	}
-	bool is_link = lstat(q->path, &lst) == 0 && S_ISLNK(lst.st_mode);
-	int64_t created = 0;
-#ifdef STATX_BTIME
-	struct statx sx;
-	if (statx(AT_FDCWD, q->path, 0, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME))
-		created = (int64_t)sx.stx_btime.tv_sec * 1000 + sx.stx_btime.tv_nsec / 1000000;
-#endif
-	cd_strbuf_printf(&r->out,
-			 "{\"isDirectory\":%s,\"isFile\":%s,\"isSymlink\":%s,\"size\":%llu,"
-			 "\"createdAtMs\":%lld,\"modifiedAtMs\":%lld}",
-			 bool_str(S_ISDIR(st.st_mode)), bool_str(S_ISREG(st.st_mode)),
-			 bool_str(is_link), (unsigned long long)st.st_size, (long long)created,
-			 (long long)ms_of(&st.st_mtim));
-}
-
-static void op_canonicalize(const struct fs_req *q, struct fs_res *r)
-{
-	char *real = realpath(q->path, NULL);
-	if (!real) {
-		res_errno(r, errno);
-		return;
-	}
-	struct stat st;
-	int e = 0;
-	if (q->sandboxed &&
-	    (stat(real, &st) < 0 ? (e = errno) : (e = sandbox_may_read(real, &st)))) {
-		free(real);
-		res_errno(r, e);
-		return;
-	}
-	cd_strbuf_append(&r->out, "{\"path\":");
-	cd_json_write_path_uri(&r->out, real);
-	cd_strbuf_append_c(&r->out, '}');
-	free(real);
-}
-
-static bool dot_or_dotdot(const char *n)
-{
-	return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]));
-}
-
-static void op_read_dir(const struct fs_req *q, struct fs_res *r)
-{
-	DIR *d = opendir(q->path);
-	if (!d) {
-		res_errno(r, errno);
-		return;
-	}
-	size_t n = 0;
-	cd_strbuf_append(&r->out, "{\"entries\":[");
-	for (;;) {
-		errno = 0;
-		struct dirent *de = readdir(d);
-		if (!de) {
-			if (errno) {
-				res_errno(r, errno);
-				closedir(d);
-				return;
-			}
-			break;
-		}
-		if (dot_or_dotdot(de->d_name))
-			continue;
-		struct stat st;
-		/* Follows symlinks; an entry that cannot be stat'ed is skipped. */
-		if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
-			continue;
-		if (++n > FS_MAX_DIR_ENTRIES) {
-			closedir(d);
-			res_error(r, CD_RPC_INTERNAL,
-				  "fs/readDirectory returned %zu entries; limit is %d", n,
-				  FS_MAX_DIR_ENTRIES);
-			return;
-		}
-		if (n > 1)
-			cd_strbuf_append_c(&r->out, ',');
-		cd_strbuf_append(&r->out, "{\"fileName\":");
-		cd_json_write_cstr(&r->out, de->d_name);
-		cd_strbuf_printf(&r->out, ",\"isDirectory\":%s,\"isFile\":%s}",
-				 bool_str(S_ISDIR(st.st_mode)), bool_str(S_ISREG(st.st_mode)));
-	}
-	closedir(d);
-	cd_strbuf_append(&r->out, "]}");
-}
-
-/* ---- fs/walk ---- */
-
-struct dir_id {
-	dev_t dev;
-	ino_t ino;
-};
-
-struct walk_dir {
-	char *path;
-	uint64_t depth;
-};
-
-struct walk_state {
-	const struct walk_opts *o;
-	struct dir_id *seen;
-	size_t n_seen, cap_seen; /* open addressing, cap a power of two */
-	struct walk_dir *queue;
-	size_t n_queue;
-	struct cd_strbuf entries, errors;
-	size_t n_entries, n_errors, bytes;
-	bool truncated;
-};
-
-static size_t id_hash(struct dir_id id, size_t cap)
-{
-	uint64_t h = (uint64_t)id.ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)id.dev;
-	return (size_t)(h ^ h >> 29) & (cap - 1);
-}
-
-/* Insert; false when it was there already. */
-static bool seen_add(struct walk_state *w, dev_t dev, ino_t ino)
-{
-	struct dir_id id = { dev, ino };
-	if ((w->n_seen + 1) * 2 > w->cap_seen) {
-		size_t cap = w->cap_seen ? w->cap_seen * 2 : 64;
-		struct dir_id *t = cd_xcalloc(cap, sizeof(*t));
-		for (size_t i = 0; i < w->cap_seen; i++) {
-			if (!w->seen[i].ino && !w->seen[i].dev)
-				continue;
-			size_t k = id_hash(w->seen[i], cap);
-			while (t[k].ino || t[k].dev)
-				k = (k + 1) & (cap - 1);
-			t[k] = w->seen[i];
-		}
-		free(w->seen);
-		w->seen = t;
-		w->cap_seen = cap;
-	}
-	size_t k = id_hash(id, w->cap_seen);
-	for (; w->seen[k].ino || w->seen[k].dev; k = (k + 1) & (w->cap_seen - 1))
-		if (w->seen[k].ino == ino && w->seen[k].dev == dev)
-			return false;
-	w->seen[k] = id;
-	w->n_seen++;
-	return true;
-}
-
-/* Room for one more item of this size; sets truncated when there is none. */
-static bool walk_room(struct walk_state *w, size_t item)
-{
-	if (w->n_entries >= w->o->max_entries ||
-	    w->bytes + item + WALK_ITEM_OVERHEAD > WALK_MAX_BYTES) {
-		w->truncated = true;
-		return false;
-	}
-	w->bytes += item + WALK_ITEM_OVERHEAD;
-	return true;
-}
-
-static bool walk_add(struct walk_state *w, const char *path, bool dir)
-{
-	char *uri = cd_pathuri_format_posix(path, strlen(path));
-	bool ok = walk_room(w, strlen(uri));
-	if (ok) {
-		if (w->n_entries++)
-			cd_strbuf_append_c(&w->entries, ',');
-		cd_strbuf_append(&w->entries, "{\"path\":");
-		cd_json_write_cstr(&w->entries, uri);
-		cd_strbuf_printf(&w->entries, ",\"kind\":\"%s\"}", dir ? "directory" : "file");
-	}
-	free(uri);
-	return ok;
-}
-
-static void walk_error(struct walk_state *w, const char *path, int e)
-{
-	char *uri = cd_pathuri_format_posix(path, strlen(path));
-	char *msg = cd_xasprintf("%s (os error %d)", strerror(e), e);
-	if (w->bytes + strlen(uri) + strlen(msg) + WALK_ITEM_OVERHEAD > WALK_MAX_BYTES) {
-		w->truncated = true;
-	} else {
-		w->bytes += strlen(uri) + strlen(msg) + WALK_ITEM_OVERHEAD;
-		if (w->n_errors++)
-			cd_strbuf_append_c(&w->errors, ',');
-		cd_strbuf_append(&w->errors, "{\"path\":");
-		cd_json_write_cstr(&w->errors, uri);
-		cd_strbuf_append(&w->errors, ",\"message\":");
-		cd_json_write_cstr(&w->errors, msg);
-		cd_strbuf_append_c(&w->errors, '}');
-	}
-	free(uri);
-	free(msg);
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names of a directory, or -errno. */
-static int list_sorted(const char *path, char ***ret, size_t *n)
-{
-	DIR *d = opendir(path);
-	*ret = NULL;
-	*n = 0;
-	if (!d)
-		return -errno;
-	for (;;) {
-		errno = 0;
-		struct dirent *de = readdir(d);
-		if (!de) {
-			int e = errno;
-			closedir(d);
-			if (e) {
-				cd_strv_free(*ret);
-				*ret = NULL;
-				return -e;
-			}
-			break;
-		}
-		if (dot_or_dotdot(de->d_name))
-			continue;
-		cd_strv_push(ret, de->d_name);
-		(*n)++;
-	}
-	if (*n)
-		qsort(*ret, *n, sizeof(**ret), cmp_name);
-	return 0;
-}
-
-static void op_walk(const struct fs_req *q, struct fs_res *r)
-{
-	struct walk_state w = { .o = &q->walk };
-	struct stat st;
-
-	if (lstat(q->path, &st) < 0) {
-		res_errno(r, errno);
-		return;
-	}
-	/* A symlinked root is followed when following is asked for. */
-	if (S_ISLNK(st.st_mode) && q->walk.follow && stat(q->path, &st) < 0)
-		st.st_mode = 0;
-	if (S_ISDIR(st.st_mode)) {
-		seen_add(&w, st.st_dev, st.st_ino);
-		w.queue = cd_xcalloc(1, sizeof(*w.queue));
-		w.queue[w.n_queue++] = (struct walk_dir){ cd_xstrdup(q->path), 0 };
-	}
-	uint64_t listed = 0;
-	for (size_t i = 0; i < w.n_queue && !w.truncated; i++) {
-		struct walk_dir cur = w.queue[i];
-		if (cancelled()) {
-			res_errno(r, ECANCELED);
-			goto out;
-		}
-		if (listed >= q->walk.max_dirs) {
-			w.truncated = true;
-			break;
-		}
-		listed++;
-		char **names;
-		size_t n;
-		int e = -list_sorted(cur.path, &names, &n);
-		if (e && i == 0) {
-			res_errno(r, e);
-			goto out;
-		}
-		if (e)
-			walk_error(&w, cur.path, e);
-		for (size_t k = 0; k < n && !w.truncated; k++) {
-			char *child = cd_path_join(cur.path, names[k]);
-			struct stat cst;
-			bool dir = false, descend = false;
-			if (lstat(child, &cst) < 0) {
-				walk_error(&w, child, errno);
-			} else if (S_ISLNK(cst.st_mode)) {
-				struct stat tst;
-				if (q->walk.follow && stat(child, &tst) == 0 &&
-				    S_ISDIR(tst.st_mode)) {
-					dir = true;
-					descend = seen_add(&w, tst.st_dev, tst.st_ino);
-				} else {
-					free(child);
-					continue; /* skipped, as the reference does */
-				}
-			} else if (S_ISDIR(cst.st_mode)) {
-				dir = true;
-				descend = seen_add(&w, cst.st_dev, cst.st_ino);
-			} else if (!S_ISREG(cst.st_mode)) {
-				free(child);
-				continue; /* neither a file nor a directory */
-			}
-			if (!walk_add(&w, child, dir) || !dir || !descend ||
-			    cur.depth >= q->walk.max_depth ||
-			    (q->walk.prune_hidden && names[k][0] == '.')) {
-				free(child);
-				continue;
-			}
-			w.queue = cd_xreallocarray(w.queue, w.n_queue + 1, sizeof(*w.queue));
-			w.queue[w.n_queue++] = (struct walk_dir){ child, cur.depth + 1 };
-		}
-		cd_strv_free(names);
-	}
-	cd_strbuf_append(&r->out, "{\"entries\":[");
-	if (w.entries.len)
-		cd_strbuf_append_n(&r->out, w.entries.buf, w.entries.len);
-	cd_strbuf_append(&r->out, "],\"errors\":[");
-	if (w.errors.len)
-		cd_strbuf_append_n(&r->out, w.errors.buf, w.errors.len);
-	cd_strbuf_printf(&r->out, "],\"truncated\":%s}", bool_str(w.truncated));
-out:
-	for (size_t i = 0; i < w.n_queue; i++)
-		free(w.queue[i].path);
-	free(w.queue);
-	free(w.seen);
-	cd_strbuf_done(&w.entries);
-	cd_strbuf_done(&w.errors);
-}
-
-/* ---- fs/remove ---- */
-
-/* Remove name in dirfd and everything below it, never following a symlink. */
-static int remove_tree(int at, const char *name, unsigned depth)
-{
-	struct stat st;
-	if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(at, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	if (depth > 4096)
-		return -ELOOP;
-	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	int r = 0;
-	for (;;) {
-		errno = 0;
-		struct dirent *de = readdir(d);
-		if (!de) {
-			if (errno)
-				r = -errno;
-			break;
-		}
-		if (dot_or_dotdot(de->d_name))
-			continue;
-		if (cancelled()) {
-			r = -ECANCELED;
-			break;
-		}
-		r = remove_tree(dirfd(d), de->d_name, depth + 1);
-		if (r < 0)
-			break;
-	}
-	closedir(d);
-	if (r == 0 && unlinkat(at, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		r = -errno;
-	return r;
-}
-
-static void op_remove(const struct fs_req *q, struct fs_res *r)
-{
-	struct stat st;
-	int e = 0;
-	/* Decided on lstat: a symlink is removed itself, never what it points to. */
-	if (lstat(q->path, &st) < 0) {
-		e = errno;
-		if (e == ENOENT && q->force)
-			e = 0;
-	} else if (!S_ISDIR(st.st_mode)) {
-		e = unlink(q->path) < 0 ? errno : 0;
-	} else if (!q->recursive) {
-		e = rmdir(q->path) < 0 ? errno : 0;
-	} else {
-		e = -remove_tree(AT_FDCWD, q->path, 0);
-	}
-	if (e)
-		res_errno(r, e);
-	else
-		cd_strbuf_append(&r->out, "{}");
-}
-
-/* ---- fs/copy ---- */
-
-static int copy_symlink(const char *src, const char *dst)
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink(src, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return symlink(buf, dst) < 0 ? -errno : 0;
-}
-
-static int copy_regular(const char *src, const char *dst, mode_t mode, bool sandboxed)
-{
-	int in = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	struct target t;
-	int r = target_open(dst, mode & 0777, sandboxed, &t);
-	if (r < 0) {
-		close(in);
-		return r;
-	}
-	int out = t.fd;
-	/* On the stack: copies run on several worker threads at once. */
-	unsigned char buf[128 * 1024];
-	for (;;) {
-		if (cancelled()) {
-			r = -ECANCELED;
-			break;
-		}
-		ssize_t n = read(in, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		r = write_all(out, buf, (size_t)n);
-		if (r < 0)
-			break;
-	}
-	close(in);
-	return target_commit(&t, r);
-}
-
-static int copy_tree(const char *src, const char *dst, unsigned depth, bool sandboxed)
-{
-	struct stat st;
-	if (lstat(src, &st) < 0)
-		return -errno;
-	if (S_ISLNK(st.st_mode))
-		return copy_symlink(src, dst);
-	if (S_ISREG(st.st_mode))
-		return copy_regular(src, dst, st.st_mode, sandboxed);
-	if (!S_ISDIR(st.st_mode))
-		return 0; /* special files are skipped inside a recursive copy */
-	if (depth > 4096)
-		return -ELOOP;
-	if (mkdir(dst, st.st_mode & 07777) < 0 && errno != EEXIST)
-		return -errno;
-	char **names;
-	size_t n;
-	int r = list_sorted(src, &names, &n);
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		if (cancelled()) {
-			r = -ECANCELED;
-			break;
-		}
-		char *s = cd_path_join(src, names[i]);
-		char *d = cd_path_join(dst, names[i]);
-		r = copy_tree(s, d, depth + 1, sandboxed);
-		free(s);
-		free(d);
-	}
-	cd_strv_free(names);
-	return r;
-}
-
-/* Canonical form of a path that may not exist yet: its parent's, plus the name. */
-static char *canonical_maybe_missing(const char *path)
-{
-	char *real = realpath(path, NULL);
-	if (real)
-		return real;
-	const char *slash = strrchr(path, '/');
-	if (!slash)
-		return NULL;
-	char *parent = slash == path ? cd_xstrdup("/") : cd_xstrndup(path, (size_t)(slash - path));
-	char *preal = canonical_maybe_missing(parent);
-	free(parent);
-	if (!preal)
-		return NULL;
-	char *r = cd_path_join(preal, slash + 1);
-	free(preal);
-	return r;
-}
-
-static void op_copy(const struct fs_req *q, struct fs_res *r)
-{
-	struct stat st;
-	int e;
-	if (lstat(q->path, &st) < 0) {
-		res_errno(r, errno);
-		return;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		if (!q->recursive) {
-			res_error(
-				r, CD_RPC_INVALID_REQUEST,
-				"fs/copy requires recursive: true when sourcePath is a directory");
-			return;
-		}
-		char *s = realpath(q->path, NULL);
-		char *d = canonical_maybe_missing(q->dest);
-		bool inside = s && d && (cd_streq(s, d) || cd_path_is_beneath(d, s));
-		free(s);
-		free(d);
-		if (inside) {
-			res_error(r, CD_RPC_INVALID_REQUEST,
-				  "fs/copy cannot copy a directory to itself or one of its "
-				  "descendants");
-			return;
-		}
-		e = -copy_tree(q->path, q->dest, 0, q->sandboxed);
-	} else if (S_ISLNK(st.st_mode)) {
-		e = -copy_symlink(q->path, q->dest);
-	} else if (S_ISREG(st.st_mode)) {
-		e = -copy_regular(q->path, q->dest, st.st_mode, q->sandboxed);
-	} else {
-		res_error(r, CD_RPC_INVALID_REQUEST,
-			  "fs/copy only supports regular files, directories, and symlinks");
-		return;
-	}
-	if (e)
-		res_errno(r, e);
-	else
-		cd_strbuf_append(&r->out, "{}");
-}
-
-static void (*const fs_ops[])(const struct fs_req *q, struct fs_res *r) = {
-	[OP_READ_FILE] = op_open_regular, [OP_OPEN] = op_open_regular,
-	[OP_WRITE_FILE] = op_write_file,  [OP_MKDIR] = op_mkdir,
-	[OP_METADATA] = op_metadata,	  [OP_CANONICALIZE] = op_canonicalize,
-	[OP_READ_DIR] = op_read_dir,	  [OP_WALK] = op_walk,
-	[OP_REMOVE] = op_remove,	  [OP_COPY] = op_copy,
-};
-
-static void fs_do(const struct fs_req *q, struct fs_res *r)
-{
-	fs_ops[q->op](q, r);
-}
-
-/* ---- the sandboxed helper ------------------------------------------------ */
-
-struct helper_hdr {
-	int32_t code;
-	uint32_t has_fd;
-	uint64_t len;
-};
-
-/* A result over a socket: the header (with the fd), then the payload. 0 or -errno. */
-static int send_res(int sock, const struct fs_res *r)
-{
-	struct helper_hdr hdr = { .code = r->code, .has_fd = r->fd >= 0, .len = r->out.len };
-	int e = cd_send_fd(sock, &hdr, sizeof(hdr), r->fd);
-	if (e == 0 && r->out.len)
-		e = write_all(sock, (const unsigned char *)r->out.buf, r->out.len);
-	return e;
-}
-
-/* In the child: perform the request (arg), then send the result. */
-static int helper_main(void *arg)
-{
-	struct fs_res r = { .fd = -1 };
-	fs_do(arg, &r);
-	/*
-	 * In the sandbox everything outside the writable paths is a read-only
-	 * mount: EROFS there is the policy's denial, as EACCES from Landlock
-	 * is, and is answered alike (the message still says which).
-	 */
-	if (r.code && r.err == EROFS)
-		r.code = CD_RPC_INVALID_REQUEST;
-	return send_res(STDOUT_FILENO, &r) < 0 ? 3 : 0;
-}
-
-static int read_full(int fd, void *buf, size_t n)
-{
-	unsigned char *p = buf;
-	while (n) {
-		ssize_t k = read(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EPIPE;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/*
- * What send_res sent, into r (code, payload, fd). 0, or -errno with *timed_out
- * when the socket's receive timeout expired first.
- */
-static int recv_res(int sock, struct fs_res *r, bool *timed_out)
-{
-	struct helper_hdr hdr;
-	int fd, flags = 0;
-	ssize_t n = cd_recv_fd(sock, &hdr, sizeof(hdr), MSG_WAITALL, &fd, &flags);
-	*timed_out = n == -EAGAIN || n == -EWOULDBLOCK;
-	bool ok = n == (ssize_t)sizeof(hdr) && !(flags & MSG_CTRUNC) &&
-		  (hdr.has_fd != 0) == (fd >= 0) && hdr.len < (64u << 20);
-	if (ok) {
-		r->code = hdr.code;
-		r->out.len = 0;
-		if (hdr.len) {
-			char *buf = cd_xmalloc(hdr.len);
-			int e = read_full(sock, buf, hdr.len);
-			ok = e == 0;
-			*timed_out = e == -EAGAIN || e == -EWOULDBLOCK;
-			if (ok)
-				cd_strbuf_append_n(&r->out, buf, hdr.len);
-			free(buf);
-		}
-	}
-	if (!ok) {
-		if (fd >= 0)
-			close(fd);
-		return n < 0 ? (int)n : -EPROTO;
-	}
-	r->fd = fd;
-	return 0;
-}
-
-/*
  * In the intermediate (see run_sandboxed): the helper to kill when the
  * server cancels the job (SIGTERM), and whether it did. Process-wide, but
  * only the intermediate, a single-threaded fork, sets them.
@@ -1027,27 +104,35 @@ static void on_cancel(int sig)
 	errno = e;
 }
 
-static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q, struct fs_res *r)
+/*
+ * Perform q in the helper program, sandboxed by lp, and wait for its
+ * result (at most FS_HELPER_TIMEOUT_S: a file lease or a stuck file system
+ * must not hold a worker and the connection's fs requests). Its socket is
+ * its stdin and stdout, /dev/null its stderr, its environment empty.
+ */
+static void run_in_helper(const struct cd_linux_plan *lp, const struct cd_program *helper,
+			  const struct cd_fs_req *q, struct cd_fs_res *r)
 {
 	int sv[2] = { -1, -1 };
-	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
+		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
 		if (devnull >= 0)
 			close(devnull);
 		return;
 	}
-	static char *const helper_argv[] = { (char *)"cordon-fs-helper", NULL };
+	static char *const helper_argv[] = { (char *)CD_FS_HELPER_PROGRAM,
+					     (char *)CD_FS_HELPER_MAGIC, NULL };
 	static char *const no_env[] = { NULL };
 	struct cd_spawn_opts o = {
 		.argv = helper_argv,
 		.envp = no_env,
-		.stdin_fd = devnull,
+		.stdin_fd = sv[1],
 		.stdout_fd = sv[1],
-		.stderr_fd = -1,
+		.stderr_fd = devnull,
 		.lp = lp,
-		.run = helper_main,
-		.run_arg = (void *)q,
+		.program = helper,
+		.pid1 = true,
 	};
 	struct cd_child *child = NULL;
 	struct cd_spawn_error err;
@@ -1058,21 +143,20 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 	if (rr < 0) {
 		close(sv[0]);
 		/* The sandbox could not be set up: nothing was done. */
-		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed: %s", err.msg);
+		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed: %s", err.msg);
 		return;
 	}
-	/*
-	 * The intermediate waits for the helper, but not forever: a file lease
-	 * or a stuck file system must not hold a worker and the connection's
-	 * fs requests.
-	 */
 	helper_pid = cd_child_pid(child);
 	if (helper_cancelled)
 		(void)kill(helper_pid, SIGKILL);
 	struct timeval tv = { .tv_sec = FS_HELPER_TIMEOUT_S };
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	bool timed_out;
-	bool ok = recv_res(sv[0], r, &timed_out) == 0;
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	bool timed_out = false;
+	int e = cd_fs_req_send(sv[0], q);
+	if (e == -EAGAIN || e == -EWOULDBLOCK)
+		timed_out = true;
+	bool ok = e == 0 && cd_fs_res_recv(sv[0], r, &timed_out) == 0;
 	close(sv[0]);
 	if (timed_out)
 		(void)kill(cd_child_pid(child), SIGKILL);
@@ -1084,11 +168,12 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct fs_req *q
 			close(r->fd);
 		r->fd = -1;
 		if (timed_out)
-			res_error(r, CD_RPC_INTERNAL, "fs sandbox helper timed out after %d s",
-				  FS_HELPER_TIMEOUT_S);
+			cd_fs_res_error(r, CD_RPC_INTERNAL,
+					"fs sandbox helper timed out after %d s",
+					FS_HELPER_TIMEOUT_S);
 		else
-			res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed with status %d",
-				  status);
+			cd_fs_res_error(r, CD_RPC_INTERNAL,
+					"fs sandbox helper failed with status %d", status);
 	}
 }
 
@@ -1138,7 +223,7 @@ static int bind_sandbox(struct cd_conn *c, const char *id, const struct cd_json 
 		return 0;
 	/* No params cwd: the server's own, for permissions that need none. */
 	struct cd_server *s = c->server;
-	int rr = cd_intent_bind(sandbox, NULL, false, &s->host, &s->opts.lopts, b, &err);
+	int rr = cd_intent_bind(sandbox, NULL, false, &s->host, &s->fs_lopts, b, &err);
 	if (rr < 0) {
 		cd_conn_error(c, id,
 			      rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS,
@@ -1153,7 +238,7 @@ static int bind_sandbox(struct cd_conn *c, const char *id, const struct cd_json 
 	return 0;
 }
 
-static void reply_res(struct cd_conn *c, const char *id, struct fs_res *r)
+static void reply_res(struct cd_conn *c, const char *id, struct cd_fs_res *r)
 {
 	if (r->code)
 		cd_conn_error(c, id, r->code, r->out.buf ? r->out.buf : "error");
@@ -1240,7 +325,7 @@ static void advise_huge(char *p, size_t n)
  * write or a copy is not left half done) and its result is dropped (conn
  * is NULL then); the others, including one handed to the pool that no
  * worker has started, are never performed (queue_release). At shutdown
- * the running ones are cancelled (see cancelled() and run_sandboxed).
+ * the running ones are cancelled (see cd_fs_cancelled() and run_sandboxed).
  */
 typedef void (*fs_method_fn)(struct cd_conn *c, const char *id, const struct cd_json *params);
 
@@ -1251,11 +336,12 @@ struct fs_job {
 	struct cd_conn *conn;		    /* NULL once the connection ended */
 	char *id;			    /* the request's id, JSON text */
 	bool offload;			    /* on a worker; else on the loop at its turn */
-	struct fs_req q;
-	struct fs_res r;
+	struct cd_fs_req q;
+	struct cd_fs_res r;
 	struct cd_cli_bound b; /* owns lp */
 	const struct cd_linux_plan *lp;
-	char hid[FS_MAX_HANDLE_ID]; /* fs/open: the handle's id */
+	const struct cd_program *helper; /* cordon-fs-helper, when lp */
+	char hid[FS_MAX_HANDLE_ID];	 /* fs/open: the handle's id */
 	size_t hid_len;
 	/*
 	 * fs/readFile (see read_file_answer). rest: what the loop queues, the
@@ -1295,9 +381,10 @@ static void open_finish(struct cd_conn *c, const char *id, const char *hid, size
  * Unsandboxed metadata, canonical paths, mkdir and open cost a few system
  * calls: a worker's round trip would cost them more than it saves.
  */
-static bool cheap_op(enum fs_op op)
+static bool cheap_op(enum cd_fs_op op)
 {
-	return op == OP_METADATA || op == OP_CANONICALIZE || op == OP_MKDIR || op == OP_OPEN;
+	return op == CD_FS_METADATA || op == CD_FS_CANONICALIZE || op == CD_FS_MKDIR ||
+	       op == CD_FS_OPEN;
 }
 
 static struct fs_job *job_new(struct cd_conn *c, const char *id)
@@ -1313,12 +400,10 @@ static struct fs_job *job_new(struct cd_conn *c, const char *id)
 }
 
 /* Free what a decoded request owns: its strings, its data and its bound sandbox. */
-static void req_done(struct fs_req *q, struct cd_cli_bound *b)
+static void req_done(struct cd_fs_req *q, struct cd_cli_bound *b)
 {
 	cd_cli_bound_done(b);
-	free(q->path);
-	free(q->dest);
-	free(q->data);
+	cd_fs_req_done(q);
 }
 
 static void job_free(struct fs_job *j)
@@ -1375,21 +460,36 @@ static void signal_job(struct fs_job *j, int sig)
  * SIGTERM (a cancel at shutdown) kills the helper; the intermediate then
  * reaps it, runs the backends' finish hooks (mask mount points) and exits.
  */
+/* Close every descriptor above lo and below hi. */
+static void close_between(int lo, int hi)
+{
+	if (hi - lo < 2)
+		return;
+#ifdef HAVE_CLOSE_RANGE
+	if (close_range((unsigned)lo + 1, hi == INT_MAX ? ~0U : (unsigned)hi - 1, 0) == 0)
+		return;
+#endif
+	for (int fd = lo + 1; fd < hi && fd < 65536; fd++)
+		(void)close(fd);
+}
+
 static CD_NORETURN void intermediate_main(struct fs_job *j, int sock, pid_t parent)
 {
-	/* Nothing of the server's stays open here: a client would not see its socket end. */
+	/*
+	 * Nothing of the server's stays open here (a client would not see its
+	 * socket end) but our socket and the helper program's descriptor.
+	 */
 	if (sock <= STDERR_FILENO)
 		sock = fcntl(sock, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (sock < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
+	if (sock < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+	    j->helper->fd <= STDERR_FILENO)
 		_exit(3);
-	for (int fd = STDERR_FILENO + 1; fd < sock; fd++)
-		(void)close(fd);
-#ifdef HAVE_CLOSE_RANGE
-	if (close_range((unsigned)sock + 1, ~0U, 0) < 0)
-#endif
-		for (int fd = sock + 1; fd < 65536; fd++)
-			(void)close(fd);
+	int lo = sock < j->helper->fd ? sock : j->helper->fd;
+	int hi = sock < j->helper->fd ? j->helper->fd : sock;
+	close_between(STDERR_FILENO, lo);
+	close_between(lo, hi);
+	close_between(hi, INT_MAX);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 		_exit(3);
 	struct sigaction sa;
@@ -1405,18 +505,18 @@ static CD_NORETURN void intermediate_main(struct fs_job *j, int sock, pid_t pare
 	char go = 0;
 	if (read(sock, &go, 1) != 1 || !go || helper_cancelled)
 		_exit(0);
-	struct fs_res r = { .fd = -1 };
-	run_in_helper(j->lp, &j->q, &r);
-	_exit(send_res(sock, &r) < 0 ? 3 : 0);
+	struct cd_fs_res r = { .fd = -1 };
+	run_in_helper(j->lp, j->helper, &j->q, &r);
+	_exit(cd_fs_res_send(sock, &r) < 0 ? 3 : 0);
 }
 
 /* On a worker: j's request through an intermediate (see intermediate_main). */
 static void run_sandboxed(struct fs_job *j)
 {
-	struct fs_res *r = &j->r;
+	struct cd_fs_res *r = &j->r;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
+		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
 		return;
 	}
 	pid_t parent = getpid();
@@ -1427,7 +527,7 @@ static void run_sandboxed(struct fs_job *j)
 	close(sv[1]);
 	if (pid < 0) {
 		close(sv[0]);
-		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: fork: %s", strerror(e));
+		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: fork: %s", strerror(e));
 		return;
 	}
 	/*
@@ -1449,7 +549,7 @@ static void run_sandboxed(struct fs_job *j)
 	struct timeval tv = { .tv_sec = FS_HELPER_TIMEOUT_S + 10 };
 	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	bool timed_out;
-	int rr = recv_res(sv[0], r, &timed_out);
+	int rr = cd_fs_res_recv(sv[0], r, &timed_out);
 	close(sv[0]);
 	pthread_mutex_lock(&helper_lock);
 	if (rr < 0)
@@ -1468,12 +568,12 @@ static void run_sandboxed(struct fs_job *j)
 			;
 	}
 	if (rr < 0 && atomic_load(&j->cancel))
-		res_errno(r, ECANCELED);
+		cd_fs_res_errno(r, ECANCELED);
 	else if (rr < 0 && timed_out)
-		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper timed out after %d s",
-			  FS_HELPER_TIMEOUT_S);
+		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper timed out after %d s",
+				FS_HELPER_TIMEOUT_S);
 	else if (rr < 0)
-		res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed: %s", strerror(-rr));
+		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed: %s", strerror(-rr));
 }
 
 /*
@@ -1497,7 +597,7 @@ static int lent_write(struct fs_job *j, const char *p, size_t n, size_t *done)
 {
 	*done = 0;
 	while (*done < n) {
-		if (cancelled())
+		if (cd_fs_cancelled())
 			return -ECANCELED;
 		ssize_t w = write(j->out_fd, p + *done, n - *done);
 		if (w > 0) {
@@ -1595,11 +695,11 @@ static void read_file_answer(struct fs_job *j)
 	static const size_t block = 3 * 349525; /* just under 1 MiB */
 	static const char key[] = "\"result\":{\"dataBase64\":\"";
 	static const char tail[] = "\"}}\n";
-	struct fs_res *r = &j->r;
+	struct cd_fs_res *r = &j->r;
 	bool lent = j->out_fd >= 0;
 	struct stat st;
 	if (fstat(r->fd, &st) < 0) {
-		res_errno(r, errno);
+		cd_fs_res_errno(r, errno);
 		return;
 	}
 	size_t head = 7 + strlen(j->id) + sizeof(key) - 1;
@@ -1622,7 +722,7 @@ static void read_file_answer(struct fs_job *j)
 			ssize_t n = read(r->fd, buf + fill, block - fill);
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n < 0 || cancelled()) {
+			if (n < 0 || cd_fs_cancelled()) {
 				err = n < 0 ? errno : ECANCELED;
 				goto fail;
 			}
@@ -1691,8 +791,8 @@ too_large:
 					 "while its answer was written",
 					 FS_MAX_READ_FILE);
 	else
-		res_error(r, CD_RPC_INVALID_REQUEST, "file is too large to read: limit is %u bytes",
-			  FS_MAX_READ_FILE);
+		cd_fs_res_error(r, CD_RPC_INVALID_REQUEST,
+				"file is too large to read: limit is %u bytes", FS_MAX_READ_FILE);
 	goto out;
 fail:
 	if (begun)
@@ -1700,7 +800,7 @@ fail:
 					 "was written: %s",
 					 strerror(err));
 	else
-		res_errno(r, err);
+		cd_fs_res_errno(r, err);
 out:
 	free(buf);
 	free(w);
@@ -1710,14 +810,14 @@ out:
 static void job_run(struct cd_work *w)
 {
 	struct fs_job *j = (struct fs_job *)w;
-	cur_cancel = &j->cancel;
+	cd_fs_cur_cancel = &j->cancel;
 	j->q.sandboxed = j->lp != NULL;
 	if (j->lp)
 		run_sandboxed(j);
 	else
-		fs_do(&j->q, &j->r);
+		cd_fs_do(&j->q, &j->r);
 	j->lent_start = cd_loop_now_ms();
-	if (j->q.op == OP_READ_FILE && !j->r.code) {
+	if (j->q.op == CD_FS_READ_FILE && !j->r.code) {
 		read_file_answer(j);
 		close(j->r.fd);
 		j->r.fd = -1;
@@ -1725,7 +825,7 @@ static void job_run(struct cd_work *w)
 	/* An error to answer (by the loop): what the connection had queued goes first. */
 	if (j->out_fd >= 0 && !j->answered && !j->broken)
 		(void)lent_send(j, NULL, 0);
-	cur_cancel = NULL;
+	cd_fs_cur_cancel = NULL;
 }
 
 static void job_reply(struct cd_conn *c, struct fs_job *j)
@@ -1735,7 +835,7 @@ static void job_reply(struct cd_conn *c, struct fs_job *j)
 		if (j->rest.len)
 			cd_conn_out_adopt(c, j->rest.buf, j->rest.len, j->rest.cap);
 		j->rest = (struct cd_strbuf){ 0 };
-	} else if (j->q.op == OP_OPEN && !j->r.code) {
+	} else if (j->q.op == CD_FS_OPEN && !j->r.code) {
 		open_finish(c, j->id, j->hid, j->hid_len, j->r.fd);
 		j->r.fd = -1;
 	} else {
@@ -1758,7 +858,7 @@ static void run_on_loop(struct cd_conn *c, struct fs_job *j)
 		return;
 	}
 	j->q.sandboxed = false;
-	fs_do(&j->q, &j->r);
+	cd_fs_do(&j->q, &j->r);
 	job_reply(c, j);
 }
 
@@ -1805,7 +905,7 @@ static void job_done(struct cd_work *w)
 		return;
 	}
 	if (!w->ran)
-		res_error(&j->r, CD_RPC_INTERNAL, "the server is shutting down");
+		cd_fs_res_error(&j->r, CD_RPC_INTERNAL, "the server is shutting down");
 	/*
 	 * A batch, as for requests (cd_conn_process): the answers below are
 	 * flushed once, at the end. A flush that fails closes the connection
@@ -1858,7 +958,7 @@ static void pump(struct cd_conn *c)
 		 * fs/readFile writes its answer itself (read_file_answer), if a
 		 * worker takes it at once: the stream is not held while it waits.
 		 */
-		if (j->q.op == OP_READ_FILE && s->fs_workq && cd_workq_can_start(s->fs_workq)) {
+		if (j->q.op == CD_FS_READ_FILE && s->fs_workq && cd_workq_can_start(s->fs_workq)) {
 			j->out_fd = cd_conn_out_lend(c, &j->out_before);
 		}
 		fq->running = true;
@@ -1908,7 +1008,7 @@ static void enqueue(struct cd_conn *c, struct fs_job *j)
 }
 
 /* Queue a decoded request (takes q and b); performed now when nothing is before it. */
-static void submit(struct cd_conn *c, const char *id, struct fs_req *q, struct cd_cli_bound *b,
+static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q, struct cd_cli_bound *b,
 		   const struct cd_linux_plan *lp, const char *hid, size_t hid_len)
 {
 	struct fs_job *j = job_new(c, id);
@@ -1917,6 +1017,7 @@ static void submit(struct cd_conn *c, const char *id, struct fs_req *q, struct c
 	j->b = *b;
 	memset(b, 0, sizeof(*b));
 	j->lp = lp;
+	j->helper = &c->server->fs_helper;
 	j->offload = lp || !cheap_op(j->q.op);
 	if (hid) {
 		memcpy(j->hid, hid, hid_len);
@@ -1987,9 +1088,9 @@ void cd_fs_server_stop(struct cd_server *s)
 /* ---- handlers ---------------------------------------------------------- */
 
 static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *params,
-		      enum fs_op op)
+		      enum cd_fs_op op)
 {
-	struct fs_req q = { .op = op };
+	struct cd_fs_req q = { .op = op };
 	struct cd_cli_bound b;
 	const struct cd_linux_plan *lp = NULL;
 	char *err = NULL;
@@ -1999,14 +1100,14 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 	if (cd_param_object(params, "params", &err) < 0)
 		goto invalid;
 	switch (op) {
-	case OP_COPY:
+	case CD_FS_COPY:
 		if (get_path(params, "sourcePath", &q.path, &err) < 0 ||
 		    get_path(params, "destinationPath", &q.dest, &err) < 0 ||
 		    cd_param_bool(params, "recursive", "recursive", true, false, &q.recursive,
 				  &err) < 0)
 			goto invalid;
 		break;
-	case OP_WRITE_FILE:
+	case CD_FS_WRITE_FILE:
 		if (get_path(params, "path", &q.path, &err) < 0 ||
 		    cd_param_string(params, "dataBase64", "dataBase64", true, false, &v, &err) < 0)
 			goto invalid;
@@ -2017,20 +1118,20 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 			goto out;
 		}
 		break;
-	case OP_MKDIR:
+	case CD_FS_MKDIR:
 		if (get_path(params, "path", &q.path, &err) < 0 ||
 		    cd_param_bool(params, "recursive", "recursive", false, true, &q.recursive,
 				  &err) < 0)
 			goto invalid;
 		break;
-	case OP_REMOVE:
+	case CD_FS_REMOVE:
 		if (get_path(params, "path", &q.path, &err) < 0 ||
 		    cd_param_bool(params, "recursive", "recursive", false, true, &q.recursive,
 				  &err) < 0 ||
 		    cd_param_bool(params, "force", "force", false, true, &q.force, &err) < 0)
 			goto invalid;
 		break;
-	case OP_WALK: {
+	case CD_FS_WALK: {
 		if (get_path(params, "path", &q.path, &err) < 0)
 			goto invalid;
 		const struct cd_json *o = cd_json_get(params, "options");
@@ -2054,8 +1155,9 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 				      "filesystem walk limits must be greater than zero");
 			goto out;
 		}
-		if (q.walk.max_depth > WALK_MAX_DEPTH || q.walk.max_dirs > WALK_MAX_DIRS ||
-		    q.walk.max_entries > WALK_MAX_ENTRIES) {
+		if (q.walk.max_depth > CD_FS_WALK_MAX_DEPTH ||
+		    q.walk.max_dirs > CD_FS_WALK_MAX_DIRS ||
+		    q.walk.max_entries > CD_FS_WALK_MAX_ENTRIES) {
 			cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
 				      "filesystem walk limits exceed maximums: depth=64, "
 				      "directories=10000, entries=50000");
@@ -2063,14 +1165,16 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		}
 		break;
 	}
-	case OP_READ_FILE:
-	case OP_OPEN:
-	case OP_METADATA:
-	case OP_CANONICALIZE:
-	case OP_READ_DIR:
+	case CD_FS_READ_FILE:
+	case CD_FS_OPEN:
+	case CD_FS_METADATA:
+	case CD_FS_CANONICALIZE:
+	case CD_FS_READ_DIR:
 		if (get_path(params, "path", &q.path, &err) < 0)
 			goto invalid;
 		break;
+	case CD_FS_OP_COUNT:
+		abort();
 	}
 	if (bind_sandbox(c, id, params, &b, &lp) < 0)
 		goto out;
@@ -2089,15 +1193,15 @@ out:
 		fs_method(c, id, params, op);                                      \
 	}
 
-FS_HANDLER(cd_fs_read_file, OP_READ_FILE)
-FS_HANDLER(cd_fs_write_file, OP_WRITE_FILE)
-FS_HANDLER(cd_fs_create_directory, OP_MKDIR)
-FS_HANDLER(cd_fs_get_metadata, OP_METADATA)
-FS_HANDLER(cd_fs_canonicalize, OP_CANONICALIZE)
-FS_HANDLER(cd_fs_read_directory, OP_READ_DIR)
-FS_HANDLER(cd_fs_walk, OP_WALK)
-FS_HANDLER(cd_fs_remove, OP_REMOVE)
-FS_HANDLER(cd_fs_copy, OP_COPY)
+FS_HANDLER(cd_fs_read_file, CD_FS_READ_FILE)
+FS_HANDLER(cd_fs_write_file, CD_FS_WRITE_FILE)
+FS_HANDLER(cd_fs_create_directory, CD_FS_MKDIR)
+FS_HANDLER(cd_fs_get_metadata, CD_FS_METADATA)
+FS_HANDLER(cd_fs_canonicalize, CD_FS_CANONICALIZE)
+FS_HANDLER(cd_fs_read_directory, CD_FS_READ_DIR)
+FS_HANDLER(cd_fs_walk, CD_FS_WALK)
+FS_HANDLER(cd_fs_remove, CD_FS_REMOVE)
+FS_HANDLER(cd_fs_copy, CD_FS_COPY)
 
 /* ---- streaming reads ---------------------------------------------------- */
 
@@ -2181,7 +1285,7 @@ static void open_finish(struct cd_conn *c, const char *id, const char *hid, size
 
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
-	struct fs_req q = { .op = OP_OPEN };
+	struct cd_fs_req q = { .op = CD_FS_OPEN };
 	struct cd_cli_bound b;
 	const struct cd_linux_plan *lp = NULL;
 	const struct cd_json *hid;
@@ -2281,8 +1385,9 @@ static void readahead_start(struct cd_conn *c, const struct cd_fs_handle *h, uin
 	 * is read ahead, so that any later write shows in mtime or ctime.
 	 */
 	struct timespec now;
-	if (clock_gettime(CLOCK_REALTIME, &now) < 0 || ms_of(&now) - ms_of(&ra->st.st_mtim) < 50 ||
-	    ms_of(&now) - ms_of(&ra->st.st_ctim) < 50)
+	if (clock_gettime(CLOCK_REALTIME, &now) < 0 ||
+	    cd_fs_ms_of(&now) - cd_fs_ms_of(&ra->st.st_mtim) < 50 ||
+	    cd_fs_ms_of(&now) - cd_fs_ms_of(&ra->st.st_ctim) < 50)
 		return;
 	memcpy(ra->id, h->id, h->id_len);
 	ra->id_len = h->id_len;
@@ -2370,7 +1475,7 @@ void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *p
 		cd_strbuf_append(&sb, "unknown file handle `");
 		append_handle_id(&sb, hid->u.str.s, hid->u.str.len);
 		cd_strbuf_append(&sb, "`");
-		cd_conn_error(c, id, RPC_NOT_FOUND, sb.buf);
+		cd_conn_error(c, id, CD_RPC_NOT_FOUND, sb.buf);
 		cd_strbuf_done(&sb);
 		return;
 	}
@@ -2394,8 +1499,8 @@ void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *p
 		ssize_t n = pread_full(h->fd, spare_block, len, off);
 		if (n < 0) {
 			/* A read error closes the handle. */
-			struct fs_res r = { .fd = -1 };
-			res_errno(&r, (int)-n);
+			struct cd_fs_res r = { .fd = -1 };
+			cd_fs_res_errno(&r, (int)-n);
 			drop_handle(c, h);
 			reply_res(c, id, &r);
 			cd_strbuf_done(&r.out);
@@ -2436,7 +1541,7 @@ void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params
 static bool open_pending(struct cd_conn *c, const char *hid, size_t len)
 {
 	for (struct fs_job *j = c->fs_queue ? c->fs_queue->head : NULL; j; j = j->next)
-		if (!j->method && j->q.op == OP_OPEN && j->hid_len == len &&
+		if (!j->method && j->q.op == CD_FS_OPEN && j->hid_len == len &&
 		    !memcmp(j->hid, hid, len))
 			return true;
 	return false;

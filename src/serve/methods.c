@@ -315,6 +315,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 		.tty = tty,
 		.pipe_stdin = pipe_stdin && !tty,
 		.lp = sandbox ? b.lp : NULL,
+		.init = &s->init,
 	};
 	int code = 0;
 	struct cd_pentry *e = cd_session_start(se, pid->u.str.s, pid->u.str.len, &po, &code, &err);

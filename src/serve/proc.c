@@ -654,6 +654,7 @@ int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct 
 		.stdout_fd = out_c,
 		.stderr_fd = err_c,
 		.lp = o->lp,
+		.init = o->init,
 		.kill_tree = false,
 		.tty = o->tty,
 	};

@@ -75,6 +75,8 @@ struct cd_proc_opts {
 	bool tty;
 	bool pipe_stdin;
 	const struct cd_linux_plan *lp; /* NULL: unsandboxed; borrowed only during start */
+	/* The init of a sandbox's pid namespace (cd_spawn_opts.init); borrowed. */
+	const struct cd_program *init;
 };
 
 /*

@@ -15,6 +15,7 @@
 
 #include "core/pathuri.h"
 #include "sandbox/backend.h"
+#include "serve/fs-ops.h"
 #include "serve/fs.h"
 #include "serve/server.h"
 #include "shared/log.h"
@@ -490,17 +491,6 @@ bool cd_pending_try_complete(struct cd_conn *c, bool deadline)
 
 /* ---- environment info ---- */
 
-void cd_json_write_path_uri(struct cd_strbuf *sb, const char *path)
-{
-	if (!path || path[0] != '/') {
-		cd_strbuf_append(sb, "null");
-		return;
-	}
-	char *uri = cd_pathuri_format_posix(path, strlen(path));
-	cd_json_write_cstr(sb, uri);
-	free(uri);
-}
-
 /*
  * The home directory of uid from the password database, for when $HOME is
  * unset. A static glibc can only reach NSS (getpwuid) through the shared
@@ -624,9 +614,31 @@ int cd_serve(const struct cd_serve_opts *o)
 	srv.opts = *o;
 	srv.sig_fd = -1;
 	srv.listen_fd = -1;
+	srv.init.fd = -1;
+	srv.fs_helper.fd = -1;
+	/*
+	 * Every sandboxed process gets a pid namespace whose init is
+	 * cordon-init (init/init.h), and sandboxed fs requests run in
+	 * cordon-fs-helper (fs.c), both executed by descriptor: found once,
+	 * here, so that a broken installation fails now, not at each request.
+	 */
+	char *perr = NULL;
+	if (cd_program_open(CD_INIT_PROGRAM, &srv.init, &perr) < 0 ||
+	    cd_program_open(CD_FS_HELPER_PROGRAM, &srv.fs_helper, &perr) < 0) {
+		cd_log_error("serve: %s", perr);
+		free(perr);
+		cd_program_done(&srv.init);
+		return 1;
+	}
+	srv.opts.lopts.init_program = srv.init.path;
+	srv.fs_lopts = srv.opts.lopts;
+	srv.fs_lopts.init_program = NULL;
+	srv.fs_lopts.exec_program = srv.fs_helper.path;
 	srv.loop = cd_loop_new(o->loop);
 	if (!srv.loop) {
 		cd_log_error("serve: cannot create the event loop: %s", strerror(errno));
+		cd_program_done(&srv.init);
+		cd_program_done(&srv.fs_helper);
 		return 1;
 	}
 	/* Once per server: every sandboxed start reuses these facts. */
@@ -733,5 +745,7 @@ out:
 			(void)sigaction(stop_signals[i], &old_act[i], NULL);
 	free(srv.env_info);
 	cd_loop_free(srv.loop);
+	cd_program_done(&srv.init);
+	cd_program_done(&srv.fs_helper);
 	return ret;
 }

@@ -242,6 +242,11 @@ struct cd_server {
 	struct cd_watch *listen_watch;
 	char *unix_bound;	   /* the socket path we created (removed at exit) */
 	struct cd_workq *fs_workq; /* fs.c's worker threads, started on first use */
+	/* cordon-init, the init of every sandboxed process's pid namespace (opts.lopts names it). */
+	struct cd_program init;
+	/* cordon-fs-helper, which performs sandboxed fs requests (fs.c), and their plans' options. */
+	struct cd_program fs_helper;
+	struct cd_linux_opts fs_lopts;
 	bool pid_file_written;
 	int exit_code;
 };

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Finding the programs of this installation that cordon executes itself
+ * (cordon-init, cordon-fs-helper): see cd_program_open in spawn.h.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "spawn.h"
+
+/* An executable regular file at path: an O_PATH fd of it, or -errno. */
+static int open_program(const char *path)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR)) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
+}
+
+int cd_program_open(const char *name, struct cd_program *ret, char **reterr)
+{
+	char self[PATH_MAX];
+	cleanup_free char *beside = NULL;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			beside = cd_xasprintf("%s/%s", self, name);
+			int fd = open_program(beside);
+			if (fd >= 0) {
+				*ret = (struct cd_program){ .fd = fd,
+							    .path = cd_steal_pointer(&beside) };
+				return 0;
+			}
+		}
+	}
+	cleanup_free char *installed = cd_xasprintf("%s/%s", CD_PKGLIBEXECDIR, name);
+	int fd = open_program(installed);
+	if (fd >= 0) {
+		*ret = (struct cd_program){ .fd = fd, .path = cd_steal_pointer(&installed) };
+		return 0;
+	}
+	if (reterr)
+		*reterr = cd_xasprintf("cannot find %s (looked in %s%s%s): %s; it is part of "
+				       "cordon: reinstall cordon, or run the build tree's cordon "
+				       "from its own directory",
+				       name, CD_PKGLIBEXECDIR, beside ? " and beside " : "",
+				       beside ? self : "", strerror(-fd));
+	return fd;
+}
+
+void cd_program_done(struct cd_program *p)
+{
+	if (!p)
+		return;
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	free(p->path);
+	p->path = NULL;
+}
