@@ -13,8 +13,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SCRIPTS="run-workspace-write.sh run-profiles.sh refusals.sh"
 # The server's guarantees that differ without root (subreapers instead of a pid
 # namespace, a user namespace for sandboxed processes).
-PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-fs.py serve-fs-readfile.py \
-	serve-net.py"
+PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-isolation.py serve-fs.py \
+	serve-fs-readfile.py serve-net.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
@@ -106,10 +106,13 @@ trap 'chmod -R u+rwX "$BASE" "$CD_TMP" 2>/dev/null; rm -rf "$BASE" "$CD_TMP"' EX
 mkdir -p "$BASE/helpers" "$BASE/policies" "$BASE/tests/lib" "$BASE/tests/integration" \
 	"$BASE/tests/escape" "$BASE/home"
 cp "$CORDON" "$BASE/cordon"
-# The WebSocket transport's program, which cordon executes from its own directory.
-if [ -x "$(dirname "$CORDON")/cordon-ws" ]; then
-	cp "$(dirname "$CORDON")/cordon-ws" "$BASE/cordon-ws"
-fi
+# The programs cordon executes from its own directory: the WebSocket transport's,
+# the init of serve's sandboxes and its fs helper.
+for p in cordon-ws cordon-init cordon-fs-helper; do
+	if [ -x "$(dirname "$CORDON")/$p" ]; then
+		cp "$(dirname "$CORDON")/$p" "$BASE/$p"
+	fi
+done
 cp "$TRY" "$BASE/helpers/try-syscall"
 cp "$CD_BUILDDIR/tests/escape/escape-probe" "$BASE/helpers/escape-probe"
 cp "$HERE/../escape/escape.sh" "$BASE/tests/escape/"

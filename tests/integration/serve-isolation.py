@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `cordon serve`: what a sandboxed process or a sandboxed fs request can reach
+# of other processes and of the server itself.
+#
+#  - A sandboxed process/start runs in a pid namespace of its own, under
+#    cordon-init: it cannot name, let alone change, the server, another
+#    session's processes or any other host process (prlimit, renice by pid and
+#    by user, ionice, taskset), and a limit it sets on "pid 1" is its init's.
+#  - A sandboxed fs request runs in cordon-fs-helper, executed afresh: through
+#    /proc/self it finds nothing of the server (environment, command line,
+#    auxiliary vector, memory map, descriptors), and in its own pid namespace
+#    no other process.
+#
+# TAP; both event loops; run as root and (through unprivileged.sh) as an
+# ordinary user.
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import (LOOPS, Server, Tap, cordon_usable, kill_quietly,  # noqa: E402
+                       unb64, uri, workspace_write)
+
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+for tool in ("prlimit", "renice", "ionice", "taskset"):
+    if not shutil.which(tool):
+        t.skip_all("%s is not installed (util-linux)" % tool)
+
+SECRET = "cordon-isolation-%d-%s" % (os.getpid(), os.urandom(6).hex())
+PATH_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+
+
+def sandbox(ws):
+    return {"permissions": workspace_write(), "windowsSandboxLevel": "disabled",
+            "workspaceRoots": [uri(ws)], "cwd": uri(ws)}
+
+
+def limits(pid, name):
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith(name):
+                return line.split()[len(name.split()):][:2]
+    return None
+
+
+def nice(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def ionice_of(pid):
+    return subprocess.run(["ionice", "-p", str(pid)], capture_output=True, text=True).stdout
+
+
+def victim():
+    """A host process of the same user, outside every sandbox."""
+    return subprocess.Popen(["sleep", "120"], stdin=subprocess.DEVNULL)
+
+
+def pids_of(argv_marker):
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    if f.read() == argv_marker:
+                        found.append(int(d))
+            except OSError:
+                pass
+    return found
+
+
+def processes(tag, base):
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    v = victim()
+    s = Server(tag, extra_env={"CORDON_ISOLATION_SECRET": SECRET})
+    try:
+        s.handshake()
+        srv = s.server_pid
+        sb = sandbox(ws)
+        before = {"nofile": limits(srv, "Max open files"), "cpu": limits(srv, "Max cpu time"),
+                  "nice": nice(srv), "affinity": os.sched_getaffinity(srv)}
+        v_before = {"nofile": limits(v.pid, "Max open files"), "nice": nice(v.pid),
+                    "io": ionice_of(v.pid), "affinity": os.sched_getaffinity(v.pid)}
+
+        # Its own pid namespace, with cordon-init as pid 1.
+        r, out = s.run("ns", ["sh", "-c", "echo $$; tr '\\0' ' ' < /proc/1/cmdline; echo; "
+                              "ls /proc | grep -c '^[0-9]'"], cwd=ws, env=PATH_ENV, sandbox=sb)
+        lines = out.stdout.decode(errors="replace").split("\n") if out else []
+        t.ok(out and out.exit_code == 0 and lines[0] == "2" and
+             lines[1].startswith("cordon-init cordon-init/1 "),
+             "[%s] a sandboxed process is pid 2 of its own namespace, under cordon-init" % tag,
+             (r, out and (out.stdout, out.stderr)))
+        t.ok(len(lines) > 2 and lines[2].isdigit() and int(lines[2]) <= 4,
+             "[%s] and sees no process but its own sandbox's in /proc" % tag, lines)
+
+        # Another sandboxed process of the server (of this session: in another
+        # session of the same server it would be just as far).
+        marker = ("sleep\0%s\0" % ("60.%d%d" % (os.getpid(), len(tag)))).encode()
+        r2 = s.start("other", ["sleep", marker.split(b"\0")[1].decode()], cwd=ws, env=PATH_ENV,
+                      sandbox=sb)
+        other = []
+        for _ in range(500):
+            other = pids_of(marker)
+            if other:
+                break
+            s.drain(0.01)
+        t.ok("result" in r2 and len(other) == 1, "[%s] another sandboxed process runs" % tag,
+             (r2, other))
+        o_before = other and (nice(other[0]), limits(other[0], "Max open files"),
+                              ionice_of(other[0]), os.sched_getaffinity(other[0]))
+
+        # The server, by its pid.
+        # (The server's open files last: where that works, nothing starts after it.)
+        attacks = [
+            ("prlimit a host process", "prlimit --pid %d --nofile=3:" % v.pid),
+            ("renice a host process", "renice -n 19 -p %d" % v.pid),
+            ("ionice a host process", "ionice -c 3 -p %d" % v.pid),
+            ("taskset a host process", "taskset -p 1 %d" % v.pid),
+            ("prlimit the server's CPU time", "prlimit --pid %d --cpu=4321:4321" % srv),
+            ("renice the server", "renice -n 19 -p %d" % srv),
+            ("taskset the server", "taskset -p 1 %d" % srv),
+            ("prlimit the server's open files", "prlimit --pid %d --nofile=3:" % srv),
+        ]
+        for i, (desc, cmd) in enumerate(attacks):
+            r, out = s.run("a%d" % i, ["sh", "-c", cmd], cwd=ws, env=PATH_ENV, sandbox=sb)
+            t.ok(out and out.exit_code != 0, "[%s] %s fails" % (tag, desc),
+                 (r, out and (out.exit_code, out.stdout, out.stderr)))
+        # Every process it can see, and every process of its user: what it can
+        # name is its own sandbox. (Before cordon-init, pid 1 was the root
+        # server itself, and an unprivileged server's sandbox saw every host
+        # process of the user.) Values that show, without breaking anything.
+        sweep = ("for p in $(ls /proc | grep '^[0-9]*$'); do [ $p = $$ ] && continue; "
+                 "prlimit --pid $p --nofile=333: --cpu=4321:4321; renice -n 19 -p $p; "
+                 "ionice -c 3 -p $p; taskset -p 1 $p; done; renice -n 19 -u $(id -u); "
+                 "ionice -c 3 -u $(id -u); true")
+        r, out = s.run("sweep", ["sh", "-c", sweep], cwd=ws, env=PATH_ENV, sandbox=sb)
+        t.ok(out is not None, "[%s] a sweep over every visible pid and the user ran" % tag, r)
+        after = {"nofile": limits(srv, "Max open files"), "cpu": limits(srv, "Max cpu time"),
+                 "nice": nice(srv), "affinity": os.sched_getaffinity(srv)}
+        t.eq(after, before, "[%s] the server's limits, priority and CPUs are unchanged" % tag)
+        v_after = {"nofile": limits(v.pid, "Max open files"), "nice": nice(v.pid),
+                   "io": ionice_of(v.pid), "affinity": os.sched_getaffinity(v.pid)}
+        t.eq(v_after, v_before,
+             "[%s] the host process's limits, priority, I/O class and CPUs are unchanged" % tag)
+        if other:
+            r, out = s.run("cross", ["sh", "-c", "renice -n 19 -p %d || prlimit --pid %d "
+                                     "--nofile=3: || exit 0; exit 1" % (other[0], other[0])],
+                           cwd=ws, env=PATH_ENV, sandbox=sb)
+            t.ok(out and out.exit_code == 0, "[%s] another sandboxed process cannot be named "
+                 "by its pid" % tag, (r, out and (out.exit_code, out.stderr)))
+            o_after = (nice(other[0]), limits(other[0], "Max open files"), ionice_of(other[0]),
+                       os.sched_getaffinity(other[0]))
+            t.eq(o_after, o_before, "[%s] another sandboxed process is unchanged" % tag)
+
+        # Still serving.
+        r, out = s.run("after", ["echo", "still here"], cwd=ws, env=PATH_ENV, sandbox=sb)
+        t.ok(out and out.stdout == b"still here\n", "[%s] later sandboxed starts work" % tag,
+             (r, out and out.stderr))
+    finally:
+        s.stop()
+        kill_quietly(v.pid)
+        v.wait()
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def fs_helper(tag, base):
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    s = Server(tag, extra_env={"CORDON_ISOLATION_SECRET": SECRET})
+    try:
+        s.handshake()
+        srv = s.server_pid
+        sb = sandbox(ws)
+        with open("/proc/%d/exe" % srv, "rb"):
+            pass
+        server_exe = os.readlink("/proc/%d/exe" % srv)
+        with open("/proc/%d/auxv" % srv, "rb") as f:
+            server_auxv = f.read()
+        got = {}
+        for name in ("environ", "cmdline", "auxv", "maps", "status"):
+            dest = os.path.join(ws, "copy-" + name)
+            r = s.request("fs/copy", {"sourcePath": uri("/proc/self/" + name),
+                                      "destinationPath": uri(dest), "recursive": False,
+                                      "sandbox": sb})
+            data = None
+            if "result" in r:
+                with open(dest, "rb") as f:
+                    data = f.read()
+            got[name] = data
+            t.ok(data is not None, "[%s] fs/copy of /proc/self/%s in a sandbox works" %
+                 (tag, name), r)
+        t.ok(got["environ"] == b"", "[%s] the helper's environment is empty" % tag,
+             got["environ"])
+        everything = b"".join(v for v in got.values() if v)
+        t.ok(SECRET.encode() not in everything,
+             "[%s] nothing of the server's environment shows through /proc/self" % tag)
+        t.eq(got["cmdline"], b"cordon-fs-helper\0cordon-fs-helper/1\0",
+             "[%s] its command line is the helper's, not the server's" % tag)
+        t.ok(got["auxv"] is not None and got["auxv"] != server_auxv,
+             "[%s] its auxiliary vector is its own (a fresh exec)" % tag)
+        maps = got["maps"] or b""
+        t.ok(b"cordon-fs-helper" in maps and
+             not any(line.endswith(b" " + server_exe.encode()) for line in maps.split(b"\n")),
+             "[%s] its memory is its own: the server's program is not mapped" % tag, maps[:400])
+        status = dict(line.split(b":\t", 1) for line in (got["status"] or b"").split(b"\n")
+                      if b":\t" in line)
+        t.ok(status.get(b"Pid", b"").strip() == b"1" and status.get(b"NSpid") and
+             status.get(b"NoNewPrivs", b"").strip() == b"1",
+             "[%s] it is pid 1 of its own pid namespace, with no_new_privs" % tag, status)
+        r = s.request("fs/readDirectory", {"path": uri("/proc/self/fd"), "sandbox": sb})
+        names = sorted(e["fileName"] for e in r.get("result", {}).get("entries", []))
+        t.ok("result" in r and set(names) <= {"0", "1", "2", "3"},
+             "[%s] it holds no descriptor of the server's" % tag, r)
+        r = s.request("fs/readDirectory", {"path": uri("/proc"), "sandbox": sb})
+        pids = sorted(e["fileName"] for e in r.get("result", {}).get("entries", [])
+                      if e["fileName"].isdigit())
+        t.ok("result" in r and pids == ["1"], "[%s] it sees no other process" % tag, pids)
+        r = s.request("fs/copy", {"sourcePath": uri("/proc/%d/environ" % srv),
+                                  "destinationPath": uri(os.path.join(ws, "srv-env")),
+                                  "recursive": False, "sandbox": sb})
+        leaked = os.path.exists(os.path.join(ws, "srv-env")) and \
+            SECRET.encode() in open(os.path.join(ws, "srv-env"), "rb").read()
+        t.ok("error" in r and not leaked, "[%s] the server's /proc entry is out of reach" % tag, r)
+        r = s.request("fs/readFile", {"path": uri(os.path.join(ws, "copy-environ")),
+                                      "sandbox": sb})
+        t.ok("result" in r and unb64(r["result"]["dataBase64"]) == b"",
+             "[%s] sandboxed reads still work" % tag, r)
+    finally:
+        s.stop()
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+with tempfile.TemporaryDirectory(prefix="cordon-serve-iso-") as base:
+    base = os.path.realpath(base)
+    os.chmod(base, 0o755)
+    for loop in LOOPS:
+        t.guard("[%s] processes" % loop, processes, loop, base)
+        t.guard("[%s] fs helper" % loop, fs_helper, loop, base)
+t.done()
