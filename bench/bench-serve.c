@@ -23,7 +23,10 @@
  *     remote orchestrator uses): start -> closed latency, relay throughput,
  *     and the server's memory with 100 connected, initialized clients.
  * With CODEX_BIN set (the native codex binary), the same workloads run
- * against `$CODEX_BIN exec-server --listen stdio` (and ws://).
+ * against `$CODEX_BIN exec-server --listen stdio` (and ws://). With
+ * CORDON_BASELINE set (another build's cordon, say the last release's), its
+ * serve joins the latency round-robin (1.), so that a change's cost per
+ * start is measured in the same run.
  *
  * The WebSocket client here is the smallest that works: masked text frames
  * out (a zero mask key, which RFC 6455 allows and which costs nothing),
@@ -1013,8 +1016,11 @@ int main(int argc, char **argv)
 	double wrelay[2][RELAY_RUNS];
 	size_t n_wrelay[2] = { 0, 0 };
 	long wrss[2] = { -1, -1 };
-	struct server srv[2];
-	struct lat cfg[5];
+	struct server srv[2], baseline_srv;
+	struct lat cfg[7];
+	const char *baseline = getenv("CORDON_BASELINE");
+	char *baseline_argv[] = { NULL,	    "serve", "--listen", "stdio", "--max-processes",
+				  "100000", NULL };
 	size_t n_cfg = 0, i, k, n_srv = 0;
 	unsigned long n, round;
 	double relay[2][RELAY_RUNS], pipe_rate[RELAY_RUNS], relay_cpu[2] = { 0, 0 };
@@ -1092,6 +1098,28 @@ int main(int argc, char **argv)
 			n_srv++;
 		}
 	}
+	/* After the others: the codex figures above are read by index. */
+	if (baseline && *baseline) {
+		baseline_argv[0] = (char *)baseline;
+		if (server_spawn(&baseline_srv, "baseline cordon serve", baseline_argv) < 0 ||
+		    !handshake(&baseline_srv)) {
+			printf("baseline cordon serve (%s) does not start: not measured\n",
+			       baseline);
+			server_stop(&baseline_srv);
+			baseline = NULL;
+		} else {
+			baseline_srv.supervised = true;
+			cfg[n_cfg++] = (struct lat){ .name = "baseline cordon serve",
+						     .srv = &baseline_srv,
+						     .enabled = true };
+			cfg[n_cfg++] = (struct lat){ .name = "baseline cordon serve sandboxed",
+						     .srv = &baseline_srv,
+						     .sandboxed = true,
+						     .enabled = true };
+		}
+	} else {
+		baseline = NULL;
+	}
 	for (i = 0; i < n_cfg; i++) {
 		cfg[i].exited = calloc(n, sizeof(double));
 		cfg[i].closed = calloc(n, sizeof(double));
@@ -1108,6 +1136,8 @@ int main(int argc, char **argv)
 		for (i = 0; i < n_cfg; i++)
 			if (cfg[i].enabled && !lat_once(&cfg[i], round, round >= WARMUP))
 				cfg[i].enabled = false;
+	if (baseline)
+		server_stop(&baseline_srv);
 
 	for (i = 0; i < RELAY_RUNS; i++) {
 		double r = pipe_once();
