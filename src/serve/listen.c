@@ -515,6 +515,7 @@ void cd_listen_stop(struct cd_server *s)
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	s->listen_fd = -1;
+	cd_peer_done();
 	if (s->unix_bound) {
 		struct stat st;
 		/* Only our own socket: a later server may have replaced it already. */

@@ -17,7 +17,8 @@
 
 /*
  * The uid that owns the socket at the other end of fd, an accepted TCP
- * connection. Returns 0 with *ret_uid set, or:
+ * connection. From one thread only (the event loop's): the netlink socket
+ * is kept open between calls. Returns 0 with *ret_uid set, or:
  *   -ENOENT     no socket of this host (in our network namespace) has that
  *               4-tuple: the peer is gone already, or is not on this host
  *   -ESTALE     the socket is there but no process holds it any more (it
@@ -36,6 +37,9 @@ int cd_peer_tcp_owner(int fd, uid_t *ret_uid);
  * Returns as cd_peer_tcp_owner.
  */
 int cd_peer_tcp_listener_owner(int fd, uid_t *ret_uid);
+
+/* Close the netlink socket the lookups keep open (the next lookup opens one again). */
+void cd_peer_done(void);
 
 /* What a return of the two above means, for logs and answers. */
 const char *cd_peer_strerror(int r);
