@@ -26,7 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import CORDON, Tap, b64, cordon_usable, server_env, server_pid_of, unb64  # noqa: E402
+from rpcclient import (CORDON, Tap, b64, cordon_usable, server_env, server_pid_of,  # noqa: E402
+                       unb64)
 from netclient import HandshakeError, WsConn, http  # noqa: E402
 
 t = Tap()
@@ -60,12 +61,12 @@ class Srv:
     """A `cordon serve --listen ws://...`, run as user (a pwd entry; root only) if given."""
 
     def __init__(self, args=(), listen="ws://127.0.0.1:0", user=None, cordon=CORDON,
-                 extra_env=None):
+                 extra_env=None, wrap=()):
         self.errf = tempfile.TemporaryFile()
         kw = {}
         if user is not None:
             kw = dict(user=user.pw_uid, group=user.pw_gid, extra_groups=[])
-        self.p = subprocess.Popen([cordon, "serve", "--listen", listen] + list(args),
+        self.p = subprocess.Popen(list(wrap) + [cordon, "serve", "--listen", listen] + list(args),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=self.errf, env=server_env(extra_env=extra_env), cwd="/",
                                   start_new_session=True, **kw)
@@ -381,14 +382,45 @@ def other_admissions():
             s.stop()
 
 
-def unprivileged_server():
-    """A server run as cordon-test: root is refused like anyone else; cordon-test gets in."""
+def copied_binaries():
+    """A directory anyone can read holding cordon and cordon-ws."""
     bindir = fresh_dir()
     for name in ("cordon", "cordon-ws"):
         src = os.path.join(os.path.dirname(os.path.realpath(CORDON)), name)
         if os.path.exists(src):
             shutil.copy(src, os.path.join(bindir, name))
             os.chmod(os.path.join(bindir, name), 0o755)
+    return bindir
+
+
+def userns_server():
+    """A server in a user namespace of its own sees outsiders as the overflow uid: refused."""
+    wrap = ["unshare", "--user", "--map-root-user"]
+    probe = subprocess.run(wrap + ["true"], user=OTHER.pw_uid, group=OTHER.pw_gid,
+                           extra_groups=[], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL) if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0:
+        t.skip("user namespace: an unmapped owner is refused", "no unshare --user here")
+        return
+    bindir = copied_binaries()
+    s = Srv(user=OTHER, cordon=os.path.join(bindir, "cordon"), wrap=wrap,
+            args=["--pid-namespace=never"])
+    try:
+        res = attempt(s.host, s.port, "/nonexistent/m")
+        t.ok(res.get("status") == 403 and "not mapped in the server's user namespace" in
+             res.get("body", ""),
+             "user namespace: root, unmapped there, reads as the overflow uid: refused", res)
+        res = as_user(OTHER, attempt, s.host, s.port, "/nonexistent/m")
+        t.ok(res.get("status") == 101 and res.get("out") == "0\n",
+             "user namespace: the user mapped to its root gets in", res)
+    finally:
+        s.stop()
+        shutil.rmtree(bindir, ignore_errors=True)
+
+
+def unprivileged_server():
+    """A server run as cordon-test: root is refused like anyone else; cordon-test gets in."""
+    bindir = copied_binaries()
     d = fresh_dir(0o777)
     s = Srv(user=OTHER, cordon=os.path.join(bindir, "cordon"))
     try:
@@ -506,9 +538,11 @@ if ROOT and OTHER is not None:
     t.guard("crowding", crowding)
     t.guard("other admissions", other_admissions)
     t.guard("unprivileged server", unprivileged_server)
+    t.guard("user namespace", userns_server)
 else:
     t.skip("another user on a root server's loopback listener is refused", NO_OTHER)
     t.skip("tokens, --allow-local-users and --allow-local-group admit another user", NO_OTHER)
     t.skip("a root client of an unprivileged server is refused", NO_OTHER)
     t.skip("another user's idle handshakes cannot push out ours", NO_OTHER)
+    t.skip("user namespace: an unmapped owner is refused", NO_OTHER)
 t.done()
