@@ -696,6 +696,11 @@ int cd_cmd_serve(int argc, char **argv)
 			    "commands as uid %u",
 			    (unsigned)geteuid());
 	}
+	if (o.allow_local_users)
+		cd_log_warn(
+			"serve: --allow-local-users: every user of this host can run commands as "
+			"uid %u",
+			(unsigned)geteuid());
 	if (o.listen == CD_LISTEN_WS && o.auth_token && o.insecure_no_auth) {
 		cd_cli_usage_error(a.cmd, "--insecure-no-auth and --auth-token-file contradict "
 					  "each other");

@@ -334,7 +334,8 @@ def other_admissions():
         s.stop()
         shutil.rmtree(d, ignore_errors=True)
 
-    admitted_by(["--allow-local-users"], "--allow-local-users", "(every local user admitted)")
+    admitted_by(["--allow-local-users"], "--allow-local-users",
+                "--allow-local-users: every user of this host can run commands as uid 0")
     gname = grp.getgrgid(OTHER.pw_gid).gr_name
     admitted_by(["--allow-local-group", gname], "--allow-local-group " + gname,
                     "(our uid and --allow-local-group only)")
