@@ -35,6 +35,8 @@ enum {
 	OPT_STALL_TIMEOUT,
 	OPT_UNIX_GROUP,
 	OPT_PID_FILE,
+	OPT_ALLOW_LOCAL_USERS,
+	OPT_ALLOW_LOCAL_GROUP,
 };
 
 static const struct cd_cli_opt serve_opts[] = {
@@ -54,6 +56,8 @@ static const struct cd_cli_opt serve_opts[] = {
 	{ "stall-timeout", 0, true, OPT_STALL_TIMEOUT },
 	{ "unix-group", 0, true, OPT_UNIX_GROUP },
 	{ "pid-file", 0, true, OPT_PID_FILE },
+	{ "allow-local-users", 0, false, OPT_ALLOW_LOCAL_USERS },
+	{ "allow-local-group", 0, true, OPT_ALLOW_LOCAL_GROUP },
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED },
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI },
 	{ NULL, 0, false, 0 },
@@ -65,6 +69,7 @@ static void serve_help(void)
 	       "                    [--loop epoll|poll] [--max-processes N]\n"
 	       "                    [--pid-namespace=auto|always|never]\n"
 	       "                    [--auth-token-file FILE] [--insecure-no-auth]\n"
+	       "                    [--allow-local-users] [--allow-local-group GROUP]\n"
 	       "                    [--unix-group GROUP] [--max-connections N]\n"
 	       "                    [--max-sessions N] [--max-queued-bytes SIZE]\n"
 	       "                    [--session-ttl TIME] [--ping-interval TIME]\n"
@@ -90,7 +95,11 @@ static void serve_help(void)
 	       "                  over the limit) kills every process and exits 0\n"
 	       "  ws://IP:PORT    WebSocket, one message per frame; port 0 picks one, and\n"
 	       "                  the bound URL is the first line on stdout; GET /readyz is\n"
-	       "                  200; a request with an Origin header is refused (403)\n"
+	       "                  200; a request with an Origin header is refused (403).\n"
+	       "                  On a loopback address without a token, the kernel is\n"
+	       "                  asked who owns each client's socket (sock_diag): only\n"
+	       "                  our uid (or --allow-local-group) gets in, others and\n"
+	       "                  owners that cannot be told are refused (403)\n"
 	       "  unix:PATH       a unix socket (mode 0600 in a directory of ours), one\n"
 	       "                  message per line; peers must have our uid (or the group)\n"
 	       "On ws and unix many clients share one server: when a connection drops its\n"
@@ -107,6 +116,10 @@ static void serve_help(void)
 	       "                          upgrade (401 otherwise); TOKEN is the file's first\n"
 	       "                          line. Required for an address that is not loopback\n"
 	       "  --insecure-no-auth      ws: allow a non-loopback address without a token\n"
+	       "  --allow-local-users     ws on loopback: admit every user of this host, not\n"
+	       "                          only our uid\n"
+	       "  --allow-local-group GROUP  ws on loopback: admit the members of GROUP too\n"
+	       "                          (by the user and group databases)\n"
 	       "  --unix-group GROUP      unix: the socket is mode 0660 and group GROUP, and\n"
 	       "                          its members may connect too\n"
 	       "  --max-connections N     connections at once (default %u); more are refused\n"
@@ -269,6 +282,71 @@ static bool is_loopback(const struct sockaddr_storage *ss)
 	return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
 }
 
+/* --OPT GROUP: a name, or else a number; 0, or -1 with the error printed. */
+static int resolve_group(const char *cmd, const char *opt, const char *name, gid_t *ret)
+{
+	uint64_t gid;
+	int found = find_group(name, ret);
+
+	if (found < 0) {
+		fprintf(stderr, "cordon: serve: --%s: cannot read the groups: %s\n", opt,
+			strerror(-found));
+		return -1;
+	}
+	if (found > 0)
+		return 0;
+	if (cd_parse_u64(name, &gid) == 0 && gid < UINT32_MAX) {
+		*ret = (gid_t)gid;
+		return 0;
+	}
+	cd_cli_usage_error(cmd, "--%s: no group '%s'", opt, name);
+	return -1;
+}
+
+/*
+ * Who may connect to a ws:// listener on a loopback address. Anyone on
+ * this host can reach it, and loopback is no boundary between users, so
+ * without a token only our uid gets in (o->check_peer_owner: the kernel
+ * names each peer's owner), unless --allow-local-users or
+ * --allow-local-group widen it. With a token, the token is the rule for
+ * everyone (our own uid too: a token is what a root server's sandboxed
+ * processes, root like it, cannot read), and these options would add
+ * nothing; elsewhere than loopback the token (or --insecure-no-auth) is.
+ * -1 after a usage error.
+ */
+static int check_local_options(const char *cmd, struct cd_serve_opts *o, const char *token_file,
+			       const char *local_group)
+{
+	const char *opt = local_group ? "--allow-local-group" : "--allow-local-users";
+	bool loopback = o->listen == CD_LISTEN_WS && is_loopback(&o->ws_addr);
+
+	if (o->allow_local_users && local_group) {
+		cd_cli_usage_error(cmd, "--allow-local-users admits every local user already: "
+					"--allow-local-group would add nothing");
+		return -1;
+	}
+	if ((o->allow_local_users || local_group) && !loopback) {
+		cd_cli_usage_error(cmd, "%s is for --listen ws:// on a loopback address", opt);
+		return -1;
+	}
+	if ((o->allow_local_users || local_group) && token_file) {
+		cd_cli_usage_error(cmd,
+				   "%s and --auth-token-file contradict each other (with a token, "
+				   "every client needs it)",
+				   opt);
+		return -1;
+	}
+	if (loopback && o->insecure_no_auth && !token_file) {
+		cd_cli_usage_error(cmd,
+				   "--insecure-no-auth is for an address that is not loopback; "
+				   "on loopback, other local users are admitted by "
+				   "--allow-local-users or --allow-local-group");
+		return -1;
+	}
+	o->check_peer_owner = loopback && !token_file && !o->allow_local_users;
+	return 0;
+}
+
 /* N, Ns or Nms: milliseconds in (0, 1 day]. */
 static int parse_duration_ms(const char *s, unsigned *ret)
 {
@@ -405,7 +483,7 @@ int cd_cmd_serve(int argc, char **argv)
 	struct cd_serve_opts o = {
 		.loop = CD_LOOP_EPOLL,
 	};
-	const char *loop_arg = NULL, *arg, *token_file = NULL, *group = NULL;
+	const char *loop_arg = NULL, *arg, *token_file = NULL, *group = NULL, *local_group = NULL;
 	enum cd_pidns_mode pidns = CD_PIDNS_AUTO;
 	int ret = CD_EXIT_USAGE;
 	bool verbose = false;
@@ -464,6 +542,12 @@ int cd_cmd_serve(int argc, char **argv)
 			break;
 		case OPT_PID_FILE:
 			o.pid_file = arg;
+			break;
+		case OPT_ALLOW_LOCAL_USERS:
+			o.allow_local_users = true;
+			break;
+		case OPT_ALLOW_LOCAL_GROUP:
+			local_group = arg;
 			break;
 		case OPT_MAX_CONNECTIONS:
 		case OPT_MAX_SESSIONS: {
@@ -579,21 +663,17 @@ int cd_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	if (group) {
-		uint64_t gid;
-		int found = find_group(group, &o.unix_group);
-		if (found < 0) {
-			fprintf(stderr, "cordon: serve: --unix-group: cannot read the groups: %s\n",
-				strerror(-found));
+		if (resolve_group(a.cmd, "unix-group", group, &o.unix_group) < 0)
 			goto out;
-		} else if (found > 0) {
-			/* o.unix_group set */
-		} else if (cd_parse_u64(group, &gid) == 0 && gid < UINT32_MAX) {
-			o.unix_group = (gid_t)gid;
-		} else {
-			cd_cli_usage_error(a.cmd, "--unix-group: no group '%s'", group);
-			goto out;
-		}
 		o.unix_group_set = true;
+	}
+	if (check_local_options(a.cmd, &o, token_file, local_group) < 0)
+		goto out;
+	if (local_group) {
+		if (resolve_group(a.cmd, "allow-local-group", local_group, &o.allow_local_group) <
+		    0)
+			goto out;
+		o.allow_local_group_set = true;
 	}
 	if (token_file && read_token_file(token_file, &o) < 0)
 		goto out;
@@ -616,6 +696,11 @@ int cd_cmd_serve(int argc, char **argv)
 			    "commands as uid %u",
 			    (unsigned)geteuid());
 	}
+	if (o.allow_local_users)
+		cd_log_warn(
+			"serve: --allow-local-users: every user of this host can run commands as "
+			"uid %u",
+			(unsigned)geteuid());
 	if (o.listen == CD_LISTEN_WS && o.auth_token && o.insecure_no_auth) {
 		cd_cli_usage_error(a.cmd, "--insecure-no-auth and --auth-token-file contradict "
 					  "each other");

@@ -126,6 +126,7 @@ SERVE_TESTS = \
 	tests/integration/serve-fs-async.py \
 	tests/integration/serve-fs-readfile.py \
 	tests/integration/serve-net.py \
+	tests/integration/serve-loopback.py \
 	tests/integration/serve-lifecycle.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)

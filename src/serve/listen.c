@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "serve/peer.h"
 #include "serve/server.h"
 #include "shared/log.h"
 
@@ -24,7 +25,13 @@
  * The listeners of `cordon serve --listen ws://IP:PORT | unix:PATH`.
  *
  * ws: a TCP socket; the bound URL (port 0 picks one) is the first line on
- * stdout, which is how harnesses find the server (reference 1.2).
+ * stdout, which is how harnesses find the server (reference 1.2). On a
+ * loopback address without a token every local user could connect, and
+ * loopback is no boundary between users: there the owner of each peer's
+ * socket is looked up as soon as it is accepted (peer.c), and a peer that
+ * is not our uid (nor admitted by --allow-local-group) or whose owner
+ * cannot be told is answered 403 when its request comes (ws.c), whatever
+ * it asked but /readyz. --allow-local-users skips the lookup.
  *
  * unix: the socket is created mode 0600 (0660 with --unix-group) in a
  * directory that belongs to us and that nobody else can write to, so that
@@ -89,6 +96,47 @@ static bool unix_peer_allowed(struct cd_server *s, int fd, char *peer, size_t si
 	return s->opts.unix_group_set && in_group(fd, s->opts.unix_group, cr.gid);
 }
 
+/*
+ * Whether the owner of a loopback TCP peer may talk to us (r: what
+ * cd_peer_tcp_owner returned); if not, why, into refused (empty: it may),
+ * for the 403 its request gets (ws.c). Our uid is admitted (the unix
+ * socket's SO_PEERCRED rule), and so are the members of
+ * --allow-local-group. Root is not special: it can become our user anyway,
+ * but a root-owned service steered into connecting here must not run
+ * commands as us.
+ */
+static void judge_owner(struct cd_server *s, int r, uid_t uid, char *refused, size_t size)
+{
+	refused[0] = '\0';
+	if (r < 0) {
+		snprintf(refused, size,
+			 "the owner of the connecting socket cannot be determined: %s",
+			 cd_peer_strerror(r));
+		return;
+	}
+	if (uid == geteuid())
+		return;
+	if (s->opts.allow_local_group_set) {
+		int g = cd_peer_uid_in_group(uid, s->opts.allow_local_group);
+		if (g > 0)
+			return;
+		if (g < 0)
+			snprintf(refused, size,
+				 "cannot tell whether uid %u is in --allow-local-group: %s",
+				 (unsigned)uid, strerror(-g));
+		else
+			snprintf(refused, size,
+				 "uid %u is neither the server's uid (%u) nor in its "
+				 "--allow-local-group",
+				 (unsigned)uid, (unsigned)geteuid());
+		return;
+	}
+	snprintf(refused, size,
+		 "uid %u is not the server's uid (%u): on loopback only the server's own user is "
+		 "admitted (see --allow-local-users, --allow-local-group)",
+		 (unsigned)uid, (unsigned)geteuid());
+}
+
 static void refuse_busy(struct cd_server *s, int fd)
 {
 	/* ws: a plain HTTP answer that a client library can show; unix: just the close. */
@@ -120,27 +168,36 @@ unsigned cd_listen_established(const struct cd_server *s)
  * Connections still in their HTTP handshake do not count against
  * --max-connections (who never authenticates must not take the slots of
  * those who do); at most MAX_HANDSHAKES of them wait at once, and a new
- * one pushes out the one that has waited longest.
+ * one pushes out the one that has waited longest. A peer already known to
+ * be refused (its owner, listen_ws) pushes out only its like: the oldest
+ * refused one, or else itself; so other local users cannot crowd out the
+ * handshakes of the server's own user. False: drop the newcomer.
  */
 #define MAX_HANDSHAKES 64
 
-static void limit_handshakes(struct cd_server *s)
+static bool limit_handshakes(struct cd_server *s, bool newcomer_refused)
 {
-	struct cd_conn *oldest = NULL;
+	struct cd_conn *oldest = NULL, *oldest_refused = NULL;
 	unsigned n = 0;
 
 	for (struct cd_conn *c = s->conns; c; c = c->next) {
 		if (!c->freed && handshaking(c)) {
 			n++;
 			oldest = c; /* the list is newest first */
+			if (c->refused[0])
+				oldest_refused = c;
 		}
 	}
-	if (n >= MAX_HANDSHAKES && oldest) {
-		cd_log_debug("serve: connection %lu (%s): %u handshakes waiting: dropping the "
-			     "oldest",
-			     oldest->serial, oldest->peer, n);
-		cd_conn_close(oldest, "handshake pushed out");
-	}
+	if (n < MAX_HANDSHAKES || !oldest)
+		return true;
+	if (oldest_refused)
+		oldest = oldest_refused;
+	else if (newcomer_refused)
+		return false;
+	cd_log_debug("serve: connection %lu (%s): %u handshakes waiting: dropping the oldest%s",
+		     oldest->serial, oldest->peer, n, oldest_refused ? " refused one" : "");
+	cd_conn_close(oldest, "handshake pushed out");
+	return true;
 }
 
 static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
@@ -178,8 +235,20 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 			close(fd);
 			continue;
 		}
-		if (s->opts.listen == CD_LISTEN_WS)
-			limit_handshakes(s);
+		/* At once: the longer we wait, the likelier the peer is gone (then: refused). */
+		char refused[sizeof(((struct cd_conn *)NULL)->refused)] = "";
+		uid_t owner = 0;
+		int owner_r = 1;
+		if (s->opts.listen == CD_LISTEN_WS && s->opts.check_peer_owner) {
+			owner_r = cd_peer_tcp_owner(fd, &owner);
+			judge_owner(s, owner_r, owner, refused, sizeof(refused));
+		}
+		if (s->opts.listen == CD_LISTEN_WS && !limit_handshakes(s, refused[0] != '\0')) {
+			cd_log_debug("serve: dropping a refused connection: %u handshakes waiting",
+				     MAX_HANDSHAKES);
+			close(fd);
+			continue;
+		}
 		int out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		if (out < 0) {
 			cd_log_warn("serve: refusing a connection: %s", strerror(errno));
@@ -197,6 +266,11 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 			format_addr(&ss, c->peer, sizeof(c->peer));
 		else
 			snprintf(c->peer, sizeof(c->peer), "%s", peer);
+		if (owner_r == 0) {
+			size_t n = strlen(c->peer);
+			snprintf(c->peer + n, sizeof(c->peer) - n, " uid %u", (unsigned)owner);
+		}
+		memcpy(c->refused, refused, sizeof(refused));
 		cd_log_debug("serve: connection %lu from %s", c->serial, c->peer);
 	}
 }
@@ -247,6 +321,35 @@ static int write_pid_file(struct cd_server *s)
 	return 0;
 }
 
+/*
+ * Fail closed before serving: if the kernel cannot name the owner of our
+ * own listening socket, it will not name a peer's either, and every client
+ * would be refused; say what is missing instead.
+ */
+static int check_owner_lookup(int fd, const char *where)
+{
+	uid_t uid;
+	int r = cd_peer_tcp_listener_owner(fd, &uid);
+
+	if (r == 0 && uid == geteuid())
+		return 0;
+	if (r == 0 || r == -EOVERFLOW)
+		cd_log_error("serve: ws://%s: the kernel reports the listening socket as uid %u's, "
+			     "not ours (uid %u): peers' owners cannot be told apart in this user "
+			     "namespace. Pass --auth-token-file FILE",
+			     where, r == 0 ? (unsigned)uid : (unsigned)geteuid(),
+			     (unsigned)geteuid());
+	else
+		cd_log_error("serve: ws://%s: cannot tell which user a loopback client is: the "
+			     "kernel's socket diagnostics (NETLINK_SOCK_DIAG) answered: %s. Hint: "
+			     "the kernel needs CONFIG_INET_DIAG and the tcp_diag module, and a "
+			     "systemd unit's RestrictAddressFamilies= must allow AF_NETLINK; or "
+			     "pass --auth-token-file FILE (or --allow-local-users to admit every "
+			     "local user)",
+			     where, cd_peer_strerror(r));
+	return -1;
+}
+
 static int listen_ws(struct cd_server *s)
 {
 	const struct sockaddr_storage *ss = &s->opts.ws_addr;
@@ -272,12 +375,21 @@ static int listen_ws(struct cd_server *s)
 	if (getsockname(fd, (struct sockaddr *)&b, &bl) < 0)
 		b.ss_family = AF_UNSPEC;
 	format_addr(&b, where, sizeof(where));
+	if (s->opts.check_peer_owner && check_owner_lookup(fd, where) < 0) {
+		close(fd);
+		return -1;
+	}
 	s->listen_fd = fd;
 	/* The harness reads this first line of stdout (reference 1.2). */
 	printf("ws://%s\n", where);
 	fflush(stdout);
-	cd_log_info("serve: listening on ws://%s%s", where,
-		    s->opts.auth_token ? " (bearer token required)" : "");
+	const char *who = s->opts.auth_token	      ? " (bearer token required)"
+			  : s->opts.allow_local_users ? " (every local user admitted)"
+			  : s->opts.allow_local_group_set
+				  ? " (our uid and --allow-local-group only)"
+			  : s->opts.check_peer_owner ? " (our uid only)"
+						     : "";
+	cd_log_info("serve: listening on ws://%s%s", where, who);
 	return 0;
 }
 
@@ -403,6 +515,7 @@ void cd_listen_stop(struct cd_server *s)
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	s->listen_fd = -1;
+	cd_peer_done();
 	if (s->unix_bound) {
 		struct stat st;
 		/* Only our own socket: a later server may have replaced it already. */

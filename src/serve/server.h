@@ -13,6 +13,7 @@
  *              polls, retention)
  *   listen.c   the listeners: TCP for ws://, the unix socket, accepting,
  *              peer credentials, the pid file
+ *   peer.c     the owner of a loopback TCP peer (inet_diag)
  *   conn.c     a connection: inbound messages (lines, or frames from ws.c),
  *              the outbound queue and its back-pressure, the JSON writers
  *              for replies and notifications
@@ -88,6 +89,15 @@ struct cd_serve_opts {
 	char *auth_token; /* ws: the bearer token (NULL: none) */
 	size_t auth_token_len;
 	bool insecure_no_auth;
+	/*
+	 * ws on a loopback address without a token: admit only peers whose
+	 * socket is owned by our uid (peer.c), or by a member of
+	 * allow_local_group; allow_local_users admits every local user.
+	 */
+	bool check_peer_owner;
+	bool allow_local_users;
+	bool allow_local_group_set;
+	gid_t allow_local_group;
 	unsigned max_connections;
 	unsigned max_sessions;
 	size_t max_queued_bytes; /* per connection */
@@ -183,6 +193,7 @@ struct cd_conn {
 	enum cd_conn_kind kind;
 	unsigned long serial;	    /* "connection N" in logs */
 	char peer[80];		    /* who it is, for logs */
+	char refused[192];	    /* ws: why its peer is not admitted (403), or empty */
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */

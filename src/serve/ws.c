@@ -22,7 +22,8 @@
  * the answer: `GET /readyz` is 200, a request with an Origin header is 403
  * (browsers), `/` is the upgrade, anything else 404; the answer to anything
  * but an upgrade closes the connection. With --auth-token-file the upgrade
- * needs "Authorization: Bearer TOKEN" (401 otherwise). Statuses and texts
+ * needs "Authorization: Bearer TOKEN" (401 otherwise); on loopback without
+ * one, a peer whose owner listen.c did not admit gets 403. Statuses and texts
  * follow the released Codex binary (axum) where it has them.
  *
  * After the upgrade wslay does the framing: fragmented messages are
@@ -255,6 +256,13 @@ static void handle_request(struct cd_conn *c)
 		cd_log_warn("serve: connection %lu (%s): refused: %s bearer token", c->serial,
 			    c->peer, r.auth ? "wrong" : "no");
 		http_reply(c, "401 Unauthorized", "www-authenticate: Bearer\r\n", NULL);
+		return;
+	}
+	/* Loopback without a token: the peer's owner, judged at accept (listen.c). */
+	if (c->refused[0]) {
+		cd_log_warn("serve: connection %lu (%s): refused: %s", c->serial, c->peer,
+			    c->refused);
+		http_reply(c, "403 Forbidden", NULL, c->refused);
 		return;
 	}
 	if (strcmp(r.method, "GET")) {
