@@ -107,7 +107,8 @@ INTEGRATION_TESTS = \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \
 	tests/integration/man.sh \
-	tests/escape/escape.sh
+	tests/escape/escape.sh \
+	tests/escape/git-metadata.sh
 if WITH_JANSSON
 TESTS += $(INTEGRATION_TESTS)
 endif
