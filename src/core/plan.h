@@ -170,8 +170,12 @@ struct cd_plan {
 #define CD_NESTED_SCAN_MAX_ENTRIES 1000000
 #define CD_NESTED_SCAN_MAX_DEPTH   64
 #define CD_NESTED_REPOS_MAX	   1024
-/* At most this many gitlinks protected per plan. */
-#define CD_SUBMODULES_MAX 1024
+/*
+ * At most this many gitlinks protected per plan: each missing one is a mask,
+ * whose mount point the parent keeps open (and locked) while the run lasts,
+ * under the usual limit of 1,024 descriptors.
+ */
+#define CD_SUBMODULES_MAX 512
 
 struct cd_nested_limits {
 	size_t dirs, entries, depth, repos, gitlinks;
