@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The real file-system shim for plan binding (core/plan.h): lstat, readlink,
- * a bounded read of small regular files (".git" pointer files) and directory
- * listings (glob expansion).
+ * a bounded read of regular files (".git" pointer files, git indexes),
+ * directory listings (glob expansion, the nested-repository scan) and
+ * whether the caller could create a name in a directory.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/plan.h"
@@ -87,9 +89,20 @@ static int host_read_file(void *ctx, const char *path, size_t max, char **ret, s
 		close(fd);
 		return -EINVAL;
 	}
-	buf = cd_xmalloc(max + 1);
+	/*
+	 * Room for the file as it is now (max can be large: a git index is
+	 * read with a bound of hundreds of MiB), grown if it grows meanwhile.
+	 */
+	size_t cap = (uintmax_t)st.st_size < max ? (size_t)st.st_size : max;
+	if (cap < 64)
+		cap = max < 64 ? max : 64;
+	buf = cd_xmalloc(cap + 1);
 	while (len < max) {
-		ssize_t n = read(fd, buf + len, max - len);
+		if (len == cap) {
+			cap = cap > max / 2 ? max : cap * 2;
+			buf = cd_xrealloc(buf, cap + 1);
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -111,63 +124,104 @@ static int host_read_file(void *ctx, const char *path, size_t max, char **ret, s
 	return 0;
 }
 
+/* getdents64's record (the kernel's struct linux_dirent64). */
+struct dirent64_rec {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/*
+ * Straight getdents64 on the descriptor: opendir() would add an fstat and
+ * two fcntl calls per directory, which the nested-repository scan of a
+ * workspace (tens of thousands of directories) pays for every plan.
+ */
 static int host_read_dir(void *ctx, const char *path,
 			 int (*fn)(void *arg, const char *name, enum cd_file_type type), void *arg)
 {
+	enum {
+		BUF_SIZE = 32 * 1024
+	};
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int r = -errno;
-		close(fd);
-		return r;
-	}
+	char *buf = cd_xmalloc(BUF_SIZE);
 	int r = 0;
 	for (;;) {
-		errno = 0;
-		struct dirent *de = readdir(d);
-		if (!de) {
-			if (errno)
-				r = -errno;
-			break;
-		}
-		const char *n = de->d_name;
-		if (n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])))
+		long n = syscall(SYS_getdents64, fd, buf, BUF_SIZE);
+		if (n < 0 && errno == EINTR)
 			continue;
-		enum cd_file_type type;
-		switch (de->d_type) {
-		case DT_DIR:
-			type = CD_FT_DIR;
+		if (n < 0) {
+			r = -errno;
 			break;
-		case DT_REG:
-			type = CD_FT_REG;
+		}
+		if (n == 0)
 			break;
-		case DT_LNK:
-			type = CD_FT_SYMLINK;
-			break;
-		case DT_UNKNOWN: {
-			struct stat st;
-			if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-				if (errno == ENOENT)
+		for (long off = 0; r >= 0 && off < n;) {
+			const struct dirent64_rec *de = (const void *)(buf + off);
+			off += de->d_reclen;
+			const char *nm = de->d_name;
+			if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+				continue;
+			enum cd_file_type type;
+			switch (de->d_type) {
+			case DT_DIR:
+				type = CD_FT_DIR;
+				break;
+			case DT_REG:
+				type = CD_FT_REG;
+				break;
+			case DT_LNK:
+				type = CD_FT_SYMLINK;
+				break;
+			case DT_UNKNOWN: {
+				/* Some file systems do not say: ask. */
+				struct stat st;
+				if (fstatat(fd, nm, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+					if (errno == ENOENT)
+						continue;
+					r = -errno;
 					continue;
-				r = -errno;
-				goto out;
+				}
+				type = type_of_mode(st.st_mode);
+				break;
 			}
-			type = type_of_mode(st.st_mode);
-			break;
+			default:
+				type = CD_FT_OTHER;
+				break;
+			}
+			r = fn(arg, nm, type);
 		}
-		default:
-			type = CD_FT_OTHER;
-			break;
-		}
-		r = fn(arg, n, type);
 		if (r < 0)
 			break;
 	}
-out:
-	closedir(d);
+	free(buf);
+	close(fd);
 	return r;
+}
+
+static int host_may_create(void *ctx, const char *path, bool *ret)
+{
+	struct stat st;
+
+	/* Effective ids, supplementary groups, ACLs and capabilities, as the kernel checks. */
+	if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) == 0) {
+		*ret = true;
+		return 0;
+	}
+	if (errno == EROFS) {
+		*ret = false; /* the sandbox's mounts keep the host's read-only ones */
+		return 0;
+	}
+	if (errno != EACCES && errno != EPERM)
+		return -errno;
+	/* Its owner could make it writable (a sandbox running as the owner too). */
+	if (stat(path, &st) < 0)
+		return -errno;
+	*ret = st.st_uid == geteuid();
+	return 0;
 }
 
 const struct cd_fs_ops cd_fs_ops_host = {
@@ -176,6 +230,7 @@ const struct cd_fs_ops cd_fs_ops_host = {
 	.readlink = host_readlink,
 	.read_file = host_read_file,
 	.read_dir = host_read_dir,
+	.may_create = host_may_create,
 };
 
 /*

@@ -29,8 +29,8 @@ const char cd_cli_policy_help[] =
 	"                          codex-project-roots://PATTERN per workspace root)\n"
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
-	"                          protected-metadata, pid-isolation, deny-masks or\n"
-	"                          file-attributes\n"
+	"                          protected-metadata, pid-isolation, deny-masks,\n"
+	"                          file-attributes or nested-repositories\n"
 	"  --min-landlock-abi N    refuse when the kernel's Landlock ABI is below N (default 1)\n";
 
 void cd_cli_policy_init(struct cd_cli_policy *p)
@@ -116,9 +116,14 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 			p->lopts.degraded |= CD_DEGRADE_FILE_ATTRIBUTES;
 			return 0;
 		}
+		if (cd_streq(arg, "nested-repositories")) {
+			p->lopts.degraded |= CD_DEGRADE_NESTED_REPOSITORIES;
+			return 0;
+		}
 		cd_cli_usage_error(cmd,
 				   "--allow-degraded: unknown feature '%s' (protected-metadata, "
-				   "pid-isolation, deny-masks or file-attributes)",
+				   "pid-isolation, deny-masks, file-attributes or "
+				   "nested-repositories)",
 				   arg);
 		return -1;
 	case CD_OPT_MIN_LANDLOCK_ABI: {
@@ -388,6 +393,7 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 		.tmpdir = tmpdir && *tmpdir ? tmpdir : NULL,
 		.minimal_paths = NULL,
 		.ops = &ops,
+		.skip_nested_scan = lopts && (lopts->degraded & CD_DEGRADE_NESTED_REPOSITORIES),
 	};
 	char *reterr = NULL;
 	int r = cd_plan_build(prof, &in, &b->plan, &reterr);

@@ -25,6 +25,7 @@ UNIT_TESTS = \
 	tests/unit/test-profile \
 	tests/unit/test-plan \
 	tests/unit/test-glob \
+	tests/unit/test-gitindex \
 	tests/unit/test-linux-plan
 if OS_LINUX
 UNIT_TESTS += tests/unit/test-landlock tests/unit/test-seccomp
@@ -51,6 +52,9 @@ tests_unit_test_plan_LDADD = $(UNIT_LIBS)
 tests_unit_test_glob_SOURCES = tests/unit/test-glob.c tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
 tests_unit_test_glob_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_glob_LDADD = $(UNIT_LIBS)
+tests_unit_test_gitindex_SOURCES = tests/unit/test-gitindex.c tests/unit/unit.h
+tests_unit_test_gitindex_CFLAGS = $(UNIT_CFLAGS) -DCD_TEST_DATADIR='"$(abs_top_srcdir)/tests/data"'
+tests_unit_test_gitindex_LDADD = $(UNIT_LIBS)
 tests_unit_test_linux_plan_SOURCES = tests/unit/test-linux-plan.c tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
 tests_unit_test_linux_plan_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_linux_plan_LDADD = $(UNIT_LIBS)
@@ -103,7 +107,8 @@ INTEGRATION_TESTS = \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \
 	tests/integration/man.sh \
-	tests/escape/escape.sh
+	tests/escape/escape.sh \
+	tests/escape/git-metadata.sh
 if WITH_JANSSON
 TESTS += $(INTEGRATION_TESTS)
 endif

@@ -915,6 +915,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	}
 	assert(host);
 	lp->sandboxed = true;
+	/* What the binding left unprotected on request is reported with the rest. */
+	for (char **d = plan->degraded; d && *d; d++)
+		cd_strv_push(&lp->degraded, *d);
 
 	/* Refusals that no host could satisfy come first. */
 	if (plan->network == CD_NET_MANAGED)

@@ -70,6 +70,11 @@ typedef enum cd_degrade_flags {
 	CD_DEGRADE_DENY_MASKS = 1u << 2, /* run with denied paths readable when no mount ns */
 	/* run with modes, times, xattrs of read-only files changeable when no mount ns */
 	CD_DEGRADE_FILE_ATTRIBUTES = 1u << 3,
+	/*
+	 * Bind without scanning the workspace roots for nested repositories
+	 * (cd_bind_input.skip_nested_scan): for trees past the scan's bounds.
+	 */
+	CD_DEGRADE_NESTED_REPOSITORIES = 1u << 4,
 } cd_degrade_flags;
 
 struct cd_linux_opts {

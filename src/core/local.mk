@@ -7,4 +7,5 @@ libcdcore_a_SOURCES = \
 	src/core/profile.c src/core/profile.h \
 	src/core/plan.c src/core/plan.h \
 	src/core/glob.c src/core/glob.h \
+	src/core/gitindex.c src/core/gitindex.h \
 	src/core/linux-plan.c src/core/linux-plan.h

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gitindex.h"
 #include "core/glob.h"
 #include "core/plan.h"
 #include "core/util.h"
@@ -46,6 +47,8 @@ static const char *const origin_names[CD_ORIGIN_COUNT] = {
 	[CD_ORIGIN_PROTECTED] = "protected",
 	[CD_ORIGIN_GITDIR]    = "gitdir",
 	[CD_ORIGIN_IMPLICIT]  = "implicit",
+	[CD_ORIGIN_NESTED]    = "nested",
+	[CD_ORIGIN_SUBMODULE] = "submodule",
 };
 /* clang-format on */
 
@@ -217,6 +220,12 @@ struct bound {
 	bool write_entry; /* bound by an entry with write access */
 };
 
+/* A repository whose .git is protected: its index names the submodules. */
+struct repo {
+	char *worktree; /* owned; where the gitlinks' paths start */
+	char *gitdir;	/* owned; where the index is */
+};
+
 struct builder {
 	const struct cd_profile *profile;
 	const struct cd_bind_input *in;
@@ -225,6 +234,14 @@ struct builder {
 	struct bound *bound; /* every canonicalised bind, for the symlink check */
 	size_t n_bound;
 	struct cd_glob_budget glob_budget; /* shared by every glob entry of the plan */
+	char **roots;			   /* the workspace roots that are directories, canonical */
+	size_t n_roots;
+	struct repo *repos; /* repositories whose gitlinks are to be protected */
+	size_t n_repos;
+	size_t repos_done; /* repos[0..repos_done) have had their gitlinks protected */
+	size_t n_nested;   /* nested repositories protected */
+	size_t n_gitlinks; /* gitlinks protected */
+	struct cd_nested_limits limits;
 	char *err;
 };
 
@@ -558,6 +575,8 @@ static int bind_entry(struct builder *b, size_t idx)
 	return r;
 }
 
+/* ---- protected metadata ------------------------------------------------- */
+
 /*
  * A git pointer file (".git" holding "gitdir: X", or a worktree's
  * "commondir") read the way git reads it, or NULL: the whole file, its
@@ -599,9 +618,15 @@ static int protect_git_target(struct builder *b, const char *dir, const char *ta
 	return 0;
 }
 
-static int protect_gitfile(struct builder *b, const char *dotgit)
+/*
+ * Protect what a ".git" file points to ("gitdir: X") and, for a linked
+ * worktree, X's "commondir". *ret_gitdir: X canonical (malloc()ed), or
+ * NULL when the file is no pointer.
+ */
+static int protect_gitfile(struct builder *b, const char *dotgit, char **ret_gitdir)
 {
 	char *line = read_pointer(b, dotgit);
+	*ret_gitdir = NULL;
 	/* Exactly git's prefix, one space included: "gitdir:X" is no pointer. */
 	if (!line || !cd_startswith(line, "gitdir: ")) {
 		free(line);
@@ -618,8 +643,10 @@ static int protect_gitfile(struct builder *b, const char *dotgit)
 	}
 	free(line);
 	free(dir);
-	if (r < 0 || !gitdir)
+	if (r < 0 || !gitdir) {
+		free(gitdir);
 		return r;
+	}
 
 	/* A linked worktree's gitdir shares refs and objects through "commondir". */
 	char *cpath = cd_path_join(gitdir, "commondir");
@@ -636,7 +663,10 @@ static int protect_gitfile(struct builder *b, const char *dotgit)
 		free(c);
 	}
 	free(cpath);
-	free(gitdir);
+	if (r < 0)
+		free(gitdir);
+	else
+		*ret_gitdir = gitdir;
 	return r;
 }
 
@@ -649,11 +679,150 @@ static bool named_by_write_entry(const struct builder *b, const char *q)
 	return false;
 }
 
+/*
+ * Writable through a rule other than "/" itself: with "/" writable the
+ * command can change the user's own configuration anyway, and protecting
+ * names there would protect nothing (and mask names all over the tree).
+ */
+static bool writable(const struct builder *b, const char *path)
+{
+	const struct cd_plan_path *rule = NULL;
+	return cd_plan_access(b->plan, path, &rule) == CD_ACCESS_WRITE && rule &&
+	       !cd_streq(rule->path, "/");
+}
+
+/* Some plan path strictly below dir is writable. */
+static bool writable_below(const struct builder *b, const char *dir)
+{
+	for (size_t i = 0; i < b->plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &b->plan->paths[i];
+		if (pp->access == CD_ACCESS_WRITE && !cd_streq(pp->path, dir) &&
+		    cd_path_is_beneath(pp->path, dir))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether the missing path could be created by anything running as the
+ * caller (the sandbox included): if not, it needs no mask, which could not
+ * be made there anyway. *ret false comes with a note.
+ */
+static int creatable(struct builder *b, const char *path, bool *ret)
+{
+	char *dir = cd_path_parent(path);
+	int r = 0;
+
+	*ret = true;
+	if (b->in->ops->may_create)
+		r = b->in->ops->may_create(b->in->ops->ctx, dir, ret);
+	if (r == -ENOENT || r == -ENOTDIR) {
+		*ret = true; /* the plan refuses to mask below a missing directory */
+		r = 0;
+	} else if (r < 0) {
+		r = fail(b, r, "cannot inspect %s: %s", dir, strerror_short(r));
+	} else if (!*ret) {
+		note(b,
+		     "%s is not masked: the caller cannot create names in %s, nor can the "
+		     "sandbox",
+		     path, dir);
+	}
+	free(dir);
+	return r;
+}
+
+/* Queue a repository for its gitlinks (once per git directory). Copies both. */
+static void add_repo(struct builder *b, const char *worktree, const char *gitdir)
+{
+	for (size_t i = 0; i < b->n_repos; i++)
+		if (cd_streq(b->repos[i].gitdir, gitdir))
+			return;
+	b->repos = cd_xreallocarray(b->repos, b->n_repos + 1, sizeof(*b->repos));
+	b->repos[b->n_repos++] = (struct repo){
+		.worktree = cd_xstrdup(worktree),
+		.gitdir = cd_xstrdup(gitdir),
+	};
+}
+
+/*
+ * dotgit (worktree/.git, of type t) is protected (or named by a read or
+ * deny entry): protect what a "gitdir:" file points to, and queue the
+ * repository for its gitlinks.
+ */
+static int queue_repo(struct builder *b, const char *worktree, const char *dotgit,
+		      enum cd_file_type t)
+{
+	char *gitdir = NULL;
+	int r = 0;
+
+	if (t == CD_FT_DIR)
+		add_repo(b, worktree, dotgit);
+	if (t != CD_FT_REG)
+		return 0;
+	r = protect_gitfile(b, dotgit, &gitdir);
+	if (r >= 0 && gitdir)
+		add_repo(b, worktree, gitdir);
+	free(gitdir);
+	return r;
+}
+
 const char *const cd_protected_names[] = { ".git", ".codex", ".agents", NULL };
 
+/* Protect .git, .codex and .agents in dir (read-only, or masked when missing). Copies why. */
+static int protect_names(struct builder *b, const char *dir, const char *why)
+{
+	int r = 0;
+
+	for (size_t k = 0; r >= 0 && cd_protected_names[k]; k++) {
+		char *q = cd_path_join(dir, cd_protected_names[k]);
+		/* An entry naming it (write: exempt; read/deny: already a carve-out) decides. */
+		const struct cd_plan_path *named = lookup(b->plan, q);
+		if (named || named_by_write_entry(b, q)) {
+			/*
+			 * ...but a read or deny entry on .git (the workspace-write
+			 * profile names :workspace_roots/.git read) protects only
+			 * the name, not the repository a "gitdir:" file points to,
+			 * nor the submodules its index names: protect those too.
+			 */
+			if (k == 0 && named && named->access != CD_ACCESS_WRITE)
+				r = queue_repo(b, dir, q, named->type);
+			free(q);
+			continue;
+		}
+		enum cd_file_type t = CD_FT_MISSING;
+		bool can = true;
+		r = b->in->ops->lstat_type(b->in->ops->ctx, q, &t);
+		if (r < 0) {
+			r = fail(b, r, "cannot inspect %s: %s", q, strerror_short(r));
+		} else if (t == CD_FT_SYMLINK) {
+			r = fail(b, -EINVAL,
+				 "protected path %s is a symlink, which the sandbox could "
+				 "redirect; replace it with a directory or a \"gitdir:\" "
+				 "file",
+				 q);
+		} else if (t == CD_FT_MISSING && ((r = creatable(b, q, &can)) < 0 || !can)) {
+			/* Nothing can create it (or the error is set). */
+		} else {
+			plan_add(b, q, CD_ACCESS_READ, t, CD_ORIGIN_PROTECTED, -1, cd_xstrdup(why));
+			if (k == 0)
+				r = queue_repo(b, dir, q, t);
+		}
+		free(q);
+	}
+	return r;
+}
+
+/*
+ * Under every writable directory of the plan, in every writable workspace
+ * root, and in every writable directory above either: git (and agents
+ * looking for their configuration) walk up from where they run, so a
+ * repository planted above a workspace is the one a host `git status` in
+ * it opens.
+ */
 static int protect_metadata(struct builder *b)
 {
-	char **writable = NULL;
+	char **anchors = NULL; /* writable directories whose names are protected */
+	char **done = NULL;    /* directories whose names are protected */
 	int r = 0;
 
 	/* Snapshot: protecting adds paths to the plan while we walk. */
@@ -661,47 +830,490 @@ static int protect_metadata(struct builder *b)
 		const struct cd_plan_path *pp = &b->plan->paths[i];
 		if (pp->access == CD_ACCESS_WRITE && !cd_streq(pp->path, "/") &&
 		    pp->type == CD_FT_DIR)
-			cd_strv_push(&writable, pp->path);
+			cd_strv_push(&anchors, pp->path);
 	}
-	for (size_t w = 0; r >= 0 && writable && writable[w]; w++) {
-		for (size_t k = 0; r >= 0 && cd_protected_names[k]; k++) {
-			char *q = cd_path_join(writable[w], cd_protected_names[k]);
-			/* An entry naming it (write: exempt; read/deny: already a carve-out) decides. */
-			const struct cd_plan_path *named = lookup(b->plan, q);
-			if (named || named_by_write_entry(b, q)) {
-				/*
-				 * ...but a read or deny entry on a "gitdir:" file (the
-				 * workspace-write profile names :workspace_roots/.git
-				 * read) protects only the pointer, not the repository
-				 * it points to: protect that too.
-				 */
-				if (k == 0 && named && named->access != CD_ACCESS_WRITE &&
-				    named->type == CD_FT_REG)
-					r = protect_gitfile(b, q);
-				free(q);
-				continue;
+	for (size_t w = 0; r >= 0 && anchors && anchors[w]; w++) {
+		char *why = cd_xasprintf("protected metadata under writable %s", anchors[w]);
+		r = protect_names(b, anchors[w], why);
+		free(why);
+		cd_strv_push(&done, anchors[w]);
+	}
+	/* A workspace root writable through a wider entry (say /tmp) is not a plan path. */
+	for (size_t i = 0; r >= 0 && i < b->n_roots; i++) {
+		const char *root = b->roots[i];
+		if (lookup(b->plan, root) || !writable(b, root))
+			continue;
+		char *why =
+			cd_xasprintf("protected metadata under writable workspace root %s", root);
+		r = protect_names(b, root, why);
+		free(why);
+		cd_strv_push(&anchors, root);
+		cd_strv_push(&done, root);
+	}
+	for (size_t w = 0; r >= 0 && anchors && anchors[w]; w++) {
+		char *dir = cd_path_parent(anchors[w]);
+		while (r >= 0 && !cd_streq(dir, "/")) {
+			bool seen = false;
+			for (size_t k = 0; !seen && done && done[k]; k++)
+				seen = cd_streq(done[k], dir);
+			if (!seen && writable(b, dir)) {
+				char *why = cd_xasprintf("protected metadata above writable %s, "
+							 "where repository discovery looks",
+							 anchors[w]);
+				r = protect_names(b, dir, why);
+				free(why);
+				cd_strv_push(&done, dir);
 			}
-			enum cd_file_type t = CD_FT_MISSING;
-			r = b->in->ops->lstat_type(b->in->ops->ctx, q, &t);
-			if (r < 0) {
-				r = fail(b, r, "cannot inspect %s: %s", q, strerror_short(r));
-			} else if (t == CD_FT_SYMLINK) {
-				r = fail(b, -EINVAL,
-					 "protected path %s is a symlink, which the sandbox could "
-					 "redirect; replace it with a directory or a \"gitdir:\" "
-					 "file",
-					 q);
+			char *up = cd_path_parent(dir);
+			free(dir);
+			dir = up;
+		}
+		free(dir);
+	}
+	cd_strv_free(anchors);
+	cd_strv_free(done);
+	return r;
+}
+
+/* ---- nested repositories ------------------------------------------------ */
+
+struct scan_item {
+	char *path; /* owned */
+	unsigned depth;
+	bool writable; /* writable(path) */
+};
+
+struct scan {
+	struct builder *b;
+	const char *root;
+	struct scan_item *queue; /* breadth-first: entries before next are listed (and freed) */
+	size_t n_queue, cap;
+	const struct scan_item *cur;
+	size_t dirs, entries;
+	bool found_git; /* cur holds a ".git", of type git_type */
+	enum cd_file_type git_type;
+};
+
+#define NESTED_FIX                                                                         \
+	"name a narrower workspace root, or pass --allow-degraded=nested-repositories to " \
+	"leave the repositories nested in it unprotected"
+
+static int scan_entry(void *arg, const char *name, enum cd_file_type type)
+{
+	struct scan *s = arg;
+	struct builder *b = s->b;
+	const struct scan_item *cur = s->cur;
+
+	if (++s->entries > b->limits.entries)
+		return fail(b, -E2BIG,
+			    "the workspace roots hold more than %zu entries, which cordon lists "
+			    "to find the nested repositories (.git) to protect; " NESTED_FIX,
+			    b->limits.entries);
+	if (cd_streq(name, ".git")) {
+		/* Never entered: a repository's own files are protected with it. */
+		s->found_git = true;
+		s->git_type = type;
+		return 0;
+	}
+	if (type != CD_FT_DIR)
+		return 0; /* symlinks are not followed */
+	char *path = cd_path_join(cur->path, name);
+	const struct cd_plan_path *pp = lookup(b->plan, path);
+	bool w = pp ? pp->access == CD_ACCESS_WRITE : cur->writable;
+	/* Nothing the command can change lies in it. */
+	if (!w && !writable_below(b, path)) {
+		free(path);
+		return 0;
+	}
+	if ((size_t)cur->depth + 1 > b->limits.depth) {
+		int r = fail(
+			b, -E2BIG,
+			"%s is more than %zu directories below workspace root %s, deeper "
+			"than cordon looks for nested repositories (.git) to protect; " NESTED_FIX,
+			path, b->limits.depth, s->root);
+		free(path);
+		return r;
+	}
+	if (++s->dirs > b->limits.dirs) {
+		free(path);
+		return fail(b, -E2BIG,
+			    "the workspace roots hold more than %zu directories, which cordon "
+			    "lists to find the nested repositories (.git) to protect; " NESTED_FIX,
+			    b->limits.dirs);
+	}
+	if (s->n_queue == s->cap) {
+		s->cap *= 2;
+		s->queue = cd_xreallocarray(s->queue, s->cap, sizeof(*s->queue));
+	}
+	s->queue[s->n_queue++] = (struct scan_item){
+		.path = path,
+		.depth = cur->depth + 1,
+		.writable = w,
+	};
+	return 0;
+}
+
+/* A .git of type t found in dir by the scan: protect it (once). */
+static int protect_nested(struct scan *s, const char *dir, enum cd_file_type t)
+{
+	struct builder *b = s->b;
+	char *q = cd_path_join(dir, ".git");
+	int r = 0;
+
+	if (lookup(b->plan, q) || named_by_write_entry(b, q)) {
+		/* Protected already (the top of a writable path) or named by an entry. */
+	} else if (t == CD_FT_SYMLINK) {
+		r = fail(b, -EINVAL,
+			 "nested repository %s is a symlink, which the sandbox could redirect; "
+			 "replace it with a directory or a \"gitdir:\" file, or pass "
+			 "--allow-degraded=nested-repositories",
+			 q);
+	} else if (++b->n_nested > b->limits.repos) {
+		r = fail(b, -E2BIG,
+			 "more than %zu nested repositories (.git) below workspace root %s to "
+			 "protect, each with a mount; " NESTED_FIX,
+			 b->limits.repos, s->root);
+	} else {
+		plan_add(b, q, CD_ACCESS_READ, t, CD_ORIGIN_NESTED, -1,
+			 cd_xasprintf("nested repository below workspace root %s", s->root));
+		r = queue_repo(b, dir, q, t);
+	}
+	free(q);
+	return r;
+}
+
+/*
+ * Breadth-first over one workspace root: each directory listed once (its
+ * entries' types come with the listing), ".git" never entered, symlinks
+ * never followed, and no directory entered that holds nothing writable.
+ */
+static int scan_root(struct builder *b, const char *root, struct scan *s)
+{
+	int r = 0;
+
+	s->root = root;
+	s->cap = 64;
+	s->queue = cd_xcalloc(s->cap, sizeof(*s->queue));
+	s->n_queue = 1;
+	s->queue[0] = (struct scan_item){ .path = cd_xstrdup(root), .writable = writable(b, root) };
+	for (size_t i = 0; r >= 0 && i < s->n_queue; i++) {
+		/* The callback may grow the queue: keep a copy of the current entry. */
+		struct scan_item cur = s->queue[i];
+		s->cur = &cur;
+		s->found_git = false;
+		r = b->in->ops->read_dir(b->in->ops->ctx, cur.path, scan_entry, s);
+		if (r == -ENOENT || r == -ENOTDIR) {
+			r = 0; /* gone since it was listed: nothing to protect there */
+		} else if (r == -EACCES && i > 0) {
+			/*
+			 * Not listable by us. Unless we own it (the command could
+			 * chmod it), nor can the command create anything there: no
+			 * repository it plants there. One that is there already is
+			 * not ours: say so.
+			 */
+			bool can = true;
+			int rr = b->in->ops->may_create
+					 ? b->in->ops->may_create(b->in->ops->ctx, cur.path, &can)
+					 : 0;
+			if (rr < 0) {
+				r = fail(b, rr, "cannot inspect %s: %s", cur.path,
+					 strerror_short(rr));
+			} else if (can) {
+				r = fail(b, -EACCES,
+					 "cannot list %s to find nested repositories: %s; make it "
+					 "readable, or pass --allow-degraded=nested-repositories",
+					 cur.path, strerror(EACCES));
 			} else {
-				plan_add(b, q, CD_ACCESS_READ, t, CD_ORIGIN_PROTECTED, -1,
-					 cd_xasprintf("protected metadata under writable %s",
-						      writable[w]));
-				if (t == CD_FT_REG && k == 0)
-					r = protect_gitfile(b, q);
+				note(b,
+				     "%s cannot be listed: a repository already there is not "
+				     "protected",
+				     cur.path);
+				r = 0;
 			}
-			free(q);
+		} else if (r < 0 && !b->err) {
+			r = fail(b, r, "cannot list %s to find nested repositories: %s", cur.path,
+				 strerror_short(r));
+		}
+		if (r >= 0 && s->found_git && cur.writable)
+			r = protect_nested(s, cur.path, s->git_type);
+		free(cur.path);
+		s->queue[i].path = NULL;
+	}
+	for (size_t i = 0; i < s->n_queue; i++)
+		free(s->queue[i].path);
+	free(s->queue);
+	s->queue = NULL;
+	s->n_queue = 0;
+	return r;
+}
+
+static int scan_nested(struct builder *b)
+{
+	struct scan s = { .b = b };
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < b->n_roots; i++) {
+		const char *root = b->roots[i];
+		bool inner = false;
+		/* A root inside another is scanned with it. */
+		for (size_t k = 0; !inner && k < b->n_roots; k++)
+			inner = k != i && cd_path_is_beneath(root, b->roots[k]) &&
+				(!cd_streq(root, b->roots[k]) || k < i);
+		if (inner || (!writable(b, root) && !writable_below(b, root)))
+			continue;
+		if (b->in->skip_nested_scan) {
+			cd_strv_push_take(
+				&b->plan->degraded,
+				cd_xasprintf("nested repositories NOT protected (as "
+					     "--allow-degraded=nested-repositories asks): "
+					     "the .git of a repository below %s, other "
+					     "than a submodule's, stays writable",
+					     root));
+			continue;
+		}
+		r = scan_root(b, root, &s);
+	}
+	return r;
+}
+
+/* ---- submodules ---------------------------------------------------------- */
+
+/*
+ * A gitlink path git itself would check out: relative, no empty, "." or
+ * ".." component and no ".git" one (git's verify_path). Anything else only
+ * an index written by something other than git holds; git does not create
+ * or enter it on checkout.
+ */
+static bool gitlink_path_ok(const char *p)
+{
+	if (!*p || *p == '/')
+		return false;
+	for (const char *c = p; *c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.') ||
+		    (n == 4 && !strncmp(c, ".git", 4)))
+			return false;
+		c += n;
+		if (*c == '/')
+			c++;
+		if (!*c && c[-1] == '/')
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Protect one gitlink path of the repository whose work tree is worktree
+ * (index: the file that names it): the submodule's .git read-only (masked
+ * when missing), or, where a directory on the way is missing or is no
+ * directory, that path kept as it is (denied when missing: masked), so
+ * that no directory holding a repository can appear at the gitlink's path.
+ */
+static int protect_gitlink(struct builder *b, const char *worktree, const char *index,
+			   const char *rel)
+{
+	char *full = cd_path_join(worktree, rel);
+	char *q = cd_path_join(full, ".git");
+	struct cd_strbuf cur = { 0 };
+	int r = 0;
+
+	if (!writable(b, q))
+		goto out; /* nothing the command can make there */
+	if (++b->n_gitlinks > b->limits.gitlinks) {
+		r = fail(b, -E2BIG,
+			 "more than %zu submodules (gitlinks of the protected indexes, such as "
+			 "%s) to protect, each with a mount; name a narrower workspace root",
+			 b->limits.gitlinks, index);
+		goto out;
+	}
+	/* Each directory on the way: the command could make or replace any missing one. */
+	cd_strbuf_append(&cur, worktree);
+	for (const char *c = rel; *c;) {
+		size_t n = strcspn(c, "/");
+		cd_strbuf_append_c(&cur, '/');
+		cd_strbuf_append_n(&cur, c, n);
+		c += n;
+		if (*c == '/')
+			c++;
+		const struct cd_plan_path *pp = lookup(b->plan, cur.buf);
+		if (pp && pp->access != CD_ACCESS_WRITE)
+			goto out; /* read-only or denied already: nothing can appear below */
+		enum cd_file_type t = CD_FT_MISSING;
+		r = b->in->ops->lstat_type(b->in->ops->ctx, cur.buf, &t);
+		if (r < 0) {
+			r = fail(b, r, "cannot inspect %s: %s", cur.buf, strerror_short(r));
+			goto out;
+		}
+		switch (t) {
+		case CD_FT_DIR:
+			continue;
+		case CD_FT_MISSING: {
+			bool can = true;
+			r = creatable(b, cur.buf, &can);
+			if (r < 0 || !can)
+				goto out;
+			plan_add(b, cur.buf, CD_ACCESS_DENY, t, CD_ORIGIN_SUBMODULE, -1,
+				 cd_xasprintf("missing submodule path %s (a gitlink in %s): masked "
+					      "so that no repository can be planted there",
+					      full, index));
+			goto out;
+		}
+		case CD_FT_SYMLINK:
+			r = fail(b, -EINVAL,
+				 "submodule path %s (a gitlink in %s) crosses symlink %s, which "
+				 "the sandbox could replace with a directory holding a "
+				 "repository; replace it with the submodule's directory, or drop "
+				 "the gitlink (git rm --cached)",
+				 full, index, cur.buf);
+			goto out;
+		case CD_FT_REG:
+		case CD_FT_OTHER:
+		case CD_FT_COUNT:
+			/*
+			 * Not a directory: kept as it is, so that it cannot be
+			 * replaced by one. Something other than a file is denied
+			 * rather than read-only: it may be a concurrent run's mask
+			 * on a missing path, which is shared only as a deny.
+			 */
+			plan_add(
+				b, cur.buf, t == CD_FT_REG ? CD_ACCESS_READ : CD_ACCESS_DENY, t,
+				CD_ORIGIN_SUBMODULE, -1,
+				cd_xasprintf("submodule path %s (a gitlink in %s) is no directory: "
+					     "kept so that no repository can be planted there",
+					     full, index));
+			goto out;
 		}
 	}
-	cd_strv_free(writable);
+	if (lookup(b->plan, q))
+		goto out;
+	enum cd_file_type t = CD_FT_MISSING;
+	bool can = true;
+	r = b->in->ops->lstat_type(b->in->ops->ctx, q, &t);
+	if (r < 0) {
+		r = fail(b, r, "cannot inspect %s: %s", q, strerror_short(r));
+	} else if (t == CD_FT_SYMLINK) {
+		r = fail(b, -EINVAL,
+			 "submodule repository %s is a symlink, which the sandbox could "
+			 "redirect; replace it with a directory or a \"gitdir:\" file",
+			 q);
+	} else if (t == CD_FT_MISSING && ((r = creatable(b, q, &can)) < 0 || !can)) {
+		/* Nothing can create it (or the error is set). */
+	} else {
+		plan_add(b, q, CD_ACCESS_READ, t, CD_ORIGIN_SUBMODULE, -1,
+			 t == CD_FT_MISSING
+				 ? cd_xasprintf("uninitialized submodule %s (a gitlink in %s): "
+						"masked so that no repository can be made there",
+						full, index)
+				 : cd_xasprintf("submodule repository of %s (a gitlink in %s)",
+						full, index));
+		r = queue_repo(b, full, q, t);
+	}
+out:
+	cd_strbuf_done(&cur);
+	free(full);
+	free(q);
+	return r;
+}
+
+/*
+ * Read and parse one index file (want: see cd_git_index_parse). 0, also
+ * when there is none or when we cannot read it (then neither can git run
+ * as us: *ix stays empty), or a refusal.
+ */
+static int read_index(struct builder *b, const char *path, const size_t *want, size_t n_want,
+		      struct cd_git_index *ix)
+{
+	char *buf = NULL, *why = NULL;
+	size_t len = 0;
+	int r;
+
+	memset(ix, 0, sizeof(*ix));
+	r = b->in->ops->read_file(b->in->ops->ctx, path, CD_GIT_INDEX_MAX + 1, &buf, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r == -EACCES || r == -EPERM) {
+		note(b, "%s cannot be read: the submodules it names are not protected", path);
+		return 0;
+	}
+	if (r < 0)
+		return fail(b, r, "cannot read the git index %s to protect its submodules: %s",
+			    path, strerror_short(r));
+	if (len > CD_GIT_INDEX_MAX)
+		r = fail(b, -E2BIG,
+			 "the git index %s is larger than %zu MiB, the most cordon reads to "
+			 "protect the submodules it names",
+			 path, CD_GIT_INDEX_MAX >> 20);
+	else if (cd_git_index_parse(buf, len, want, n_want, ix, &why) < 0)
+		r = fail(b, -EINVAL,
+			 "cannot read the git index %s to protect the submodules it names: %s; "
+			 "`git status` rewrites it",
+			 path, why);
+	free(why);
+	free(buf);
+	return r;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The gitlinks of one repository (b->repos[idx]). */
+static int protect_repo_gitlinks(struct builder *b, size_t idx)
+{
+	/* Copies: protecting may queue repositories, moving b->repos. */
+	char *worktree = cd_xstrdup(b->repos[idx].worktree);
+	char *index = cd_path_join(b->repos[idx].gitdir, "index");
+	struct cd_git_index ix = { 0 }, shared = { 0 };
+	char **links = NULL;
+	int r = 0;
+
+	/* Nothing the command can change lies in the work tree: spare the read. */
+	if (!writable(b, worktree) && !writable_below(b, worktree))
+		goto out;
+	r = read_index(b, index, NULL, 0, &ix);
+	if (r >= 0 && ix.shared) {
+		/*
+		 * A split index keeps most entries in a shared file: its
+		 * gitlinks, and the entries the main file replaces with
+		 * gitlinks. (One the main file deletes is protected anyway.)
+		 */
+		char *name = cd_xasprintf("sharedindex.%s", ix.shared);
+		char *spath = cd_path_join(b->repos[idx].gitdir, name);
+		free(name);
+		r = read_index(b, spath, ix.replaced, ix.n_replaced, &shared);
+		if (r >= 0 && (shared.shared || shared.n_replaced))
+			r = fail(b, -EINVAL, "the shared git index %s is split itself", spath);
+		free(spath);
+	}
+	links = ix.gitlinks;
+	ix.gitlinks = NULL;
+	for (size_t i = 0; shared.gitlinks && shared.gitlinks[i]; i++)
+		cd_strv_push(&links, shared.gitlinks[i]);
+	size_t n = cd_strv_length(links);
+	if (n > 1)
+		qsort(links, n, sizeof(*links), cmp_str);
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		if (i > 0 && cd_streq(links[i], links[i - 1]))
+			continue; /* conflict stages, or both files of a split index */
+		if (gitlink_path_ok(links[i]))
+			r = protect_gitlink(b, worktree, index, links[i]);
+	}
+out:
+	cd_git_index_done(&ix);
+	cd_git_index_done(&shared);
+	cd_strv_free(links);
+	free(worktree);
+	free(index);
+	return r;
+}
+
+/* Every repository queued since the last call, and those their submodules add. */
+static int protect_submodules(struct builder *b)
+{
+	int r = 0;
+	for (; r >= 0 && b->repos_done < b->n_repos; b->repos_done++)
+		r = protect_repo_gitlinks(b, b->repos_done);
 	return r;
 }
 
@@ -753,12 +1365,28 @@ static void builder_done(struct builder *b)
 	for (size_t i = 0; i < b->n_bound; i++)
 		bound_done(&b->bound[i]);
 	free(b->bound);
+	cd_strv_free(b->roots);
+	for (size_t i = 0; i < b->n_repos; i++) {
+		free(b->repos[i].worktree);
+		free(b->repos[i].gitdir);
+	}
+	free(b->repos);
 }
 
 int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, struct cd_plan **ret,
 		  char **reterr)
 {
-	struct builder b = { .profile = p, .in = in };
+	struct builder b = {
+		.profile = p,
+		.in = in,
+		.limits = {
+			.dirs = CD_NESTED_SCAN_MAX_DIRS,
+			.entries = CD_NESTED_SCAN_MAX_ENTRIES,
+			.depth = CD_NESTED_SCAN_MAX_DEPTH,
+			.repos = CD_NESTED_REPOS_MAX,
+			.gitlinks = CD_SUBMODULES_MAX,
+		},
+	};
 	int r = 0;
 	*ret = NULL;
 	if (reterr)
@@ -766,6 +1394,8 @@ int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, st
 
 	if (!p || !in || !in->ops || !in->cwd)
 		return -EINVAL;
+	if (in->limits)
+		b.limits = *in->limits;
 	b.plan = cd_xcalloc(1, sizeof(*b.plan));
 	b.plan->type = p->type;
 	b.plan->network = p->type == CD_PROFILE_DISABLED ? CD_NET_ENABLED : p->network;
@@ -794,6 +1424,23 @@ int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, st
 		goto out;
 	}
 
+	for (size_t i = 0; i < in->n_workspace_roots; i++) {
+		char *canon = NULL;
+		enum cd_file_type t = CD_FT_MISSING;
+		r = cd_canonicalize(in->ops, in->workspace_roots[i], &canon, NULL, &t);
+		if (r < 0) {
+			r = fail(&b, r, "cannot resolve workspace root %s: %s",
+				 in->workspace_roots[i], strerror_short(r));
+			goto out;
+		}
+		if (t == CD_FT_DIR) {
+			cd_strv_push_take(&b.roots, canon);
+			b.n_roots++;
+		} else {
+			free(canon);
+		}
+	}
+
 	for (size_t i = 0; r >= 0 && i < p->n_entries; i++)
 		r = bind_entry(&b, i);
 	if (r < 0)
@@ -809,7 +1456,14 @@ int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, st
 	plan_add(&b, "/dev/null", CD_ACCESS_WRITE, nt == CD_FT_SYMLINK ? CD_FT_OTHER : nt,
 		 CD_ORIGIN_IMPLICIT, -1, cd_xstrdup("implicit: /dev/null is always writable"));
 
+	/* Submodules before the scan, which then finds them protected (and says why). */
 	r = protect_metadata(&b);
+	if (r >= 0)
+		r = protect_submodules(&b);
+	if (r >= 0)
+		r = scan_nested(&b);
+	if (r >= 0)
+		r = protect_submodules(&b);
 	if (r < 0)
 		goto out;
 	r = check_symlinks(&b);
@@ -844,6 +1498,7 @@ struct cd_plan *cd_plan_free(struct cd_plan *plan)
 	free(plan->paths);
 	free(plan->cwd);
 	cd_strv_free(plan->notes);
+	cd_strv_free(plan->degraded);
 	free(plan);
 	return NULL;
 }

@@ -26,7 +26,39 @@
  *    names that exact path; a ".git" file holding "gitdir: X" protects X (and
  *    X's "commondir" target) too. Missing names are protected as well
  *    (type CD_FT_MISSING: the backend masks them so they cannot be created).
- *    A protected name that is a symlink is refused.
+ *    A protected name that is a symlink is refused. A missing name in a
+ *    directory the caller could not create it in (ops->may_create) is left
+ *    alone: neither can the sandbox, which runs as the caller (and the mask
+ *    would need its mount point made there). "Writable" here means
+ *    writable through a rule other than "/" itself (with "/" writable the
+ *    names would protect nothing).
+ *  - The same names are protected in each writable workspace root, and in
+ *    every writable directory above a writable path or workspace root (up to,
+ *    not including, "/"): git's repository discovery walks up from where it
+ *    runs, so a repository planted in /tmp/x above a workspace /tmp/x/ws
+ *    would be the one a host `git status` in the workspace opens.
+ *  - Nested repositories: below each workspace root, every existing ".git"
+ *    (directory, "gitdir:" file or other) in a writable directory is
+ *    read-only too (CD_ORIGIN_NESTED). The scan lists directories (no stat:
+ *    the listing's types), follows no symlink, does not enter ".git" or a
+ *    directory nothing writable lies in, and is bounded: more than
+ *    CD_NESTED_SCAN_MAX_DIRS directories or CD_NESTED_SCAN_MAX_ENTRIES
+ *    entries listed, a tree deeper than CD_NESTED_SCAN_MAX_DEPTH or more than
+ *    CD_NESTED_REPOS_MAX repositories found is refused, unless the input asks
+ *    to skip the scan (skip_nested_scan; reported in plan->degraded). A
+ *    nested ".git" that is a symlink is refused.
+ *  - Submodules: for every repository whose .git is protected, the gitlinks
+ *    of its index (core/gitindex.h; what git recurses into) are protected
+ *    where writable (CD_ORIGIN_SUBMODULE): an existing <path>/.git is
+ *    read-only, a missing one masked; a missing <path> (or the first missing
+ *    directory on the way) is denied, so that no directory holding a
+ *    repository can appear there; a symlink on the way is refused. Repeated
+ *    for the submodules' own repositories. At most CD_SUBMODULES_MAX gitlinks
+ *    and CD_GIT_INDEX_MAX bytes of index each; an index that does not parse
+ *    is refused, one the caller cannot read skipped with a note (git run as
+ *    the caller cannot read it either). .gitmodules is not read: it lies in
+ *    the work tree, where the sandbox can rewrite it, and git recurses into
+ *    the index's gitlinks whatever it says.
  *  - An implicit "/dev/null" write path is always present in MANAGED plans.
  *  - glob_pattern deny entries are expanded now (core/glob.h) and each match
  *    is bound like a deny path entry; relative patterns hang off the cwd,
@@ -62,9 +94,15 @@ struct cd_fs_ops {
 	 * the listing and is returned. -errno when path cannot be listed. */
 	int (*read_dir)(void *ctx, const char *path,
 			int (*fn)(void *arg, const char *name, enum cd_file_type type), void *arg);
+	/*
+	 * Whether the caller, and so a sandbox running as it, could create a
+	 * name in directory path: it may write and search there, or it owns
+	 * the directory (and could chmod it). NULL: assume it could.
+	 */
+	int (*may_create)(void *ctx, const char *path, bool *ret);
 };
 
-/* The real shim over lstat/readlink/open (lives outside core: src/fs-ops.c). */
+/* The real shim over lstat/readlink/open (lives outside core: sandbox/posix-fs-ops.c). */
 extern const struct cd_fs_ops cd_fs_ops_host;
 
 /*
@@ -84,6 +122,8 @@ enum cd_origin {
 	CD_ORIGIN_PROTECTED, /* protected metadata under a writable path */
 	CD_ORIGIN_GITDIR,    /* target of a "gitdir:" pointer (or its commondir) */
 	CD_ORIGIN_IMPLICIT,  /* /dev/null */
+	CD_ORIGIN_NESTED,    /* a nested repository's .git found below a workspace root */
+	CD_ORIGIN_SUBMODULE, /* a submodule path (a gitlink of a protected index) or its .git */
 	CD_ORIGIN_COUNT,
 };
 
@@ -121,6 +161,24 @@ struct cd_plan {
 	bool has_carve_outs;
 	bool has_deny_carve_outs; /* a deny path under a readable/writable region */
 	bool has_globs;		  /* glob_pattern entries present (expanded to their matches) */
+	/* What the binding left unprotected on request (skip_nested_scan); NULL-terminated. */
+	char **degraded;
+};
+
+/* Bounds of the nested-repository scan (per plan, over every workspace root). */
+#define CD_NESTED_SCAN_MAX_DIRS	   100000
+#define CD_NESTED_SCAN_MAX_ENTRIES 1000000
+#define CD_NESTED_SCAN_MAX_DEPTH   64
+#define CD_NESTED_REPOS_MAX	   1024
+/*
+ * At most this many gitlinks protected per plan: each missing one is a mask,
+ * whose mount point the parent keeps open (and locked) while the run lasts,
+ * under the usual limit of 1,024 descriptors.
+ */
+#define CD_SUBMODULES_MAX 512
+
+struct cd_nested_limits {
+	size_t dirs, entries, depth, repos, gitlinks;
 };
 
 struct cd_bind_input {
@@ -130,6 +188,10 @@ struct cd_bind_input {
 	const char *tmpdir;		  /* $TMPDIR or NULL */
 	const char *const *minimal_paths; /* platform defaults, NULL-terminated; NULL = Linux set */
 	const struct cd_fs_ops *ops;	  /* required */
+	/* Do not scan the workspace roots for nested repositories (an explicit opt-down). */
+	bool skip_nested_scan;
+	/* The bounds of the scan; NULL: the CD_NESTED_* defaults (tests make them small). */
+	const struct cd_nested_limits *limits;
 };
 
 /* The protected metadata names, NULL-terminated; ".git" first. */

@@ -74,6 +74,7 @@ if [ "$(id -u)" -ne 0 ]; then
 		relay "$s" env PYTHONDONTWRITEBYTECODE=1 python3 "$HERE/$s"
 	done
 	relay escape.sh sh "$HERE/../escape/escape.sh"
+	relay git-metadata.sh sh "$HERE/../escape/git-metadata.sh"
 	done_testing
 fi
 
@@ -115,7 +116,7 @@ for p in cordon-ws cordon-init cordon-fs-helper; do
 done
 cp "$TRY" "$BASE/helpers/try-syscall"
 cp "$CD_BUILDDIR/tests/escape/escape-probe" "$BASE/helpers/escape-probe"
-cp "$HERE/../escape/escape.sh" "$BASE/tests/escape/"
+cp "$HERE/../escape/escape.sh" "$HERE/../escape/git-metadata.sh" "$BASE/tests/escape/"
 cp "$CD_POLICYDIR"/*.json "$BASE/policies/"
 cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$HERE/../lib/netclient.py" "$BASE/tests/lib/"
 for s in $SCRIPTS $PYSCRIPTS; do
@@ -141,6 +142,9 @@ relay escape.sh as_user env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$BASE/hom
 	LOGNAME="$USER_NAME" USER="$USER_NAME" CORDON="$BASE/cordon" \
 	CD_TEST_HELPERS="$BASE/helpers" CD_ESCAPE_PROBE="$BASE/helpers/escape-probe" \
 	CD_POLICYDIR="$BASE/policies" sh "$BASE/tests/escape/escape.sh"
+relay git-metadata.sh as_user env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$BASE/home" \
+	LOGNAME="$USER_NAME" USER="$USER_NAME" CORDON="$BASE/cordon" \
+	CD_POLICYDIR="$BASE/policies" sh "$BASE/tests/escape/git-metadata.sh"
 for s in $PYSCRIPTS; do
 	relay "$s" as_user env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$BASE/home" \
 		LOGNAME="$USER_NAME" USER="$USER_NAME" \

@@ -19,6 +19,7 @@ struct node {
 	enum cd_file_type type;
 	char *data; /* file contents or symlink target */
 	size_t len;
+	bool locked; /* a directory the caller may not create names in */
 };
 
 struct failure {
@@ -126,6 +127,16 @@ void cd_fakefs_file(struct cd_fakefs *fs, const char *path, const char *contents
 	set_data(create(fs, path, CD_FT_REG), contents);
 }
 
+void cd_fakefs_file_bytes(struct cd_fakefs *fs, const char *path, const void *data, size_t len)
+{
+	struct node *n = create(fs, path, CD_FT_REG);
+	free(n->data);
+	n->data = cd_xmalloc(len + 1);
+	memcpy(n->data, data, len);
+	n->data[len] = '\0';
+	n->len = len;
+}
+
 void cd_fakefs_symlink(struct cd_fakefs *fs, const char *path, const char *target)
 {
 	set_data(create(fs, path, CD_FT_SYMLINK), target);
@@ -134,6 +145,14 @@ void cd_fakefs_symlink(struct cd_fakefs *fs, const char *path, const char *targe
 void cd_fakefs_other(struct cd_fakefs *fs, const char *path)
 {
 	create(fs, path, CD_FT_OTHER);
+}
+
+void cd_fakefs_lock_dir(struct cd_fakefs *fs, const char *path)
+{
+	struct node *n = find(fs, path);
+	if (!n || n->type != CD_FT_DIR)
+		die("not a directory", path);
+	n->locked = true;
 }
 
 void cd_fakefs_fail(struct cd_fakefs *fs, const char *path, int err)
@@ -280,7 +299,9 @@ static int fake_read_file(void *ctx, const char *path, size_t max, char **ret, s
 	if (n->type != CD_FT_REG)
 		return -EINVAL;
 	size_t len = n->len < max ? n->len : max;
-	*ret = cd_xstrndup(n->data, len);
+	*ret = cd_xmalloc(len + 1);
+	memcpy(*ret, n->data, len);
+	(*ret)[len] = '\0';
 	*ret_len = len;
 	return 0;
 }
@@ -309,6 +330,21 @@ static int fake_read_dir(void *ctx, const char *path,
 	return r < 0 ? r : 0;
 }
 
+/* Injected failures do not apply: they stand for a listing or a read refused. */
+static int fake_may_create(void *ctx, const char *path, bool *ret)
+{
+	struct cd_fakefs *fs = ctx;
+	struct node *n;
+	fs->calls++;
+	int r = resolve(fs, path, true, &n);
+	if (r < 0)
+		return r;
+	if (!n)
+		return -ENOENT;
+	*ret = !n->locked;
+	return 0;
+}
+
 const struct cd_fs_ops *cd_fakefs_ops(struct cd_fakefs *fs)
 {
 	fs->ops = (struct cd_fs_ops){
@@ -317,6 +353,7 @@ const struct cd_fs_ops *cd_fakefs_ops(struct cd_fakefs *fs)
 		.readlink = fake_readlink,
 		.read_file = fake_read_file,
 		.read_dir = fake_read_dir,
+		.may_create = fake_may_create,
 	};
 	return &fs->ops;
 }

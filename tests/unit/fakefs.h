@@ -26,14 +26,18 @@ struct cd_fakefs *cd_fakefs_free(struct cd_fakefs *fs);
 void cd_fakefs_dir(struct cd_fakefs *fs, const char *path);
 /* A regular file with contents (copied; NULL means empty). Replaces an existing file. */
 void cd_fakefs_file(struct cd_fakefs *fs, const char *path, const char *contents);
+/* A regular file holding len bytes of data (NULs included). */
+void cd_fakefs_file_bytes(struct cd_fakefs *fs, const char *path, const void *data, size_t len);
 /* A symlink holding target verbatim (relative or absolute). */
 void cd_fakefs_symlink(struct cd_fakefs *fs, const char *path, const char *target);
 /* A device, fifo or socket. */
 void cd_fakefs_other(struct cd_fakefs *fs, const char *path);
-/* Make every shim call on exactly this path fail with -err (e.g. EACCES). */
+/* An existing directory the caller may not create names in (may_create says false). */
+void cd_fakefs_lock_dir(struct cd_fakefs *fs, const char *path);
+/* Make every shim call on exactly this path fail with -err (e.g. EACCES), but may_create. */
 void cd_fakefs_fail(struct cd_fakefs *fs, const char *path, int err);
 
 /* The shim; valid until cd_fakefs_free. */
 const struct cd_fs_ops *cd_fakefs_ops(struct cd_fakefs *fs);
-/* Number of shim calls made so far (lstat_type + readlink + read_file). */
+/* Number of shim calls made so far (every operation). */
 unsigned cd_fakefs_calls(const struct cd_fakefs *fs);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The Linux wrapper plan as data: Landlock ABI tables, the seccomp table and
- * cd_linux_plan_build() on hand-built plans (no file system involved).
+ * cd_linux_plan_build() on hand-built plans (no file system involved), and
+ * on plans bound over the in-memory tree of fakefs.c.
  */
 #include <check.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 
 #include "core/linux-plan.h"
 #include "core/util.h"
+#include "fakefs.h"
 
 /* ---- Landlock ABI tables ---- */
 
@@ -1259,6 +1261,122 @@ START_TEST(test_pin_workspace_in_tmp)
 }
 END_TEST
 
+/* An index naming the given gitlinks (version 2, SHA-1 names of zeros). */
+static void git_index(struct cd_fakefs *fs, const char *path, const char *const *links)
+{
+	struct cd_strbuf sb = { 0 };
+	size_t n = 0;
+	while (links[n])
+		n++;
+	cd_strbuf_append_n(&sb, "DIRC\0\0\0\2", 8);
+	for (int shift = 24; shift >= 0; shift -= 8)
+		cd_strbuf_append_c(&sb, (char)(n >> shift));
+	for (size_t i = 0; i < n; i++) {
+		size_t start = sb.len, len = strlen(links[i]);
+		for (int k = 0; k < 60; k++)
+			cd_strbuf_append_c(&sb, k == 26 ? '\340' : '\0'); /* mode 0160000 */
+		cd_strbuf_append_c(&sb, (char)(len >> 8));
+		cd_strbuf_append_c(&sb, (char)len);
+		cd_strbuf_append(&sb, links[i]);
+		do
+			cd_strbuf_append_c(&sb, '\0');
+		while ((sb.len - start) % 8);
+	}
+	for (int k = 0; k < 20; k++)
+		cd_strbuf_append_c(&sb, '\0');
+	cd_fakefs_file_bytes(fs, path, sb.buf, sb.len);
+	cd_strbuf_done(&sb);
+}
+
+/*
+ * A workspace nested in /tmp, with submodules and a nested repository,
+ * bound by the plan: the directories above get masks and pins, the
+ * submodules and nested repository read-only binds and masks.
+ */
+START_TEST(test_git_nested_mounts)
+{
+	static const char *const links[] = { "sub", "gone", NULL };
+	static const struct want_mount want[] = {
+		{ CD_MOUNT_MASK, "/tmp/.agents" },
+		{ CD_MOUNT_MASK, "/tmp/.codex" },
+		{ CD_MOUNT_MASK, "/tmp/.git" },
+		{ CD_MOUNT_PIN, "/tmp/x" },
+		{ CD_MOUNT_MASK, "/tmp/x/.agents" },
+		{ CD_MOUNT_MASK, "/tmp/x/.codex" },
+		{ CD_MOUNT_MASK, "/tmp/x/.git" },
+		{ CD_MOUNT_PIN, "/tmp/x/ws" },
+		{ CD_MOUNT_MASK, "/tmp/x/ws/.agents" },
+		{ CD_MOUNT_MASK, "/tmp/x/ws/.codex" },
+		{ CD_MOUNT_RO_BIND, "/tmp/x/ws/.git" },
+		{ CD_MOUNT_MASK, "/tmp/x/ws/gone" },
+		{ CD_MOUNT_PIN, "/tmp/x/ws/sub" },
+		{ CD_MOUNT_PIN, "/tmp/x/ws/v" },
+		{ CD_MOUNT_MASK, "/tmp/x/ws/sub/.git" },
+		{ CD_MOUNT_PIN, "/tmp/x/ws/v/n" },
+		{ CD_MOUNT_RO_BIND, "/tmp/x/ws/v/n/.git" },
+	};
+	struct cd_fakefs *fs = cd_fakefs_new();
+	cd_fakefs_other(fs, "/dev/null");
+	cd_fakefs_dir(fs, "/tmp/x/ws/.git");
+	cd_fakefs_dir(fs, "/tmp/x/ws/sub");
+	cd_fakefs_dir(fs, "/tmp/x/ws/v/n/.git");
+	git_index(fs, "/tmp/x/ws/.git/index", links);
+	struct cd_profile *prof = cd_xcalloc(1, sizeof(*prof));
+	prof->type = CD_PROFILE_MANAGED;
+	prof->network = CD_NET_RESTRICTED;
+	static const enum cd_special specials[] = { CD_SPECIAL_ROOT, CD_SPECIAL_PROJECT_ROOTS,
+						    CD_SPECIAL_SLASH_TMP };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(specials); i++) {
+		struct cd_fs_entry e = {
+			.kind = CD_ENTRY_SPECIAL,
+			.special = specials[i],
+			.access = i ? CD_ACCESS_WRITE : CD_ACCESS_READ,
+		};
+		cd_profile_add_entry(prof, &e);
+	}
+	const char *roots[] = { "/tmp/x/ws" };
+	struct cd_bind_input in = {
+		.cwd = "/tmp/x/ws",
+		.workspace_roots = roots,
+		.n_workspace_roots = 1,
+		.ops = cd_fakefs_ops(fs),
+	};
+	struct cd_plan *plan = NULL;
+	char *err = NULL;
+	ck_assert_msg(cd_plan_build(prof, &in, &plan, &err) == 0, "%s", err ? err : "?");
+	struct cd_linux_plan *lp = build_ok(plan, &host_full, NULL);
+	check_mounts(lp, want, CD_ARRAY_SIZE(want));
+	ck_assert_ptr_nonnull(strstr(why_of(lp, "/tmp/x/.git"), "above writable /tmp/x/ws"));
+	ck_assert_ptr_nonnull(strstr(why_of(lp, "/tmp/x/ws/gone"), "missing submodule path"));
+	ck_assert_ptr_nonnull(strstr(why_of(lp, "/tmp/x/ws/sub/.git"), "uninitialized submodule"));
+	ck_assert_ptr_nonnull(strstr(why_of(lp, "/tmp/x/ws/v/n/.git"), "nested repository"));
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	cd_linux_plan_free(lp);
+
+	/* Without user namespaces: refused, naming what needs them. */
+	struct cd_linux_host h = host_full;
+	h.userns = false;
+	ck_assert_int_eq(cd_linux_plan_build(plan, &h, NULL, &lp, &err), -EOPNOTSUPP);
+	ck_assert_ptr_nonnull(strstr(err, "/tmp/x/ws/gone"));
+	free(err);
+	err = NULL;
+	plan = cd_plan_free(plan);
+
+	/* The scan skipped on request: reported with the other degradations. */
+	in.skip_nested_scan = true;
+	ck_assert_int_eq(cd_plan_build(prof, &in, &plan, &err), 0);
+	lp = build_ok(plan, &host_full, NULL);
+	ck_assert_ptr_null(mount_for(lp, "/tmp/x/ws/v/n/.git"));
+	ck_assert_ptr_nonnull(mount_for(lp, "/tmp/x/ws/sub/.git"));
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "nested repositories NOT protected"));
+	cd_linux_plan_free(lp);
+	cd_plan_free(plan);
+	cd_profile_free(prof);
+	cd_fakefs_free(fs);
+}
+END_TEST
+
 START_TEST(test_pin_none_under_readonly_parent)
 {
 	/* /home/u/w's parent is read-only: it cannot be renamed, nothing to pin. */
@@ -1459,6 +1577,7 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_pin_nested_root);
 	tcase_add_test(tc, test_pin_only_known_directories);
 	tcase_add_test(tc, test_pin_degraded);
+	tcase_add_test(tc, test_git_nested_mounts);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("refusals");

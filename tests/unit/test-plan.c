@@ -967,6 +967,501 @@ START_TEST(test_symlink_in_readonly_carve_out_allowed)
 }
 END_TEST
 
+/* ---- protection above nested workspaces --------------------------------- */
+
+START_TEST(test_above_nested_workspace)
+{
+	/* /tmp/x/y/ws under a writable /tmp: git looks in /tmp/x/y and /tmp/x too. */
+	cd_fakefs_dir(fs, "/tmp/x/y/ws/src");
+	cd_fakefs_dir(fs, "/tmp/x/.git");
+	roots[0] = "/tmp/x/y/ws";
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	const struct cd_plan_path *p = get("/tmp/x/y/.git");
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert_int_eq(p->type, CD_FT_MISSING);
+	ck_assert_int_eq(p->origin, CD_ORIGIN_PROTECTED);
+	ck_assert(p->carve_out);
+	ck_assert_ptr_nonnull(strstr(p->why, "above writable /tmp/x/y/ws"));
+	ck_assert_int_eq(get("/tmp/x/y/.codex")->type, CD_FT_MISSING);
+	ck_assert_int_eq(get("/tmp/x/y/.agents")->type, CD_FT_MISSING);
+	/* An existing repository up there is read-only, not masked. */
+	p = get("/tmp/x/.git");
+	ck_assert_int_eq(p->type, CD_FT_DIR);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert_int_eq(cd_plan_access(plan, "/tmp/x/.git/config", NULL), CD_ACCESS_READ);
+	/* /tmp itself is the top of its region; "/" and /home are not writable. */
+	ck_assert_ptr_nonnull(strstr(get("/tmp/.git")->why, "under writable /tmp"));
+	ck_assert_ptr_null(find("/.git"));
+	/* Three names in each of /tmp, /tmp/x, /tmp/x/y and the workspace. */
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_PROTECTED), 12);
+}
+END_TEST
+
+START_TEST(test_above_only_writable)
+{
+	/* /w writable, /w/a/ro read-only, /w/a/ro/rw writable again. */
+	cd_fakefs_dir(fs, "/w/a/ro/rw");
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_path("/w", CD_ACCESS_WRITE);
+	add_path("/w/a/ro", CD_ACCESS_READ);
+	add_path("/w/a/ro/rw", CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/w/a/ro/rw/.git")->origin, CD_ORIGIN_PROTECTED);
+	/* Read-only: nothing can be planted there, and nothing is mounted. */
+	ck_assert_ptr_null(find("/w/a/ro/.git"));
+	/* Above the read-only gap, /w/a is writable: git walks up through it. */
+	ck_assert_ptr_nonnull(strstr(get("/w/a/.git")->why, "above writable /w/a/ro/rw"));
+	ck_assert_ptr_nonnull(strstr(get("/w/.git")->why, "under writable /w"));
+	/* /home/u/ws (the workspace root) is read-only here: nothing there. */
+	ck_assert_ptr_null(find("/home/u/ws/.codex"));
+}
+END_TEST
+
+START_TEST(test_above_workspace_root_not_bound)
+{
+	/* A profile writing /tmp and not the workspace: the root is writable all the same. */
+	cd_fakefs_dir(fs, "/tmp/x/ws");
+	roots[0] = "/tmp/x/ws";
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	const struct cd_plan_path *p = get("/tmp/x/ws/.git");
+	ck_assert_int_eq(p->type, CD_FT_MISSING);
+	ck_assert_ptr_nonnull(strstr(p->why, "under writable workspace root /tmp/x/ws"));
+	ck_assert_ptr_nonnull(strstr(get("/tmp/x/.agents")->why, "above writable /tmp/x/ws"));
+}
+END_TEST
+
+START_TEST(test_above_not_under_writable_slash)
+{
+	/* With "/" itself writable, names protect nothing: none above the workspace. */
+	cd_fakefs_dir(fs, "/tmp/x/ws");
+	roots[0] = "/tmp/x/ws";
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_path("/etc", CD_ACCESS_READ);
+	build_ok();
+	ck_assert_int_eq(get("/tmp/x/ws/.git")->origin, CD_ORIGIN_PROTECTED);
+	ck_assert_ptr_null(find("/tmp/x/.git"));
+	ck_assert_ptr_null(find("/tmp/.git"));
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_PROTECTED), 3);
+}
+END_TEST
+
+START_TEST(test_above_uncreatable)
+{
+	/* Names the caller cannot create (nor the sandbox, running as it) are not masked. */
+	cd_fakefs_dir(fs, "/tmp/x/ws");
+	cd_fakefs_lock_dir(fs, "/tmp/x");
+	roots[0] = "/tmp/x/ws";
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_ptr_null(find("/tmp/x/.git"));
+	ck_assert(has_note("/tmp/x/.git is not masked: the caller cannot create names in /tmp/x"));
+	/* An existing one is still made read-only. */
+	cd_fakefs_dir(fs, "/tmp/x/.codex");
+	plan = cd_plan_free(plan);
+	build_ok();
+	ck_assert_int_eq(get("/tmp/x/.codex")->type, CD_FT_DIR);
+	ck_assert_ptr_null(find("/tmp/x/.agents"));
+	ck_assert_int_eq(get("/tmp/x/ws/.agents")->type, CD_FT_MISSING);
+}
+END_TEST
+
+/* ---- nested repositories ------------------------------------------------ */
+
+static struct cd_nested_limits limits;
+
+static void use_limits(size_t dirs, size_t entries, size_t depth, size_t repos, size_t gitlinks)
+{
+	limits = (struct cd_nested_limits){ dirs, entries, depth, repos, gitlinks };
+	in.limits = &limits;
+}
+
+START_TEST(test_nested_found)
+{
+	cd_fakefs_dir(fs, "/home/u/ws/vendor/a/.git/x/.git"); /* never entered */
+	cd_fakefs_file(fs, "/home/u/ws/tools/b/.git", "gitdir: ../../.git/modules/b\n");
+	cd_fakefs_dir(fs, "/home/u/ws/.git/modules/b");
+	cd_fakefs_other(fs, "/home/u/ws/c/.git"); /* a concurrent run's mask, say */
+	cd_fakefs_dir(fs, "/elsewhere/d/.git");
+	cd_fakefs_symlink(fs, "/home/u/ws/link", "/elsewhere"); /* not followed */
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	const struct cd_plan_path *p = get("/home/u/ws/vendor/a/.git");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_NESTED);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert_int_eq(p->type, CD_FT_DIR);
+	ck_assert(p->carve_out);
+	ck_assert_ptr_nonnull(strstr(p->why, "nested repository below workspace root /home/u/ws"));
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/vendor/a/.git/config", NULL),
+			 CD_ACCESS_READ);
+	ck_assert_int_eq(cd_plan_access(plan, "/home/u/ws/vendor/a/src.c", NULL), CD_ACCESS_WRITE);
+	ck_assert_ptr_null(find("/home/u/ws/vendor/a/.git/x/.git"));
+	p = get("/home/u/ws/tools/b/.git");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_NESTED);
+	ck_assert_int_eq(p->type, CD_FT_REG);
+	/* Its gitdir lies in the read-only top .git: nothing more to add. */
+	ck_assert_ptr_null(find("/home/u/ws/.git/modules/b"));
+	ck_assert_int_eq(get("/home/u/ws/c/.git")->type, CD_FT_OTHER);
+	ck_assert_ptr_null(find("/elsewhere/d/.git"));
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_NESTED), 3);
+	/* The top one is the protected name it always was. */
+	ck_assert_int_eq(get("/home/u/ws/.git")->origin, CD_ORIGIN_PROTECTED);
+}
+END_TEST
+
+START_TEST(test_nested_gitdir_target)
+{
+	/* A nested worktree whose git directory lies elsewhere in the workspace. */
+	cd_fakefs_dir(fs, "/home/u/ws/store/repo.git");
+	cd_fakefs_file(fs, "/home/u/ws/wt/.git", "gitdir: /home/u/ws/store/repo.git\n");
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/home/u/ws/wt/.git")->origin, CD_ORIGIN_NESTED);
+	const struct cd_plan_path *p = get("/home/u/ws/store/repo.git");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_GITDIR);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+}
+END_TEST
+
+START_TEST(test_nested_pruned)
+{
+	/* Read-only and denied subtrees are not listed (a listing would fail here). */
+	cd_fakefs_dir(fs, "/home/u/ws/ro/x/.git");
+	cd_fakefs_dir(fs, "/home/u/ws/ro/rw/y/.git");
+	cd_fakefs_dir(fs, "/home/u/ws/secret/z/.git");
+	cd_fakefs_fail(fs, "/home/u/ws/ro/x", EIO);
+	cd_fakefs_fail(fs, "/home/u/ws/secret/z", EIO);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_path("/home/u/ws/ro", CD_ACCESS_READ);
+	add_path("/home/u/ws/ro/rw", CD_ACCESS_WRITE);
+	add_path("/home/u/ws/secret", CD_ACCESS_DENY);
+	build_ok();
+	ck_assert_ptr_null(find("/home/u/ws/ro/x/.git"));
+	ck_assert_ptr_null(find("/home/u/ws/secret/z/.git"));
+	/* A writable path inside the read-only one is scanned. */
+	ck_assert_int_eq(get("/home/u/ws/ro/rw/y/.git")->origin, CD_ORIGIN_NESTED);
+}
+END_TEST
+
+START_TEST(test_nested_symlink_refused)
+{
+	cd_fakefs_dir(fs, "/elsewhere/.git");
+	cd_fakefs_symlink(fs, "/home/u/ws/sub/.git", "/elsewhere/.git");
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_fails(-EINVAL, "nested repository /home/u/ws/sub/.git is a symlink");
+	ck_assert_ptr_nonnull(strstr(err, "--allow-degraded=nested-repositories"));
+}
+END_TEST
+
+START_TEST(test_nested_bounds)
+{
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	cd_fakefs_dir(fs, "/home/u/ws/a/b/c/d");
+	cd_fakefs_dir(fs, "/home/u/ws/e/.git");
+	cd_fakefs_dir(fs, "/home/u/ws/f/.git");
+	/* Exactly at the bounds: 7 directories (src, a..d, e, f), 10 entries, depth 4. */
+	use_limits(7, 10, 4, 2, 0);
+	build_ok();
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_NESTED), 2);
+	plan = cd_plan_free(plan);
+
+	use_limits(6, 10, 4, 2, 0);
+	build_fails(-E2BIG, "the workspace roots hold more than 6 directories");
+	ck_assert_ptr_nonnull(strstr(err, "name a narrower workspace root, or pass "
+					  "--allow-degraded=nested-repositories"));
+	free(err);
+	err = NULL;
+	use_limits(7, 9, 4, 2, 0);
+	build_fails(-E2BIG, "the workspace roots hold more than 9 entries");
+	free(err);
+	err = NULL;
+	use_limits(7, 10, 3, 2, 0);
+	build_fails(-E2BIG, "/home/u/ws/a/b/c/d is more than 3 directories below workspace "
+			    "root /home/u/ws");
+	free(err);
+	err = NULL;
+	use_limits(7, 10, 4, 1, 0);
+	build_fails(-E2BIG, "more than 1 nested repositories (.git) below workspace root");
+	free(err);
+	err = NULL;
+
+	/* The opt-down skips the scan, and says so. */
+	in.skip_nested_scan = true;
+	use_limits(1, 1, 1, 1, 0);
+	build_ok();
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_NESTED), 0);
+	ck_assert_ptr_nonnull(plan->degraded);
+	ck_assert_ptr_nonnull(strstr(plan->degraded[0], "nested repositories NOT protected"));
+	ck_assert_ptr_null(plan->degraded[1]);
+}
+END_TEST
+
+START_TEST(test_nested_unlistable)
+{
+	cd_fakefs_dir(fs, "/home/u/ws/locked/x/.git");
+	cd_fakefs_fail(fs, "/home/u/ws/locked", EACCES);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	/* Ours (or writable by us): the command could plant there, so refuse. */
+	build_fails(-EACCES, "cannot list /home/u/ws/locked to find nested repositories");
+	free(err);
+	err = NULL;
+	/* Not: neither can the command make anything there. */
+	cd_fakefs_lock_dir(fs, "/home/u/ws/locked");
+	build_ok();
+	ck_assert(has_note("/home/u/ws/locked cannot be listed"));
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_NESTED), 0);
+}
+END_TEST
+
+START_TEST(test_nested_inner_roots)
+{
+	/* Two roots, one inside the other: listed once. */
+	cd_fakefs_dir(fs, "/home/u/ws/src/x/.git");
+	roots[1] = "/home/u/ws/src";
+	in.n_workspace_roots = 2;
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	use_limits(3, 100, 10, 10, 0); /* src, src/x and nothing more */
+	build_ok();
+	ck_assert_int_eq(get("/home/u/ws/src/x/.git")->origin, CD_ORIGIN_NESTED);
+}
+END_TEST
+
+/* ---- submodules ---------------------------------------------------------- */
+
+static void put32(struct cd_strbuf *sb, uint32_t v)
+{
+	char b[4] = { (char)(v >> 24), (char)(v >> 16), (char)(v >> 8), (char)v };
+	cd_strbuf_append_n(sb, b, 4);
+}
+
+/* A version 2 entry (SHA-1 names of zeros); a name of "" is a split index's replacement. */
+static void index_entry(struct cd_strbuf *sb, uint32_t mode, const char *name)
+{
+	size_t start = sb->len, n = strlen(name);
+	for (int i = 0; i < 6; i++)
+		put32(sb, 0);
+	put32(sb, mode);
+	for (int i = 0; i < 8; i++)
+		put32(sb, 0);
+	char flags[2] = { (char)(n >> 8), (char)n };
+	cd_strbuf_append_n(sb, flags, 2);
+	cd_strbuf_append_n(sb, name, n);
+	do
+		cd_strbuf_append_c(sb, '\0');
+	while ((sb->len - start) % 8);
+}
+
+/* An index at path naming the given gitlinks (NULL-terminated), and a file "README". */
+static void git_index(const char *path, const char *const *gitlinks)
+{
+	struct cd_strbuf sb = { 0 };
+	size_t n = 0;
+	while (gitlinks[n])
+		n++;
+	cd_strbuf_append(&sb, "DIRC");
+	put32(&sb, 2);
+	put32(&sb, (uint32_t)n + 1);
+	index_entry(&sb, 0100644, "README");
+	for (size_t i = 0; i < n; i++)
+		index_entry(&sb, 0160000, gitlinks[i]);
+	for (int i = 0; i < 5; i++)
+		put32(&sb, 0);
+	cd_fakefs_file_bytes(fs, path, sb.buf, sb.len);
+	cd_strbuf_done(&sb);
+}
+
+START_TEST(test_submodules)
+{
+	static const char *const links[] = { "uninit",	 "populated", "pointer",  "gone/deep/sub",
+					     "lib/file", "../out",    "a/.git/b", NULL };
+	git_index("/home/u/ws/.git/index", links);
+	cd_fakefs_dir(fs, "/home/u/ws/uninit");
+	cd_fakefs_dir(fs, "/home/u/ws/populated/.git");
+	cd_fakefs_file(fs, "/home/u/ws/pointer/.git", "gitdir: ../.git/modules/pointer\n");
+	cd_fakefs_dir(fs, "/home/u/ws/.git/modules/pointer");
+	cd_fakefs_file(fs, "/home/u/ws/lib/file", "x");
+	/* .gitmodules (a work-tree file the sandbox may edit) is not what counts. */
+	cd_fakefs_file(fs, "/home/u/ws/.gitmodules", "[submodule \"decoy\"]\n\tpath = decoy\n");
+	cd_fakefs_dir(fs, "/home/u/ws/decoy");
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, ".git", CD_ACCESS_READ); /* as workspace-write */
+	build_ok();
+	const struct cd_plan_path *p = get("/home/u/ws/uninit/.git");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_SUBMODULE);
+	ck_assert_int_eq(p->type, CD_FT_MISSING);
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert(p->carve_out);
+	ck_assert_ptr_nonnull(strstr(p->why, "uninitialized submodule /home/u/ws/uninit (a "
+					     "gitlink in /home/u/ws/.git/index)"));
+	p = get("/home/u/ws/populated/.git");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_SUBMODULE);
+	ck_assert_int_eq(p->type, CD_FT_DIR);
+	ck_assert_int_eq(get("/home/u/ws/pointer/.git")->type, CD_FT_REG);
+	/* The first missing directory on the way is denied: nothing can appear below. */
+	p = get("/home/u/ws/gone");
+	ck_assert_int_eq(p->access, CD_ACCESS_DENY);
+	ck_assert_int_eq(p->type, CD_FT_MISSING);
+	ck_assert(p->carve_out);
+	ck_assert_ptr_nonnull(strstr(p->why, "missing submodule path /home/u/ws/gone/deep/sub"));
+	ck_assert_ptr_null(find("/home/u/ws/gone/deep/sub/.git"));
+	/* A file where the path needs a directory stays that file. */
+	p = get("/home/u/ws/lib/file");
+	ck_assert_int_eq(p->access, CD_ACCESS_READ);
+	ck_assert_int_eq(p->type, CD_FT_REG);
+	/* Paths git would not check out are left alone; so is .gitmodules. */
+	ck_assert_ptr_null(find("/home/u/out"));
+	ck_assert_ptr_null(find("/home/u/out/.git"));
+	ck_assert_ptr_null(find("/home/u/ws/a"));
+	ck_assert_ptr_null(find("/home/u/ws/decoy/.git"));
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_SUBMODULE), 5);
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_NESTED), 0);
+}
+END_TEST
+
+START_TEST(test_submodules_recursive)
+{
+	/* A submodule's own submodules, through its git directory's index. */
+	static const char *const top[] = { "sub", NULL };
+	static const char *const inner[] = { "inner", NULL };
+	git_index("/home/u/ws/.git/index", top);
+	cd_fakefs_file(fs, "/home/u/ws/sub/.git", "gitdir: ../.git/modules/sub\n");
+	git_index("/home/u/ws/.git/modules/sub/index", inner);
+	cd_fakefs_dir(fs, "/home/u/ws/sub/inner");
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/home/u/ws/sub/.git")->origin, CD_ORIGIN_SUBMODULE);
+	const struct cd_plan_path *p = get("/home/u/ws/sub/inner/.git");
+	ck_assert_int_eq(p->origin, CD_ORIGIN_SUBMODULE);
+	ck_assert_int_eq(p->type, CD_FT_MISSING);
+	ck_assert_ptr_nonnull(strstr(p->why, "/home/u/ws/.git/modules/sub/index"));
+}
+END_TEST
+
+START_TEST(test_submodules_of_nested_and_above)
+{
+	/* The repository above a nested workspace, and one nested in it, have gitlinks too. */
+	static const char *const links[] = { "ws/m", NULL };
+	static const char *const nested[] = { "n", NULL };
+	cd_fakefs_dir(fs, "/tmp/x/ws/m");
+	git_index("/tmp/x/.git/index", links);
+	cd_fakefs_dir(fs, "/tmp/x/ws/v/.git");
+	cd_fakefs_dir(fs, "/tmp/x/ws/v/n");
+	git_index("/tmp/x/ws/v/.git/index", nested);
+	roots[0] = "/tmp/x/ws";
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/tmp/x/.git")->type, CD_FT_DIR);
+	ck_assert_int_eq(get("/tmp/x/ws/m/.git")->origin, CD_ORIGIN_SUBMODULE);
+	ck_assert_int_eq(get("/tmp/x/ws/v/.git")->origin, CD_ORIGIN_NESTED);
+	ck_assert_int_eq(get("/tmp/x/ws/v/n/.git")->origin, CD_ORIGIN_SUBMODULE);
+}
+END_TEST
+
+START_TEST(test_submodules_refusals)
+{
+	static const char *const links[] = { "a/sub", NULL };
+	git_index("/home/u/ws/.git/index", links);
+	cd_fakefs_dir(fs, "/elsewhere/sub/.git");
+	cd_fakefs_symlink(fs, "/home/u/ws/a", "/elsewhere");
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_fails(-EINVAL, "submodule path /home/u/ws/a/sub (a gitlink in "
+			     "/home/u/ws/.git/index) crosses symlink /home/u/ws/a");
+	free(err);
+	err = NULL;
+
+	/* A damaged index is refused: its submodules could not be protected. */
+	cd_fakefs_file(fs, "/home/u/ws/.git/index", "DIRC\1\2");
+	build_fails(-EINVAL, "cannot read the git index /home/u/ws/.git/index");
+	free(err);
+	err = NULL;
+
+	/* One we cannot read, git run as us cannot either. */
+	cd_fakefs_fail(fs, "/home/u/ws/.git/index", EACCES);
+	build_ok();
+	ck_assert(has_note("/home/u/ws/.git/index cannot be read"));
+	plan = cd_plan_free(plan);
+
+	/* Past the bound. */
+	static const char *const two[] = { "s1", "s2", NULL };
+	cd_fakefs_free(fs);
+	fs = cd_fakefs_new();
+	in.ops = cd_fakefs_ops(fs);
+	cd_fakefs_other(fs, "/dev/null");
+	cd_fakefs_dir(fs, "/home/u/ws/s1");
+	cd_fakefs_dir(fs, "/home/u/ws/s2");
+	git_index("/home/u/ws/.git/index", two);
+	use_limits(100, 100, 10, 10, 1);
+	build_fails(-E2BIG, "more than 1 submodules");
+}
+END_TEST
+
+START_TEST(test_submodules_not_writable)
+{
+	/* Nothing writable in the work tree: the index is not even read. */
+	static const char *const links[] = { "sub", NULL };
+	git_index("/home/u/ws/.git/index", links);
+	cd_fakefs_fail(fs, "/home/u/ws/.git/index", EIO);
+	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add_special(CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+	add_path("/home/u/ws/.git", CD_ACCESS_READ);
+	build_ok();
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_SUBMODULE), 0);
+	/* A write entry naming .git: the user gave the repository away. */
+	plan = cd_plan_free(plan);
+	prof->entries[2].access = CD_ACCESS_WRITE;
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_uint_eq(count_origin(CD_ORIGIN_SUBMODULE), 0);
+}
+END_TEST
+
+START_TEST(test_submodules_split_index)
+{
+	/* The main file replaces shared entry 1 ("lib", a file there) with a gitlink. */
+	struct cd_strbuf sb = { 0 }, ext = { 0 };
+	cd_strbuf_append(&sb, "DIRC");
+	put32(&sb, 2);
+	put32(&sb, 1);
+	index_entry(&sb, 0160000, "");
+	for (int i = 0; i < 5; i++)
+		put32(&ext, 0xabababab);
+	for (int bitmap = 0; bitmap < 2; bitmap++) {
+		put32(&ext, 64);
+		put32(&ext, 2);
+		put32(&ext, 2); /* a word with one literal word after it */
+		put32(&ext, 0);
+		put32(&ext, 0);
+		put32(&ext, bitmap ? 2 : 0); /* replaces bit 1; deletes nothing */
+		put32(&ext, 0);
+	}
+	cd_strbuf_append(&sb, "link");
+	put32(&sb, (uint32_t)ext.len);
+	cd_strbuf_append_n(&sb, ext.buf, ext.len);
+	for (int i = 0; i < 5; i++)
+		put32(&sb, 0);
+	cd_fakefs_file_bytes(fs, "/home/u/ws/.git/index", sb.buf, sb.len);
+	cd_strbuf_done(&sb);
+	cd_strbuf_done(&ext);
+	static const char *const shared[] = { "lib", "sub", NULL };
+	git_index("/home/u/ws/.git/sharedindex.abababababababababababababababababababab", shared);
+	cd_fakefs_dir(fs, "/home/u/ws/lib");
+	cd_fakefs_dir(fs, "/home/u/ws/sub");
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/home/u/ws/lib/.git")->origin, CD_ORIGIN_SUBMODULE);
+	ck_assert_int_eq(get("/home/u/ws/sub/.git")->origin, CD_ORIGIN_SUBMODULE);
+}
+END_TEST
+
 /* ---- whole-plan flags --------------------------------------------------- */
 
 START_TEST(test_unrestricted_types)
@@ -1100,6 +1595,28 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, test_protected_gitfile_not_pointer);
 	tcase_add_loop_test(tc, test_protected_symlink_refused, 0,
 			    (int)CD_ARRAY_SIZE(protected_names));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("nested");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_above_nested_workspace);
+	tcase_add_test(tc, test_above_only_writable);
+	tcase_add_test(tc, test_above_workspace_root_not_bound);
+	tcase_add_test(tc, test_above_not_under_writable_slash);
+	tcase_add_test(tc, test_above_uncreatable);
+	tcase_add_test(tc, test_nested_found);
+	tcase_add_test(tc, test_nested_gitdir_target);
+	tcase_add_test(tc, test_nested_pruned);
+	tcase_add_test(tc, test_nested_symlink_refused);
+	tcase_add_test(tc, test_nested_bounds);
+	tcase_add_test(tc, test_nested_unlistable);
+	tcase_add_test(tc, test_nested_inner_roots);
+	tcase_add_test(tc, test_submodules);
+	tcase_add_test(tc, test_submodules_recursive);
+	tcase_add_test(tc, test_submodules_of_nested_and_above);
+	tcase_add_test(tc, test_submodules_refusals);
+	tcase_add_test(tc, test_submodules_not_writable);
+	tcase_add_test(tc, test_submodules_split_index);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("symlinks");
