@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (LOOPS, Server, Tap, cordon_usable, kill_quietly,  # noqa: E402
+from rpcclient import (CORDON, LOOPS, Server, Tap, cordon_usable, kill_quietly,  # noqa: E402
                        unb64, uri, workspace_write)
 
 t = Tap()
@@ -237,10 +237,64 @@ def fs_helper(tag, base):
         shutil.rmtree(ws, ignore_errors=True)
 
 
+def lost_report(tag, base):
+    """A setup failure whose report cannot be read is a refusal with that reason,
+    never a command that seems to have run (or a bare status)."""
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    marker = os.path.join(ws, "ran")
+    s = Server(tag, extra_env={"CORDON_TEST_DISABLE": "spawn-report"})
+    try:
+        s.handshake()
+        r = s.start("lost", ["sh", "-c", "sleep 0.3; touch ran"], cwd=ws, env=PATH_ENV,
+                    sandbox=sandbox(ws))
+        msg = r.get("error", {}).get("message", "")
+        t.ok("error" in r and "reading its report" in msg,
+             "[%s] a lost setup report refuses the start, saying so" % tag, r)
+        r = s.request("fs/writeFile", {"path": uri(os.path.join(ws, "w")), "dataBase64": "eA==",
+                                       "sandbox": sandbox(ws)})
+        msg = r.get("error", {}).get("message", "")
+        t.ok("error" in r and "reading its report" in msg and
+             not os.path.exists(os.path.join(ws, "w")),
+             "[%s] and a sandboxed fs request likewise" % tag, r)
+        s.drain(0.5)
+        t.ok(not os.path.exists(marker), "[%s] the command never ran" % tag)
+    finally:
+        s.stop()
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def programs(base):
+    """cordon-init and cordon-fs-helper run by hand refuse; a server without them
+    refuses to start."""
+    here = os.path.dirname(os.path.realpath(CORDON))
+    for name, want in (("cordon-init", 125), ("cordon-fs-helper", 2)):
+        p = subprocess.run([os.path.join(here, name)], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL)
+        t.ok(p.returncode == want and "not for direct use" in p.stderr,
+             "%s run by hand refuses (status %d)" % (name, want), (p.returncode, p.stderr))
+    d = tempfile.mkdtemp(prefix="bin-", dir=base)
+    try:
+        lone = os.path.join(d, "cordon")
+        shutil.copy(CORDON, lone)
+        p = subprocess.run([lone, "serve"], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=30)
+        if p.returncode == 0:
+            t.skip("a server whose cordon-init cannot be found refuses to start",
+                   "an installed cordon-init was found (make install)")
+        else:
+            t.ok(p.returncode == 1 and "cannot find cordon-init" in p.stderr,
+                 "a server whose cordon-init cannot be found refuses to start, saying why",
+                 (p.returncode, p.stderr))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 with tempfile.TemporaryDirectory(prefix="cordon-serve-iso-") as base:
     base = os.path.realpath(base)
     os.chmod(base, 0o755)
     for loop in LOOPS:
         t.guard("[%s] processes" % loop, processes, loop, base)
         t.guard("[%s] fs helper" % loop, fs_helper, loop, base)
+        t.guard("[%s] lost report" % loop, lost_report, loop, base)
+    t.guard("programs", programs, base)
 t.done()
