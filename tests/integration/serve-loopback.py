@@ -384,9 +384,9 @@ def other_admissions():
 
 
 def copied_binaries():
-    """A directory anyone can read holding cordon and cordon-ws."""
+    """A directory anyone can read holding cordon and the programs it executes."""
     bindir = fresh_dir()
-    for name in ("cordon", "cordon-ws"):
+    for name in ("cordon", "cordon-ws", "cordon-init", "cordon-fs-helper"):
         src = os.path.join(os.path.dirname(os.path.realpath(CORDON)), name)
         if os.path.exists(src):
             shutil.copy(src, os.path.join(bindir, name))
