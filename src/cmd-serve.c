@@ -206,28 +206,24 @@ static int find_group(const char *name, gid_t *gid)
  */
 static void exec_ws_helper(int argc, char **argv)
 {
-	char self[PATH_MAX], path[PATH_MAX + 16];
-	const char *found = NULL;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(path, sizeof(path), "%s/cordon-ws", self);
-			if (access(path, X_OK) == 0)
-				found = path;
-		}
+	struct cd_program ws = { .fd = -1 };
+	char *why = NULL;
+	if (cd_program_open("cordon-ws", &ws, &why) < 0) {
+		fprintf(stderr,
+			"cordon: serve: cordon-ws, which serves the WebSocket transport, is "
+			"missing: %s\n",
+			why);
+		free(why);
+		return;
 	}
-	if (!found)
-		found = CD_PKGLIBEXECDIR "/cordon-ws";
 	char **av = cd_xcalloc((size_t)argc + 2, sizeof(*av));
 	av[0] = (char *)"cordon";
 	memcpy(av + 1, argv, (size_t)argc * sizeof(*av));
-	execv(found, av);
+	execv(ws.path, av);
 	fprintf(stderr, "cordon: serve: cannot run %s, which serves the WebSocket transport: %s\n",
-		found, strerror(errno));
+		ws.path, strerror(errno));
 	free(av);
+	cd_program_done(&ws);
 }
 #endif
 
