@@ -1083,10 +1083,12 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 				   "namespaces, which are unavailable on this host; " ENABLE_USERNS
 				   "pid-isolation"));
 	} else {
-		cd_strv_push_take(&lp->degraded,
-				  cd_xstrdup("pid isolation NOT enforced: user namespaces are "
-					     "unavailable; if cordon is killed, the command's "
-					     "descendants outlive it"));
+		cd_strv_push_take(
+			&lp->degraded,
+			cd_xstrdup("pid isolation NOT enforced: user namespaces are "
+				   "unavailable; if cordon is killed, the command's "
+				   "descendants outlive it (seccomp still keeps the calls "
+				   "that change a process by pid to the command itself)"));
 	}
 	/* A restricted network also gets an empty network namespace, where one can be made. */
 	if (lp->plan->network == CD_NET_RESTRICTED && !(opts && opts->no_net_ns)) {
