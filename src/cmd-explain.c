@@ -75,6 +75,12 @@ static bool sc_rule_applies(const struct cd_linux_plan *lp, const struct cd_sc_r
 	return lp->seccomp && (r->when & lp->sc_when);
 }
 
+/* An allowed-on-purpose entry of the audit that holds for this plan. */
+static bool sc_allowed_applies(const struct cd_linux_plan *lp, const struct cd_sc_allowed *a)
+{
+	return lp->seccomp && !(a->unless & lp->sc_when);
+}
+
 /* ---- text ---- */
 
 /*
@@ -205,6 +211,10 @@ static void print_text(const struct cd_cli_bound *b)
 					printf("    %-*s  %-6s  %s  (%s)\n", (int)w, r->syscall,
 					       action_name(r->action), cond, r->why ? r->why : "");
 				}
+				printf("  seccomp allows on purpose (see cordon-sandbox(7)):\n");
+				for (const struct cd_sc_allowed *a = cd_sc_allowed; a->calls; a++)
+					if (sc_allowed_applies(lp, a))
+						printf("    %s\n      (%s)\n", a->calls, a->why);
 			} else {
 				printf("  seccomp: not used\n");
 			}
@@ -324,6 +334,16 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 		json_array_append_new(scr, o);
 	}
 	json_object_set_new(sc, "rules", scr);
+	json_t *sca = json_array();
+	for (const struct cd_sc_allowed *a = cd_sc_allowed; a->calls; a++) {
+		if (!sc_allowed_applies(lp, a))
+			continue;
+		json_t *o = json_object();
+		json_object_set_new(o, "syscalls", words_json(cd_xstrdup(a->calls)));
+		json_object_set_new(o, "why", jstr(a->why));
+		json_array_append_new(sca, o);
+	}
+	json_object_set_new(sc, "allowed", sca);
 	json_object_set_new(l, "seccomp", sc);
 
 	json_t *ns = json_object();

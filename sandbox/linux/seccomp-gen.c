@@ -17,12 +17,18 @@
 #include "core/util.h"
 #include "sandbox/linux/seccomp.h"
 
-/* Every value cd_linux_plan_build() puts in sc_when. Others compile at run time. */
+/*
+ * Every value cd_linux_plan_build() puts in sc_when (no IPC namespace implies
+ * no pid namespace: both come with the mount namespace). Others compile at run
+ * time.
+ */
 static const cd_sc_when group_sets[] = {
 	CD_SC_BASELINE,
 	CD_SC_BASELINE | CD_SC_NET_RESTRICTED,
-	CD_SC_BASELINE | CD_SC_NO_IPC_NS,
-	CD_SC_BASELINE | CD_SC_NET_RESTRICTED | CD_SC_NO_IPC_NS,
+	CD_SC_BASELINE | CD_SC_NO_PID_NS,
+	CD_SC_BASELINE | CD_SC_NET_RESTRICTED | CD_SC_NO_PID_NS,
+	CD_SC_BASELINE | CD_SC_NO_IPC_NS | CD_SC_NO_PID_NS,
+	CD_SC_BASELINE | CD_SC_NET_RESTRICTED | CD_SC_NO_IPC_NS | CD_SC_NO_PID_NS,
 };
 
 struct compiled {

@@ -28,7 +28,7 @@ struct cd_backend_state {
 	struct sock_filter *owned;	 /* what destroy frees: insns, or NULL */
 	size_t n_insns;
 	struct sock_fprog prog; /* points at insns; filled by prepare */
-	unsigned n_unknown;	/* rule names this libseccomp/arch does not know (skipped) */
+	unsigned n_unknown;	/* rule names this libseccomp does not know (skipped) */
 	bool precompiled;	/* insns is static data from seccomp-filters.c */
 };
 

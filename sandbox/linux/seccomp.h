@@ -24,8 +24,10 @@
  * Compile the rules of cd_sc_rules[] whose groups intersect `when` into a
  * seccomp BPF program for the native architecture: the hand-written prologue
  * for two-value rules followed by libseccomp's program. Other architectures
- * and x32 numbers are killed (KILL_PROCESS); rule names this libseccomp or
- * architecture does not know are skipped and counted in *ret_unknown.
+ * and x32 numbers are killed (KILL_PROCESS). Rules for calls the
+ * architecture does not have (fcntl64 on 64-bit ones) are skipped; names this
+ * libseccomp does not know are compiled by their unified number where the rule
+ * has one (cd_sc_rule.nr_unified), else skipped and counted in *ret_unknown.
  * Returns 0 with *ret a malloc'ed array of *ret_len instructions, or -errno
  * with *reterr a malloc'ed one-line message. Parent side (or build time).
  */

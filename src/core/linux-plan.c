@@ -135,6 +135,41 @@ char *cd_ll_scopes_names(uint64_t mask)
 		.why = "no IPC namespace: the host's IPC objects are not files" \
 	}
 
+/*
+ * A call kept to the caller itself where there is no pid namespace: denied
+ * unless argument arg_ is value_ (0: "this process"). The compare is on all
+ * 64 bits, although the kernel reads a pid_t or int argument as its low 32
+ * bits only: a rule that allows one value and denies the rest can only err
+ * towards denying (a pid of 0 with junk in the upper half, which the kernel
+ * would take for the caller, is refused), never let another pid through. The
+ * low-32-bit mask is for the opposite kind of rule, "deny this one value"
+ * (TIOCSTI, kill(-1)), which junk in the upper half would otherwise slip past.
+ */
+#define SELF_ONLY(name, arg_, value_, why_)                                                   \
+	{                                                                                     \
+		.syscall = (name), .action = CD_SC_EPERM, .cmp = CD_SC_ARG_NE, .arg = (arg_), \
+		.value = (value_), .when = CD_SC_NO_PID_NS, .why = (why_)                     \
+	}
+
+/* Denied outright where there is no pid namespace: the target is out of the filter's sight. */
+#define NO_PID_NS_DENY(name, action_, why_)                                  \
+	{                                                                    \
+		.syscall = (name), .action = (action_), .cmp = CD_SC_ALWAYS, \
+		.when = CD_SC_NO_PID_NS, .why = (why_)                       \
+	}
+
+/*
+ * A mode argument with S_ISUID or S_ISGID (04000, 02000) set. The kernel
+ * reads modes as umode_t (16 bits), and these are bits of the low half, so
+ * the per-bit compare sees what the kernel sees.
+ */
+#define SETID_BITS 06000ULL
+#define NO_SETID(name, arg_, why_)                                                       \
+	{                                                                                \
+		.syscall = (name), .action = CD_SC_EPERM, .cmp = CD_SC_ARG_MASKED_ANY,   \
+		.arg = (arg_), .mask = SETID_BITS, .when = CD_SC_BASELINE, .why = (why_) \
+	}
+
 #define AF_UNIX_VALUE 1ULL
 /* socket(2)'s type without SOCK_CLOEXEC and SOCK_NONBLOCK (the kernel's SOCK_TYPE_MASK). */
 #define SOCK_TYPE_MASK_VALUE 0xfULL
@@ -144,6 +179,12 @@ char *cd_ll_scopes_names(uint64_t mask)
 #define TIOCLINUX_VALUE	     0x541CULL
 #define PER_LINUX_VALUE	     0ULL
 #define PER_QUERY_VALUE	     0xffffffffULL
+#define TIOCEXCL_VALUE	     0x540CULL
+#define TIOCSETD_VALUE	     0x5423ULL
+#define F_SETLEASE_VALUE     1024ULL
+#define IOPRIO_WHO_PROCESS   1ULL
+#define PRIO_PROCESS_VALUE   0ULL
+#define PID_MINUS_ONE_LO32   0xffffffffULL
 
 const struct cd_sc_rule cd_sc_rules[] = {
 	DENY("ptrace", "debugging other processes"),
@@ -183,6 +224,34 @@ const struct cd_sc_rule cd_sc_rules[] = {
 	DENY("open_by_handle_at", "file handles bypass path rules"),
 	DENY("lookup_dcookie", "resolving kernel directory cookies"),
 	DENY("quotactl", "changing disk quotas"),
+	DENY("quotactl_fd", "changing disk quotas"),
+	/* ptrace's power over a file table: a pidfd of a child would do. */
+	DENY("pidfd_getfd", "taking another process's file descriptors"),
+	/*
+	 * Kernel-global state that having no capabilities already guards
+	 * (CAP_SYSLOG, CAP_SYS_RAWIO, CAP_SYS_TTY_CONFIG, CAP_SYS_TIME,
+	 * CAP_SYS_ADMIN), denied as well: nothing a sandboxed tool needs, and
+	 * syslog() reads the kernel log without any capability where
+	 * kernel.dmesg_restrict is 0.
+	 */
+	DENY("syslog", "reading or clearing the kernel log"),
+	DENY("_sysctl", "changing kernel parameters; gone since Linux 5.5"),
+	DENY("iopl", "raw I/O port access"),
+	DENY("ioperm", "raw I/O port access"),
+	DENY("vhangup", "hanging up the terminal"),
+	DENY("settimeofday", "setting the host's clock"),
+	DENY("clock_settime", "setting the host's clock"),
+	DENY("sethostname", "renaming the host"),
+	DENY("setdomainname", "renaming the host"),
+	{
+		/* Linux 6.15: open_tree() and mount_setattr() in one call. */
+		.syscall = "open_tree_attr",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ALWAYS,
+		.when = CD_SC_BASELINE,
+		.why = "changing mounts would undo read-only carve-outs",
+		.nr_unified = 467,
+	},
 	{
 		.syscall = "unshare",
 		.action = CD_SC_EPERM,
@@ -244,6 +313,96 @@ const struct cd_sc_rule cd_sc_rules[] = {
 		.value = TIOCLINUX_VALUE,
 		.when = CD_SC_BASELINE,
 		.why = "virtual console input injection (TIOCLINUX)",
+	},
+	{
+		/* Exclusive mode outlives the run: the terminal's other users get EBUSY. */
+		.syscall = "ioctl",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_EQ,
+		.arg = 1,
+		.mask = 0xffffffffULL,
+		.value = TIOCEXCL_VALUE,
+		.when = CD_SC_BASELINE,
+		.why = "exclusive mode on a terminal outlives the run (TIOCEXCL)",
+	},
+	{
+		/*
+		 * A line discipline outlives the run too, and the rarely used
+		 * ones (n_gsm, n_hdlc) have given local root more than once
+		 * (CVE-2017-2636, CVE-2023-6546).
+		 */
+		.syscall = "ioctl",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_EQ,
+		.arg = 1,
+		.mask = 0xffffffffULL,
+		.value = TIOCSETD_VALUE,
+		.when = CD_SC_BASELINE,
+		.why = "line disciplines outlive the run and are kernel attack surface (TIOCSETD)",
+	},
+	/*
+	 * A lease makes every other opener of the file wait for the holder
+	 * (up to lease-break-time, 45 s): the owner of a file, root for
+	 * root's, could stall host writers of files it may only read. fcntl64
+	 * is the name on 32-bit architectures.
+	 */
+	{
+		.syscall = "fcntl",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_EQ,
+		.arg = 1,
+		.mask = 0xffffffffULL,
+		.value = F_SETLEASE_VALUE,
+		.when = CD_SC_BASELINE,
+		.why = "a lease stalls the file's other writers (F_SETLEASE)",
+	},
+	{
+		.syscall = "fcntl64",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_EQ,
+		.arg = 1,
+		.mask = 0xffffffffULL,
+		.value = F_SETLEASE_VALUE,
+		.when = CD_SC_BASELINE,
+		.why = "a lease stalls the file's other writers (F_SETLEASE)",
+	},
+	/*
+	 * No setuid or setgid files: a setuid-root program left in the
+	 * workspace or /tmp by a root sandbox (or a setuid-<user> one by an
+	 * unprivileged sandbox) would run with those rights for anyone. Every
+	 * call that sets a mode, and every call that creates a file with one
+	 * (O_CREAT and O_TMPFILE; mknod makes regular files too). mkdir is not
+	 * here: the kernel drops both bits from its mode (a directory is setgid
+	 * only by inheritance from a setgid parent), and a setgid directory
+	 * gives no one rights, only its group to new files.
+	 */
+	NO_SETID("chmod", 1, "a setuid or setgid file would run with its owner's rights"),
+	NO_SETID("fchmod", 1, "a setuid or setgid file would run with its owner's rights"),
+	NO_SETID("fchmodat", 2, "a setuid or setgid file would run with its owner's rights"),
+	{
+		/* Linux 6.6: fchmodat with flags; glibc 2.39 uses it for AT_SYMLINK_NOFOLLOW. */
+		.syscall = "fchmodat2",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_ANY,
+		.arg = 2,
+		.mask = SETID_BITS,
+		.when = CD_SC_BASELINE,
+		.why = "a setuid or setgid file would run with its owner's rights",
+		.nr_unified = 452,
+	},
+	NO_SETID("open", 2, "creating a setuid or setgid file"),
+	NO_SETID("openat", 3, "creating a setuid or setgid file"),
+	NO_SETID("creat", 1, "creating a setuid or setgid file"),
+	NO_SETID("mknod", 1, "creating a setuid or setgid file"),
+	NO_SETID("mknodat", 2, "creating a setuid or setgid file"),
+	{
+		/* openat2's mode is in memory, out of seccomp's sight; as for clone3,
+		 * ENOSYS makes its users (no libc wrapper calls it) fall back to openat. */
+		.syscall = "openat2",
+		.action = CD_SC_ENOSYS,
+		.cmp = CD_SC_ALWAYS,
+		.when = CD_SC_BASELINE,
+		.why = "openat2 hides its mode from the filter; callers fall back to openat",
 	},
 	{
 		/* Landlock (ABI 4+) only covers TCP; the socket family check
@@ -343,7 +502,127 @@ const struct cd_sc_rule cd_sc_rules[] = {
 	IPC_DENY("mq_timedreceive"),
 	IPC_DENY("mq_notify"),
 	IPC_DENY("mq_getsetattr"),
+	/*
+	 * The second wall around other processes, where there is no pid
+	 * namespace to hide them: every call that names a process, process
+	 * group or user by number and changes it is kept to the caller (pid 0,
+	 * PRIO_PROCESS or IOPRIO_WHO_PROCESS with who 0). Unprivileged, the
+	 * kernel lets a process change any other of its uid (root: of root)
+	 * this way: prlimit --cpu=1:1 on a server kills it, --nofile=3 starves
+	 * it, renice -u or ionice reaches every process of the user. The cost:
+	 * a thread cannot be named by its tid (pthread_setaffinity_np,
+	 * pthread_setschedparam), nor the shell's $$ (renice -p $$).
+	 * Signals are left to Landlock's signal scope (ABI 6), but kill(-1),
+	 * "every process I may signal", has no use without a pid namespace.
+	 */
+	SELF_ONLY("prlimit64", 0, 0, "another process's resource limits (a CPU limit kills it)"),
+	SELF_ONLY("setpriority", 0, PRIO_PROCESS_VALUE,
+		  "process groups' and users' priorities (PRIO_PGRP, PRIO_USER)"),
+	SELF_ONLY("setpriority", 1, 0, "another process's priority"),
+	SELF_ONLY("ioprio_set", 0, IOPRIO_WHO_PROCESS,
+		  "process groups' and users' I/O priorities (IOPRIO_WHO_PGRP, IOPRIO_WHO_USER)"),
+	SELF_ONLY("ioprio_set", 1, 0, "another process's I/O priority"),
+	SELF_ONLY("sched_setaffinity", 0, 0, "another process's CPU affinity"),
+	SELF_ONLY("sched_setscheduler", 0, 0, "another process's scheduling policy"),
+	SELF_ONLY("sched_setparam", 0, 0, "another process's scheduling priority"),
+	SELF_ONLY("sched_setattr", 0, 0, "another process's scheduling attributes"),
+	SELF_ONLY("migrate_pages", 0, 0, "moving another process's memory between NUMA nodes"),
+	SELF_ONLY("move_pages", 0, 0, "moving another process's memory between NUMA nodes"),
+	SELF_ONLY("get_robust_list", 0, 0, "another process's robust futex list (an address leak)"),
+	{
+		/* The kernel reads the pid as an int: compare the low 32 bits. */
+		.syscall = "kill",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_EQ,
+		.arg = 0,
+		.mask = 0xffffffffULL,
+		.value = PID_MINUS_ONE_LO32,
+		.when = CD_SC_NO_PID_NS,
+		.why = "kill(-1) signals every process of the user",
+	},
+	/*
+	 * pidfd_open() takes any pid (and 0 is not the caller): ENOSYS, so that
+	 * Go, Python's asyncio and systemd fall back to waitpid(). The pidfds
+	 * left are those of the caller's own children (clone's CLONE_PIDFD).
+	 * The calls below take a pidfd or a pair of pids the filter cannot
+	 * tell from the caller's; process_madvise() on another process also
+	 * needs CAP_SYS_NICE.
+	 */
+	NO_PID_NS_DENY("pidfd_open", CD_SC_ENOSYS,
+		       "a pidfd of any process; callers fall back to pids and waitpid()"),
+	NO_PID_NS_DENY("process_madvise", CD_SC_EPERM, "advice on another process's memory"),
+	NO_PID_NS_DENY("process_mrelease", CD_SC_EPERM, "reaping another process's memory"),
+	NO_PID_NS_DENY("kcmp", CD_SC_EPERM, "comparing other processes' files and memory"),
 	{ .syscall = NULL },
+};
+
+/*
+ * Allowed on purpose, for explain and cordon-sandbox(7): what each reaches and
+ * what confines it instead.
+ */
+const struct cd_sc_allowed cd_sc_allowed[] = {
+	{
+		.calls = "prlimit64 setpriority ioprio_set sched_setaffinity sched_setscheduler "
+			 "sched_setparam sched_setattr migrate_pages move_pages get_robust_list "
+			 "pidfd_open process_madvise process_mrelease kcmp",
+		.unless = CD_SC_NO_PID_NS,
+		.why = "the pid namespace lets them name only the sandbox's processes; the "
+		       "user-wide forms reach only the tasks it can see",
+	},
+	{
+		.calls = "kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo pidfd_send_signal",
+		.why = "Landlock ABI 6 scopes signals to the sandbox and a pid namespace hides "
+		       "the rest; below ABI 6 without one they reach every process of the uid",
+	},
+	{
+		.calls = "getpriority ioprio_get sched_getaffinity sched_getscheduler "
+			 "sched_getparam sched_getattr sched_rr_get_interval getpgid getsid "
+			 "capget",
+		.why = "they read what /proc/PID shows",
+	},
+	{
+		.calls = "setpgid setsid",
+		.why = "the kernel keeps them to the caller and its children",
+	},
+	{
+		.calls = "setuid setgid setreuid setregid setresuid setresgid setfsuid setfsgid "
+			 "setgroups",
+		.why = "another user's ids need CAP_SETUID/CAP_SETGID, which the sandbox lacks",
+	},
+	{
+		.calls = "chown fchown lchown fchownat",
+		.why = "giving a file away needs CAP_CHOWN, which the sandbox lacks; a "
+		       "change of group clears setuid and setgid bits",
+	},
+	{
+		.calls = "setxattr lsetxattr fsetxattr",
+		.why = "file capabilities need CAP_SETFCAP, which the sandbox lacks; outside "
+		       "the writable paths the mounts are read-only",
+	},
+	{
+		.calls = "mkdir mkdirat",
+		.why = "the kernel drops setuid and setgid bits from a new directory's mode",
+	},
+	{
+		.calls = "adjtimex clock_adjtime",
+		.why = "libc reads the clock's state through them; changing it needs "
+		       "CAP_SYS_TIME, which the sandbox lacks",
+	},
+	{
+		.calls = "flock",
+		.why = "advisory locks bind only programs that ask, and end with the run",
+	},
+	{
+		.calls = "fanotify_init fanotify_mark inotify_add_watch",
+		.why = "unprivileged, they watch only files the sandbox may read; mount-wide "
+		       "marks need CAP_SYS_ADMIN",
+	},
+	{
+		.calls = "statmount listmount",
+		.why = "they show the mounts of the sandbox's own mount namespace, as "
+		       "/proc/self/mountinfo does",
+	},
+	{ .calls = NULL },
 };
 
 const char *cd_sc_action_name(enum cd_sc_action a)
@@ -830,10 +1109,12 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 				   "namespaces, which are unavailable on this host; " ENABLE_USERNS
 				   "pid-isolation"));
 	} else {
-		cd_strv_push_take(&lp->degraded,
-				  cd_xstrdup("pid isolation NOT enforced: user namespaces are "
-					     "unavailable; if cordon is killed, the command's "
-					     "descendants outlive it"));
+		cd_strv_push_take(
+			&lp->degraded,
+			cd_xstrdup("pid isolation NOT enforced: user namespaces are "
+				   "unavailable; if cordon is killed, the command's "
+				   "descendants outlive it (seccomp still keeps the calls "
+				   "that change a process by pid to the command itself)"));
 	}
 	/* A restricted network also gets an empty network namespace, where one can be made. */
 	if (lp->plan->network == CD_NET_RESTRICTED && !(opts && opts->no_net_ns)) {
@@ -845,6 +1126,9 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 						     "unavailable; the seccomp socket rules alone "
 						     "restrict the network"));
 	}
+	/* Without a pid namespace, seccomp keeps the pid- and user-targeting calls to the caller. */
+	if (!lp->pid_ns)
+		lp->sc_when |= CD_SC_NO_PID_NS;
 	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns || lp->ro_root || lp->private_pts;
 	/* Made wherever a mount namespace is: about 20 us more. */
 	lp->ipc_ns = lp->mount_ns;

@@ -156,6 +156,15 @@ typedef enum cd_sc_when {
 	CD_SC_NET_RESTRICTED = 1u << 1, /* only when the network is restricted */
 	/* a restricted file system without an IPC namespace (no user namespaces) */
 	CD_SC_NO_IPC_NS = 1u << 2,
+	/*
+	 * No pid namespace (a run degraded with --allow-degraded=pid-isolation,
+	 * or a caller that contains the tree itself, cd_linux_opts.no_pid_ns):
+	 * the calls that name another process or user by number are kept to
+	 * the caller itself. Inside a pid namespace they can name only the
+	 * sandbox's own processes (the user-wide forms too: the kernel skips
+	 * tasks the caller's namespace cannot see), so they are left alone.
+	 */
+	CD_SC_NO_PID_NS = 1u << 3,
 } cd_sc_when;
 
 struct cd_sc_rule {
@@ -168,6 +177,12 @@ struct cd_sc_rule {
 	uint64_t value2;
 	cd_sc_when when;
 	const char *why; /* one line for explain */
+	/*
+	 * The call's number in the unified table (Linux 5.1 and later give a
+	 * new call one number on every architecture but alpha, ia64 and mips),
+	 * used when the libseccomp at hand does not know the name yet; 0: none.
+	 */
+	int nr_unified;
 };
 
 /*
@@ -177,6 +192,19 @@ struct cd_sc_rule {
  * two arguments, must remap).
  */
 extern const struct cd_sc_rule cd_sc_rules[];
+
+/*
+ * The other half of the audit: calls that reach another process, user, mount,
+ * key, device or the clock and are allowed on purpose, with why (for explain
+ * and cordon-sandbox(7)). An entry applies unless one of the groups in
+ * `unless` is in the plan's sc_when (0: always). Terminated by calls == NULL.
+ */
+struct cd_sc_allowed {
+	const char *calls; /* space-separated libseccomp names */
+	cd_sc_when unless;
+	const char *why; /* one line */
+};
+extern const struct cd_sc_allowed cd_sc_allowed[];
 
 /* "EPERM", "ENOSYS"; NULL when out of range. */
 const char *cd_sc_action_name(enum cd_sc_action a);

@@ -27,7 +27,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -36,7 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -61,6 +65,15 @@
 #endif
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#define SYS_fchmodat2_NR      452
+#define IOPRIO_WHO_PROCESS_NR 1
+#define IOPRIO_WHO_USER_NR    3
+#ifndef TIOCGEXCL
+#define TIOCGEXCL _IOR('T', 0x40, int)
 #endif
 
 static const char *probe;
@@ -334,6 +347,325 @@ static int p_signal(pid_t pid)
 	if (kill(pid, SIGTERM) == 0)
 		return escaped("sent SIGTERM to %d", (int)pid);
 	return verdict_pid_errno(errno, "kill");
+}
+
+/*
+ * ---- processes by number: the second wall ----
+ *
+ * Each probe reads the target's current setting and writes it back
+ * unchanged: reaching the kernel is the escape, and nothing is changed if
+ * it gets there (the suite runs on shared machines). Denied: EPERM (the
+ * filter), ESRCH (not visible in the sandbox's pid namespace), ENOSYS.
+ */
+static int verdict_target_errno(int e, const char *what)
+{
+	if (e == ENOSYS)
+		return denied("%s: %s", what, strerror(e));
+	return verdict_pid_errno(e, what);
+}
+
+static int p_prlimit(pid_t pid)
+{
+	struct rlimit rl;
+
+	if (prlimit(pid, RLIMIT_CORE, NULL, &rl) < 0)
+		return verdict_target_errno(errno, "prlimit (read)");
+	if (prlimit(pid, RLIMIT_CORE, &rl, NULL) < 0)
+		return verdict_target_errno(errno, "prlimit");
+	return escaped("set the resource limits of %d", (int)pid);
+}
+
+static int p_setpriority(pid_t pid)
+{
+	errno = 0;
+	int cur = getpriority(PRIO_PROCESS, (id_t)pid);
+	if (cur == -1 && errno)
+		return verdict_target_errno(errno, "getpriority");
+	if (setpriority(PRIO_PROCESS, (id_t)pid, cur) < 0)
+		return verdict_target_errno(errno, "setpriority");
+	return escaped("set the priority of %d", (int)pid);
+}
+
+static int p_ioprio(pid_t pid)
+{
+	long cur = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS_NR, pid);
+	if (cur < 0)
+		return verdict_target_errno(errno, "ioprio_get");
+	if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS_NR, pid, cur) < 0)
+		return verdict_target_errno(errno, "ioprio_set");
+	return escaped("set the I/O priority of %d", (int)pid);
+}
+
+static int p_affinity(pid_t pid)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(pid, sizeof(set), &set) < 0)
+		return verdict_target_errno(errno, "sched_getaffinity");
+	if (sched_setaffinity(pid, sizeof(set), &set) < 0)
+		return verdict_target_errno(errno, "sched_setaffinity");
+	return escaped("set the CPU affinity of %d", (int)pid);
+}
+
+static int p_scheduler(pid_t pid)
+{
+	struct sched_param sp;
+	int policy = sched_getscheduler(pid);
+
+	if (policy < 0 || sched_getparam(pid, &sp) < 0)
+		return verdict_target_errno(errno, "sched_getscheduler");
+	if (sched_setscheduler(pid, policy, &sp) < 0)
+		return verdict_target_errno(errno, "sched_setscheduler");
+	return escaped("set the scheduling policy of %d", (int)pid);
+}
+
+static int p_pidfd_open(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return verdict_target_errno(errno, "pidfd_open");
+	close(fd);
+	return escaped("opened a pidfd of %d", (int)pid);
+}
+
+/*
+ * renice -u: PRIO_USER with who 0 (the caller's uid) at nice -20, which
+ * without CAP_SYS_NICE the kernel refuses for every process not at -20
+ * already (EACCES), so that reaching it changes nothing.
+ */
+static int p_renice_user(void)
+{
+	if (setpriority(PRIO_USER, 0, -20) == 0 || errno == EACCES)
+		return escaped("setpriority(PRIO_USER) reached every process of the user");
+	return verdict_errno(errno, "setpriority(PRIO_USER)");
+}
+
+/* ionice -u: IOPRIO_WHO_USER with an invalid class, which the kernel refuses (EINVAL). */
+static int p_ionice_user(void)
+{
+	if (syscall(SYS_ioprio_set, IOPRIO_WHO_USER_NR, 0, 7 << 13) == 0 || errno == EINVAL)
+		return escaped("ioprio_set(IOPRIO_WHO_USER) reached the kernel");
+	return verdict_errno(errno, "ioprio_set(IOPRIO_WHO_USER)");
+}
+
+/*
+ * kill(-1) with signal 0: only the permission check. It succeeds even when
+ * every target refuses (Landlock's signal scope), so success means only that
+ * it got past the filter; below Landlock ABI 6 it reaches every process of
+ * the user.
+ */
+static int p_kill_all(void)
+{
+	if (kill(-1, 0) == 0)
+		return escaped("kill(-1) got past the filter");
+	return verdict_pid_errno(errno, "kill(-1)");
+}
+
+/*
+ * What a pid namespace leaves to its processes: their own children's limits,
+ * priorities and affinity (renice -p, taskset -p), and their own.
+ */
+static int p_allowed_own_processes(void)
+{
+	struct rlimit rl;
+	cpu_set_t set;
+	const char *failed = NULL;
+	int st, e = 0;
+	pid_t child = fork();
+
+	if (child < 0)
+		return setup_error("fork: %s", strerror(errno));
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	if (prlimit(child, RLIMIT_CORE, NULL, &rl) < 0 ||
+	    prlimit(child, RLIMIT_CORE, &rl, NULL) < 0)
+		failed = "prlimit";
+	else if (setpriority(PRIO_PROCESS, (id_t)child, 1) < 0)
+		failed = "setpriority";
+	else if (sched_getaffinity(child, sizeof(set), &set) < 0 ||
+		 sched_setaffinity(child, sizeof(set), &set) < 0)
+		failed = "sched_setaffinity";
+	e = errno;
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+	if (failed)
+		return escaped("(wrongly denied) %s on its child: %s", failed, strerror(e));
+	printf("allowed: limits, priority and affinity of its child\n");
+	return 0;
+}
+
+/* The caller's own limits and priorities, in a run without a pid namespace. */
+static int p_allowed_self(void)
+{
+	struct rlimit rl;
+	cpu_set_t set;
+	long io;
+
+	if (prlimit(0, RLIMIT_CORE, NULL, &rl) < 0 || prlimit(0, RLIMIT_CORE, &rl, NULL) < 0)
+		return escaped("(wrongly denied) prlimit(0): %s", strerror(errno));
+	if (setrlimit(RLIMIT_CORE, &rl) < 0)
+		return escaped("(wrongly denied) setrlimit: %s", strerror(errno));
+	if (setpriority(PRIO_PROCESS, 0, 1) < 0)
+		return escaped("(wrongly denied) setpriority(PRIO_PROCESS, 0): %s",
+			       strerror(errno));
+	if (sched_getaffinity(0, sizeof(set), &set) < 0 ||
+	    sched_setaffinity(0, sizeof(set), &set) < 0)
+		return escaped("(wrongly denied) sched_setaffinity(0): %s", strerror(errno));
+	io = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS_NR, 0);
+	if (io < 0 || syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS_NR, 0, io) < 0)
+		return escaped("(wrongly denied) ioprio_set on itself: %s", strerror(errno));
+	printf("allowed: its own limits, priority, affinity and I/O priority\n");
+	return 0;
+}
+
+/* ---- setuid and setgid files ---- */
+
+/*
+ * setuid WAY PATH: make PATH (absent) a setuid (or setgid) file one way.
+ * Escaped if PATH ends up with either bit, which is then cleared and the
+ * file removed.
+ */
+static int p_setuid(const char *way, const char *path)
+{
+	struct stat st;
+	struct open_how how = { .flags = O_WRONLY | O_CREAT | O_CLOEXEC, .mode = 04755 };
+	int r = -1, fd;
+
+	/* The ways that change a mode need a plain file first. */
+	if (strncmp(way, "chmod", 5) == 0 || strncmp(way, "fchmod", 6) == 0) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+		if (fd < 0)
+			return setup_error("create %s: %s", path, strerror(errno));
+		if (strcmp(way, "fchmod") == 0)
+			r = fchmod(fd, 04755);
+		close(fd);
+		if (strcmp(way, "chmod") == 0)
+			r = chmod(path, 04755);
+		else if (strcmp(way, "chmod-setgid") == 0)
+			r = chmod(path, 02755);
+		else if (strcmp(way, "fchmodat") == 0)
+			r = fchmodat(AT_FDCWD, path, 04755, 0);
+		else if (strcmp(way, "fchmodat2") == 0)
+			r = (int)syscall(SYS_fchmodat2_NR, AT_FDCWD, path, 04755, 0);
+		else if (strcmp(way, "fchmod") != 0)
+			return setup_error("unknown way '%s'", way);
+	} else if (strcmp(way, "open") == 0 || strcmp(way, "creat") == 0 ||
+		   strcmp(way, "openat2") == 0) {
+		if (strcmp(way, "open") == 0)
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 04755);
+		else if (strcmp(way, "creat") == 0)
+			fd = creat(path, 02755);
+		else
+			fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+		r = fd < 0 ? -1 : 0;
+		if (fd >= 0)
+			close(fd);
+	} else if (strcmp(way, "mknod") == 0) {
+		r = mknod(path, S_IFREG | 04755, 0);
+	} else {
+		return setup_error("unknown way '%s'", way);
+	}
+	int e = errno;
+	if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
+		(void)chmod(path, 0644);
+		(void)unlink(path);
+		return escaped("made %s %s (owner uid %u) with %s", path,
+			       st.st_mode & S_ISUID ? "setuid" : "setgid", (unsigned)st.st_uid,
+			       way);
+	}
+	(void)unlink(path);
+	if (r == 0)
+		return setup_error("%s succeeded but left no setuid or setgid bit", way);
+	if (e == ENOSYS)
+		return denied("%s: %s (callers fall back to a call the filter sees)", way,
+			      strerror(e));
+	return verdict_errno(e, way);
+}
+
+static int p_allowed_chmod(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return escaped("(wrongly denied) create %s: %s", path, strerror(errno));
+	close(fd);
+	if (chmod(path, 0755) < 0 || chmod(path, 01777) < 0)
+		return escaped("(wrongly denied) chmod %s: %s", path, strerror(errno));
+	(void)unlink(path);
+	printf("allowed: chmod 0755 and 01777 in the workspace\n");
+	return 0;
+}
+
+/* ---- leases and terminals ---- */
+
+/* A read lease on a file outside the writable paths: its writers would wait for us. */
+static int p_lease(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return setup_error("open %s: %s", path, strerror(errno));
+	int r = fcntl(fd, F_SETLEASE, F_RDLCK);
+	int e = errno;
+	if (r == 0)
+		(void)fcntl(fd, F_SETLEASE, F_UNLCK);
+	close(fd);
+	if (r == 0)
+		return escaped("took a lease on %s", path);
+	return verdict_errno(e, "F_SETLEASE");
+}
+
+/* Terminal ioctls on fd 0, which on-pty makes a terminal of the caller's. */
+static int p_tiocexcl(void)
+{
+	if (!isatty(STDIN_FILENO))
+		return setup_error("stdin is not a terminal");
+	if (ioctl(STDIN_FILENO, TIOCEXCL) == 0)
+		return escaped("put the caller's terminal in exclusive mode");
+	return verdict_errno(errno, "TIOCEXCL");
+}
+
+static int p_tiocsetd(void)
+{
+	int ldisc = 0; /* N_TTY, what it has: a no-op if it gets through */
+
+	if (!isatty(STDIN_FILENO))
+		return setup_error("stdin is not a terminal");
+	if (ioctl(STDIN_FILENO, TIOCSETD, &ldisc) == 0)
+		return escaped("set the line discipline of the caller's terminal");
+	return verdict_errno(errno, "TIOCSETD");
+}
+
+/*
+ * on-pty CMD [ARGS]: outside the sandbox, run CMD with a new terminal as its
+ * stdin (the caller's terminal, for what runs inside) and exit with its
+ * status, or 1 when the terminal is left in exclusive mode after it.
+ */
+static int run_on_pty(char **argv)
+{
+	int st, excl = 0;
+	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0)
+		return setup_error("no terminal: %s", strerror(errno));
+	const char *name = ptsname(master);
+	int slave = name ? open(name, O_RDWR | O_NOCTTY | O_CLOEXEC) : -1;
+	if (slave < 0)
+		return setup_error("open %s: %s", name ? name : "the terminal", strerror(errno));
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return setup_error("fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (dup2(slave, STDIN_FILENO) < 0)
+			_exit(2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return setup_error("waitpid: %s", strerror(errno));
+	if (ioctl(slave, TIOCGEXCL, &excl) == 0 && excl)
+		return escaped("the terminal is still in exclusive mode after the run");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
 }
 
 /* Run fn in a child: a seccomp kill shows as death by SIGSYS. */
@@ -786,6 +1118,13 @@ static const struct {
 	{ "allowed-pass-fd", p_allowed_pass_fd },
 	{ "allowed-fds", p_allowed_fds },
 	{ "allowed-no-caps", p_allowed_no_caps },
+	{ "renice-user", p_renice_user },
+	{ "ionice-user", p_ionice_user },
+	{ "kill-all", p_kill_all },
+	{ "tiocexcl", p_tiocexcl },
+	{ "tiocsetd", p_tiocsetd },
+	{ "allowed-own-processes", p_allowed_own_processes },
+	{ "allowed-self", p_allowed_self },
 };
 
 static const struct {
@@ -808,6 +1147,8 @@ static const struct {
 	{ "sendto-unix", p_sendto_unix },
 	{ "listen-unix", p_listen_unix },
 	{ "allowed-write", p_allowed_write },
+	{ "lease", p_lease },
+	{ "allowed-chmod", p_allowed_chmod },
 };
 
 static const struct {
@@ -815,7 +1156,7 @@ static const struct {
 	int (*fn)(const char *, const char *);
 } probes2[] = {
 	{ "listen", listen_all }, { "sendmsg-name", p_sendmsg_name }, { "symlink", p_symlink },
-	{ "rename", p_rename },	  { "hardlink", p_hardlink },
+	{ "rename", p_rename },	  { "hardlink", p_hardlink },	      { "setuid", p_setuid },
 };
 
 /* Probes aimed at a process: PID, or "parent". */
@@ -828,6 +1169,12 @@ static const struct {
 	{ "proc-environ", p_proc_environ },
 	{ "pidfd-getfd", p_pidfd_getfd },
 	{ "signal", p_signal },
+	{ "prlimit", p_prlimit },
+	{ "setpriority", p_setpriority },
+	{ "ioprio", p_ioprio },
+	{ "affinity", p_affinity },
+	{ "scheduler", p_scheduler },
+	{ "pidfd-open", p_pidfd_open },
 };
 
 static int usage(const char *why)
@@ -844,6 +1191,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int nargs = argc - 2;
 
+	if (strcmp(probe, "on-pty") == 0)
+		return nargs >= 1 ? run_on_pty(argv + 2) : usage("on-pty needs a command");
 	for (size_t i = 0; i < CD_ARRAY_SIZE(probes_socket); i++)
 		if (strcmp(probe, probes_socket[i].name) == 0)
 			return p_socket(probes_socket[i].domain, probes_socket[i].type,

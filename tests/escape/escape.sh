@@ -185,10 +185,72 @@ esac
 # The seccomp baseline, through try-syscall (exit status: the errno).
 for call in ptrace-traceme process_vm_readv io_uring_setup unshare-user unshare-mount \
 	clone-newuser mount umount2 pivot_root chroot setns keyctl add_key bpf \
-	perf_event_open userfaultfd tiocsti tiocsti-high tioclinux personality-bad; do
+	perf_event_open userfaultfd tiocsti tiocsti-high tioclinux personality-bad syslog; do
 	expect_errno "seccomp: $call is denied" "EPERM|EACCES" sb "$TRY" "$call"
 done
 expect_errno "seccomp: clone3 says ENOSYS (libc falls back to clone)" ENOSYS sb "$TRY" clone3
+
+# Other processes by number. In the sandbox's pid namespace they cannot be
+# named (ESRCH); its own children can be changed (renice -p, taskset -p).
+for probe in prlimit setpriority ioprio affinity scheduler pidfd-open; do
+	deny "$probe on a process outside" "$probe" "$VICTIM"
+done
+deny "allowed: limits, priority and affinity of its own child" allowed-own-processes
+
+# The second wall: a run without a pid namespace (--allow-degraded=pid-isolation
+# on a host whose namespaces cannot be made, which the namespace-setup hook
+# fakes), where other processes are visible. seccomp keeps the calls that
+# change a process, a process group or a user's processes to the caller.
+sbn() {
+	CORDON_TEST_DISABLE=namespace-setup "$CORDON" run -q --profile workspace-write \
+		--workspace-root "$WS" --cwd "$WS" --allow-degraded=pid-isolation \
+		--allow-degraded=protected-metadata --allow-degraded=file-attributes -- "$@"
+}
+denyn() {
+	cd_desc=$1
+	shift
+	cd_run_capture sbn "$PROBE" "$@"
+	case $cd_rc in
+	0) ok "no pid namespace: $cd_desc" ;;
+	*)
+		not_ok "no pid namespace: $cd_desc"
+		diag "probe: $* (exit status $cd_rc)"
+		diag "$cd_out"
+		;;
+	esac
+}
+check "no pid namespace: the process outside is visible (the test's premise)" \
+	sbn test -d "/proc/$VICTIM"
+for probe in prlimit setpriority ioprio affinity scheduler pidfd-open; do
+	denyn "$probe on a process outside" "$probe" "$VICTIM"
+done
+denyn "prlimit on the process that started the command" prlimit parent
+denyn "setpriority on the process that started the command" setpriority parent
+denyn "renice -u: setpriority(PRIO_USER)" renice-user
+denyn "ionice -u: ioprio_set(IOPRIO_WHO_USER)" ionice-user
+denyn "kill(-1)" kill-all
+denyn "allowed: its own limits, priority, affinity and I/O priority" allowed-self
+assert "the outside process is still alive" kill -0 "$VICTIM"
+
+# No setuid or setgid file, whichever call would make it (a setuid-root
+# program as root, a setuid-<user> one otherwise, which others could run).
+for way in chmod chmod-setgid fchmod fchmodat fchmodat2 open creat mknod openat2; do
+	deny "no setuid or setgid file in the workspace: $way" setuid "$way" "$WS/suid-$way"
+done
+deny "no setuid file in /tmp: chmod" setuid chmod "/tmp/cordon-suid-$$"
+deny "allowed: chmod 0755 and 01777 in the workspace" allowed-chmod "$WS/plain-mode"
+deny "a lease on a file outside the writable roots (its writers would wait)" lease "$OUT/secret"
+# The caller's terminal: a terminal of our own as the command's stdin.
+for probe in tiocexcl tiocsetd; do
+	cd_run_capture "$PROBE" on-pty "$CORDON" run --profile workspace-write --workspace-root "$WS" \
+		--cwd "$WS" -- "$PROBE" "$probe"
+	if [ "$cd_rc" -eq 0 ]; then
+		ok "$probe on the caller's terminal"
+	else
+		not_ok "$probe on the caller's terminal"
+		diag "$cd_out"
+	fi
+done
 
 # ---- IPC and network ----
 # Outside the sandbox the same probe connects (exit 1): the listener is there.

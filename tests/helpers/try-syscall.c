@@ -15,7 +15,11 @@
  *  - clone-newuser/clone3: raw syscalls; a child that gets created exits
  *    at once and is reaped.
  *  - personality-bad: personality(0x0040000) (ADDR_COMPAT_LAYOUT).
- *  - chmod PATH: chmod(PATH, 04755), a setuid bit included; chown PATH:
+ *  - tiocexcl, tiocsetd: ioctl(0, TIOCEXCL) and ioctl(0, TIOCSETD, N_TTY),
+ *    ENOTTY unfiltered on a stdin that is not a terminal (run with </dev/null).
+ *  - syslog: syslog(SYSLOG_ACTION_SIZE_BUFFER), which reads no message.
+ *  - chmod PATH: chmod(PATH, 0755); chmod-setuid PATH: chmod(PATH, 04755),
+ *    which the seccomp filter refuses wherever PATH is; chown PATH:
  *    chown to the caller's own uid and gid (allowed to an owner without
  *    capabilities); utimes PATH: both times set to 2001-01-01; setxattr
  *    PATH: user.cordon-test = "1"; setflags PATH: FS_IOC_SETFLAGS with
@@ -214,6 +218,13 @@ int main(int argc, char **argv)
 	} else if (!strcmp(n, "tioclinux")) {
 		char c = 0;
 		r = result(ioctl(0, TIOCLINUX, &c));
+	} else if (!strcmp(n, "tiocexcl")) {
+		r = result(ioctl(0, TIOCEXCL));
+	} else if (!strcmp(n, "tiocsetd")) {
+		int ldisc = 0;
+		r = result(ioctl(0, TIOCSETD, &ldisc));
+	} else if (!strcmp(n, "syslog")) {
+		r = result(syscall(SYS_syslog, 10, NULL, 0));
 	} else if (!strcmp(n, "personality-bad")) {
 		r = result(personality(0x0040000));
 	} else if (!strcmp(n, "socket-inet")) {
@@ -261,6 +272,9 @@ int main(int argc, char **argv)
 		need(argc, 1);
 		r = result(truncate(argv[2], 0));
 	} else if (!strcmp(n, "chmod")) {
+		need(argc, 1);
+		r = result(chmod(argv[2], 0755));
+	} else if (!strcmp(n, "chmod-setuid")) {
 		need(argc, 1);
 		r = result(chmod(argv[2], 04755));
 	} else if (!strcmp(n, "chown")) {

@@ -149,6 +149,39 @@ sc = {r["syscall"] for r in d["linux"]["seccomp"]["rules"]}
 assert "socket" not in sc and "ptrace" in sc, sc
 assert d["profile"]["network"] == "enabled"
 ' --profile workspace-write --network enabled --workspace-root "$WS"
+	# Issue 21: the seccomp audit, both halves. With a pid namespace the
+	# pid-targeting calls are left to it (and said so); without one they are
+	# kept to the caller.
+	json_check "--json: setuid, lease and terminal rules; pid calls left to the pid namespace" '
+rules = d["linux"]["seccomp"]["rules"]
+sc = {r["syscall"] for r in rules}
+assert {"chmod", "fchmodat2", "openat", "mknod", "openat2", "fcntl", "pidfd_getfd"} <= sc, sc
+assert "prlimit64" not in sc and "pidfd_open" not in sc, sc
+conds = {r["condition"] for r in rules if r["syscall"] == "ioctl"}
+assert "(arg1 & 0xffffffff) == 0x540c" in conds, conds
+allowed = d["linux"]["seccomp"]["allowed"]
+assert all(a["syscalls"] and a["why"] for a in allowed), allowed
+calls = {c for a in allowed for c in a["syscalls"]}
+assert {"prlimit64", "setpriority", "kill", "mkdir"} <= calls, calls
+assert d["linux"]["namespaces"]["pid"]
+' --profile workspace-write --workspace-root "$WS" --cwd "$WS"
+	CORDON_TEST_DISABLE=namespace-setup
+	export CORDON_TEST_DISABLE
+	json_check "--json: without a pid namespace, the pid calls are kept to the caller" '
+rules = d["linux"]["seccomp"]["rules"]
+conds = {(r["syscall"], r["condition"], r["action"]) for r in rules}
+assert ("prlimit64", "arg0 != 0", "EPERM") in conds, conds
+assert ("setpriority", "arg1 != 0", "EPERM") in conds, conds
+assert ("ioprio_set", "arg0 != 1", "EPERM") in conds, conds
+assert ("kill", "(arg0 & 0xffffffff) == 0xffffffff", "EPERM") in conds, conds
+assert ("pidfd_open", "always", "ENOSYS") in conds, conds
+calls = {c for a in d["linux"]["seccomp"]["allowed"] for c in a["syscalls"]}
+assert "prlimit64" not in calls and "kill" in calls, calls
+assert not d["linux"]["namespaces"]["pid"]
+' --profile workspace-write --workspace-root "$WS" --cwd "$WS" \
+		--allow-degraded=pid-isolation --allow-degraded=protected-metadata \
+		--allow-degraded=file-attributes
+	unset CORDON_TEST_DISABLE
 	json_check "--json: a refusal is reported in the object" '
 assert isinstance(d["refusal"], str) and "Landlock" in d["refusal"], d["refusal"]
 assert d["linux"] is None

@@ -3,7 +3,7 @@
 # Lint the generated manual pages with mandoc. TAP; standalone (no libtest.sh),
 # so it also runs where only the man pages were built.
 
-pages="cordon.1 cordon-policy.5 cordon-serve.1 cordon-protocol.7"
+pages="cordon.1 cordon-policy.5 cordon-serve.1 cordon-protocol.7 cordon-sandbox.7"
 mandir="${CD_BUILDDIR:-.}/man"
 
 if [ -z "${MANDOC:-}" ]; then

@@ -42,7 +42,7 @@ else
 	# Landlock does not govern a file's attributes: read-only mounts do.
 	chmod 644 "$WS/existing"
 	before=$(stat -c '%a %Y' "$WS/existing")
-	expect_errno "read-only: chmod of an own file (setuid bit) is refused" EROFS \
+	expect_errno "read-only: chmod of an own file is refused" EROFS \
 		ro "$TRY" chmod "$WS/existing"
 	expect_errno "read-only: setting its times is refused" EROFS ro "$TRY" utimes "$WS/existing"
 	assert "read-only: its mode and time are unchanged" \

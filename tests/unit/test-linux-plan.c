@@ -105,8 +105,10 @@ START_TEST(test_sc_sanity)
 		ck_assert_int_lt(r->action, CD_SC_ACTION_COUNT);
 		ck_assert_int_lt(r->cmp, CD_SC_CMP_COUNT);
 		ck_assert_msg(r->when == CD_SC_BASELINE || r->when == CD_SC_NET_RESTRICTED ||
-				      r->when == CD_SC_NO_IPC_NS,
+				      r->when == CD_SC_NO_IPC_NS || r->when == CD_SC_NO_PID_NS,
 			      "%s: bad when %u", r->syscall, (unsigned)r->when);
+		/* A unified number is one of the calls added since Linux 5.1 (424 on). */
+		ck_assert(r->nr_unified == 0 || (r->nr_unified >= 424 && r->nr_unified < 1000));
 		ck_assert_uint_lt(r->arg, 6);
 		if (r->cmp == CD_SC_ARG_MASKED_EQ)
 			ck_assert_uint_eq(r->value & ~r->mask, 0);
@@ -170,6 +172,19 @@ static const char *const required_unconditional[] = {
 	"open_by_handle_at",
 	"lookup_dcookie",
 	"quotactl",
+	/* The audit of issue 21. */
+	"quotactl_fd",
+	"pidfd_getfd",
+	"syslog",
+	"_sysctl",
+	"iopl",
+	"ioperm",
+	"vhangup",
+	"settimeofday",
+	"clock_settime",
+	"sethostname",
+	"setdomainname",
+	"open_tree_attr",
 };
 
 START_TEST(test_sc_required)
@@ -217,8 +232,18 @@ START_TEST(test_sc_conditional)
 	ck_assert_uint_eq(r->arg, 0);
 	ck_assert_uint_eq(r->value2, 0xffffffffULL);
 
-	/* TIOCSTI and TIOCLINUX, compared on the low 32 bits only. */
-	ck_assert_uint_eq(sc_count("ioctl"), 2);
+	/* TIOCSTI, TIOCLINUX, TIOCEXCL and TIOCSETD, compared on the low 32 bits only. */
+	ck_assert_uint_eq(sc_count("ioctl"), 4);
+	static const uint64_t tty_ioctls[] = { 0x5412, 0x541c, 0x540c, 0x5423 };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(tty_ioctls); i++) {
+		r = sc_find("ioctl", tty_ioctls[i]);
+		ck_assert_msg(r, "no ioctl rule for 0x%x", (unsigned)tty_ioctls[i]);
+		ck_assert_int_eq(r->cmp, CD_SC_ARG_MASKED_EQ);
+		ck_assert_uint_eq(r->arg, 1);
+		ck_assert_uint_eq(r->mask, 0xffffffffULL);
+		ck_assert_int_eq(r->action, CD_SC_EPERM);
+		ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+	}
 	r = sc_find("ioctl", 0x5412);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_eq(r->cmp, CD_SC_ARG_MASKED_EQ);
@@ -243,6 +268,157 @@ static const struct cd_sc_rule *sc_find_cmp(const char *name, enum cd_sc_cmp cmp
 			return r;
 	return NULL;
 }
+
+static const struct cd_sc_rule *sc_find_arg(const char *name, unsigned arg)
+{
+	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
+		if (cd_streq(r->syscall, name) && r->arg == arg)
+			return r;
+	return NULL;
+}
+
+/* No setuid or setgid bit through any call that sets or creates a mode (issue 21). */
+static const struct {
+	const char *name;
+	unsigned arg; /* the mode */
+	int nr_unified;
+} setid_calls[] = {
+	{ "chmod", 1, 0 },	 { "fchmod", 1, 0 }, { "fchmodat", 2, 0 },
+	{ "fchmodat2", 2, 452 }, { "open", 2, 0 },   { "openat", 3, 0 },
+	{ "creat", 1, 0 },	 { "mknod", 1, 0 },  { "mknodat", 2, 0 },
+};
+
+START_TEST(test_sc_setid)
+{
+	const struct cd_sc_rule *r;
+
+	for (size_t i = 0; i < CD_ARRAY_SIZE(setid_calls); i++) {
+		ck_assert_uint_eq(sc_count(setid_calls[i].name), 1);
+		r = sc_find(setid_calls[i].name, 0);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_int_eq(r->action, CD_SC_EPERM);
+		ck_assert_int_eq(r->cmp, CD_SC_ARG_MASKED_ANY);
+		ck_assert_uint_eq(r->arg, setid_calls[i].arg);
+		ck_assert_uint_eq(r->mask, 06000);
+		ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+		ck_assert_int_eq(r->nr_unified, setid_calls[i].nr_unified);
+	}
+	/* openat2's mode is in memory: ENOSYS, so callers fall back to openat. */
+	r = sc_find("openat2", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->action, CD_SC_ENOSYS);
+	ck_assert_int_eq(r->cmp, CD_SC_ALWAYS);
+	ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+	/* mkdir keeps neither bit (the kernel drops them): allowed, and said so. */
+	ck_assert_uint_eq(sc_count("mkdir"), 0);
+	ck_assert_uint_eq(sc_count("mkdirat"), 0);
+	/* Leases (F_SETLEASE, 1024) on fcntl and its 32-bit name, low 32 bits. */
+	static const char *const fcntls[] = { "fcntl", "fcntl64" };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(fcntls); i++) {
+		ck_assert_uint_eq(sc_count(fcntls[i]), 1);
+		r = sc_find(fcntls[i], 1024);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_int_eq(r->cmp, CD_SC_ARG_MASKED_EQ);
+		ck_assert_uint_eq(r->arg, 1);
+		ck_assert_uint_eq(r->mask, 0xffffffffULL);
+		ck_assert_uint_eq(r->when, CD_SC_BASELINE);
+	}
+}
+END_TEST
+
+/* The second wall: calls kept to the caller where there is no pid namespace. */
+static const struct {
+	const char *name;
+	unsigned arg;
+	uint64_t self; /* the only value allowed */
+} self_only[] = {
+	{ "prlimit64", 0, 0 },		{ "setpriority", 0, 0 /* PRIO_PROCESS */ },
+	{ "setpriority", 1, 0 },	{ "ioprio_set", 0, 1 /* IOPRIO_WHO_PROCESS */ },
+	{ "ioprio_set", 1, 0 },		{ "sched_setaffinity", 0, 0 },
+	{ "sched_setscheduler", 0, 0 }, { "sched_setparam", 0, 0 },
+	{ "sched_setattr", 0, 0 },	{ "migrate_pages", 0, 0 },
+	{ "move_pages", 0, 0 },		{ "get_robust_list", 0, 0 },
+};
+
+START_TEST(test_sc_no_pid_ns)
+{
+	static const char *const denied[] = { "process_madvise", "process_mrelease", "kcmp" };
+	const struct cd_sc_rule *r;
+	size_t n = 0;
+
+	for (size_t i = 0; i < CD_ARRAY_SIZE(self_only); i++) {
+		r = sc_find_arg(self_only[i].name, self_only[i].arg);
+		ck_assert_msg(r, "%s: no rule on arg%u", self_only[i].name, self_only[i].arg);
+		/* "Deny unless equal" on all 64 bits: junk in the upper half is denied too. */
+		ck_assert_int_eq(r->cmp, CD_SC_ARG_NE);
+		ck_assert_uint_eq(r->value, self_only[i].self);
+		ck_assert_int_eq(r->action, CD_SC_EPERM);
+		ck_assert_uint_eq(r->when, CD_SC_NO_PID_NS);
+	}
+	ck_assert_uint_eq(sc_count("setpriority"), 2);
+	ck_assert_uint_eq(sc_count("ioprio_set"), 2);
+	for (size_t i = 0; i < CD_ARRAY_SIZE(denied); i++) {
+		ck_assert_uint_eq(sc_count(denied[i]), 1);
+		r = sc_find(denied[i], 0);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_int_eq(r->cmp, CD_SC_ALWAYS);
+		ck_assert_int_eq(r->action, CD_SC_EPERM);
+		ck_assert_uint_eq(r->when, CD_SC_NO_PID_NS);
+	}
+	/* pidfd_open: ENOSYS, so that callers fall back to pids. */
+	r = sc_find("pidfd_open", 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->action, CD_SC_ENOSYS);
+	ck_assert_int_eq(r->cmp, CD_SC_ALWAYS);
+	ck_assert_uint_eq(r->when, CD_SC_NO_PID_NS);
+	/* kill(-1), on the low 32 bits (the kernel reads an int). */
+	ck_assert_uint_eq(sc_count("kill"), 1);
+	r = sc_find("kill", 0xffffffffULL);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->cmp, CD_SC_ARG_MASKED_EQ);
+	ck_assert_uint_eq(r->mask, 0xffffffffULL);
+	ck_assert_uint_eq(r->arg, 0);
+	ck_assert_uint_eq(r->when, CD_SC_NO_PID_NS);
+	/* Nothing else depends on the pid namespace. */
+	for (const struct cd_sc_rule *q = cd_sc_rules; q->syscall; q++)
+		n += q->when == CD_SC_NO_PID_NS;
+	ck_assert_uint_eq(n, CD_ARRAY_SIZE(self_only) + CD_ARRAY_SIZE(denied) + 2);
+}
+END_TEST
+
+/* The allowed-on-purpose half of the audit: well formed, never a denied call's twin. */
+START_TEST(test_sc_allowed)
+{
+	size_t n = 0;
+	bool pid_entry = false;
+
+	for (const struct cd_sc_allowed *a = cd_sc_allowed; a->calls; a++, n++) {
+		ck_assert_msg(*a->calls && a->why && *a->why && !strchr(a->why, '\n'),
+			      "allowed entry %zu", n);
+		ck_assert(a->unless == 0 || a->unless == CD_SC_NO_PID_NS);
+		char *calls = cd_xstrdup(a->calls), *save = NULL;
+		for (char *w = strtok_r(calls, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			/*
+			 * Listed as allowed: no rule denies it whole in the same
+			 * group sets (a form of it may be: kill(-1)).
+			 */
+			for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++)
+				ck_assert_msg(!cd_streq(r->syscall, w) || r->cmp != CD_SC_ALWAYS ||
+						      (r->when & a->unless),
+					      "%s is both denied and allowed", w);
+			if (a->unless == CD_SC_NO_PID_NS)
+				ck_assert_msg(sc_count(w) > 0,
+					      "%s: allowed in a pid namespace, "
+					      "but denied nowhere",
+					      w);
+		}
+		free(calls);
+		pid_entry |= a->unless == CD_SC_NO_PID_NS;
+	}
+	ck_assert(pid_entry);
+	ck_assert_uint_ge(n, 10);
+}
+END_TEST
 
 START_TEST(test_sc_network)
 {
@@ -427,6 +603,7 @@ static void check_read_only(unsigned abi, enum cd_network net)
 	ck_assert_uint_eq(lp->landlock_abi, abi);
 	ck_assert_uint_eq(lp->ll_handled_fs, fs);
 	if (net == CD_NET_RESTRICTED) {
+		/* With a pid namespace: no CD_SC_NO_PID_NS. */
 		ck_assert_uint_eq(lp->sc_when, CD_SC_BASELINE | CD_SC_NET_RESTRICTED);
 		ck_assert_uint_eq(lp->ll_handled_net,
 				  abi >= 4 ? CD_LL_NET_BIND_TCP | CD_LL_NET_CONNECT_TCP : 0);
@@ -898,6 +1075,8 @@ START_TEST(test_build_fs_unrestricted)
 	lp = build_ok(&plan, &h, &own);
 	ck_assert(!lp->pid_ns && !lp->mount_ns && !lp->user_ns && !lp->ipc_ns);
 	ck_assert_uint_eq(cd_strv_length(lp->degraded), 0);
+	/* Its processes still cannot name others: the seccomp second wall. */
+	ck_assert(lp->sc_when & CD_SC_NO_PID_NS);
 	cd_linux_plan_free(lp);
 	h.is_root = false;
 	h.userns = true;
@@ -1140,6 +1319,9 @@ START_TEST(test_degraded)
 	/* + the host's terminals, no network namespace, no IPC namespace (its seccomp rules) */
 	ck_assert_uint_eq(cd_strv_length(lp->degraded), 6);
 	ck_assert(!lp->ipc_ns && (lp->sc_when & CD_SC_NO_IPC_NS));
+	/* No pid namespace: seccomp keeps the pid- and user-targeting calls to the caller. */
+	ck_assert_uint_eq(lp->sc_when, CD_SC_BASELINE | CD_SC_NET_RESTRICTED | CD_SC_NO_IPC_NS |
+					       CD_SC_NO_PID_NS);
 	ck_assert(!lp->private_pts);
 	ck_assert_ptr_nonnull(strstr(lp->degraded[5], "no IPC namespace"));
 	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "protected metadata NOT enforced"));
@@ -1553,6 +1735,9 @@ static Suite *linux_plan_suite(void)
 	tcase_add_loop_test(tc, test_sc_required, 0, (int)CD_ARRAY_SIZE(required_unconditional));
 	tcase_add_test(tc, test_sc_conditional);
 	tcase_add_test(tc, test_sc_network);
+	tcase_add_test(tc, test_sc_setid);
+	tcase_add_test(tc, test_sc_no_pid_ns);
+	tcase_add_test(tc, test_sc_allowed);
 	tcase_add_test(tc, test_mount_op_names);
 	suite_add_tcase(s, tc);
 

@@ -24,6 +24,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -423,6 +424,346 @@ static long call_scm_rights_pair(void)
 	return close_keep_errno(sv[0], r);
 }
 
+/* ---- issue 21: calls that name another process or user (kept to the caller without a pid
+ * namespace), setuid and setgid modes, leases, terminal ioctls, kernel-global state. Every call
+ * is harmless: it names the caller itself by its pid (the filter cannot tell), a uid with no
+ * process, or an argument the kernel refuses after the filter let it through. ---- */
+
+#define NO_ONE_UID 0x7ffffff0L /* a uid that owns no process */
+
+static long call_prlimit_pid(void)
+{
+	struct rlimit old;
+
+	return syscall(SYS_prlimit64, getpid(), RLIMIT_CORE, NULL, &old);
+}
+static long call_prlimit_self(void)
+{
+	struct rlimit old;
+
+	return syscall(SYS_prlimit64, 0, RLIMIT_CORE, NULL, &old);
+}
+static long call_prlimit_hi(void)
+{
+	struct rlimit old;
+
+	/* The kernel reads pid 0 (the caller); the 64-bit compare refuses it: fail closed. */
+	return syscall(SYS_prlimit64, 1UL << 32, RLIMIT_CORE, NULL, &old);
+}
+static long call_setpriority_pid(void)
+{
+	return syscall(SYS_setpriority, PRIO_PROCESS, getpid(), getpriority(PRIO_PROCESS, 0));
+}
+static long call_setpriority_self(void)
+{
+	return syscall(SYS_setpriority, PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0));
+}
+static long call_setpriority_user(void)
+{
+	return syscall(SYS_setpriority, PRIO_USER, NO_ONE_UID, 0);
+}
+/* PRIO_PGRP with who 0 (the caller's group, which only the caller is in): `which` alone. */
+static long call_setpriority_pgrp(void)
+{
+	if (setpgid(0, 0) < 0)
+		return -2;
+	return syscall(SYS_setpriority, PRIO_PGRP, 0, getpriority(PRIO_PROCESS, 0));
+}
+#define IOPRIO_WHO_PROCESS_NR 1
+#define IOPRIO_WHO_USER_NR    3
+#define IOPRIO_BE_4	      ((2 << 13) | 4)
+static long call_ioprio_pid(void)
+{
+	long cur = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS_NR, 0);
+
+	return cur < 0 ? -2 : syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS_NR, getpid(), cur);
+}
+static long call_ioprio_self(void)
+{
+	long cur = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS_NR, 0);
+
+	return cur < 0 ? -2 : syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS_NR, 0, cur);
+}
+static long call_ioprio_user(void)
+{
+	return syscall(SYS_ioprio_set, IOPRIO_WHO_USER_NR, NO_ONE_UID, IOPRIO_BE_4);
+}
+static long call_affinity(pid_t pid)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return -2;
+	return syscall(SYS_sched_setaffinity, pid, sizeof(set), &set);
+}
+static long call_affinity_pid(void)
+{
+	return call_affinity(getpid());
+}
+static long call_affinity_self(void)
+{
+	return call_affinity(0);
+}
+static long call_setscheduler_pid(void)
+{
+	struct sched_param sp = { 0 };
+
+	return syscall(SYS_sched_setscheduler, getpid(), SCHED_OTHER, &sp);
+}
+static long call_setparam_pid(void)
+{
+	struct sched_param sp = { 0 };
+
+	return syscall(SYS_sched_setparam, getpid(), &sp);
+}
+static long call_setparam_self(void)
+{
+	struct sched_param sp = { 0 };
+
+	return syscall(SYS_sched_setparam, 0, &sp);
+}
+static long call_setattr_pid(void)
+{
+	/* No attributes: EINVAL once past the filter. */
+	return syscall(SYS_sched_setattr, getpid(), NULL, 0);
+}
+static long call_migrate_pages_pid(void)
+{
+	return syscall(SYS_migrate_pages, getpid(), 0, NULL, NULL);
+}
+static long call_move_pages_pid(void)
+{
+	return syscall(SYS_move_pages, getpid(), 0, NULL, NULL, NULL, 0);
+}
+static long call_robust_list_pid(void)
+{
+	return syscall(SYS_get_robust_list, getpid(), NULL, NULL);
+}
+static long call_robust_list_self(void)
+{
+	return syscall(SYS_get_robust_list, 0, NULL, NULL);
+}
+/* Signal 0: only the permission check. */
+static long call_kill_all(void)
+{
+	return syscall(SYS_kill, -1L, 0);
+}
+static long call_kill_all_lo32(void)
+{
+	/* -1 as an int, zero-extended: the kernel reads -1 all the same. */
+	return syscall(SYS_kill, 0xffffffffUL, 0);
+}
+static long call_kill_self(void)
+{
+	return syscall(SYS_kill, getpid(), 0);
+}
+static long call_pidfd_open_self(void)
+{
+	long fd = syscall(SYS_pidfd_open, getpid(), 0);
+
+	return fd < 0 ? fd : close_keep_errno((int)fd, 0);
+}
+static long call_process_madvise(void)
+{
+	return syscall(SYS_process_madvise, -1, NULL, 0, 0, 0);
+}
+static long call_process_mrelease(void)
+{
+	return syscall(SYS_process_mrelease, -1, 0);
+}
+static long call_kcmp_self(void)
+{
+	return syscall(SYS_kcmp, getpid(), getpid(), 1 /* KCMP_VM */, 0, 0);
+}
+static long call_pidfd_getfd(void)
+{
+	return syscall(SYS_pidfd_getfd, -1, 0, 0);
+}
+
+/* A file of our own in a fresh directory, removed with it after fn. */
+static long with_temp(long (*fn)(const char *dir, const char *file, int fd))
+{
+	char dir[] = "/tmp/cordon-sc-XXXXXX", file[64], made[64];
+	long r;
+	int fd, e;
+
+	if (!mkdtemp(dir))
+		return -2;
+	snprintf(file, sizeof(file), "%s/f", dir);
+	snprintf(made, sizeof(made), "%s/new", dir);
+	fd = open(file, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -2;
+	r = fn(made, file, fd);
+	e = errno;
+	close(fd);
+	unlink(file);
+	unlink(made);
+	rmdir(dir);
+	errno = e;
+	return r;
+}
+static long do_chmod_suid(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_chmod, file, 04755);
+}
+static long do_chmod_sgid(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_chmod, file, 02755);
+}
+static long do_chmod_plain(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_chmod, file, 0755);
+}
+static long do_chmod_hi(const char *made, const char *file, int fd)
+{
+	/* The kernel reads a 16-bit mode: 0755, allowed. */
+	return syscall(SYS_chmod, file, (1UL << 32) | 0755);
+}
+static long do_fchmod_suid(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_fchmod, fd, 04700);
+}
+static long do_fchmodat_sgid(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_fchmodat, AT_FDCWD, file, 02700);
+}
+#define SYS_fchmodat2_NR 452
+static long do_fchmodat2_suid(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_fchmodat2_NR, AT_FDCWD, file, 04755, 0);
+}
+static long do_fchmodat2_plain(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_fchmodat2_NR, AT_FDCWD, file, 0700, 0);
+}
+static long created(long fd)
+{
+	return fd < 0 ? fd : close_keep_errno((int)fd, 0);
+}
+static long do_open_suid(const char *made, const char *file, int fd)
+{
+	return created(syscall(SYS_open, made, O_WRONLY | O_CREAT | O_CLOEXEC, 04755));
+}
+static long do_openat_sgid(const char *made, const char *file, int fd)
+{
+	return created(syscall(SYS_openat, AT_FDCWD, made, O_WRONLY | O_CREAT | O_CLOEXEC, 02755));
+}
+static long do_openat_plain(const char *made, const char *file, int fd)
+{
+	return created(syscall(SYS_openat, AT_FDCWD, made, O_WRONLY | O_CREAT | O_CLOEXEC, 0755));
+}
+static long do_creat_suid(const char *made, const char *file, int fd)
+{
+	return created(syscall(SYS_creat, made, 04700));
+}
+static long do_mknod_suid(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_mknod, made, S_IFREG | 04755, 0);
+}
+static long do_mknodat_sgid(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_mknodat, AT_FDCWD, made, S_IFREG | 02755, 0);
+}
+static long do_mknod_fifo(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_mknod, made, S_IFIFO | 0600, 0);
+}
+static long do_openat2(const char *made, const char *file, int fd)
+{
+	/* No struct open_how: EINVAL once past the filter. */
+	return syscall(SYS_openat2, AT_FDCWD, file, NULL, 0);
+}
+static long do_setlease(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_fcntl, fd, F_SETLEASE, F_RDLCK);
+}
+static long do_setlease_hi(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_fcntl, fd, (1UL << 32) | F_SETLEASE, F_RDLCK);
+}
+static long do_getlease(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_fcntl, fd, F_GETLEASE);
+}
+/* Terminal ioctls on a regular file: ENOTTY once past the filter (never the test's terminal). */
+static long do_tiocexcl(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_ioctl, fd, TIOCEXCL);
+}
+static long do_tiocexcl_hi(const char *made, const char *file, int fd)
+{
+	return syscall(SYS_ioctl, fd, (1UL << 32) | TIOCEXCL);
+}
+static long do_tiocsetd(const char *made, const char *file, int fd)
+{
+	int ldisc = 0;
+
+	return syscall(SYS_ioctl, fd, TIOCSETD, &ldisc);
+}
+#define TEMP_CALL(fn)                      \
+	static long call_##fn(void)        \
+	{                                  \
+		return with_temp(do_##fn); \
+	}
+TEMP_CALL(chmod_suid)
+TEMP_CALL(chmod_sgid)
+TEMP_CALL(chmod_plain)
+TEMP_CALL(chmod_hi)
+TEMP_CALL(fchmod_suid)
+TEMP_CALL(fchmodat_sgid)
+TEMP_CALL(fchmodat2_suid)
+TEMP_CALL(fchmodat2_plain)
+TEMP_CALL(open_suid)
+TEMP_CALL(openat_sgid)
+TEMP_CALL(openat_plain)
+TEMP_CALL(creat_suid)
+TEMP_CALL(mknod_suid)
+TEMP_CALL(mknodat_sgid)
+TEMP_CALL(mknod_fifo)
+TEMP_CALL(openat2)
+TEMP_CALL(setlease)
+TEMP_CALL(setlease_hi)
+TEMP_CALL(getlease)
+TEMP_CALL(tiocexcl)
+TEMP_CALL(tiocexcl_hi)
+TEMP_CALL(tiocsetd)
+
+static long call_syslog_size(void)
+{
+	return syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+}
+static long call_sysctl(void)
+{
+	return syscall(SYS__sysctl, NULL);
+}
+static long call_settimeofday(void)
+{
+	/* Neither argument: changes nothing. */
+	return syscall(SYS_settimeofday, NULL, NULL);
+}
+static long call_clock_settime(void)
+{
+	return syscall(SYS_clock_settime, CLOCK_REALTIME, NULL);
+}
+static long call_sethostname(void)
+{
+	/* Longer than a host name may be: EINVAL before anything changes. */
+	return syscall(SYS_sethostname, NULL, 65);
+}
+static long call_setdomainname(void)
+{
+	return syscall(SYS_setdomainname, NULL, 65);
+}
+static long call_quotactl_fd(void)
+{
+	return syscall(SYS_quotactl_fd, -1, 0, 0, NULL);
+}
+static long call_open_tree_attr(void)
+{
+	return syscall(467 /* open_tree_attr, Linux 6.15 */, -1, NULL, 0, NULL, 0);
+}
+
 struct sc_case {
 	const char *name;
 	long (*call)(void);
@@ -430,7 +771,8 @@ struct sc_case {
 	cd_sc_when when;
 };
 
-#define BASE (CD_SC_BASELINE | CD_SC_NET_RESTRICTED)
+#define BASE  (CD_SC_BASELINE | CD_SC_NET_RESTRICTED)
+#define NOPID (BASE | CD_SC_NO_PID_NS)
 static const struct sc_case sc_cases[] = {
 	{ "ptrace", call_ptrace, EPERM, BASE },
 	{ "process_vm_readv", call_pvm_readv, EPERM, BASE },
@@ -492,6 +834,78 @@ static const struct sc_case sc_cases[] = {
 	{ "accept(AF_UNIX) with network", call_accept_unix, EINVAL, CD_SC_BASELINE },
 	{ "accept4(AF_UNIX) with network", call_accept4_unix, EINVAL, CD_SC_BASELINE },
 	{ "ptrace with network", call_ptrace, EPERM, CD_SC_BASELINE },
+	/* Without a pid namespace: only the caller itself, by 0. */
+	{ "prlimit64(getpid())", call_prlimit_pid, EPERM, NOPID },
+	{ "prlimit64(0)", call_prlimit_self, 0, NOPID },
+	{ "prlimit64(1<<32)", call_prlimit_hi, EPERM, NOPID },
+	{ "setpriority(PRIO_PROCESS, getpid())", call_setpriority_pid, EPERM, NOPID },
+	{ "setpriority(PRIO_PROCESS, 0)", call_setpriority_self, 0, NOPID },
+	{ "setpriority(PRIO_USER, uid)", call_setpriority_user, EPERM, NOPID },
+	{ "setpriority(PRIO_PGRP, 0)", call_setpriority_pgrp, EPERM, NOPID },
+	{ "ioprio_set(IOPRIO_WHO_PROCESS, getpid())", call_ioprio_pid, EPERM, NOPID },
+	{ "ioprio_set(IOPRIO_WHO_PROCESS, 0)", call_ioprio_self, 0, NOPID },
+	{ "ioprio_set(IOPRIO_WHO_USER, uid)", call_ioprio_user, EPERM, NOPID },
+	{ "sched_setaffinity(getpid())", call_affinity_pid, EPERM, NOPID },
+	{ "sched_setaffinity(0)", call_affinity_self, 0, NOPID },
+	{ "sched_setscheduler(getpid())", call_setscheduler_pid, EPERM, NOPID },
+	{ "sched_setparam(getpid())", call_setparam_pid, EPERM, NOPID },
+	{ "sched_setparam(0)", call_setparam_self, 0, NOPID },
+	{ "sched_setattr(getpid())", call_setattr_pid, EPERM, NOPID },
+	{ "migrate_pages(getpid())", call_migrate_pages_pid, EPERM, NOPID },
+	{ "move_pages(getpid())", call_move_pages_pid, EPERM, NOPID },
+	{ "get_robust_list(getpid())", call_robust_list_pid, EPERM, NOPID },
+	{ "get_robust_list(0)", call_robust_list_self, EFAULT, NOPID },
+	{ "kill(-1, 0)", call_kill_all, EPERM, NOPID },
+	{ "kill(0xffffffff, 0)", call_kill_all_lo32, EPERM, NOPID },
+	{ "kill(getpid(), 0)", call_kill_self, 0, NOPID },
+	{ "pidfd_open(getpid())", call_pidfd_open_self, ENOSYS, NOPID },
+	{ "process_madvise", call_process_madvise, EPERM, NOPID },
+	{ "process_mrelease", call_process_mrelease, EPERM, NOPID },
+	{ "kcmp", call_kcmp_self, EPERM, NOPID },
+	/* With one (BASE): the kernel decides. */
+	{ "prlimit64(getpid()) with a pid namespace", call_prlimit_pid, 0, BASE },
+	{ "setpriority(PRIO_USER, uid) with a pid namespace", call_setpriority_user, ESRCH, BASE },
+	{ "ioprio_set(IOPRIO_WHO_USER, uid) with a pid namespace", call_ioprio_user, ESRCH, BASE },
+	{ "sched_setaffinity(getpid()) with a pid namespace", call_affinity_pid, 0, BASE },
+	{ "sched_setattr(getpid()) with a pid namespace", call_setattr_pid, EINVAL, BASE },
+	{ "kill(-1, 0) with a pid namespace", call_kill_all, 0, BASE },
+	{ "pidfd_open(getpid()) with a pid namespace", call_pidfd_open_self, 0, BASE },
+	{ "process_madvise with a pid namespace", call_process_madvise, EBADF, BASE },
+	{ "kcmp with a pid namespace", call_kcmp_self, 0, BASE },
+	{ "pidfd_getfd", call_pidfd_getfd, EPERM, BASE },
+	/* No setuid or setgid modes, by any call. */
+	{ "chmod(04755)", call_chmod_suid, EPERM, BASE },
+	{ "chmod(02755)", call_chmod_sgid, EPERM, BASE },
+	{ "chmod(0755)", call_chmod_plain, 0, BASE },
+	{ "chmod(1<<32|0755)", call_chmod_hi, 0, BASE },
+	{ "fchmod(04700)", call_fchmod_suid, EPERM, BASE },
+	{ "fchmodat(02700)", call_fchmodat_sgid, EPERM, BASE },
+	{ "fchmodat2(04755)", call_fchmodat2_suid, EPERM, BASE },
+	{ "fchmodat2(0700)", call_fchmodat2_plain, 0, BASE },
+	{ "open(O_CREAT, 04755)", call_open_suid, EPERM, BASE },
+	{ "openat(O_CREAT, 02755)", call_openat_sgid, EPERM, BASE },
+	{ "openat(O_CREAT, 0755)", call_openat_plain, 0, BASE },
+	{ "creat(04700)", call_creat_suid, EPERM, BASE },
+	{ "mknod(S_IFREG|04755)", call_mknod_suid, EPERM, BASE },
+	{ "mknodat(S_IFREG|02755)", call_mknodat_sgid, EPERM, BASE },
+	{ "mknod(S_IFIFO|0600)", call_mknod_fifo, 0, BASE },
+	{ "openat2", call_openat2, ENOSYS, BASE },
+	/* Leases and terminal state that outlive the run. */
+	{ "fcntl(F_SETLEASE)", call_setlease, EPERM, BASE },
+	{ "fcntl(1<<32|F_SETLEASE)", call_setlease_hi, EPERM, BASE },
+	{ "fcntl(F_GETLEASE)", call_getlease, 0, BASE },
+	{ "ioctl(TIOCEXCL)", call_tiocexcl, EPERM, BASE },
+	{ "ioctl(1<<32|TIOCEXCL)", call_tiocexcl_hi, EPERM, BASE },
+	{ "ioctl(TIOCSETD)", call_tiocsetd, EPERM, BASE },
+	/* Kernel-global state (no capabilities guard it already: this is the second layer). */
+	{ "syslog(SIZE_BUFFER)", call_syslog_size, EPERM, BASE },
+	{ "_sysctl", call_sysctl, EPERM, BASE },
+	{ "settimeofday(NULL, NULL)", call_settimeofday, EPERM, BASE },
+	{ "clock_settime", call_clock_settime, EPERM, BASE },
+	{ "sethostname", call_sethostname, EPERM, BASE },
+	{ "setdomainname", call_setdomainname, EPERM, BASE },
+	{ "quotactl_fd", call_quotactl_fd, EPERM, BASE },
+	{ "open_tree_attr (by number)", call_open_tree_attr, EPERM, BASE },
 };
 
 static void run_sc_case(const struct sc_case *c, bool runtime)
@@ -535,6 +949,23 @@ START_TEST(test_seccomp_control)
 	ck_assert_msg(r >= 0, "socket without filter: %s", strerror(errno));
 	r = call_clone3();
 	ck_assert(!(r < 0 && errno == ENOSYS));
+	/* The issue 21 rows: each of these goes through without a filter. */
+	r = call_chmod_suid();
+	ck_assert_msg(r == 0, "chmod 04755 without filter: %s", strerror(errno));
+	r = call_fchmodat2_suid();
+	ck_assert_msg(r == 0 || errno == ENOSYS, "fchmodat2 without filter: %s", strerror(errno));
+	r = call_open_suid();
+	ck_assert_msg(r == 0, "open 04755 without filter: %s", strerror(errno));
+	r = call_setlease();
+	ck_assert_msg(r == 0, "F_SETLEASE without filter: %s", strerror(errno));
+	r = call_tiocexcl();
+	ck_assert(r < 0 && errno == ENOTTY);
+	r = call_openat2();
+	ck_assert(r < 0 && errno == EINVAL);
+	r = call_prlimit_pid();
+	ck_assert_msg(r == 0, "prlimit64(getpid()) without filter: %s", strerror(errno));
+	r = call_prlimit_hi();
+	ck_assert_msg(r == 0, "prlimit64(1<<32) without filter: %s", strerror(errno));
 }
 END_TEST
 
@@ -747,7 +1178,14 @@ END_TEST
 /* ---- the programs compiled at build time ---- */
 
 /* The group sets cd_linux_plan_build() produces. */
-static const cd_sc_when group_sets[] = { CD_SC_BASELINE, CD_SC_BASELINE | CD_SC_NET_RESTRICTED };
+static const cd_sc_when group_sets[] = {
+	CD_SC_BASELINE,
+	CD_SC_BASELINE | CD_SC_NET_RESTRICTED,
+	CD_SC_BASELINE | CD_SC_NO_PID_NS,
+	CD_SC_BASELINE | CD_SC_NET_RESTRICTED | CD_SC_NO_PID_NS,
+	CD_SC_BASELINE | CD_SC_NO_IPC_NS | CD_SC_NO_PID_NS,
+	CD_SC_BASELINE | CD_SC_NET_RESTRICTED | CD_SC_NO_IPC_NS | CD_SC_NO_PID_NS,
+};
 
 static const struct cd_seccomp_precompiled *precompiled_for(cd_sc_when when)
 {
