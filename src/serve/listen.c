@@ -496,6 +496,13 @@ static int listen_unix(struct cd_server *s)
 
 int cd_listen_start(struct cd_server *s)
 {
+	/*
+	 * The pid file first: once the socket is there (a unix socket's path,
+	 * the ws:// URL printed), so is the pid file, for whoever waits for
+	 * either. A failure below removes it again (cd_listen_stop).
+	 */
+	if (write_pid_file(s) < 0)
+		return -1;
 	int r = s->opts.listen == CD_LISTEN_WS ? listen_ws(s) : listen_unix(s);
 	if (r < 0)
 		return -1;
@@ -504,7 +511,7 @@ int cd_listen_start(struct cd_server *s)
 		cd_log_error("serve: cannot watch the listening socket: %s", strerror(errno));
 		return -1;
 	}
-	return write_pid_file(s);
+	return 0;
 }
 
 void cd_listen_stop(struct cd_server *s)
