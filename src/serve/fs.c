@@ -5,13 +5,11 @@
  * reads. The operations themselves are in fs-ops.c.
  *
  * A request that carries a sandbox context restricting the file system is
- * performed by the cordon-fs-helper program (fs-helper-main.c), spawned by
- * cd_spawn with the plan of that context (the same binding, Landlock rules,
- * seccomp filter and mounts a sandboxed process/start gets, pid namespace
- * included, the helper its pid 1) and executed by descriptor: it carries
+ * performed by the cordon-fs-helper program (fs-helper.c), confined by the
+ * plan of that context (the same binding, Landlock rules, seccomp filter,
+ * mounts and pid namespace a sandboxed process/start gets): it carries
  * nothing of the server (no memory, environment or descriptor of it a
- * sandboxed process could read through /proc/self). It receives the
- * request and sends back the result over a socket. Reads (fs/readFile,
+ * sandboxed process could read through /proc/self). Reads (fs/readFile,
  * fs/open) only open the file in the helper and pass the descriptor back
  * (SCM_RIGHTS): the server reads it outside, so sandboxed streaming works
  * and a large read is not copied through the socket.
@@ -45,6 +43,7 @@
 #endif
 
 #include "core/pathuri.h"
+#include "serve/fs-helper.h"
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
 #include "serve/intent.h"
@@ -56,11 +55,10 @@
 #include "shared/log.h"
 #include "spawn.h"
 
-#define FS_MAX_READ_FILE    (512u * 1024 * 1024)
-#define FS_BLOCK_MAX	    (1024u * 1024)
-#define FS_MAX_HANDLES	    128
-#define FS_MAX_HANDLE_ID    32
-#define FS_HELPER_TIMEOUT_S 30
+#define FS_MAX_READ_FILE (512u * 1024 * 1024)
+#define FS_BLOCK_MAX	 (1024u * 1024)
+#define FS_MAX_HANDLES	 128
+#define FS_MAX_HANDLE_ID 32
 /* Per connection: fs requests waiting for their turn, and the writeFile bytes they hold. */
 #define FS_QUEUE_MAX	   64
 #define FS_QUEUE_MAX_BYTES (256u * 1024 * 1024)
@@ -87,95 +85,6 @@ struct cd_fs_handle {
 };
 
 static uint64_t eof_clock;
-
-/*
- * In the intermediate (see run_sandboxed): the helper to kill when the
- * server cancels the job (SIGTERM), and whether it did. Process-wide, but
- * only the intermediate, a single-threaded fork, sets them.
- */
-static volatile sig_atomic_t helper_pid, helper_cancelled;
-
-static void on_cancel(int sig)
-{
-	int e = errno;
-	helper_cancelled = 1;
-	if (helper_pid > 0)
-		(void)kill(helper_pid, SIGKILL);
-	errno = e;
-}
-
-/*
- * Perform q in the helper program, sandboxed by lp, and wait for its
- * result (at most FS_HELPER_TIMEOUT_S: a file lease or a stuck file system
- * must not hold a worker and the connection's fs requests). Its socket is
- * its stdin and stdout, /dev/null its stderr, its environment empty.
- */
-static void run_in_helper(const struct cd_linux_plan *lp, const struct cd_program *helper,
-			  const struct cd_fs_req *q, struct cd_fs_res *r)
-{
-	int sv[2] = { -1, -1 };
-	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
-		if (devnull >= 0)
-			close(devnull);
-		return;
-	}
-	static char *const helper_argv[] = { (char *)CD_FS_HELPER_PROGRAM,
-					     (char *)CD_FS_HELPER_MAGIC, NULL };
-	static char *const no_env[] = { NULL };
-	struct cd_spawn_opts o = {
-		.argv = helper_argv,
-		.envp = no_env,
-		.stdin_fd = sv[1],
-		.stdout_fd = sv[1],
-		.stderr_fd = devnull,
-		.lp = lp,
-		.program = helper,
-		.pid1 = true,
-	};
-	struct cd_child *child = NULL;
-	struct cd_spawn_error err;
-	memset(&err, 0, sizeof(err));
-	int rr = cd_spawn(&o, &child, &err);
-	close(sv[1]);
-	close(devnull);
-	if (rr < 0) {
-		close(sv[0]);
-		/* The sandbox could not be set up: nothing was done. */
-		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed: %s", err.msg);
-		return;
-	}
-	helper_pid = cd_child_pid(child);
-	if (helper_cancelled)
-		(void)kill(helper_pid, SIGKILL);
-	struct timeval tv = { .tv_sec = FS_HELPER_TIMEOUT_S };
-	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	bool timed_out = false;
-	int e = cd_fs_req_send(sv[0], q);
-	if (e == -EAGAIN || e == -EWOULDBLOCK)
-		timed_out = true;
-	bool ok = e == 0 && cd_fs_res_recv(sv[0], r, &timed_out) == 0;
-	close(sv[0]);
-	if (timed_out)
-		(void)kill(cd_child_pid(child), SIGKILL);
-	int status = cd_child_wait(child);
-	helper_pid = 0;
-	cd_child_free(child);
-	if (!ok || status != 0) {
-		if (r->fd >= 0)
-			close(r->fd);
-		r->fd = -1;
-		if (timed_out)
-			cd_fs_res_error(r, CD_RPC_INTERNAL,
-					"fs sandbox helper timed out after %d s",
-					FS_HELPER_TIMEOUT_S);
-		else
-			cd_fs_res_error(r, CD_RPC_INTERNAL,
-					"fs sandbox helper failed with status %d", status);
-	}
-}
 
 /* ---- request decoding ---------------------------------------------------- */
 
@@ -325,7 +234,7 @@ static void advise_huge(char *p, size_t n)
  * write or a copy is not left half done) and its result is dropped (conn
  * is NULL then); the others, including one handed to the pool that no
  * worker has started, are never performed (queue_release). At shutdown
- * the running ones are cancelled (see cd_fs_cancelled() and run_sandboxed).
+ * the running ones are cancelled (see cd_fs_cancelled() and fs-helper.c).
  */
 typedef void (*fs_method_fn)(struct cd_conn *c, const char *id, const struct cd_json *params);
 
@@ -340,8 +249,7 @@ struct fs_job {
 	struct cd_fs_res r;
 	struct cd_cli_bound b; /* owns lp */
 	const struct cd_linux_plan *lp;
-	const struct cd_program *helper; /* cordon-fs-helper, when lp */
-	char hid[FS_MAX_HANDLE_ID];	 /* fs/open: the handle's id */
+	char hid[FS_MAX_HANDLE_ID]; /* fs/open: the handle's id */
 	size_t hid_len;
 	/*
 	 * fs/readFile (see read_file_answer). rest: what the loop queues, the
@@ -358,8 +266,7 @@ struct fs_job {
 	fs_method_fn method; /* an fs/readBlock or fs/close waiting for its fs/open... */
 	char *params;	     /* ...and its params, JSON text */
 	atomic_bool cancel;
-	int pidfd; /* the intermediate while it runs, under helper_lock */
-	pid_t pid;
+	struct cd_fs_sandboxed sb; /* when lp: the helper's intermediate */
 };
 
 struct cd_fs_queue {
@@ -371,8 +278,6 @@ struct cd_fs_queue {
 
 /* Jobs handed to the pool and not completed (loop thread only): cancelled at shutdown. */
 static struct fs_job *running_jobs;
-/* Guards fs_job.pidfd and .pid between their worker and the loop's cancel. */
-static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct cd_fs_handle *find_handle(struct cd_conn *c, const char *s, size_t len);
 static void open_finish(struct cd_conn *c, const char *id, const char *hid, size_t hid_len, int fd);
@@ -393,7 +298,6 @@ static struct fs_job *job_new(struct cd_conn *c, const char *id)
 	j->conn = c;
 	j->id = cd_xstrdup(id);
 	j->r.fd = -1;
-	j->pidfd = -1;
 	j->out_fd = -1;
 	atomic_init(&j->cancel, false);
 	return j;
@@ -420,160 +324,6 @@ static void job_free(struct fs_job *j)
 	free(j->broken);
 	free(j->params);
 	free(j);
-}
-
-/* Signal the job's intermediate, if one runs (helper_lock held). */
-static void signal_job(struct fs_job *j, int sig)
-{
-#ifdef SYS_pidfd_send_signal
-	/*
-	 * With a pidfd, only through it: when it fails, the intermediate is
-	 * gone (and may have been reaped by the orphan reaper, its pid free
-	 * for another process).
-	 */
-	if (j->pidfd >= 0) {
-		(void)syscall(SYS_pidfd_send_signal, j->pidfd, sig, NULL, 0);
-		return;
-	}
-#endif
-	if (j->pid > 0)
-		(void)kill(j->pid, sig);
-}
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
-/*
- * The intermediate of a sandboxed request: a fork of the worker thread that
- * runs run_in_helper as the loop used to, and sends back its result.
- *
- * Why not spawn the helper from the worker directly: the helper is made
- * with a raw clone() (for its namespaces), which does not take the
- * allocator's locks the way fork() does, and it then performs the request
- * with malloc. In a process with several threads, another thread may hold
- * such a lock at that instant, and the helper would hang on it. fork()
- * makes malloc safe in its child (glibc, and the sanitizers, take their
- * locks across it); the intermediate has a single thread, so its own
- * cd_spawn is the one the single-threaded server used to make.
- *
- * SIGTERM (a cancel at shutdown) kills the helper; the intermediate then
- * reaps it, runs the backends' finish hooks (mask mount points) and exits.
- */
-/* Close every descriptor above lo and below hi. */
-static void close_between(int lo, int hi)
-{
-	if (hi - lo < 2)
-		return;
-#ifdef HAVE_CLOSE_RANGE
-	if (close_range((unsigned)lo + 1, hi == INT_MAX ? ~0U : (unsigned)hi - 1, 0) == 0)
-		return;
-#endif
-	for (int fd = lo + 1; fd < hi && fd < 65536; fd++)
-		(void)close(fd);
-}
-
-static CD_NORETURN void intermediate_main(struct fs_job *j, int sock, pid_t parent)
-{
-	/*
-	 * Nothing of the server's stays open here (a client would not see its
-	 * socket end) but our socket and the helper program's descriptor.
-	 */
-	if (sock <= STDERR_FILENO)
-		sock = fcntl(sock, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (sock < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
-	    j->helper->fd <= STDERR_FILENO)
-		_exit(3);
-	int lo = sock < j->helper->fd ? sock : j->helper->fd;
-	int hi = sock < j->helper->fd ? j->helper->fd : sock;
-	close_between(STDERR_FILENO, lo);
-	close_between(lo, hi);
-	close_between(hi, INT_MAX);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
-		_exit(3);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_cancel;
-	sigemptyset(&sa.sa_mask);
-	sigset_t term;
-	sigemptyset(&term);
-	sigaddset(&term, SIGTERM);
-	if (sigaction(SIGTERM, &sa, NULL) < 0 || sigprocmask(SIG_UNBLOCK, &term, NULL) < 0)
-		_exit(3);
-	/* Go: the worker holds a pidfd for us now (see run_sandboxed). */
-	char go = 0;
-	if (read(sock, &go, 1) != 1 || !go || helper_cancelled)
-		_exit(0);
-	struct cd_fs_res r = { .fd = -1 };
-	run_in_helper(j->lp, j->helper, &j->q, &r);
-	_exit(cd_fs_res_send(sock, &r) < 0 ? 3 : 0);
-}
-
-/* On a worker: j's request through an intermediate (see intermediate_main). */
-static void run_sandboxed(struct fs_job *j)
-{
-	struct cd_fs_res *r = &j->r;
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
-		return;
-	}
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0)
-		intermediate_main(j, sv[1], parent);
-	int e = errno;
-	close(sv[1]);
-	if (pid < 0) {
-		close(sv[0]);
-		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: fork: %s", strerror(e));
-		return;
-	}
-	/*
-	 * Reaped through a pidfd taken before it may exit (it waits for the
-	 * go byte): a pid-1 server reaps exited children it does not watch,
-	 * so by pid this one might have been reaped and the pid reused.
-	 */
-	int pidfd = -1;
-#ifdef HAVE_PIDFD_OPEN
-	pidfd = pidfd_open(pid, 0);
-#endif
-	pthread_mutex_lock(&helper_lock);
-	j->pid = pid;
-	j->pidfd = pidfd;
-	char go = !atomic_load(&j->cancel);
-	pthread_mutex_unlock(&helper_lock);
-	(void)!write(sv[0], &go, 1);
-	/* A backstop over the intermediate's own timeout for its helper. */
-	struct timeval tv = { .tv_sec = FS_HELPER_TIMEOUT_S + 10 };
-	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	bool timed_out;
-	int rr = cd_fs_res_recv(sv[0], r, &timed_out);
-	close(sv[0]);
-	pthread_mutex_lock(&helper_lock);
-	if (rr < 0)
-		signal_job(j, SIGKILL);
-	j->pid = 0;
-	j->pidfd = -1;
-	pthread_mutex_unlock(&helper_lock);
-	if (pidfd >= 0) {
-		siginfo_t si;
-		/* ECHILD: reaped by the loop's orphan reaper already. */
-		while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
-			;
-		close(pidfd);
-	} else {
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
-	if (rr < 0 && atomic_load(&j->cancel))
-		cd_fs_res_errno(r, ECANCELED);
-	else if (rr < 0 && timed_out)
-		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper timed out after %d s",
-				FS_HELPER_TIMEOUT_S);
-	else if (rr < 0)
-		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper failed: %s", strerror(-rr));
 }
 
 /*
@@ -813,7 +563,7 @@ static void job_run(struct cd_work *w)
 	cd_fs_cur_cancel = &j->cancel;
 	j->q.sandboxed = j->lp != NULL;
 	if (j->lp)
-		run_sandboxed(j);
+		cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
 	else
 		cd_fs_do(&j->q, &j->r);
 	j->lent_start = cd_loop_now_ms();
@@ -1017,7 +767,8 @@ static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q, struc
 	j->b = *b;
 	memset(b, 0, sizeof(*b));
 	j->lp = lp;
-	j->helper = &c->server->fs_helper;
+	if (lp)
+		cd_fs_sandboxed_init(&j->sb, lp, &c->server->fs_helper, &j->cancel);
 	j->offload = lp || !cheap_op(j->q.op);
 	if (hid) {
 		memcpy(j->hid, hid, hid_len);
@@ -1073,12 +824,11 @@ void cd_fs_server_stop(struct cd_server *s)
 {
 	for (struct cd_conn *c = s->conns; c; c = c->next)
 		queue_release(c);
-	pthread_mutex_lock(&helper_lock);
 	for (struct fs_job *j = running_jobs; j; j = j->run_next) {
 		atomic_store(&j->cancel, true);
-		signal_job(j, SIGTERM);
+		if (j->lp)
+			cd_fs_sandboxed_cancel(&j->sb);
 	}
-	pthread_mutex_unlock(&helper_lock);
 	if (s->fs_workq) {
 		(void)cd_workq_free(s->fs_workq, FS_STOP_MS);
 		s->fs_workq = NULL;
