@@ -102,6 +102,7 @@ static void serve_help(void)
 	       "                  owners that cannot be told are refused (403)\n"
 	       "  unix:PATH       a unix socket (mode 0600 in a directory of ours), one\n"
 	       "                  message per line; peers must have our uid (or the group)\n"
+
 	       "On ws and unix many clients share one server: when a connection drops its\n"
 	       "session detaches, keeps recording output, and ends (its processes killed)\n"
 	       "unless an initialize with resumeSessionId attaches it within the TTL.\n"
@@ -679,6 +680,7 @@ int cd_cmd_serve(int argc, char **argv)
 	}
 	if (token_file && read_token_file(token_file, &o) < 0)
 		goto out;
+	o.auth_token_file = token_file;
 	cd_log_verbosity = verbose ? 2 : 1;
 	cd_log_detect_journal();
 	if (o.listen == CD_LISTEN_WS && !o.auth_token && !is_loopback(&o.ws_addr)) {
