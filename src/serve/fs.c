@@ -50,6 +50,7 @@
 #include "serve/intent.h"
 #include "serve/loop.h"
 #include "serve/proc.h"
+#include "serve/sandboxes.h"
 #include "serve/server.h"
 #include "serve/workq.h"
 #include "shared/fd-util.h"
@@ -147,6 +148,12 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct cd_progra
 		return;
 	}
 	helper_pid = cd_child_pid(child);
+	/*
+	 * Known as a sandbox of the server from now until it is reaped (it
+	 * opens no socket: it only performs the request, whatever the plan's
+	 * network; see sandboxes.h).
+	 */
+	struct cd_sandbox_entry *sbx = cd_sandboxes_add(helper_pid, true, lp->pid_ns, false);
 	if (helper_cancelled)
 		(void)kill(helper_pid, SIGKILL);
 	struct timeval tv = { .tv_sec = FS_HELPER_TIMEOUT_S };
@@ -162,6 +169,7 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct cd_progra
 		(void)kill(cd_child_pid(child), SIGKILL);
 	int status = cd_child_wait(child);
 	helper_pid = 0;
+	cd_sandboxes_remove(sbx);
 	cd_child_free(child);
 	if (!ok || status != 0) {
 		if (r->fd >= 0)

@@ -19,6 +19,7 @@
 #include "sandbox/backend.h"
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
+#include "serve/sandboxes.h"
 #include "serve/server.h"
 #include "shared/log.h"
 #include "spawn.h"
@@ -734,11 +735,26 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * The init of a pid namespace, or a child subreaper (pidns.c), inherits
 	 * every orphaned descendant: reap them.
 	 */
-	int subreaper = 0;
+	int subreaper = 0, r0;
 	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0);
 	srv.adopts_orphans = getpid() == 1 || subreaper;
 	if (srv.adopts_orphans && (errno = -cd_loop_reap_orphans(srv.loop, true)) != 0) {
 		cd_log_error("serve: cannot reap orphaned processes: %s", strerror(errno));
+		ret = 1;
+		goto out;
+	}
+
+	/*
+	 * Who the clients are (sandboxes.h): the host's /proc is handed over.
+	 * Stdio has one client, its parent: a socket's clients could be
+	 * sandboxed processes of ours, which only /proc tells apart.
+	 */
+	r0 = cd_sandboxes_init(cd_serve_host_proc, srv.adopts_orphans);
+	cd_serve_host_proc = -1;
+	if (r0 < 0 && o->listen != CD_LISTEN_STDIO) {
+		cd_log_error("serve: cannot open /proc (%s), where the server tells its own "
+			     "sandboxed processes from other clients; mount procfs on /proc",
+			     strerror(-r0));
 		ret = 1;
 		goto out;
 	}
@@ -806,6 +822,7 @@ out:
 	free(srv.env_info);
 	for (size_t i = 0; i < srv.n_hidden; i++)
 		free((char *)srv.hidden[i].path);
+	cd_sandboxes_done();
 	cd_loop_free(srv.loop);
 	cd_program_done(&srv.init);
 	cd_program_done(&srv.fs_helper);

@@ -97,6 +97,12 @@ struct cd_serve_opts {
 	 * allow_local_group; allow_local_users admits every local user.
 	 */
 	bool check_peer_owner;
+	/*
+	 * ws on a loopback address without a token (check_peer_owner or
+	 * --allow-local-users): look each peer's socket up, so that a process
+	 * of one of our sandboxes, our uid, is refused (sandboxes.h).
+	 */
+	bool check_peer_sandbox;
 	bool allow_local_users;
 	bool allow_local_group_set;
 	gid_t allow_local_group;
@@ -195,7 +201,7 @@ struct cd_conn {
 	enum cd_conn_kind kind;
 	unsigned long serial;	    /* "connection N" in logs */
 	char peer[80];		    /* who it is, for logs */
-	char refused[192];	    /* ws: why its peer is not admitted (403), or empty */
+	char refused[512];	    /* ws: why its peer is not admitted (403), or empty */
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */
@@ -306,6 +312,12 @@ void cd_server_stop(struct cd_server *s);
  * there as they were found, for the plan to mask (linux-plan.h).
  */
 void cd_server_hidden(struct cd_server *s);
+/*
+ * The host's /proc, opened by pidns.c before the server's own pid
+ * namespace got a /proc of its own, or -1: the sandbox judgements of
+ * clients outside that namespace need it (sandboxes.h).
+ */
+extern int cd_serve_host_proc;
 
 /* conn.c */
 /* A connection over in_fd/out_fd (kind STDIO), or over a socket (both fds its own). */
