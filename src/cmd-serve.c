@@ -102,6 +102,8 @@ static void serve_help(void)
 	       "                  owners that cannot be told are refused (403)\n"
 	       "  unix:PATH       a unix socket (mode 0600 in a directory of ours), one\n"
 	       "                  message per line; peers must have our uid (or the group)\n"
+	       "Sandboxed processes of this server (or of another cordon) are refused as\n"
+	       "clients, and the server's socket and token file are hidden from them.\n"
 	       "On ws and unix many clients share one server: when a connection drops its\n"
 	       "session detaches, keeps recording output, and ends (its processes killed)\n"
 	       "unless an initialize with resumeSessionId attaches it within the TTL.\n"
@@ -342,6 +344,7 @@ static int check_local_options(const char *cmd, struct cd_serve_opts *o, const c
 		return -1;
 	}
 	o->check_peer_owner = loopback && !token_file && !o->allow_local_users;
+	o->check_peer_sandbox = loopback && !token_file;
 	return 0;
 }
 
@@ -675,6 +678,7 @@ int cd_cmd_serve(int argc, char **argv)
 	}
 	if (token_file && read_token_file(token_file, &o) < 0)
 		goto out;
+	o.auth_token_file = token_file;
 	cd_log_verbosity = verbose ? 2 : 1;
 	cd_log_detect_journal();
 	if (o.listen == CD_LISTEN_WS && !o.auth_token && !is_loopback(&o.ws_addr)) {

@@ -876,6 +876,71 @@ static void add_pins(struct cd_linux_plan *lp)
 }
 
 /*
+ * The caller's own files (cd_linux_opts.hidden): a deny mask over each,
+ * whatever the plan grants around it, since Landlock does not govern
+ * connect() on a unix socket (a socket outside every readable path can
+ * still be connected to). Without user namespaces (and not root) there is
+ * no mount namespace to hide them in: degraded[] says so, and the run goes
+ * on, since the caller keeps its own wall (cordon serve refuses its
+ * sandboxes as clients). Before the mounts are sorted (mount_cmp keeps
+ * parents first).
+ */
+static void add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host,
+		       const struct cd_linux_opts *opts)
+{
+	for (size_t i = 0; opts && i < opts->n_hidden; i++) {
+		const struct cd_hidden_path *h = &opts->hidden[i];
+		const char *why_not = NULL;
+		struct cd_mount *same = NULL;
+		bool covered = false;
+
+		assert(h->path && h->path[0] == '/' && cd_path_is_normal(h->path));
+		if (cd_streq(h->path, "/"))
+			continue;
+		for (size_t k = 0; k < lp->n_mounts; k++) {
+			struct cd_mount *m = &lp->mounts[k];
+			const struct cd_plan_path *pp = cd_plan_find(lp->plan, m->path);
+			if (cd_streq(m->path, h->path))
+				same = m;
+			else if (m->op == CD_MOUNT_DENY && pp && pp->type == CD_FT_DIR &&
+				 cd_path_is_beneath(h->path, m->path))
+				covered = true; /* the mask of a denied directory hides it whole */
+		}
+		if (covered || (same && same->op == CD_MOUNT_DENY))
+			continue;
+		if (!host->userns && !host->is_root)
+			why_not = "user namespaces are unavailable: there is no mount namespace to "
+				  "hide it in";
+		else if (cd_path_is_beneath(h->path, "/proc") ||
+			 cd_path_is_beneath(h->path, "/dev/pts"))
+			why_not = "it lies where the sandbox gets a file system of its own";
+		if (why_not) {
+			cd_strv_push_take(&lp->degraded,
+					  cd_xasprintf("%s (%s) NOT hidden from the sandbox: %s",
+						       h->path, h->why, why_not));
+			continue;
+		}
+		cd_strv_push(&lp->owned, h->path);
+		const char *path = lp->owned[cd_strv_length(lp->owned) - 1];
+		cd_strv_push_take(&lp->owned, cd_xasprintf("hidden: %s", h->why));
+		const char *why = lp->owned[cd_strv_length(lp->owned) - 1];
+		if (same) {
+			/* A carve-out of the plan at that very path: the deny mask replaces it. */
+			same->op = CD_MOUNT_DENY;
+			same->path = path;
+			same->why = why;
+			continue;
+		}
+		lp->mounts = cd_xreallocarray(lp->mounts, lp->n_mounts + 1, sizeof(*lp->mounts));
+		lp->mounts[lp->n_mounts++] = (struct cd_mount){
+			.op = CD_MOUNT_DENY,
+			.path = path,
+			.why = why,
+		};
+	}
+}
+
+/*
  * Landlock governs opening, creating, removing and renaming, but not a
  * file's attributes: chmod, chown, utimensat, setxattr (ACLs included) and
  * the file-flag ioctls need only ownership (or a capability). So the whole
@@ -1235,6 +1300,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	lp->sc_when = CD_SC_BASELINE | (net_restricted ? CD_SC_NET_RESTRICTED : 0);
 
 	if (plan->fs_unrestricted) {
+		add_hidden(lp, host, opts);
+		if (lp->n_mounts > 1)
+			qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
 		r = add_namespaces(lp, host, opts, reterr);
 		if (r < 0)
 			return r;
@@ -1321,6 +1389,7 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 						   "that directory or drop the entry",
 						   pp->path));
 	}
+	add_hidden(lp, host, opts);
 	if (host->userns || host->is_root) {
 		r = add_writable_trees(lp, reterr);
 		if (r < 0)

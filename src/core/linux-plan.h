@@ -77,6 +77,12 @@ typedef enum cd_degrade_flags {
 	CD_DEGRADE_NESTED_REPOSITORIES = 1u << 4,
 } cd_degrade_flags;
 
+/* A file of the caller's that sandboxes must not reach (cd_linux_opts.hidden). */
+struct cd_hidden_path {
+	const char *path; /* absolute, normal */
+	const char *why;  /* one line for explain and notes: "cordon serve's unix socket" */
+};
+
 struct cd_linux_opts {
 	unsigned min_landlock_abi; /* refuse below this (default 1) */
 	cd_degrade_flags degraded; /* explicit opt-downs */
@@ -106,6 +112,19 @@ struct cd_linux_opts {
 	 */
 	const char *init_program;
 	const char *exec_program;
+	/*
+	 * Files of the caller's own that no sandboxed process may reach,
+	 * whatever the plan says of their paths (cordon serve: its unix
+	 * socket, whose connect() Landlock does not govern, and its token
+	 * file). Each is covered by a deny mask (CD_MOUNT_DENY) where the plan
+	 * can have a mount namespace; elsewhere (and below /proc or /dev/pts,
+	 * which the sandbox gets of its own) degraded[] says it is not hidden,
+	 * without a refusal: the caller has a wall of its own. One inside a
+	 * denied directory is hidden by that mask already. Absolute, normal
+	 * paths of existing files (never directories). Copied into the plan.
+	 */
+	const struct cd_hidden_path *hidden;
+	size_t n_hidden;
 };
 
 struct cd_ll_rule {

@@ -183,6 +183,12 @@ _Noreturn void cd_init_run(const struct cd_init_args *a)
 	r = cd_isys2(__NR_prctl, PR_SET_DUMPABLE, 0);
 	if (r < 0)
 		cd_init_fail(fd, CD_EXIT_SETUP, (int)-r, "pid namespace init", "PR_SET_DUMPABLE");
+	/*
+	 * The name that tells a cordon server its client is in a sandbox
+	 * (serve/sandboxes.h): the sandboxed command cannot rename us. Best
+	 * effort: the exec'ed cordon-init has it already on most kernels.
+	 */
+	(void)cd_isys2(__NR_prctl, PR_SET_NAME, (long)CD_INIT_PROGRAM);
 
 	/*
 	 * The forwarded signals and SIGCHLD are blocked and read from a

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "serve/fs-ops.h"
@@ -25,6 +26,12 @@ int main(int argc, char **argv)
 			CD_FS_HELPER_PROGRAM);
 		return 2;
 	}
+	/*
+	 * Executed by descriptor, it would be named after the descriptor on
+	 * some kernels: the name a cordon server recognizes the init of a
+	 * sandbox's pid namespace by (sandboxes.h).
+	 */
+	(void)prctl(PR_SET_NAME, CD_FS_HELPER_PROGRAM, 0, 0, 0);
 	struct cd_fs_req q;
 	int e = cd_fs_req_recv(STDIN_FILENO, &q);
 	if (e < 0) {

@@ -86,6 +86,12 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct cd_progra
 		return;
 	}
 	helper_pid = cd_child_pid(child);
+	/*
+	 * Not recorded in the server's registry of sandboxes (sandboxes.h):
+	 * this is a fork of the server, whose registry is a copy. None is
+	 * needed: the helper opens no socket, and as the first process of its
+	 * pid namespace, named cordon-fs-helper, it is known for a sandbox.
+	 */
 	if (helper_cancelled)
 		(void)kill(helper_pid, SIGKILL);
 	struct timeval tv = { .tv_sec = CD_FS_HELPER_TIMEOUT_S };

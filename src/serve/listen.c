@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "serve/peer.h"
+#include "serve/sandboxes.h"
 #include "serve/server.h"
 #include "shared/log.h"
 
@@ -31,15 +32,21 @@
  * socket is looked up as soon as it is accepted (peer.c), and a peer that
  * is not our uid (nor admitted by --allow-local-group) or whose owner
  * cannot be told is answered 403 when its request comes (ws.c), whatever
- * it asked but /readyz. --allow-local-users skips the lookup.
+ * it asked but /readyz. --allow-local-users admits every uid (and looks
+ * peers up only for the rule that follows). Our own uid is what our
+ * sandboxed processes run as: while one of them could open a TCP socket, a
+ * peer of our uid is admitted only once the process holding its socket is
+ * found outside every sandbox (sandboxes.h).
  *
  * unix: the socket is created mode 0600 (0660 with --unix-group) in a
  * directory that belongs to us and that nobody else can write to, so that
  * nobody can swap the socket for their own or create it first. The file
  * mode is only the first gate: every accepted peer's credentials
- * (SO_PEERCRED) must be our uid, or a member of the configured group.
- * A socket file left behind by a server that died is replaced; one that a
- * live server still answers on is not.
+ * (SO_PEERCRED) must be our uid, or a member of the configured group, and
+ * a peer of our uid must not be a process inside a sandbox (sandboxes.h).
+ * Our sandboxes do not even see the socket: their plans mask its path
+ * (cd_server_hidden). A socket file left behind by a server that died is
+ * replaced; one that a live server still answers on is not.
  */
 
 #define BACKLOG 128
@@ -80,20 +87,70 @@ static bool in_group(int fd, gid_t want, gid_t primary)
 	return found;
 }
 
-/* Whether the peer of an accepted unix connection may talk to us; peer set for logs. */
-static bool unix_peer_allowed(struct cd_server *s, int fd, char *peer, size_t size)
+/*
+ * Whether the peer of an accepted unix connection may talk to us; peer set
+ * for logs, and why (why_size bytes) when not. Our uid is admitted, or a
+ * member of --unix-group, unless the process is inside a sandbox (ours,
+ * or another cordon's): it runs as our uid, and admitted it could start
+ * an unsandboxed process (sandboxes.h).
+ */
+static bool unix_peer_allowed(struct cd_server *s, int fd, char *peer, size_t size, char *why,
+			      size_t why_size)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
 		snprintf(peer, size, "unknown peer");
+		snprintf(why, why_size, "its credentials cannot be read: %s", strerror(errno));
 		return false;
 	}
 	snprintf(peer, size, "pid %d uid %u", (int)cr.pid, (unsigned)cr.uid);
-	if (cr.uid == geteuid())
+	if (cr.uid != geteuid()) {
+		if (s->opts.unix_group_set && in_group(fd, s->opts.unix_group, cr.gid))
+			return true; /* not our uid: no sandbox of ours */
+		snprintf(why, why_size, "not our uid%s",
+			 s->opts.unix_group_set ? " nor in --unix-group" : "");
+		return false;
+	}
+	char where[256];
+	enum cd_peer_verdict v = cd_sandboxes_judge_unix(fd, where, sizeof(where));
+	if (v == CD_PEER_OUTSIDE)
 		return true;
-	return s->opts.unix_group_set && in_group(fd, s->opts.unix_group, cr.gid);
+	snprintf(why, why_size, "%s: %s",
+		 v == CD_PEER_SANDBOXED ? "a sandboxed process"
+					: "cannot tell whether it is a sandboxed process",
+		 where);
+	return false;
+}
+
+/*
+ * Whether a loopback TCP peer whose owner may talk to us (r, uid: what
+ * cd_peer_tcp_owner returned, inode the socket's) is inside a sandbox:
+ * then why, into refused. Only while a sandbox of ours can open a TCP
+ * socket (sandboxes.h), and only for our uid (a sandbox runs as us).
+ */
+static void judge_sandbox(int r, uid_t uid, uint64_t inode, char *refused, size_t size)
+{
+	char why[320];
+
+	if (!cd_sandboxes_tcp_exposed())
+		return;
+	if (r < 0) {
+		snprintf(refused, size,
+			 "cannot tell whether the client is a sandboxed process: the owner of the "
+			 "connecting socket cannot be determined: %s",
+			 cd_peer_strerror(r));
+		return;
+	}
+	if (uid != geteuid())
+		return;
+	enum cd_peer_verdict v = cd_sandboxes_judge_tcp(inode, why, sizeof(why));
+	if (v == CD_PEER_SANDBOXED)
+		snprintf(refused, size, "the client is a sandboxed process: %s", why);
+	else if (v == CD_PEER_UNDECIDED)
+		snprintf(refused, size, "cannot tell whether the client is a sandboxed process: %s",
+			 why);
 }
 
 /*
@@ -226,22 +283,26 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 			refuse_busy(s, fd);
 			continue;
 		}
-		char peer[80];
+		char peer[80], why[400];
 		if (s->opts.listen == CD_LISTEN_UNIX &&
-		    !unix_peer_allowed(s, fd, peer, sizeof(peer))) {
-			cd_log_warn(
-				"serve: refusing a unix socket connection from %s: not our uid%s",
-				peer, s->opts.unix_group_set ? " nor in --unix-group" : "");
+		    !unix_peer_allowed(s, fd, peer, sizeof(peer), why, sizeof(why))) {
+			cd_log_warn("serve: refusing a unix socket connection from %s: %s", peer,
+				    why);
 			close(fd);
 			continue;
 		}
 		/* At once: the longer we wait, the likelier the peer is gone (then: refused). */
 		char refused[sizeof(((struct cd_conn *)NULL)->refused)] = "";
 		uid_t owner = 0;
+		uint64_t inode = 0;
 		int owner_r = 1;
-		if (s->opts.listen == CD_LISTEN_WS && s->opts.check_peer_owner) {
-			owner_r = cd_peer_tcp_owner(fd, &owner);
-			judge_owner(s, owner_r, owner, refused, sizeof(refused));
+		if (s->opts.listen == CD_LISTEN_WS && s->opts.check_peer_sandbox &&
+		    (s->opts.check_peer_owner || cd_sandboxes_tcp_exposed())) {
+			owner_r = cd_peer_tcp_owner(fd, &owner, &inode);
+			if (s->opts.check_peer_owner)
+				judge_owner(s, owner_r, owner, refused, sizeof(refused));
+			if (!refused[0])
+				judge_sandbox(owner_r, owner, inode, refused, sizeof(refused));
 		}
 		if (s->opts.listen == CD_LISTEN_WS && !limit_handshakes(s, refused[0] != '\0')) {
 			cd_log_debug("serve: dropping a refused connection: %u handshakes waiting",
@@ -324,7 +385,9 @@ static int write_pid_file(struct cd_server *s)
 /*
  * Fail closed before serving: if the kernel cannot name the owner of our
  * own listening socket, it will not name a peer's either, and every client
- * would be refused; say what is missing instead.
+ * would be refused; say what is missing instead. (With --allow-local-users
+ * the lookup is needed only while a sandbox of ours has network access:
+ * then a client whose socket cannot be looked up is refused.)
  */
 static int check_owner_lookup(int fd, const char *where)
 {

@@ -229,7 +229,7 @@ static int owner_of(const struct inet_diag_msg *m, uid_t *ret_uid)
 	return 0;
 }
 
-int cd_peer_tcp_owner(int fd, uid_t *ret_uid)
+int cd_peer_tcp_owner(int fd, uid_t *ret_uid, uint64_t *ret_inode)
 {
 	struct sockaddr_storage ours, theirs;
 	socklen_t ol = sizeof(ours), tl = sizeof(theirs);
@@ -269,6 +269,8 @@ int cd_peer_tcp_owner(int fd, uid_t *ret_uid)
 	tl = sizeof(theirs);
 	if (getpeername(fd, (struct sockaddr *)&theirs, &tl) < 0)
 		return errno == ENOTCONN ? -ENOENT : -errno;
+	if (ret_inode)
+		*ret_inode = m.idiag_inode;
 	return owner_of(&m, ret_uid);
 }
 

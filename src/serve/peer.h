@@ -13,12 +13,15 @@
  */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
  * The uid that owns the socket at the other end of fd, an accepted TCP
- * connection. From one thread only (the event loop's): the netlink socket
- * is kept open between calls. Returns 0 with *ret_uid set, or:
+ * connection, and that socket's inode (what /proc/PID/fd/N of a process
+ * holding it links to: "socket:[INODE]"; ret_inode may be NULL). From one
+ * thread only (the event loop's): the netlink socket is kept open between
+ * calls. Returns 0 with *ret_uid (and *ret_inode) set, or:
  *   -ENOENT     no socket of this host (in our network namespace) has that
  *               4-tuple: the peer is gone already, or is not on this host
  *   -ESTALE     the socket is there but no process holds it any more (it
@@ -28,7 +31,7 @@
  *   -EPROTO     the kernel's answer was not the one asked for
  *   other       -errno of the netlink request (no sock_diag, no tcp_diag)
  */
-int cd_peer_tcp_owner(int fd, uid_t *ret_uid);
+int cd_peer_tcp_owner(int fd, uid_t *ret_uid, uint64_t *ret_inode);
 
 /*
  * The uid the kernel reports for fd, our own listening TCP socket: run

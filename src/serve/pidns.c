@@ -55,6 +55,8 @@
 #include "shared/log.h"
 #include "spawn.h"
 
+int cd_serve_host_proc = -1;
+
 /* The signals that end a server gracefully (server.c), forwarded by the outer. */
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP };
 
@@ -223,6 +225,12 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 				sigaddset(&keep, forwarded[i]);
 		sigprocmask(SIG_SETMASK, &keep, NULL);
 		if (ns) {
+			/*
+			 * The host's /proc, before ours hides it: clients of the
+			 * server live out there, and whether one is a sandboxed
+			 * process is read from it (sandboxes.h). Close-on-exec.
+			 */
+			cd_serve_host_proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 			mount_proc();
 			cd_log_debug("serve: running as pid 1 of a new pid namespace");
 		} else {

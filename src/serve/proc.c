@@ -29,6 +29,7 @@
 
 #include "core/util.h"
 #include "serve/proc.h"
+#include "serve/sandboxes.h"
 
 #define CHUNK_MAX     8192
 #define READ_MAX      (64u * 1024u)
@@ -82,6 +83,7 @@ struct cd_proc {
 	struct cd_proc_events ev;
 	struct cd_child *child; /* until reaped (or freed) */
 	pid_t pid;
+	struct cd_sandbox_entry *known; /* in the registry of sandboxes.h until reaped */
 	bool sandboxed;
 	bool tty;
 	bool paused;
@@ -518,6 +520,7 @@ static void on_child(struct cd_loop *l, pid_t pid, int status, void *data)
 	struct cd_proc *p = data;
 	p->cw = NULL;
 	p->reaped = true;
+	p->known = cd_sandboxes_remove(p->known);
 	p->exit_code = cd_exit_code_from_status(status);
 	/*
 	 * A sandbox ends with its command, as with `cordon run` (and bwrap's
@@ -678,6 +681,12 @@ int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct 
 	p->child = child;
 	p->pid = cd_child_pid(child);
 	p->sandboxed = o->lp && o->lp->sandboxed;
+	/*
+	 * Known before the loop runs again, which is before the server can
+	 * accept a connection the command makes: it is judged as what it is.
+	 */
+	p->known = cd_sandboxes_add(p->pid, p->sandboxed, p->sandboxed && o->lp->pid_ns,
+				    p->sandboxed && !(o->lp->sc_when & CD_SC_NET_RESTRICTED));
 	p->tty = o->tty;
 	p->next_seq = 1;
 	p->stdin_fd = -1;
@@ -926,6 +935,7 @@ static void proc_destroy(struct cd_proc *p)
 		/* Exited, but something in its group still holds the output open. */
 		(void)kill(-p->pid, SIGKILL);
 	}
+	p->known = cd_sandboxes_remove(p->known);
 	p->child = cd_child_free(p->child);
 	if (p->grace)
 		cd_loop_cancel_timer(p->loop, p->grace);

@@ -7,16 +7,19 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/pathuri.h"
 #include "sandbox/backend.h"
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
+#include "serve/sandboxes.h"
 #include "serve/server.h"
 #include "shared/log.h"
 #include "spawn.h"
@@ -559,6 +562,59 @@ static char *build_env_info(void)
 	return cd_strbuf_steal(&sb);
 }
 
+/* ---- the server's own files, hidden from its sandboxes ---- */
+
+/*
+ * Remember path (what it names now, as a canonical path: the mask goes on
+ * the file, wherever a symlink on the way points; a socket, ours, is no
+ * symlink itself: only its directory is resolved) if it is a socket or a
+ * regular file. One that cannot be found is left out with a warning: a
+ * sandbox can reach only what exists.
+ */
+static void hide_file(struct cd_server *s, const char *path, bool is_socket, const char *why)
+{
+	const char *slash = strrchr(path, '/');
+	char *canon = NULL;
+	struct stat st;
+
+	if (is_socket) {
+		char *dir = !slash	    ? cd_xstrdup(".")
+			    : slash == path ? cd_xstrdup("/")
+					    : cd_xstrndup(path, (size_t)(slash - path));
+		char *rdir = realpath(dir, NULL);
+		if (rdir)
+			canon = cd_path_join(rdir, slash ? slash + 1 : path);
+		free(rdir);
+		free(dir);
+	} else {
+		canon = realpath(path, NULL);
+	}
+	if (!canon || lstat(canon, &st) < 0 || !(S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode))) {
+		cd_log_warn("serve: %s %s is not hidden from the sandboxes: %s", why, path,
+			    !canon ? strerror(errno) : "not a socket or a regular file");
+		free(canon);
+		return;
+	}
+	s->hidden[s->n_hidden] = (struct cd_hidden_path){ .path = canon, .why = why };
+	s->hidden_st[s->n_hidden] = st;
+	s->n_hidden++;
+}
+
+void cd_server_hidden(struct cd_server *s)
+{
+	size_t n = 0;
+
+	/* The file found at start, still there: a file that replaced it is not ours to hide. */
+	for (size_t i = 0; i < s->n_hidden; i++) {
+		struct stat st;
+		if (lstat(s->hidden[i].path, &st) == 0 && st.st_dev == s->hidden_st[i].st_dev &&
+		    st.st_ino == s->hidden_st[i].st_ino)
+			s->hidden_now[n++] = s->hidden[i];
+	}
+	s->opts.lopts.hidden = s->fs_lopts.hidden = s->hidden_now;
+	s->opts.lopts.n_hidden = s->fs_lopts.n_hidden = n;
+}
+
 /* ---- lifecycle ---- */
 
 void cd_server_stop(struct cd_server *s)
@@ -679,11 +735,26 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * The init of a pid namespace, or a child subreaper (pidns.c), inherits
 	 * every orphaned descendant: reap them.
 	 */
-	int subreaper = 0;
+	int subreaper = 0, r0;
 	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0);
 	srv.adopts_orphans = getpid() == 1 || subreaper;
 	if (srv.adopts_orphans && (errno = -cd_loop_reap_orphans(srv.loop, true)) != 0) {
 		cd_log_error("serve: cannot reap orphaned processes: %s", strerror(errno));
+		ret = 1;
+		goto out;
+	}
+
+	/*
+	 * Who the clients are (sandboxes.h): the host's /proc is handed over.
+	 * Stdio has one client, its parent: a socket's clients could be
+	 * sandboxed processes of ours, which only /proc tells apart.
+	 */
+	r0 = cd_sandboxes_init(cd_serve_host_proc, srv.adopts_orphans);
+	cd_serve_host_proc = -1;
+	if (r0 < 0 && o->listen != CD_LISTEN_STDIO) {
+		cd_log_error("serve: cannot open /proc (%s), where the server tells its own "
+			     "sandboxed processes from other clients; mount procfs on /proc",
+			     strerror(-r0));
 		ret = 1;
 		goto out;
 	}
@@ -697,6 +768,11 @@ int cd_serve(const struct cd_serve_opts *o)
 		ret = 1;
 		goto out;
 	}
+	/* Its sandboxes do not even see the server's socket and token (cd_server_hidden). */
+	if (srv.unix_bound)
+		hide_file(&srv, srv.unix_bound, true, "cordon serve's unix socket");
+	if (o->auth_token_file)
+		hide_file(&srv, o->auth_token_file, false, "cordon serve's token file");
 	int r = cd_loop_run(srv.loop);
 	if (r < 0) {
 		cd_log_error("serve: event loop failed: %s", strerror(-r));
@@ -744,6 +820,9 @@ out:
 		if (handled[i])
 			(void)sigaction(stop_signals[i], &old_act[i], NULL);
 	free(srv.env_info);
+	for (size_t i = 0; i < srv.n_hidden; i++)
+		free((char *)srv.hidden[i].path);
+	cd_sandboxes_done();
 	cd_loop_free(srv.loop);
 	cd_program_done(&srv.init);
 	cd_program_done(&srv.fs_helper);

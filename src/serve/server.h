@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "core/json.h"
@@ -86,7 +87,8 @@ struct cd_serve_opts {
 	const char *unix_path; /* unix: the socket's path */
 	bool unix_group_set;   /* unix: members of unix_group may connect too */
 	gid_t unix_group;
-	char *auth_token; /* ws: the bearer token (NULL: none) */
+	char *auth_token;	     /* ws: the bearer token (NULL: none) */
+	const char *auth_token_file; /* where it was read: hidden from every sandbox */
 	size_t auth_token_len;
 	bool insecure_no_auth;
 	/*
@@ -95,6 +97,12 @@ struct cd_serve_opts {
 	 * allow_local_group; allow_local_users admits every local user.
 	 */
 	bool check_peer_owner;
+	/*
+	 * ws on a loopback address without a token (check_peer_owner or
+	 * --allow-local-users): look each peer's socket up, so that a process
+	 * of one of our sandboxes, our uid, is refused (sandboxes.h).
+	 */
+	bool check_peer_sandbox;
 	bool allow_local_users;
 	bool allow_local_group_set;
 	gid_t allow_local_group;
@@ -193,7 +201,7 @@ struct cd_conn {
 	enum cd_conn_kind kind;
 	unsigned long serial;	    /* "connection N" in logs */
 	char peer[80];		    /* who it is, for logs */
-	char refused[192];	    /* ws: why its peer is not admitted (403), or empty */
+	char refused[512];	    /* ws: why its peer is not admitted (403), or empty */
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */
@@ -258,6 +266,15 @@ struct cd_server {
 	/* cordon-fs-helper, which performs sandboxed fs requests (fs.c), and their plans' options. */
 	struct cd_program fs_helper;
 	struct cd_linux_opts fs_lopts;
+	/*
+	 * The server's own files, masked in every sandbox it makes (the unix
+	 * socket, the token file), as the plans' cd_linux_opts.hidden: see
+	 * cd_server_hidden. Paths owned.
+	 */
+	struct cd_hidden_path hidden[2];
+	struct stat hidden_st[2]; /* what each was when found: only that file is hidden */
+	size_t n_hidden;
+	struct cd_hidden_path hidden_now[2]; /* those still there (cd_server_hidden) */
 	bool pid_file_written;
 	int exit_code;
 };
@@ -289,6 +306,18 @@ void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
 bool cd_read_is_ready(const struct cd_proc_read *r, uint64_t after_seq);
 /* End the server (connection gone, signal): quits the loop. */
 void cd_server_stop(struct cd_server *s);
+/*
+ * Before binding a sandbox (on the loop's thread): point the plans' options
+ * (opts.lopts, fs_lopts) at those of the server's own files that are still
+ * there as they were found, for the plan to mask (linux-plan.h).
+ */
+void cd_server_hidden(struct cd_server *s);
+/*
+ * The host's /proc, opened by pidns.c before the server's own pid
+ * namespace got a /proc of its own, or -1: the sandbox judgements of
+ * clients outside that namespace need it (sandboxes.h).
+ */
+extern int cd_serve_host_proc;
 
 /* conn.c */
 /* A connection over in_fd/out_fd (kind STDIO), or over a socket (both fds its own). */

@@ -1254,6 +1254,87 @@ START_TEST(test_deny_masks)
 }
 END_TEST
 
+/* The mount on path, or NULL. */
+static const struct cd_mount *mount_on(const struct cd_linux_plan *lp, const char *path)
+{
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		if (cd_streq(lp->mounts[i].path, path))
+			return &lp->mounts[i];
+	return NULL;
+}
+
+/* The index of the mount on path (it must be there). */
+static size_t mount_index(const struct cd_linux_plan *lp, const char *path)
+{
+	const struct cd_mount *m = mount_on(lp, path);
+	ck_assert_msg(m != NULL, "no mount on %s", path);
+	return (size_t)(m - lp->mounts);
+}
+
+START_TEST(test_hidden)
+{
+	/* cordon serve's socket and token: masked whatever the plan says of them. */
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/run/user/1/secret", D, CD_FT_DIR, R, true),
+		PP("/tmp", W, CD_FT_DIR, R, false),
+		PP("/w", W, CD_FT_DIR, R, false),
+		PP("/w/token", R, CD_FT_REG, W, true),
+	};
+	const struct cd_hidden_path hidden[] = {
+		{ "/run/user/1/cordon.sock", "the socket" },   /* readable region */
+		{ "/tmp/s/serve.sock", "the socket" },	       /* inside a writable tree */
+		{ "/opt/nowhere/x.sock", "the socket" },       /* outside every rule */
+		{ "/w/token", "the token" },		       /* a read-only carve-out there */
+		{ "/run/user/1/secret/s.sock", "the socket" }, /* inside a denied directory */
+		{ "/proc/self/x", "the socket" },	       /* under the fresh /proc */
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_ENABLED);
+	struct cd_linux_opts o = { .hidden = hidden, .n_hidden = CD_ARRAY_SIZE(hidden) };
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, &o);
+
+	for (size_t i = 0; i < 4; i++) {
+		const struct cd_mount *m = mount_on(lp, hidden[i].path);
+		ck_assert_msg(m && m->op == CD_MOUNT_DENY, "%s is not masked", hidden[i].path);
+		/* Copies: the caller's strings may go. */
+		ck_assert_ptr_ne(m->path, hidden[i].path);
+		ck_assert_ptr_nonnull(strstr(m->why, hidden[i].why));
+	}
+	/* Attached after the writable tree that holds it, or the tree would cover it. */
+	ck_assert_uint_lt(mount_index(lp, "/tmp"), mount_index(lp, "/tmp/s/serve.sock"));
+	ck_assert_ptr_null(mount_on(lp, "/run/user/1/secret/s.sock")); /* hidden already */
+	ck_assert_ptr_null(mount_on(lp, "/proc/self/x"));
+	bool noted = false;
+	for (char **n = lp->degraded; n && *n; n++)
+		noted |= strstr(*n, "/proc/self/x (the socket) NOT hidden") != NULL;
+	ck_assert(noted);
+	cd_linux_plan_free(lp);
+
+	/* Without a mount namespace there is nothing to hide them in: said, not refused. */
+	struct cd_linux_host h = host_full;
+	h.userns = false;
+	struct cd_plan_path ro[] = { PP("/", R, CD_FT_DIR, D, false) };
+	struct cd_plan rplan = make_plan(ro, 1, CD_NET_ENABLED);
+	o.degraded = CD_DEGRADE_PID_ISOLATION | CD_DEGRADE_FILE_ATTRIBUTES;
+	lp = build_ok(&rplan, &h, &o);
+	ck_assert_uint_eq(lp->n_mounts, 0);
+	noted = false;
+	for (char **n = lp->degraded; n && *n; n++)
+		noted |= strstr(*n, "/run/user/1/cordon.sock (the socket) NOT hidden") != NULL;
+	ck_assert(noted);
+	cd_linux_plan_free(lp);
+
+	/* A plan that does not restrict the file system still gets the masks. */
+	struct cd_plan uplan = make_plan(NULL, 0, CD_NET_ENABLED);
+	uplan.fs_unrestricted = true;
+	o.degraded = 0;
+	lp = build_ok(&uplan, &host_full, &o);
+	ck_assert_ptr_nonnull(mount_on(lp, "/tmp/s/serve.sock"));
+	ck_assert(lp->mount_ns && lp->pid_ns);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
 START_TEST(test_refuse_deny)
 {
 	/* Something allowed inside a denied directory: the mask would hide it. */
@@ -1772,6 +1853,7 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_refuse_managed_network);
 	tcase_add_test(tc, test_refuse_deny);
 	tcase_add_test(tc, test_deny_masks);
+	tcase_add_test(tc, test_hidden);
 	tcase_add_test(tc, test_refuse_no_userns);
 	suite_add_tcase(s, tc);
 
