@@ -58,7 +58,7 @@ cordon_init_SOURCES = src/init/init.c src/init/init-main.c src/init/init.h src/i
 if INIT_NOLIBC
 cordon_init_CPPFLAGS = $(AM_CPPFLAGS) -DCD_INIT_NOLIBC
 cordon_init_CFLAGS = $(WARN_CFLAGS) -ffreestanding
-cordon_init_LDFLAGS = -nostdlib -static -no-pie
+cordon_init_LDFLAGS = -nostdlib -static
 cordon_init_LDADD = -lgcc
 else
 cordon_init_CFLAGS = $(WARN_CFLAGS)
