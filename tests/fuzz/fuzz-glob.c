@@ -10,15 +10,75 @@
  *    matches is a match or lies below one (a matched directory is denied
  *    whole), symlinks excepted (never matches);
  *  - sorted, and within the budget it reports.
+ * And the matcher itself agrees with a plain reference: backtracking over
+ * components, fnmatch(3) within one, "**" as zero or more components (a
+ * trailing one as one or more).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <string.h>
 
 #include "core/glob.h"
 #include "core/util.h"
 #include "fuzz.h"
+
+#define REF_MAX 12
+
+struct comps {
+	char *buf;
+	const char *c[REF_MAX];
+	size_t n;
+	bool too_many;
+};
+
+/* Split at '/', dropping empty components (and "." ones for a pattern). */
+static void split(const char *s, bool pattern, struct comps *ret)
+{
+	*ret = (struct comps){ .buf = cd_xstrdup(s) };
+	for (char *p = ret->buf, *next; p; p = next) {
+		next = strchr(p, '/');
+		if (next)
+			*next++ = '\0';
+		if (!*p || (pattern && cd_streq(p, ".")))
+			continue;
+		if (ret->n == REF_MAX - 1) {
+			ret->too_many = true;
+			return;
+		}
+		ret->c[ret->n++] = p;
+	}
+	if (pattern && ret->n && strspn(ret->c[ret->n - 1], "*") == strlen(ret->c[ret->n - 1]) &&
+	    strlen(ret->c[ret->n - 1]) >= 2)
+		ret->c[ret->n++] = "*";
+}
+
+static bool ref_match(const char *const *p, size_t np, const char *const *s, size_t ns)
+{
+	if (np == 0)
+		return ns == 0;
+	if (strlen(p[0]) >= 2 && strspn(p[0], "*") == strlen(p[0]))
+		return ref_match(p + 1, np - 1, s, ns) ||
+		       (ns > 0 && ref_match(p, np, s + 1, ns - 1));
+	return ns > 0 && fnmatch(p[0], s[0], 0) == 0 && ref_match(p + 1, np - 1, s + 1, ns - 1);
+}
+
+static void check_match(const char *pattern, const char *path)
+{
+	struct comps p, s;
+
+	split(pattern, true, &p);
+	split(path, false, &s);
+	if (!p.too_many && !s.too_many) {
+		bool want = ref_match(p.c, p.n, s.c, s.n);
+		if (cd_glob_match(pattern, path) != want)
+			fuzz_fail("'%s' against '%s': %d, the reference says %d", pattern, path,
+				  !want, want);
+	}
+	free(p.buf);
+	free(s.buf);
+}
 
 static bool is_wildcard_free(const char *pattern)
 {
@@ -79,6 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_assert(!err);
 	if (cd_startswith(pattern, CD_GLOB_PROJECT_ROOTS_PREFIX))
 		goto out; /* bound by the plan (fuzz-profile) */
+	if (path)
+		check_match(pattern, path);
 
 	char *abs = pattern[0] == '/' ? cd_xstrdup(pattern)
 				      : cd_xasprintf("%s/%s", FUZZ_WORKSPACE, pattern);
