@@ -9,10 +9,12 @@
  *  - complete: every directory or file of the tree that the pattern
  *    matches is a match or lies below one (a matched directory is denied
  *    whole), symlinks excepted (never matches);
- *  - sorted, and within the budget it reports.
+ *  - sorted, and within the budget it reports;
+ * and likewise with glob_scan_max_depth set, up to that depth.
  * And the matcher itself agrees with a plain reference: backtracking over
  * components, fnmatch(3) within one, "**" as zero or more components (a
- * trailing one as one or more).
+ * trailing one as one or more); not where fnmatch(3) reads POSIX collating
+ * symbols, which glob patterns do not have.
  */
 #include "config.h"
 
@@ -68,6 +70,15 @@ static void check_match(const char *pattern, const char *path)
 {
 	struct comps p, s;
 
+	/*
+	 * fnmatch(3) also knows POSIX collating symbols and equivalence
+	 * classes ("[[.a.]]", "[[=a=]]") inside a bracket expression, which
+	 * git-style globs do not: there the reference is no reference.
+	 */
+	if (strchr(pattern, '[') != strrchr(pattern, '[') &&
+	    (strstr(pattern, "[.") || strstr(pattern, "[=")))
+		return;
+
 	split(pattern, true, &p);
 	split(path, false, &s);
 	if (!p.too_many && !s.too_many) {
@@ -96,12 +107,23 @@ static void check_expansion(const char *abs, char **found, size_t n)
 }
 
 /* Every node of the tree and every directory above one (some more than once). */
-static void check_complete(const char *abs, char **found, size_t n)
+static size_t depth_of(const char *path)
+{
+	size_t n = 0;
+	for (const char *c = path; *c; c++)
+		n += *c == '/';
+	return n;
+}
+
+/* max_depth: only nodes that many levels below the fixed prefix (at depth base); 0: all. */
+static void check_complete(const char *abs, char **found, size_t n, size_t base, unsigned max_depth)
 {
 	for (const char *const *t = fuzz_tree_paths(); *t; t++) {
 		char *p = cd_xstrdup(*t);
 		bool skip = fuzz_tree_is_symlink(p);
 		for (;;) {
+			if (max_depth && depth_of(p) > base + max_depth)
+				skip = true;
 			if (!skip && cd_glob_match(abs + 1, p + 1)) {
 				bool covered = false;
 				for (size_t i = 0; i < n && !covered; i++)
@@ -156,10 +178,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* Without wildcards the pattern names its one path, existing or not. */
 		if (!is_wildcard_free(abs)) {
 			check_expansion(abs, found, n);
-			check_complete(abs, found, n);
+			check_complete(abs, found, n, 0, 0);
 		}
 		cd_strv_free(found);
 	}
+
+	/*
+	 * glob_scan_max_depth set: the walk stops that many levels below the
+	 * fixed prefix, silently; what lies within must still be complete.
+	 */
+	struct comps c;
+	split(abs, true, &c);
+	size_t base = 0;
+	while (base < c.n && is_wildcard_free(c.c[base]))
+		base++;
+	unsigned depth = 1 + (unsigned)(size % 3);
+	if (!c.too_many && base < c.n && base > 0) {
+		budget = (struct cd_glob_budget){ 0 };
+		found = NULL;
+		r = cd_glob_expand(fuzz_tree_ops(), abs, depth, &budget, &found, &err);
+		fuzz_assert(r == 0 || r == -E2BIG);
+		if (r == 0) {
+			size_t n = cd_strv_length(found);
+			check_expansion(abs, found, n);
+			check_complete(abs, found, n, base, depth);
+			cd_strv_free(found);
+		}
+		free(err);
+		err = NULL;
+	}
+	free(c.buf);
 	free(abs);
 out:
 	free(pattern);
