@@ -16,7 +16,7 @@
 
 set -u
 
-seconds=60 only= srcdir= workdir=
+seconds=60 only='' srcdir='' workdir=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seconds) seconds=$2; shift 2 ;;
