@@ -104,6 +104,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.opts.auth_token_len = strlen(TOKEN);
 	fuzz_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
 	fuzz_assert(fcntl(sv[1], F_SETFL, O_NONBLOCK) == 0);
+	int buf = 4096;
+	(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	(void)cd_conn_new(&s, CD_CONN_WS, sv[0], fcntl(sv[0], F_DUPFD_CLOEXEC, 3));
 	fuzz_serve_feed(&s, sv[1], true, sv[1], data, size, &out);
 	if (s.conns)

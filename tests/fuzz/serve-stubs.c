@@ -259,7 +259,17 @@ void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
 			const struct cd_json *params)
 {
 	cd_strv_push(&fuzz_requests, method);
-	cd_conn_result(c, id, "{}", 2);
+	if (!cd_startswith(method, "big")) {
+		cd_conn_result(c, id, "{}", 2);
+		return;
+	}
+	/* More than a pipe or a socket buffer holds: partial writes, back-pressure. */
+	size_t n = 200000;
+	char *big = cd_xmalloc(n + 2);
+	memset(big + 1, 'x', n);
+	big[0] = big[n + 1] = '"';
+	cd_conn_result(c, id, big, n + 2);
+	free(big);
 }
 
 bool cd_methods_notification(struct cd_conn *c, const char *method)

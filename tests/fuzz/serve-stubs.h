@@ -6,7 +6,8 @@
  * fuzz-ws.c), which link conn.c (and ws.c) for real: a fake event loop
  * that runs in the target's own thread, and stubs for the methods, the
  * sessions and the fs requests. A request is answered with an empty
- * result and its method recorded; the notification "initialized" is
+ * result (a 200 kB string for a method that starts with "big") and its
+ * method recorded; the notification "initialized" is
  * accepted and any other ends the connection, as methods.c does.
  *
  * Timers of 0 ms run on the next turn of the loop; longer ones never do
