@@ -28,7 +28,10 @@ enum cd_path_convention {
 
 struct cd_pathuri {
 	enum cd_path_convention convention;
-	char *path; /* decoded native path, NUL-terminated; for POSIX starts with '/' */
+	/* Decoded native path, NUL-terminated. A POSIX path starts with '/', except one
+	 * from the fallback form, which may hold any bytes (cd_pathuri_to_posix refuses
+	 * those that are not absolute). */
+	char *path;
 	size_t len; /* may be less than strlen only for the fallback form (embedded NUL) */
 };
 
