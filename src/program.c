@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +64,66 @@ int cd_program_open(const char *name, struct cd_program *ret, char **reterr)
 				       name, CD_PKGLIBEXECDIR, beside ? " and beside " : "",
 				       beside ? self : "", strerror(-fd));
 	return fd;
+}
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+int cd_program_seal(struct cd_program *p, char **reterr)
+{
+	int e;
+	char fdpath[64];
+	/* The very file found (not whatever is at its path now). */
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", p->fd);
+	int src = open(fdpath, O_RDONLY | O_CLOEXEC);
+	const char *name = strrchr(p->path, '/') ? strrchr(p->path, '/') + 1 : p->path;
+	if (src < 0) {
+		e = errno;
+		goto fail;
+	}
+	/*
+	 * MFD_EXEC where the kernel knows it (6.3): a vm.memfd_noexec of 1
+	 * would otherwise make the copy non-executable.
+	 */
+	int m = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (m < 0 && errno == EINVAL)
+		m = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0) {
+		e = errno;
+		close(src);
+		goto fail;
+	}
+	char buf[64 * 1024];
+	ssize_t n;
+	e = 0;
+	while ((n = read(src, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(m, buf, (size_t)n) != n) {
+			e = n < 0 ? errno : (errno ? errno : EIO);
+			break;
+		}
+	}
+	close(src);
+	struct stat st;
+	if (!e &&
+	    (fcntl(m, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0 ||
+	     fstat(m, &st) < 0 || !(st.st_mode & S_IXUSR)))
+		e = errno ? errno : EACCES;
+	if (e) {
+		close(m);
+		goto fail;
+	}
+	close(p->fd);
+	p->fd = m;
+	p->sealed = true;
+	return 0;
+fail:
+	if (reterr)
+		*reterr =
+			cd_xasprintf("cannot copy %s into sealed memory: %s", p->path, strerror(e));
+	return -e;
 }
 
 void cd_program_done(struct cd_program *p)

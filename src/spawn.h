@@ -29,13 +29,16 @@
 
 /*
  * A program of cordon's own (cordon-init, cordon-fs-helper), executed by
- * descriptor: whatever the sandbox's mounts hide or replace, it is the file
- * found when the supervisor started. The plan must let the sandbox read and
- * execute it (cd_linux_opts.programs).
+ * descriptor: whatever the sandbox's mounts hide or replace, it is the
+ * program found when the supervisor started. Sealed (cd_program_seal), the
+ * descriptor is a copy in memory that nobody can change, which Landlock
+ * does not govern (an internal file system); otherwise it is the file, and
+ * the plan must let the sandbox read and execute it (cd_linux_opts).
  */
 struct cd_program {
-	int fd;	    /* O_PATH | O_CLOEXEC, or -1 */
-	char *path; /* owned: where it was found */
+	int fd;	     /* O_PATH | O_CLOEXEC of the file, or a sealed memfd; -1 when none */
+	char *path;  /* owned: where it was found */
+	bool sealed; /* fd is a sealed copy in memory */
 };
 
 /*
@@ -46,6 +49,14 @@ struct cd_program {
  * fix). *ret is filled on success only.
  */
 int cd_program_open(const char *name, struct cd_program *ret, char **reterr);
+/*
+ * Replace p's descriptor by a sealed copy of the program in memory (a memfd
+ * that can no longer be written, grown or shrunk): a sandbox that can write
+ * the file (a build tree in a workspace, a copy in /tmp) cannot change what
+ * later sandboxes execute. 0, or -errno with *reterr (malloc'ed) when no
+ * executable memfd can be had (vm.memfd_noexec=2, say): p is then unchanged.
+ */
+int cd_program_seal(struct cd_program *p, char **reterr);
 /* Close and free; leaves fd -1. NULL-safe. */
 void cd_program_done(struct cd_program *p);
 

@@ -86,6 +86,11 @@ tests_unit_test_serve_SOURCES = tests/unit/test-serve.c src/serve/intent.c src/s
 	src/cli-policy.c src/cli-util.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_serve_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_serve_LDADD = $(UNIT_LIBS)
+UNIT_TESTS += tests/unit/test-fs-ops
+tests_unit_test_fs_ops_SOURCES = tests/unit/test-fs-ops.c src/serve/fs-ops.c src/serve/fs-ops.h \
+	src/shared/fd-util.c
+tests_unit_test_fs_ops_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_fs_ops_LDADD = $(UNIT_LIBS)
 # ---- end of the serve server unit tests ----
 endif
 

@@ -68,7 +68,7 @@ static int init_main(int argc, char **argv, char **envp)
 			search = true;
 	}
 	a.path = search ? argv[5] : NULL;
-	if (a.report_fd < 0 || !*a.file) {
+	if (a.report_fd < 0) {
 		say("cordon-init: bad arguments\n");
 		return CD_EXIT_SETUP;
 	}

@@ -108,7 +108,8 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct cd_progra
 	int status = cd_child_wait(child);
 	helper_pid = 0;
 	cd_child_free(child);
-	if (!ok || status != 0) {
+	const char *bad = ok && status == 0 ? cd_fs_res_flaw(q, r) : NULL;
+	if (!ok || status != 0 || bad) {
 		if (r->fd >= 0)
 			close(r->fd);
 		r->fd = -1;
@@ -116,6 +117,9 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct cd_progra
 			cd_fs_res_error(r, CD_RPC_INTERNAL,
 					"fs sandbox helper timed out after %d s",
 					CD_FS_HELPER_TIMEOUT_S);
+		else if (bad)
+			cd_fs_res_error(r, CD_RPC_INTERNAL,
+					"fs sandbox helper gave a malformed answer (%s)", bad);
 		else
 			cd_fs_res_error(r, CD_RPC_INTERNAL,
 					"fs sandbox helper failed with status %d", status);

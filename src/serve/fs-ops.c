@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1003,4 +1004,38 @@ int cd_fs_req_recv(int sock, struct cd_fs_req *q)
 	if (e < 0)
 		cd_fs_req_done(q);
 	return e;
+}
+
+const char *cd_fs_res_flaw(const struct cd_fs_req *q, const struct cd_fs_res *r)
+{
+	bool wants_fd = q->op == CD_FS_READ_FILE || q->op == CD_FS_OPEN;
+	if (r->code)
+		return r->code == CD_RPC_INVALID_REQUEST || r->code == CD_RPC_INTERNAL ||
+				       r->code == CD_RPC_INVALID_PARAMS ||
+				       r->code == CD_RPC_NOT_FOUND
+			       ? NULL
+			       : "an unknown error code";
+	if (wants_fd) {
+		struct stat st;
+		int fl;
+		if (r->fd < 0 || r->out.len)
+			return "a read without its file";
+		if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (fl = fcntl(r->fd, F_GETFL)) < 0 || (fl & O_ACCMODE) != O_RDONLY ||
+		    (fl & O_PATH))
+			return "a descriptor that is not a regular file open for reading";
+		return NULL;
+	}
+	if (r->fd >= 0)
+		return "a descriptor it was not asked for";
+	if (!r->out.len || memchr(r->out.buf, '\n', r->out.len))
+		return "not one line";
+	static const struct cd_json_limits lim = { .max_bytes = 64u << 20 };
+	struct cd_json *v = NULL;
+	struct cd_json_error jerr;
+	memset(&jerr, 0, sizeof(jerr));
+	int e = cd_json_parse(r->out.buf, r->out.len, &lim, &v, &jerr);
+	bool object = e == 0 && v && v->type == CD_JSON_OBJECT;
+	cd_json_free(v);
+	return object ? NULL : "not a JSON object";
 }

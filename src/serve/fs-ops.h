@@ -101,3 +101,14 @@ int cd_fs_res_send(int sock, const struct cd_fs_res *r);
  * with *timed_out when the socket's receive timeout expired first.
  */
 int cd_fs_res_recv(int sock, struct cd_fs_res *r, bool *timed_out);
+/*
+ * What is wrong with the helper's answer r to q, or NULL when nothing is.
+ * The helper is cordon's own code, but it runs in the sandbox over what the
+ * sandbox could prepare (files, directories, file systems): its answer is
+ * not trusted. A result's text is written into the client's stream as it
+ * is, so it must be one JSON object on one line; an error must carry a
+ * known code (its message is escaped when written); a descriptor comes only
+ * with the reads, and must be a regular file open for reading only, which
+ * the server can read without blocking.
+ */
+const char *cd_fs_res_flaw(const struct cd_fs_req *q, const struct cd_fs_res *r);

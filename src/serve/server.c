@@ -658,6 +658,38 @@ bool cd_serve_sighup_ignored(void)
 /* The signals that end the server: SIGTERM, SIGINT, and SIGHUP unless nohup'ed. */
 static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP };
 
+/*
+ * Find a program the server executes in its sandboxes and seal a copy of it
+ * in memory: the file may lie where a sandbox can write (a build tree in a
+ * workspace, a copy in /tmp), and a sandbox that changed it would run code
+ * in every later one. Without a sealed copy, only a file the server cannot
+ * write itself (and so no sandbox of it) will do. 0, or -1 after logging.
+ */
+static int open_program(const char *name, struct cd_program *p)
+{
+	char *why = NULL;
+	if (cd_program_open(name, p, &why) < 0) {
+		cd_log_error("serve: %s", why);
+		free(why);
+		return -1;
+	}
+	if (cd_program_seal(p, &why) == 0)
+		return 0;
+	char fdpath[64];
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", p->fd);
+	if (access(fdpath, W_OK) == 0 || errno != EACCES) {
+		cd_log_error("serve: %s, and the file is writable by this server's user, so its "
+			     "sandboxes could change it; install cordon where only root can "
+			     "write, or allow executable memfds (vm.memfd_noexec)",
+			     why);
+		free(why);
+		return -1;
+	}
+	cd_log_warn("serve: %s; executing it from its file", why);
+	free(why);
+	return 0;
+}
+
 int cd_serve(const struct cd_serve_opts *o)
 {
 	struct cd_server srv;
@@ -678,18 +710,16 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * cordon-fs-helper (fs.c), both executed by descriptor: found once,
 	 * here, so that a broken installation fails now, not at each request.
 	 */
-	char *perr = NULL;
-	if (cd_program_open(CD_INIT_PROGRAM, &srv.init, &perr) < 0 ||
-	    cd_program_open(CD_FS_HELPER_PROGRAM, &srv.fs_helper, &perr) < 0) {
-		cd_log_error("serve: %s", perr);
-		free(perr);
+	if (open_program(CD_INIT_PROGRAM, &srv.init) < 0 ||
+	    open_program(CD_FS_HELPER_PROGRAM, &srv.fs_helper) < 0) {
 		cd_program_done(&srv.init);
 		return 1;
 	}
-	srv.opts.lopts.init_program = srv.init.path;
+	/* A sealed copy needs no Landlock rule: see cd_program_seal. */
+	srv.opts.lopts.init_program = srv.init.sealed ? NULL : srv.init.path;
 	srv.fs_lopts = srv.opts.lopts;
 	srv.fs_lopts.init_program = NULL;
-	srv.fs_lopts.exec_program = srv.fs_helper.path;
+	srv.fs_lopts.exec_program = srv.fs_helper.sealed ? NULL : srv.fs_helper.path;
 	srv.loop = cd_loop_new(o->loop);
 	if (!srv.loop) {
 		cd_log_error("serve: cannot create the event loop: %s", strerror(errno));

@@ -160,6 +160,12 @@ def processes(tag, base):
                        os.sched_getaffinity(other[0]))
             t.eq(o_after, o_before, "[%s] another sandboxed process is unchanged" % tag)
 
+        # An empty command name is refused as unsandboxed, not run as a bad init.
+        r = s.start("empty", [""], cwd=ws, env=PATH_ENV, sandbox=sb)
+        r2 = s.start("empty2", [""], cwd=ws, env=PATH_ENV)
+        t.ok("error" in r and r.get("error") == r2.get("error"),
+             "[%s] an empty argv[0] is refused as it is unsandboxed" % tag, (r, r2))
+
         # Still serving.
         r, out = s.run("after", ["echo", "still here"], cwd=ws, env=PATH_ENV, sandbox=sb)
         t.ok(out and out.stdout == b"still here\n", "[%s] later sandboxed starts work" % tag,
@@ -289,6 +295,41 @@ def programs(base):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def sealed(tag, base):
+    """The programs the server executes in its sandboxes are copies sealed in
+    memory: a sandbox (or anyone) that rewrites the files afterwards changes
+    nothing the server runs. Both files here are rewritten in place (same
+    inode) with /bin/false, which would fail every start and request."""
+    here = os.path.dirname(os.path.realpath(CORDON))
+    d = tempfile.mkdtemp(prefix="bin-", dir=base)
+    ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    for name in ("cordon", "cordon-ws", "cordon-init", "cordon-fs-helper"):
+        if os.path.exists(os.path.join(here, name)):
+            shutil.copy(os.path.join(here, name), os.path.join(d, name))
+    os.chmod(d, 0o755)
+    s = Server(tag, cordon=os.path.join(d, "cordon"))
+    try:
+        s.handshake()
+        with open("/bin/false", "rb") as f:
+            false = f.read()
+        for name in ("cordon-init", "cordon-fs-helper"):
+            with open(os.path.join(d, name), "r+b") as f:
+                f.truncate(0)
+                f.write(false)
+        r, out = s.run("sealed", ["echo", "hello"], cwd=ws, env=PATH_ENV, sandbox=sandbox(ws))
+        t.ok(out and out.exit_code == 0 and out.stdout == b"hello\n",
+             "[%s] a rewritten cordon-init file does not change what sandboxes run" % tag,
+             (r, out and (out.exit_code, out.stdout, out.stderr)))
+        r = s.request("fs/writeFile", {"path": uri(os.path.join(ws, "w")), "dataBase64": "eA==",
+                                       "sandbox": sandbox(ws)})
+        t.ok("result" in r and os.path.exists(os.path.join(ws, "w")),
+             "[%s] nor does a rewritten cordon-fs-helper" % tag, r)
+    finally:
+        s.stop()
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 with tempfile.TemporaryDirectory(prefix="cordon-serve-iso-") as base:
     base = os.path.realpath(base)
     os.chmod(base, 0o755)
@@ -296,5 +337,6 @@ with tempfile.TemporaryDirectory(prefix="cordon-serve-iso-") as base:
         t.guard("[%s] processes" % loop, processes, loop, base)
         t.guard("[%s] fs helper" % loop, fs_helper, loop, base)
         t.guard("[%s] lost report" % loop, lost_report, loop, base)
+        t.guard("[%s] sealed programs" % loop, sealed, loop, base)
     t.guard("programs", programs, base)
 t.done()

@@ -327,10 +327,10 @@ class Server(RpcMixin):
     """One `cordon serve --listen stdio` child and its line streams."""
 
     def __init__(self, loop="epoll", args=(), env=None, extra_env=None, cwd=None,
-                 new_session=False):
+                 new_session=False, cordon=None):
         e = server_env(loop, env, extra_env)
         self.loop = loop
-        self.argv = [CORDON, "serve", "--listen", "stdio"] + list(args)
+        self.argv = [cordon or CORDON, "serve", "--listen", "stdio"] + list(args)
         self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=e, cwd=cwd, bufsize=0,
                                   start_new_session=new_session)

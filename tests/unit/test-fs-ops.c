@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit tests for src/serve/fs-ops.c: the request wire between the server
+ * and cordon-fs-helper, and the check of the helper's answers (the helper
+ * runs in the sandbox: what it sends back is not trusted).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "serve/fs-ops.h"
+#include "serve/server.h"
+
+static struct cd_fs_res res(int code, const char *text, int fd)
+{
+	struct cd_fs_res r = { .code = code, .fd = fd };
+	if (text)
+		cd_strbuf_append(&r.out, text);
+	return r;
+}
+
+START_TEST(test_flaw_results)
+{
+	struct cd_fs_req meta = { .op = CD_FS_METADATA };
+	struct cd_fs_res r = res(0, "{\"isFile\":true}", -1);
+	ck_assert_ptr_null(cd_fs_res_flaw(&meta, &r));
+	cd_strbuf_done(&r.out);
+	/* A second JSON line smuggled into the client's stream. */
+	r = res(0, "{}\n{\"method\":\"process/output\",\"params\":{}}", -1);
+	ck_assert_str_eq(cd_fs_res_flaw(&meta, &r), "not one line");
+	cd_strbuf_done(&r.out);
+	r = res(0, "{},\"id\":7", -1);
+	ck_assert_str_eq(cd_fs_res_flaw(&meta, &r), "not a JSON object");
+	cd_strbuf_done(&r.out);
+	r = res(0, "[1]", -1);
+	ck_assert_str_eq(cd_fs_res_flaw(&meta, &r), "not a JSON object");
+	cd_strbuf_done(&r.out);
+	r = res(0, "", -1);
+	ck_assert_str_eq(cd_fs_res_flaw(&meta, &r), "not one line");
+	cd_strbuf_done(&r.out);
+	/* Errors: known codes only; their text is escaped when written. */
+	r = res(CD_RPC_NOT_FOUND, "No such file\n{\"forged\":1}", -1);
+	ck_assert_ptr_null(cd_fs_res_flaw(&meta, &r));
+	cd_strbuf_done(&r.out);
+	r = res(-32010, "x", -1);
+	ck_assert_str_eq(cd_fs_res_flaw(&meta, &r), "an unknown error code");
+	cd_strbuf_done(&r.out);
+}
+END_TEST
+
+START_TEST(test_flaw_descriptors)
+{
+	struct cd_fs_req read = { .op = CD_FS_READ_FILE }, open_ = { .op = CD_FS_OPEN };
+	struct cd_fs_req meta = { .op = CD_FS_METADATA };
+	char path[] = "/tmp/cordon-test-fs-ops-XXXXXX";
+	int f = mkstemp(path);
+	ck_assert_int_ge(f, 0);
+	unlink(path);
+	int ro = open("/dev/null", O_RDONLY);
+	int reg_ro = -1;
+	char fdp[64];
+	snprintf(fdp, sizeof(fdp), "/proc/self/fd/%d", f);
+	reg_ro = open(fdp, O_RDONLY);
+	ck_assert_int_ge(reg_ro, 0);
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+
+	struct cd_fs_res r = res(0, NULL, reg_ro);
+	ck_assert_ptr_null(cd_fs_res_flaw(&read, &r));
+	ck_assert_ptr_null(cd_fs_res_flaw(&open_, &r));
+	/* Not asked for one. */
+	ck_assert_str_eq(cd_fs_res_flaw(&meta, &r), "a descriptor it was not asked for");
+	/* A read that blocks forever, a device, a file open for writing. */
+	r = res(0, NULL, p[0]);
+	ck_assert_ptr_nonnull(cd_fs_res_flaw(&read, &r));
+	r = res(0, NULL, ro);
+	ck_assert_ptr_nonnull(cd_fs_res_flaw(&read, &r));
+	r = res(0, NULL, f); /* mkstemp: O_RDWR */
+	ck_assert_ptr_nonnull(cd_fs_res_flaw(&read, &r));
+	r = res(0, NULL, -1);
+	ck_assert_str_eq(cd_fs_res_flaw(&read, &r), "a read without its file");
+	close(p[0]);
+	close(p[1]);
+	close(ro);
+	close(reg_ro);
+	close(f);
+}
+END_TEST
+
+START_TEST(test_req_wire)
+{
+	int sv[2];
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	unsigned char data[] = { 0, 1, 2, '\n' };
+	struct cd_fs_req q = {
+		.op = CD_FS_COPY,
+		.path = (char *)"/a b",
+		.dest = (char *)"/c",
+		.data = data,
+		.data_len = sizeof(data),
+		.recursive = true,
+		.walk = { .max_depth = 3, .follow = true },
+	};
+	ck_assert_int_eq(cd_fs_req_send(sv[0], &q), 0);
+	struct cd_fs_req got;
+	ck_assert_int_eq(cd_fs_req_recv(sv[1], &got), 0);
+	ck_assert_int_eq(got.op, CD_FS_COPY);
+	ck_assert_str_eq(got.path, "/a b");
+	ck_assert_str_eq(got.dest, "/c");
+	ck_assert_uint_eq(got.data_len, sizeof(data));
+	ck_assert_mem_eq(got.data, data, sizeof(data));
+	ck_assert(got.recursive && !got.force && got.walk.follow && got.walk.max_depth == 3);
+	cd_fs_req_done(&got);
+	/* Garbage is refused, not believed. */
+	char junk[64];
+	memset(junk, 'x', sizeof(junk));
+	ck_assert_int_eq(write(sv[0], junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	ck_assert_int_eq(cd_fs_req_recv(sv[1], &got), -EPROTO);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("fs-ops");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_flaw_results);
+	tcase_add_test(tc, test_flaw_descriptors);
+	tcase_add_test(tc, test_req_wire);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
