@@ -26,7 +26,8 @@ UNIT_TESTS = \
 	tests/unit/test-plan \
 	tests/unit/test-glob \
 	tests/unit/test-gitindex \
-	tests/unit/test-linux-plan
+	tests/unit/test-linux-plan \
+	tests/unit/test-limits
 if OS_LINUX
 UNIT_TESTS += tests/unit/test-landlock tests/unit/test-seccomp
 endif
@@ -58,6 +59,9 @@ tests_unit_test_gitindex_LDADD = $(UNIT_LIBS)
 tests_unit_test_linux_plan_SOURCES = tests/unit/test-linux-plan.c tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
 tests_unit_test_linux_plan_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_linux_plan_LDADD = $(UNIT_LIBS)
+tests_unit_test_limits_SOURCES = tests/unit/test-limits.c tests/unit/unit.h
+tests_unit_test_limits_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_limits_LDADD = $(UNIT_LIBS)
 tests_unit_test_landlock_SOURCES = tests/unit/test-landlock.c tests/unit/unit.h
 tests_unit_test_landlock_CFLAGS = $(UNIT_CFLAGS) $(SECCOMP_CFLAGS)
 tests_unit_test_landlock_LDADD = $(UNIT_LIBS)
