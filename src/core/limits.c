@@ -618,7 +618,7 @@ int cd_limits_plan_build(const struct cd_limits *asked, const struct cd_limits_h
 				p->detail[l] = cd_xasprintf(
 					"RLIMIT_NPROC %" PRIu64 ": processes and threads of the "
 					"sandbox%s, counted in its own user namespace, so per "
-					"sandbox (no pids controller: %s)",
+					"sandbox (%s)",
 					v, c->pid_init ? ", its init included" : "", why);
 				break;
 			}

@@ -161,6 +161,8 @@ struct cd_limits_host {
 	bool swap;	      /* memory.swap.max exists (swap is accounted) */
 	/* RLIMIT_NPROC counts per user namespace (Linux 5.14 and later). */
 	bool nproc_per_userns;
+	/* cordon runs as uid 0: its sandboxes are root, which RLIMIT_NPROC never applies to. */
+	bool uid0;
 	char where[256]; /* "/sys/fs/cgroup/cordon (root)", when cgroup */
 	char why[256];	 /* when !cgroup: "no cgroup v2 hierarchy is mounted" */
 	char fix[256];	 /* when !cgroup */
