@@ -595,8 +595,7 @@ static const struct refusal refusals[] = {
 	  "limits.memroy", "unknown key \"memroy\"" },
 	{ FILE_, "{\"version\":1,\"type\":\"disabled\",\"limits\":{\"tasks\":0}}", "0}",
 	  "limits.tasks", "tasks must be from 1 to" },
-	{ WIRE_,
-	  "{\"type\":\"external\",\"network\":\"enabled\",\"limits\":{\"memory\":\"lots\"}}",
+	{ WIRE_, "{\"type\":\"external\",\"network\":\"enabled\",\"limits\":{\"memory\":\"lots\"}}",
 	  "\"lots\"", "limits.memory", "memory: 'lots' is not a size" },
 };
 
