@@ -108,6 +108,8 @@ INTEGRATION_TESTS = \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
 	tests/integration/run-terminal.py \
+	tests/integration/run-limits.py \
+	tests/integration/cgroup-limits.sh \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \
 	tests/integration/man.sh \
@@ -137,7 +139,8 @@ SERVE_TESTS = \
 	tests/integration/serve-net.py \
 	tests/integration/serve-loopback.py \
 	tests/integration/serve-selfconnect.py \
-	tests/integration/serve-lifecycle.py
+	tests/integration/serve-lifecycle.py \
+	tests/integration/serve-limits.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif
