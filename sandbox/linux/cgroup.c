@@ -219,11 +219,16 @@ static bool in_list(const char *list, const char *name)
 	return false;
 }
 
-/* Why controller name is not in dir's cgroup.controllers, from /proc/cgroups. */
-static void controller_why(const char *name, const char *dir, char *buf, size_t size)
+/*
+ * Why controller name is not in dir's cgroup.controllers, from /proc/cgroups
+ * (its text in cgroups, or "" when unreadable).
+ */
+static void controller_why(const char *cgroups, const char *name, const char *dir, char *buf,
+			   size_t size)
 {
 	char data[4096];
-	if (read_small("/proc/cgroups", data, sizeof(data)) > 0) {
+	bprintf(data, sizeof(data), "%s", cgroups);
+	{
 		char *save = NULL;
 		for (char *l = strtok_r(data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 			char sub[64];
@@ -387,12 +392,16 @@ static void detect(struct detect *d)
 	bprintf(p, sizeof(p), "%s/cgroup.controllers", d->parent);
 	if (read_small(p, ctl, sizeof(ctl)) < 0)
 		ctl[0] = '\0';
+	char cgroups[4096] = "";
 	for (unsigned i = 0; i < CD_CG_COUNT; i++) {
-		if (in_list(ctl, cd_cg_controller_name(i)))
+		if (in_list(ctl, cd_cg_controller_name(i))) {
 			h->controllers |= 1u << i;
-		else
-			controller_why(cd_cg_controller_name(i), d->parent, h->ctl_why[i],
-				       sizeof(h->ctl_why[i]));
+			continue;
+		}
+		if (!cgroups[0] && read_small("/proc/cgroups", cgroups, sizeof(cgroups)) < 0)
+			cgroups[0] = '\0';
+		controller_why(cgroups, cd_cg_controller_name(i), d->parent, h->ctl_why[i],
+			       sizeof(h->ctl_why[i]));
 	}
 	/*
 	 * Swap is accounted unless the kernel was built or booted without it:
@@ -415,12 +424,24 @@ static void detect(struct detect *d)
 	}
 }
 
+/*
+ * Once per process: the facts do not change under a run, and a server
+ * looks at them once at start (so a cgroup delegated later needs a
+ * restart).
+ */
+static const struct detect *detected(void)
+{
+	static struct detect *d;
+	if (!d) {
+		d = cd_xcalloc(1, sizeof(*d));
+		detect(d);
+	}
+	return d;
+}
+
 void cd_linux_probe_limits(struct cd_limits_host *ret)
 {
-	struct detect *d = cd_xcalloc(1, sizeof(*d));
-	detect(d);
-	*ret = d->host;
-	free(d);
+	*ret = detected()->host;
 }
 
 /* ---- the base, arranged once ---- */
@@ -436,6 +457,8 @@ static struct {
 static int enable_controllers(const char *dir, unsigned want, char **reterr)
 {
 	char p[PATH_MAX + 32], ctl[1024] = "", sub[1024] = "", w[64] = "";
+	if (!want)
+		return 0;
 	bprintf(p, sizeof(p), "%s/cgroup.controllers", dir);
 	(void)read_small(p, ctl, sizeof(ctl));
 	bprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir);
@@ -486,12 +509,12 @@ static void sweep(const char *base)
 
 static int do_setup(char **reterr)
 {
-	struct detect *d = cd_xcalloc(1, sizeof(*d));
+	const struct detect *d = detected();
 	char p[PATH_MAX + 64];
 	int r = 0;
-	unsigned want = CD_CG_PIDS | CD_CG_MEMORY | CD_CG_CPU;
+	/* Every one of ours that is there: any later sandbox may need it. */
+	unsigned want = d->host.controllers;
 
-	detect(d);
 	if (d->where == WHERE_NONE) {
 		*reterr = cd_xasprintf("no cgroup for the sandbox: %s (fix: %s)", d->host.why,
 				       d->host.fix);
@@ -542,7 +565,6 @@ static int do_setup(char **reterr)
 	bprintf(setup.base, sizeof(setup.base), "%s", d->base);
 	sweep(d->base);
 out:
-	free(d);
 	return r;
 }
 
