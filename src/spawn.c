@@ -669,7 +669,7 @@ long cd_clone3_vm(struct clone3_args *args, size_t size, int (*fn)(void *), void
 	__attribute__((visibility("hidden")));
 #if defined(__x86_64__)
 /* rdi args, rsi size, rdx fn, rcx arg; r8 and r9 survive the system call. */
-__asm__(".text\n"
+__asm__(".pushsection .text\n"
 	".globl cd_clone3_vm\n"
 	".hidden cd_clone3_vm\n"
 	".type cd_clone3_vm,@function\n"
@@ -688,10 +688,11 @@ __asm__(".text\n"
 	"	syscall\n"
 	"	hlt\n"
 	"1:	ret\n"
-	".size cd_clone3_vm, .-cd_clone3_vm\n");
+	".size cd_clone3_vm, .-cd_clone3_vm\n"
+	".popsection\n");
 #else
 /* x0 args, x1 size, x2 fn, x3 arg: every register but x0 survives the system call. */
-__asm__(".text\n"
+__asm__(".pushsection .text\n"
 	".globl cd_clone3_vm\n"
 	".hidden cd_clone3_vm\n"
 	".type cd_clone3_vm,%function\n"
@@ -707,7 +708,8 @@ __asm__(".text\n"
 	"	svc #0\n"
 	"	brk #0\n"
 	"1:	ret\n"
-	".size cd_clone3_vm, .-cd_clone3_vm\n");
+	".size cd_clone3_vm, .-cd_clone3_vm\n"
+	".popsection\n");
 #endif
 #endif
 
