@@ -308,6 +308,11 @@ if has_cg:
     cg = out.strip()[3:]
     t.ok(rc == 0 and "/sandbox-" in cg, "[%s] the sandbox runs in a cgroup of its own" % WHO,
          (out, err))
+    rc, out, err = wsrun(["--limit-open-files", "64"],
+                         ["sh", "-c", "tail -n 1 /proc/self/cgroup; tail -n 1 /proc/1/cgroup"])
+    both = out.split()
+    t.ok(rc == 0 and len(both) == 2 and both[0] == both[1] and "/sandbox-" in both[0],
+         "[%s] ... the init of its pid namespace too (pid 1)" % WHO, (out, err))
     # Where the hierarchy is mounted here (hybrid hosts: /sys/fs/cgroup/unified).
     mnt = None
     for line in open("/proc/self/mountinfo"):

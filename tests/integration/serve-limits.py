@@ -259,6 +259,13 @@ try:
     if re.search(r"^ok +cgroup v2", probe, re.M):
         t.ok(res.stdout == b"started\n" and not left,
              "[%s] cgroup.kill ends what an unsandboxed process left" % WHO, (left, res.stdout))
+        # cordon-init, pid 1 of a sandboxed process's namespace, is in its cgroup too.
+        res = s.run("init", ["sh", "-c", "tail -n 1 /proc/self/cgroup; tail -n 1 /proc/1/cgroup"],
+                    cwd=WS, cordon={"limits": {"open_files": 64}}, sandbox=sandbox())[1]
+        lines = res.stdout.decode().split()
+        t.ok(len(lines) == 2 and "/sandbox-" in lines[0] and lines[0] == lines[1],
+             "[%s] a sandboxed process and its init share the sandbox's cgroup" % WHO,
+             res.stdout)
     else:
         t.skip("[%s] cgroup.kill ends what an unsandboxed process left" % WHO,
                "no cgroup for the sandboxes here")
