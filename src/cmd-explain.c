@@ -198,6 +198,19 @@ static void print_text(const struct cd_cli_bound *b)
 		printf("  host: Landlock ABI %u, seccomp %s, user namespaces %s, root %s\n",
 		       b->host.landlock_abi, b->host.seccomp ? "yes" : "no",
 		       b->host.userns ? "yes" : "no", b->host.is_root ? "yes" : "no");
+	if (b->host.lim.probed) {
+		const struct cd_limits_host *l = &b->host.lim;
+		if (!l->cgroup) {
+			printf("  cgroups: none for the sandboxes: %s\n", vis(l->why, &h1));
+		} else {
+			printf("  cgroups: the sandboxes' go in %s; controllers:",
+			       vis(l->where, &h1));
+			for (unsigned i = 0; i < CD_CG_COUNT; i++)
+				if (l->controllers & (1u << i))
+					printf(" %s", cd_cg_controller_name(i));
+			printf("%s\n", l->controllers ? "" : " none");
+		}
+	}
 	if (lp) {
 		if (!lp->sandboxed) {
 			printf("  not sandboxed: the profile disables the sandbox\n");
@@ -479,6 +492,25 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 		json_object_set_new(h, "userns", json_boolean(b->host.userns));
 		json_object_set_new(h, "is_root", json_boolean(b->host.is_root));
 		json_object_set_new(root, "host", h);
+	}
+	/* With limits: what the host offers them (cgroup.c), looked at only then. */
+	if (b->host.lim.probed) {
+		const struct cd_limits_host *l = &b->host.lim;
+		json_t *h = json_object_get(root, "host");
+		if (!h) {
+			h = json_object();
+			json_object_set_new(root, "host", h);
+		}
+		json_t *cg = json_object();
+		json_object_set_new(cg, "available", json_boolean(l->cgroup));
+		json_object_set_new(cg, "where", l->cgroup ? jstr(l->where) : json_null());
+		json_object_set_new(cg, "why", l->cgroup ? json_null() : jstr(l->why));
+		json_t *ctl = json_array();
+		for (unsigned i = 0; i < CD_CG_COUNT; i++)
+			if (l->controllers & (1u << i))
+				json_array_append_new(ctl, jstr(cd_cg_controller_name(i)));
+		json_object_set_new(cg, "controllers", ctl);
+		json_object_set_new(h, "cgroup", cg);
 	}
 	json_object_set_new(root, "linux", b->lp ? linux_json(b->lp) : json_null());
 	json_object_set_new(root, "refusal", b->refusal ? jstr(b->refusal) : json_null());
