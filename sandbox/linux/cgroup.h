@@ -4,7 +4,10 @@
 /*
  * cgroup v2 for the sandboxes' limits (cgroup.c), private to the Linux
  * backends: where this process may make cgroups, arranging that place once,
- * and one cgroup per sandbox. Parent side only (allocates, opens files).
+ * and one cgroup per sandbox. Parent side only (allocates, opens files),
+ * from the spawning thread: what it finds is kept in statics, unlocked
+ * (cordon serve spawns limited processes from its loop only; its fs
+ * helpers, spawned by workers, have no limits).
  *
  * Where the sandboxes' cgroups go, in this order:
  *  - the cgroup cordon runs in, when cordon is the only process in it and
