@@ -9,6 +9,7 @@
 # with --allow-degraded. Root and unprivileged (unprivileged.sh runs it
 # again as another user). TAP.
 
+import atexit
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ ROOT = os.geteuid() == 0
 WHO = "root" if ROOT else "unprivileged"
 # Outside /tmp: the private /tmp tests need a workspace it does not hide.
 BASE = tempfile.mkdtemp(prefix="cordon-limits.", dir="/var/tmp")
+atexit.register(shutil.rmtree, BASE, True)
 os.chmod(BASE, 0o755)
 WS = os.path.join(BASE, "ws")
 os.mkdir(WS)

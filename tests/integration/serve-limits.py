@@ -8,6 +8,7 @@
 # memory hog and disk fillers stopped at their limits while the server's
 # other processes carry on. Root and unprivileged (unprivileged.sh). TAP.
 
+import atexit
 import base64
 import os
 import re
@@ -28,6 +29,7 @@ if why:
     t.skip_all(why)
 WHO = "root" if os.geteuid() == 0 else "unprivileged"
 BASE = tempfile.mkdtemp(prefix="cordon-serve-limits.", dir="/var/tmp")
+atexit.register(shutil.rmtree, BASE, True)
 os.chmod(BASE, 0o755)
 WS = os.path.join(BASE, "ws")
 os.mkdir(WS)
