@@ -514,15 +514,28 @@ static bool handshake(struct server *s)
 
 /* The process/start params after processId and argv, for a sandboxed or plain start. */
 static char sandbox_json[2048];
+/*
+ * Limits every host can enforce (rlimits), for the starts with limits: with a
+ * delegated cgroup v2 subtree (root, say) they also give the sandbox a cgroup.
+ */
+static const char limits_json[] =
+	",\"cordon\":{\"limits\":{\"open_files\":1024,\"cpu_time\":3600,\"core\":0}}";
 
-static int start(struct server *s, const char *pid, const char *argv_json, bool sandboxed, long *id)
+static int start_with(struct server *s, const char *pid, const char *argv_json, bool sandboxed,
+		      bool limited, long *id)
 {
 	*id = s->next_id++;
 	return sendf(s,
 		     "{\"id\":%ld,\"method\":\"process/start\",\"params\":{\"processId\":\"%s\","
 		     "\"argv\":%s,\"cwd\":\"file:///tmp\",\"env\":{\"PATH\":\"/usr/bin:/bin\"},"
-		     "\"tty\":false,\"pipeStdin\":false,\"arg0\":null%s}}",
-		     *id, pid, argv_json, sandboxed ? sandbox_json : "");
+		     "\"tty\":false,\"pipeStdin\":false,\"arg0\":null%s%s}}",
+		     *id, pid, argv_json, sandboxed ? sandbox_json : "",
+		     limited ? limits_json : "");
+}
+
+static int start(struct server *s, const char *pid, const char *argv_json, bool sandboxed, long *id)
+{
+	return start_with(s, pid, argv_json, sandboxed, false, id);
 }
 
 /* A server configuration measured for latency. */
@@ -530,6 +543,7 @@ struct lat {
 	const char *name;
 	struct server *srv; /* NULL: direct fork/exec/wait */
 	bool sandboxed;
+	bool limited; /* with limits_json */
 	bool enabled;
 	double *exited, *closed; /* ms */
 	size_t n;
@@ -578,9 +592,9 @@ static bool lat_once(struct lat *c, unsigned long round, bool record)
 		}
 		return true;
 	}
-	snprintf(pid, sizeof(pid), "lat-%d-%lu", c->sandboxed, round);
+	snprintf(pid, sizeof(pid), "lat-%d%d-%lu", c->sandboxed, c->limited, round);
 	t0 = bench_now_ms();
-	if (start(c->srv, pid, "[\"/bin/true\"]", c->sandboxed, &id) < 0)
+	if (start_with(c->srv, pid, "[\"/bin/true\"]", c->sandboxed, c->limited, &id) < 0)
 		return false;
 	while ((line = next_line(c->srv, NULL))) {
 		if (!answered && is_response(line, id)) {
@@ -1017,7 +1031,7 @@ int main(int argc, char **argv)
 	size_t n_wrelay[2] = { 0, 0 };
 	long wrss[2] = { -1, -1 };
 	struct server srv[2], baseline_srv;
-	struct lat cfg[7];
+	struct lat cfg[9];
 	const char *baseline = getenv("CORDON_BASELINE");
 	char *baseline_argv[] = { NULL,	    "serve", "--listen", "stdio", "--max-processes",
 				  "100000", NULL };
@@ -1120,6 +1134,15 @@ int main(int argc, char **argv)
 	} else {
 		baseline = NULL;
 	}
+	/* The same server with limits: what they cost a start (last: indexes above are read). */
+	cfg[n_cfg++] = (struct lat){
+		.name = "cordon serve + limits", .srv = &srv[0], .limited = true, .enabled = true
+	};
+	cfg[n_cfg++] = (struct lat){ .name = "cordon serve sandboxed + limits",
+				     .srv = &srv[0],
+				     .sandboxed = true,
+				     .limited = true,
+				     .enabled = true };
 	for (i = 0; i < n_cfg; i++) {
 		cfg[i].exited = calloc(n, sizeof(double));
 		cfg[i].closed = calloc(n, sizeof(double));

@@ -4,15 +4,21 @@
  *
  * Times the spawn-to-exit latency of /bin/true plain, under cordon's three
  * built-in profiles and, when it is installed, under bubblewrap as the
- * baseline of the same kind of tool. The configurations are interleaved
- * round-robin, one run of each per round, so that a burst of machine noise
- * lands on all of them alike instead of skewing whichever ran during it.
+ * baseline of the same kind of tool. The configurations are interleaved,
+ * one run of each per round in a shuffled order, so that a burst of
+ * machine noise lands on all of them alike instead of skewing whichever ran
+ * during it.
  *
  * FLOOR is bench-floor built like cordon: the kernel work of a
  * workspace-write run without cordon, so the difference is what cordon's
  * own code costs. FLOOR-MUSL is the same program linked against musl,
  * timed with and without its network namespace: what the C library's
  * start-up and that namespace cost on this machine.
+ *
+ * The workspace-write run is also timed with limits (rlimits, and the
+ * sandbox's cgroup where the host delegates one), with the same limits
+ * without a cgroup, and with a private /tmp; and, with CORDON_BASELINE set
+ * to another build's cordon, that build's workspace-write run.
  *
  * Usage: bench-spawn CORDON POLICYDIR [FLOOR [FLOOR-MUSL]]
  *        (BENCH_N overrides the run count)
@@ -40,6 +46,7 @@ extern char **environ;
 struct config {
 	const char *name;
 	char *argv[MAX_ARGS];
+	char **envp; /* NULL: ours */
 	bool enabled;
 	double *samples; /* milliseconds */
 	size_t n;
@@ -49,7 +56,7 @@ static int devnull_fd = -1;
 
 /* Spawn argv with stdin/stdout from /dev/null and stderr to errfd (or
  * /dev/null); wait for it. Returns the wait status, or -errno. */
-static int run_once(char *const argv[], int errfd)
+static int run_once(char *const argv[], char **envp, int errfd)
 {
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
@@ -65,7 +72,7 @@ static int run_once(char *const argv[], int errfd)
 		r = posix_spawn_file_actions_adddup2(&fa, errfd >= 0 ? errfd : devnull_fd,
 						     STDERR_FILENO);
 	if (r == 0)
-		r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+		r = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (r != 0)
 		return -r;
@@ -84,7 +91,7 @@ static bool preflight(struct config *c)
 	FILE *err = tmpfile();
 	int status;
 
-	status = run_once(c->argv, err ? fileno(err) : -1);
+	status = run_once(c->argv, c->envp, err ? fileno(err) : -1);
 	if (status == 0) {
 		if (err)
 			fclose(err);
@@ -128,6 +135,22 @@ static bool find_in_path(const char *prog, char *buf, size_t size)
 	return false;
 }
 
+/* Our environment with one NAME=VALUE more (or instead of ours); malloc'ed array. */
+static char **env_with(char *entry)
+{
+	size_t n = 0, k = 0, len = strcspn(entry, "=") + 1;
+	while (environ[n])
+		n++;
+	char **e = calloc(n + 2, sizeof(*e));
+	if (!e)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], entry, len) != 0)
+			e[k++] = environ[i];
+	e[k] = entry;
+	return e;
+}
+
 static void set_argv(struct config *c, const char *name, char *const *args)
 {
 	size_t i;
@@ -143,7 +166,7 @@ int main(int argc, char **argv)
 {
 	char ws_template[PATH_MAX], bwrap[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
-	struct config cfg[9];
+	struct config cfg[14];
 	size_t n_cfg = 0, i, round;
 	unsigned long n;
 	char *cordon, *ws;
@@ -180,6 +203,33 @@ int main(int argc, char **argv)
 	set_argv(&cfg[n_cfg++], "cordon workspace-write",
 		 (char *[]){ cordon, "run", "--profile", "workspace-write", "--workspace-root", ws,
 			     "--cwd", ws, "--", "/bin/true", NULL });
+	/*
+	 * Limits every host can enforce (rlimits; with a delegated cgroup v2
+	 * subtree, as root, a cgroup too), and without the cgroup (the test hook
+	 * only takes it away), and a private /tmp: what each adds to a start.
+	 */
+	static char *const limits[] = { "--limit-open-files", "1024", "--limit-cpu-time", "1h",
+					"--limit-core",	      "0" };
+	char **nocg_env = env_with("CORDON_TEST_DISABLE=cgroup");
+	set_argv(&cfg[n_cfg++], "cordon ww + limits",
+		 (char *[]){ cordon, "run", "--profile", "workspace-write", "--workspace-root", ws,
+			     "--cwd", ws, limits[0], limits[1], limits[2], limits[3], limits[4],
+			     limits[5], "--", "/bin/true", NULL });
+	set_argv(&cfg[n_cfg++], "cordon ww + limits, no cgroup",
+		 (char *[]){ cordon, "run", "--profile", "workspace-write", "--workspace-root", ws,
+			     "--cwd", ws, limits[0], limits[1], limits[2], limits[3], limits[4],
+			     limits[5], "--", "/bin/true", NULL });
+	cfg[n_cfg - 1].envp = nocg_env;
+	set_argv(&cfg[n_cfg++], "cordon ww + private /tmp",
+		 (char *[]){ cordon, "run", "--profile", "workspace-write", "--workspace-root", ws,
+			     "--cwd", ws, "--private-tmp=64M", "--", "/bin/true", NULL });
+	/* Another build's cordon (CORDON_BASELINE), for the cost of a change without limits. */
+	const char *baseline = getenv("CORDON_BASELINE");
+	if (baseline && *baseline)
+		set_argv(&cfg[n_cfg++], "baseline workspace-write",
+			 (char *[]){ (char *)baseline, "run", "--profile", "workspace-write",
+				     "--workspace-root", ws, "--cwd", ws, "--", "/bin/true",
+				     NULL });
 	set_argv(&cfg[n_cfg++], "cordon read-only",
 		 (char *[]){ cordon, "run", "--profile", "read-only", "--", "/bin/true", NULL });
 	set_argv(&cfg[n_cfg++], "cordon full-access",
@@ -206,7 +256,7 @@ int main(int argc, char **argv)
 	}
 
 	printf("bench-spawn: %lu timed runs per configuration after %d warm-up runs, "
-	       "interleaved round-robin\n",
+	       "interleaved, shuffled each round\n",
 	       n, WARMUP);
 	if (!have_bwrap)
 		printf("bwrap not installed: skipping the bubblewrap baselines "
@@ -227,15 +277,34 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/*
+	 * Each round in its own order (a fixed-seed shuffle): a configuration
+	 * that always ran right after another would inherit its cache and
+	 * scheduler state, which skewed the one after plain /bin/true by
+	 * 0.3 ms here.
+	 */
+	size_t order[14];
+	unsigned long long seed = 88172645463325252ULL;
+	for (i = 0; i < n_cfg; i++)
+		order[i] = i;
 	for (round = 0; round < WARMUP + n; round++) {
-		for (i = 0; i < n_cfg; i++) {
+		for (size_t k = n_cfg; k > 1; k--) {
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			size_t j = (size_t)(seed % k), tmp_i = order[k - 1];
+			order[k - 1] = order[j];
+			order[j] = tmp_i;
+		}
+		for (size_t k = 0; k < n_cfg; k++) {
 			double t0, t1;
 			int status;
 
+			i = order[k];
 			if (!cfg[i].enabled)
 				continue;
 			t0 = bench_now_ms();
-			status = run_once(cfg[i].argv, -1);
+			status = run_once(cfg[i].argv, cfg[i].envp, -1);
 			t1 = bench_now_ms();
 			if (status != 0) {
 				printf("skipped %s: run %zu failed (status %d)\n", cfg[i].name,
@@ -267,6 +336,7 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < n_cfg; i++)
 		free(cfg[i].samples);
+	free(nocg_env);
 	bench_rm_tree("bench-spawn", ws);
 	return 0;
 }

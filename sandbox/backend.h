@@ -82,12 +82,38 @@ struct cd_backend {
 	 */
 	bool (*defer_host)(struct cd_backend_state *s, int child_fd);
 	int (*prepare_host)(struct cd_backend_state *s, int parent_fd, char **reterr);
+	/*
+	 * Optional. Parent, just before the child is created: a directory fd
+	 * of the cgroup the child is to be born in (clone3's
+	 * CLONE_INTO_CGROUP), or -1. When the spawner cannot create the child
+	 * that way (clone3 missing, or refused by a container's seccomp
+	 * profile) it calls again with fallback true, and apply then moves the
+	 * child into the cgroup itself (the sandbox's seccomp filter makes
+	 * clone3 ENOSYS for the command; the spawner is not under it).
+	 */
+	int (*clone_cgroup)(struct cd_backend_state *s, bool fallback);
+	/*
+	 * Optional. Parent, after finish: what the sandbox ran into, in one
+	 * line for the caller ("killed: memory limit 512 MiB reached"), given
+	 * the command's exit code (128+N for signal N). Returns the limit
+	 * (enum cd_limit) or -1 with buf "" when none.
+	 */
+	int (*exit_reason)(struct cd_backend_state *s, int exit_code, char *buf, size_t size);
+	/* Optional. Parent, after finish: a warning for the supervisor to log, or NULL. Owned. */
+	const char *(*warning)(struct cd_backend_state *s);
 };
 
 extern const struct cd_backend cd_backend_namespaces;
 extern const struct cd_backend cd_backend_caps;
 extern const struct cd_backend cd_backend_landlock;
 extern const struct cd_backend cd_backend_seccomp;
+/*
+ * Resource limits (sandbox/linux/limits.c): the sandbox's cgroup and its
+ * rlimits, from lp->limits. Not in cd_backends[]: it applies to
+ * unsandboxed plans too, so the spawner runs it on its own, after the
+ * others (the rlimits last, so that no setup step trips over them).
+ */
+extern const struct cd_backend cd_backend_limits;
 
 /* NULL-terminated, in apply order. */
 extern const struct cd_backend *const cd_backends[];
@@ -114,6 +140,21 @@ typedef enum cd_probe_what {
  * make features look absent, never present.
  */
 void cd_linux_probe_host(cd_probe_what what, struct cd_linux_host *ret);
+
+/*
+ * What this host offers for resource limits (sandbox/linux/cgroup.c): the
+ * cgroup v2 subtree cordon may use and its controllers, how RLIMIT_NPROC
+ * counts. No side effects: nothing is created or moved.
+ */
+void cd_linux_probe_limits(struct cd_limits_host *ret);
+/*
+ * Arrange, once per process, where the sandboxes' cgroups go (this may move
+ * cordon into a cgroup of its own: see sandbox/linux/cgroup.h). cordon
+ * serve calls it at start when it has limits, before it makes its own pid
+ * namespace; otherwise it happens with the first sandbox that has limits.
+ * 0, or -errno with *reterr (malloc'ed).
+ */
+int cd_linux_limits_setup(char **reterr);
 
 struct cd_probe_item {
 	char *name; /* "landlock", "seccomp", "user namespaces", ... */

@@ -12,6 +12,9 @@ libcdsandbox_a_SOURCES += \
 	sandbox/linux/seccomp.h \
 	sandbox/linux/seccomp-compile.c \
 	sandbox/linux/probe.c \
+	sandbox/linux/cgroup.c \
+	sandbox/linux/cgroup.h \
+	sandbox/linux/limits.c \
 	sandbox/linux/linux-util.h
 nodist_libcdsandbox_a_SOURCES = sandbox/linux/seccomp-filters.c
 libcdsandbox_a_CFLAGS += $(SECCOMP_CFLAGS) $(CAP_CFLAGS)

@@ -30,8 +30,22 @@ const char cd_cli_policy_help[] =
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
 	"                          protected-metadata, pid-isolation, deny-masks,\n"
-	"                          file-attributes or nested-repositories\n"
-	"  --min-landlock-abi N    refuse when the kernel's Landlock ABI is below N (default 1)\n";
+	"                          file-attributes or nested-repositories; or a limit\n"
+	"                          that cannot be enforced here: tasks, memory (then\n"
+	"                          RLIMIT_AS per process), swap or cpu\n"
+	"  --min-landlock-abi N    refuse when the kernel's Landlock ABI is below N (default 1)\n"
+	"\n"
+	"Resource limits (over the profile's \"limits\"; refused when they cannot be\n"
+	"enforced, see cordon probe):\n"
+	"  --limit-tasks N         processes and threads in the sandbox at once\n"
+	"  --limit-memory SIZE     memory of the whole sandbox (N, NK, NM, NG, NT)\n"
+	"  --limit-swap SIZE       swap of the whole sandbox (0 with a memory limit)\n"
+	"  --limit-cpu CPUS        CPU quota: 0.5, 2, 150%\n"
+	"  --limit-cpu-time TIME   CPU time of each process (N, Ns, Nm, Nh)\n"
+	"  --limit-open-files N    open files of each process\n"
+	"  --limit-file-size SIZE  the largest file a process may write\n"
+	"  --limit-core SIZE       the largest core dump (0: none)\n"
+	"  --private-tmp[=SIZE]    a private tmpfs on /tmp (default size 1G)\n";
 
 void cd_cli_policy_init(struct cd_cli_policy *p)
 {
@@ -120,10 +134,16 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 			p->lopts.degraded |= CD_DEGRADE_NESTED_REPOSITORIES;
 			return 0;
 		}
+		/* The limits that may be out of reach on a host: cgroups, RLIMIT_NPROC. */
+		if (cd_streq(arg, "tasks") || cd_streq(arg, "memory") || cd_streq(arg, "swap") ||
+		    cd_streq(arg, "cpu")) {
+			p->lopts.degraded_limits |= 1u << cd_limit_from_name(arg);
+			return 0;
+		}
 		cd_cli_usage_error(cmd,
 				   "--allow-degraded: unknown feature '%s' (protected-metadata, "
-				   "pid-isolation, deny-masks, file-attributes or "
-				   "nested-repositories)",
+				   "pid-isolation, deny-masks, file-attributes, "
+				   "nested-repositories, tasks, memory, swap or cpu)",
 				   arg);
 		return -1;
 	case CD_OPT_MIN_LANDLOCK_ABI: {
@@ -136,9 +156,24 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 		return 0;
 	}
 	default:
-		cd_cli_usage_error(cmd, "internal error: unhandled option %d", id);
-		return -1;
+		break;
 	}
+	if (id >= CD_OPT_LIMIT_BASE && id < CD_OPT_LIMIT_BASE + CD_LIMIT_COUNT) {
+		enum cd_limit l = (enum cd_limit)(id - CD_OPT_LIMIT_BASE);
+		uint64_t v = CD_PRIVATE_TMP_DEFAULT;
+		char *err = NULL;
+		if (arg && cd_limit_parse(l, arg, &v, &err) < 0) {
+			cd_cli_usage_error(cmd, "--%s%s: %s",
+					   l == CD_LIMIT_PRIVATE_TMP ? "" : "limit-",
+					   cd_limit_info(l)->name, err);
+			free(err);
+			return -1;
+		}
+		cd_limits_put(&p->limits, l, v);
+		return 0;
+	}
+	cd_cli_usage_error(cmd, "internal error: unhandled option %d", id);
+	return -1;
 }
 
 void cd_cli_bound_done(struct cd_cli_bound *b)
@@ -291,6 +326,11 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	if (r < 0)
 		return r;
 	struct cd_profile *prof = b->profile;
+	/* The command line's limits over the profile's, one by one. */
+	b->limits = prof->limits;
+	for (int l = 0; l < CD_LIMIT_COUNT; l++)
+		if (cd_limits_has(&p->limits, (enum cd_limit)l))
+			cd_limits_put(&b->limits, (enum cd_limit)l, p->limits.v[l]);
 
 	if (p->n_extra > 0 && (prof->type != CD_PROFILE_MANAGED || prof->fs_unrestricted)) {
 		cd_cli_usage_error(
@@ -411,8 +451,18 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 			cd_linux_probe_host(CD_PROBE_ALL, &b->host);
 		b->probed = true;
 	}
+	/* Limits need the host's cgroups, looked at only then (cordon run without limits
+	 * pays nothing for them). */
+	struct cd_linux_opts lo = lopts ? *lopts : (struct cd_linux_opts){ .min_landlock_abi = 1 };
+	lo.limits = &b->limits;
+	if (cd_limits_any(&b->limits)) {
+		if (host && host->lim.probed)
+			b->host.lim = host->lim;
+		else
+			cd_linux_probe_limits(&b->host.lim);
+	}
 	reterr = NULL;
-	r = cd_linux_plan_build(b->plan, &b->host, lopts, &b->lp, &reterr);
+	r = cd_linux_plan_build(b->plan, &b->host, &lo, &b->lp, &reterr);
 	if (r < 0)
 		return refuse(b, reterr ? reterr
 					: cd_xasprintf("cannot build the Linux sandbox: %s",

@@ -26,7 +26,12 @@ enum {
 	CD_OPT_NETWORK,
 	CD_OPT_ALLOW_DEGRADED,
 	CD_OPT_MIN_LANDLOCK_ABI,
+	/* --limit-NAME (and --private-tmp): this plus the enum cd_limit. */
+	CD_OPT_LIMIT_BASE = 120,
 };
+
+/* --private-tmp without a size. */
+#define CD_PRIVATE_TMP_DEFAULT (1024ULL * 1024 * 1024)
 
 /* Table rows to splice into a subcommand's option table. */
 /* clang-format off */
@@ -40,7 +45,20 @@ enum {
 	{ "deny-glob", 0, true, CD_OPT_DENY_GLOB }, \
 	{ "network", 0, true, CD_OPT_NETWORK }, \
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED }, \
-	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI }
+	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI }, \
+	CD_CLI_LIMIT_OPTIONS
+
+/* The resource limits alone (cordon serve has lists instead). */
+#define CD_CLI_LIMIT_OPTIONS \
+	{ "limit-tasks", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_TASKS }, \
+	{ "limit-memory", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_MEMORY }, \
+	{ "limit-swap", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_SWAP }, \
+	{ "limit-cpu", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_CPU }, \
+	{ "limit-cpu-time", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_CPU_TIME }, \
+	{ "limit-open-files", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_OPEN_FILES }, \
+	{ "limit-file-size", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_FILE_SIZE }, \
+	{ "limit-core", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_CORE }, \
+	{ "private-tmp", 0, CD_CLI_ARG_OPTIONAL, CD_OPT_LIMIT_BASE + CD_LIMIT_PRIVATE_TMP }
 /* clang-format on */
 
 /* Help text for the POLICY OPTIONS, for the subcommands' --help. */
@@ -59,7 +77,8 @@ struct cd_cli_policy {
 	const char *cwd;	    /* borrowed; NULL = the current directory */
 	struct cd_cli_extra *extra; /* owned array */
 	size_t n_extra;
-	int network; /* enum cd_network, or -1 for the profile's */
+	int network;		 /* enum cd_network, or -1 for the profile's */
+	struct cd_limits limits; /* --limit-*, over the profile's */
 	struct cd_linux_opts lopts;
 	/* Add CD_PROBE_NS_TEST to the host probe (explain: what a run would really get). */
 	bool test_namespaces;
@@ -79,6 +98,12 @@ struct cd_cli_bound {
 	char *profile_path;	  /* the file the profile came from */
 	const char *profile_name; /* borrowed: the --profile argument or "read-only" */
 	struct cd_profile *profile;
+	/*
+	 * The resource limits to enforce: the profile's with the command
+	 * line's over them (cordon serve: what a request gets, merged with
+	 * the server's defaults and maximums). cd_cli_bind_profile plans them.
+	 */
+	struct cd_limits limits;
 	char *cwd; /* absolute cwd handed to the binding */
 	struct cd_plan *plan;
 	bool probed;
@@ -108,8 +133,10 @@ void cd_cli_bound_done(struct cd_cli_bound *b);
  * b->profile at b->cwd (absolute) to the given absolute workspace roots and
  * $TMPDIR over the host file system, take the host facts (host: facts
  * probed earlier, or NULL to probe now; a disabled profile needs none) and
- * build the Linux wrapper plan. Fills b->plan, b->host, b->probed, b->lp;
- * returns CD_BIND_OK or CD_BIND_REFUSED with b->refusal set.
+ * build the Linux wrapper plan, with b->limits (the host's cgroups are
+ * looked at when there are any and host has not). Fills b->plan, b->host,
+ * b->probed, b->lp; returns CD_BIND_OK or CD_BIND_REFUSED with b->refusal
+ * set.
  */
 int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t n_roots,
 			const struct cd_linux_opts *lopts, const struct cd_linux_host *host);

@@ -77,6 +77,8 @@ int cd_cli_next(struct cd_cli_args *a, const struct cd_cli_opt *opts, const char
 			*ret_arg = eq + 1;
 			return o->id;
 		}
+		if (o->has_arg == CD_CLI_ARG_OPTIONAL)
+			return o->id;
 		if (a->i >= a->argc) {
 			cd_cli_usage_error(a->cmd, "option --%s needs an argument", o->name);
 			return -1;

@@ -15,11 +15,15 @@
 
 #define CD_EXIT_USAGE 2
 
+enum {
+	CD_CLI_ARG_OPTIONAL = 2, /* has_arg: only --name=VALUE takes one; --name gives NULL */
+};
+
 struct cd_cli_opt {
-	const char *name; /* long name without "--", or NULL to end the table */
-	char short_name;  /* 0 when none */
-	bool has_arg;
-	int id; /* > 0 */
+	const char *name;      /* long name without "--", or NULL to end the table */
+	char short_name;       /* 0 when none */
+	unsigned char has_arg; /* false, true, or CD_CLI_ARG_OPTIONAL */
+	int id;		       /* > 0 */
 };
 
 struct cd_cli_args {
@@ -33,7 +37,8 @@ struct cd_cli_args {
  * Next option of a->argv. Returns its id with *ret_arg set to the argument
  * (or NULL), 0 when the options end (a->i is then the first operand; a
  * "--" is consumed), or -1 after printing a usage error to stderr.
- * Accepted spellings: --name VALUE, --name=VALUE, -x, -x VALUE, -xVALUE.
+ * Accepted spellings: --name VALUE, --name=VALUE, -x, -x VALUE, -xVALUE;
+ * an optional argument only as --name=VALUE (*ret_arg NULL for --name).
  */
 int cd_cli_next(struct cd_cli_args *a, const struct cd_cli_opt *opts, const char **ret_arg);
 

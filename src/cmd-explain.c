@@ -116,6 +116,36 @@ static const char *vis(const char *s, char **hold)
 	return *hold;
 }
 
+/* The resource limits of the plan, each with how it is enforced here. */
+static void print_limits(const struct cd_cli_bound *b, const struct cd_linux_plan *lp)
+{
+	const struct cd_limits_plan *p = lp->limits;
+	const struct cd_limits_host *h = &b->host.lim;
+	if (!p)
+		return;
+	printf("  limits:\n");
+	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
+		if (!cd_limits_has(&p->limits, (enum cd_limit)l))
+			continue;
+		cleanup_free char *v = cd_limit_format((enum cd_limit)l, p->limits.v[l]);
+		printf("    %-11s %-10s %s\n", cd_limit_info((enum cd_limit)l)->name, v,
+		       p->detail[l] ? p->detail[l] : "");
+	}
+	if (p->cgroup)
+		printf("    the sandbox gets a cgroup of its own in %s; cgroup.kill ends whatever "
+		       "is left in it when the command exits\n",
+		       h->where);
+	else if (h->probed)
+		printf("    no cgroup: %s\n", h->why);
+	if (lp->private_tmp)
+		printf("    private /tmp: nothing under the host's /tmp is visible; the sandbox "
+		       "gets %s to it\n",
+		       !lp->landlock		     ? "whatever the file system allows"
+		       : lp->private_tmp_rights == 0 ? "no access"
+		       : lp->private_tmp_rights & CD_LL_FS_WRITE_FILE ? "write access"
+								      : "read access");
+}
+
 static void print_text(const struct cd_cli_bound *b)
 {
 	const struct cd_profile *prof = b->profile;
@@ -168,6 +198,19 @@ static void print_text(const struct cd_cli_bound *b)
 		printf("  host: Landlock ABI %u, seccomp %s, user namespaces %s, root %s\n",
 		       b->host.landlock_abi, b->host.seccomp ? "yes" : "no",
 		       b->host.userns ? "yes" : "no", b->host.is_root ? "yes" : "no");
+	if (b->host.lim.probed) {
+		const struct cd_limits_host *l = &b->host.lim;
+		if (!l->cgroup) {
+			printf("  cgroups: none for the sandboxes: %s\n", vis(l->why, &h1));
+		} else {
+			printf("  cgroups: the sandboxes' go in %s; controllers:",
+			       vis(l->where, &h1));
+			for (unsigned i = 0; i < CD_CG_COUNT; i++)
+				if (l->controllers & (1u << i))
+					printf(" %s", cd_cg_controller_name(i));
+			printf("%s\n", l->controllers ? "" : " none");
+		}
+	}
 	if (lp) {
 		if (!lp->sandboxed) {
 			printf("  not sandboxed: the profile disables the sandbox\n");
@@ -245,6 +288,7 @@ static void print_text(const struct cd_cli_bound *b)
 						   &h2));
 			}
 		}
+		print_limits(b, lp);
 		printf("  degraded: %s\n", lp->degraded && lp->degraded[0] ? "" : "none");
 		for (char **d = lp->degraded; d && *d; d++)
 			printf("    - %s\n", vis(*d, &h1));
@@ -293,6 +337,32 @@ static json_t *words_json(char *s)
 		json_array_append_new(a, jstr(w));
 	free(s);
 	return a;
+}
+
+/*
+ * {"tasks": {"value": 20, "by": "rlimit", "detail": "..."}, ..., "cgroup": true},
+ * values in the limit's unit (bytes, seconds; cpu in CPUs), or null without limits.
+ */
+static json_t *limits_json(const struct cd_limits_plan *p)
+{
+	if (!p)
+		return json_null();
+	json_t *o = json_object();
+	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
+		if (!cd_limits_has(&p->limits, (enum cd_limit)l))
+			continue;
+		const struct cd_limit_info *i = cd_limit_info((enum cd_limit)l);
+		json_t *x = json_object();
+		json_object_set_new(x, "value",
+				    i->unit == CD_UNIT_MILLICPUS
+					    ? json_real((double)p->limits.v[l] / 1000.0)
+					    : json_integer((json_int_t)p->limits.v[l]));
+		json_object_set_new(x, "by", jstr(cd_limit_how_name(p->how[l])));
+		json_object_set_new(x, "detail", jstr(p->detail[l] ? p->detail[l] : ""));
+		json_object_set_new(o, i->key, x);
+	}
+	json_object_set_new(o, "cgroup", json_boolean(p->cgroup));
+	return o;
 }
 
 static json_t *linux_json(const struct cd_linux_plan *lp)
@@ -367,6 +437,10 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	json_object_set_new(l, "mounts", m);
 	json_object_set_new(l, "degraded", strv_json(lp->degraded));
 	json_object_set_new(l, "notes", strv_json(lp->notes));
+	json_object_set_new(l, "private_tmp",
+			    lp->private_tmp ? json_integer((json_int_t)lp->private_tmp_size)
+					    : json_null());
+	json_object_set_new(l, "limits", limits_json(lp->limits));
 	return l;
 }
 
@@ -418,6 +492,25 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 		json_object_set_new(h, "userns", json_boolean(b->host.userns));
 		json_object_set_new(h, "is_root", json_boolean(b->host.is_root));
 		json_object_set_new(root, "host", h);
+	}
+	/* With limits: what the host offers them (cgroup.c), looked at only then. */
+	if (b->host.lim.probed) {
+		const struct cd_limits_host *l = &b->host.lim;
+		json_t *h = json_object_get(root, "host");
+		if (!h) {
+			h = json_object();
+			json_object_set_new(root, "host", h);
+		}
+		json_t *cg = json_object();
+		json_object_set_new(cg, "available", json_boolean(l->cgroup));
+		json_object_set_new(cg, "where", l->cgroup ? jstr(l->where) : json_null());
+		json_object_set_new(cg, "why", l->cgroup ? json_null() : jstr(l->why));
+		json_t *ctl = json_array();
+		for (unsigned i = 0; i < CD_CG_COUNT; i++)
+			if (l->controllers & (1u << i))
+				json_array_append_new(ctl, jstr(cd_cg_controller_name(i)));
+		json_object_set_new(cg, "controllers", ctl);
+		json_object_set_new(h, "cgroup", cg);
 	}
 	json_object_set_new(root, "linux", b->lp ? linux_json(b->lp) : json_null());
 	json_object_set_new(root, "refusal", b->refusal ? jstr(b->refusal) : json_null());

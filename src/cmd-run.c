@@ -180,6 +180,25 @@ static void print_enforced(const struct cd_cli_bound *b)
 	fputs("cordon: no_new_privs, all capabilities dropped, new session\n", stderr);
 }
 
+/* -v: the limits and how each is enforced (sandboxed or not). */
+static void print_limits(const struct cd_linux_plan *lp)
+{
+	const struct cd_limits_plan *p = lp ? lp->limits : NULL;
+	if (!p)
+		return;
+	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
+		if (!cd_limits_has(&p->limits, (enum cd_limit)l))
+			continue;
+		cleanup_free char *v = cd_limit_format((enum cd_limit)l, p->limits.v[l]);
+		fprintf(stderr, "cordon: limit %s %s: %s\n", cd_limit_info((enum cd_limit)l)->name,
+			v, p->detail[l] ? p->detail[l] : "");
+	}
+	if (p->cgroup)
+		fputs("cordon: the sandbox gets a cgroup of its own; cgroup.kill ends what is left "
+		      "of it\n",
+		      stderr);
+}
+
 int cd_cmd_run(int argc, char **argv)
 {
 	struct cd_cli_args a = { .cmd = "run", .argc = argc, .argv = argv, .i = 1 };
@@ -254,8 +273,10 @@ int cd_cmd_run(int argc, char **argv)
 		goto out;
 	}
 
-	if (verbose)
+	if (verbose) {
 		print_enforced(&b);
+		print_limits(b.lp);
+	}
 	for (char **d = b.lp->degraded; d && *d; d++)
 		cd_log_warn("%s", *d);
 
@@ -310,7 +331,9 @@ int cd_cmd_run(int argc, char **argv)
 		char *reterr = NULL;
 		h.userns = false;
 		h.is_root = false;
-		if (cd_linux_plan_build(b.plan, &h, &pol.lopts, &lp, &reterr) < 0) {
+		struct cd_linux_opts lo = pol.lopts;
+		lo.limits = &b.limits;
+		if (cd_linux_plan_build(b.plan, &h, &lo, &lp, &reterr) < 0) {
 			cd_log_error("%s; this host cannot create the sandbox's namespaces after "
 				     "all (a container's seccomp profile, systemd's "
 				     "RestrictNamespaces=, user.max_*_namespaces, or a /proc with "
@@ -346,6 +369,10 @@ int cd_cmd_run(int argc, char **argv)
 	ret = cd_child_wait(child);
 	/* The process group may be reused from here on: forward nothing more. */
 	fwd_pid = -1;
+	/* What a limit did to the command, in one line: "killed: memory limit 512 MiB reached". */
+	char reason[256];
+	if (cd_child_limit_reason(child, ret, reason, sizeof(reason)) >= 0)
+		cd_log_error("%s", reason);
 	cd_child_free(child);
 	cd_cli_bound_done(&b);
 out:

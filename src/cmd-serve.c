@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli-policy.h"
+#include "sandbox/backend.h"
 #include "serve/server.h"
 #include "shared/log.h"
 
@@ -37,6 +38,8 @@ enum {
 	OPT_PID_FILE,
 	OPT_ALLOW_LOCAL_USERS,
 	OPT_ALLOW_LOCAL_GROUP,
+	OPT_DEFAULT_LIMITS,
+	OPT_MAX_LIMITS,
 };
 
 static const struct cd_cli_opt serve_opts[] = {
@@ -58,6 +61,8 @@ static const struct cd_cli_opt serve_opts[] = {
 	{ "pid-file", 0, true, OPT_PID_FILE },
 	{ "allow-local-users", 0, false, OPT_ALLOW_LOCAL_USERS },
 	{ "allow-local-group", 0, true, OPT_ALLOW_LOCAL_GROUP },
+	{ "default-limits", 0, true, OPT_DEFAULT_LIMITS },
+	{ "max-limits", 0, true, OPT_MAX_LIMITS },
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED },
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI },
 	{ NULL, 0, false, 0 },
@@ -75,6 +80,7 @@ static void serve_help(void)
 	       "                    [--session-ttl TIME] [--ping-interval TIME]\n"
 	       "                    [--stall-timeout TIME] [--pid-file FILE]\n"
 	       "                    [--allow-degraded=FEATURE] [--min-landlock-abi N]\n"
+	       "                    [--default-limits LIST] [--max-limits LIST]\n"
 	       "                    [-v]\n"
 	       "\n"
 	       "Serve the Codex exec-server protocol: JSON-RPC (without the \"jsonrpc\"\n"
@@ -153,9 +159,19 @@ static void serve_help(void)
 	       "                          and xattrs of read-only files changeable, the\n"
 	       "                          host's terminals visible); on any host,\n"
 	       "                          nested-repositories (no scan of the workspace\n"
-	       "                          roots for nested repositories to protect)\n"
+	       "                          roots for nested repositories to protect);\n"
+	       "                          and the limits a host may lack: tasks, memory\n"
+	       "                          (then RLIMIT_AS per process), swap or cpu\n"
 	       "  --min-landlock-abi N    refuse sandboxed processes when the kernel's Landlock\n"
 	       "                          ABI is below N (default 1)\n"
+	       "  --default-limits LIST   resource limits of every process that does not ask\n"
+	       "                          for its own: NAME=VALUE,... with NAME tasks,\n"
+	       "                          memory, swap, cpu, cpu-time, open-files,\n"
+	       "                          file-size, core or private-tmp (as cordon run's\n"
+	       "                          --limit-NAME and --private-tmp take them)\n"
+	       "  --max-limits LIST       the most a process/start may ask (its \"cordon\":\n"
+	       "                          {\"limits\":{...}}); a limit with a maximum is\n"
+	       "                          always bounded, at the maximum if nothing else\n"
 	       "  -v, --verbose           log requests and process events on stderr\n"
 	       "  -h, --help              show this help\n"
 	       "\n"
@@ -466,6 +482,63 @@ static int read_token_file(const char *path, struct cd_serve_opts *o)
 	return 0;
 }
 
+/*
+ * The server's limits: defaults within the maximums, enforceable here at
+ * least for a sandboxed process (an unsandboxed one may be refused what
+ * needs a sandbox or a user namespace: a private /tmp, RLIMIT_NPROC), and
+ * their cgroup arranged now, before the server makes its pid namespace
+ * (cordon may move itself into a cgroup of its own: see cgroup.h).
+ * 0, or -1 after a message (usage: *ret 2; cannot enforce: 125).
+ */
+static int check_limits(const char *cmd, const struct cd_serve_opts *o, int *ret)
+{
+	const struct cd_limits *def = &o->default_limits, *max = &o->max_limits;
+	for (int i = 0; i < CD_LIMIT_COUNT; i++) {
+		enum cd_limit l = (enum cd_limit)i;
+		if (cd_limits_has(def, l) && cd_limits_has(max, l) && def->v[l] > max->v[l]) {
+			cleanup_free char *d = cd_limit_format(l, def->v[l]);
+			cleanup_free char *m = cd_limit_format(l, max->v[l]);
+			cd_cli_usage_error(cmd,
+					   "--default-limits %s=%s is more than --max-limits "
+					   "allows (%s)",
+					   cd_limit_info(l)->name, d, m);
+			*ret = CD_EXIT_USAGE;
+			return -1;
+		}
+	}
+	struct cd_limits all;
+	char *why = NULL;
+	(void)cd_limits_merge(NULL, def, max, &all, &why);
+	if (!cd_limits_any(&all))
+		return 0;
+	struct cd_linux_host host;
+	struct cd_limits_plan *p = NULL;
+	cd_linux_probe_host(CD_PROBE_ALL, &host);
+	cd_linux_probe_limits(&host.lim);
+	struct cd_limits_ctx ctx = {
+		.is_root = host.lim.uid0,
+		.own_userns = !host.is_root && host.userns,
+		.pid_init = true,
+		.degraded = o->lopts.degraded_limits,
+	};
+	if (cd_limits_plan_build(&all, &host.lim, &ctx, &p, &why) < 0) {
+		fprintf(stderr, "cordon: serve: the server's limits cannot be enforced here: %s\n",
+			why);
+		free(why);
+		*ret = CD_EXIT_SETUP;
+		return -1;
+	}
+	bool cgroup = p && p->cgroup;
+	cd_limits_plan_free(p);
+	if (cgroup && cd_linux_limits_setup(&why) < 0) {
+		fprintf(stderr, "cordon: serve: cannot arrange the sandboxes' cgroups: %s\n", why);
+		free(why);
+		*ret = CD_EXIT_SETUP;
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_loop(const char *s, enum cd_loop_kind *ret)
 {
 	if (cd_streq(s, "epoll"))
@@ -630,6 +703,21 @@ int cd_cmd_serve(int argc, char **argv)
 		case OPT_VERBOSE:
 			verbose = true;
 			break;
+		case OPT_DEFAULT_LIMITS:
+		case OPT_MAX_LIMITS: {
+			char *why = NULL;
+			struct cd_limits *dst =
+				id == OPT_DEFAULT_LIMITS ? &o.default_limits : &o.max_limits;
+			if (cd_limits_parse_list(arg, dst, &why) < 0) {
+				cd_cli_usage_error(a.cmd, "--%s: %s",
+						   id == OPT_DEFAULT_LIMITS ? "default-limits"
+									    : "max-limits",
+						   why);
+				free(why);
+				goto out;
+			}
+			break;
+		}
 		default:
 			if (cd_cli_policy_option(&pol, a.cmd, id, arg) < 0)
 				goto out;
@@ -710,6 +798,8 @@ int cd_cmd_serve(int argc, char **argv)
 	}
 	o.pid_file_pid = getpid();
 	o.lopts = pol.lopts;
+	if (check_limits(a.cmd, &o, &ret) < 0)
+		goto out;
 	/*
 	 * Each sandboxed process gets a pid namespace, as under cordon run, with
 	 * cordon-init as its init (server.c): it cannot name, let alone change,

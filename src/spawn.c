@@ -24,6 +24,13 @@
 #include <sys/pidfd.h>
 #endif
 
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
 #include "core/util.h"
 #include "sandbox/backend.h"
 #include "sandbox/linux/linux-util.h"
@@ -48,6 +55,9 @@ struct cd_child {
 	bool pidfd_tried;
 	struct cd_backend_state **states; /* owned; parallel to cd_backends[] */
 	size_t n_states;
+	/* The resource limits' state (cd_backend_limits), or NULL without limits. Owned. */
+	struct cd_backend_state *limits;
+	bool limits_finished;
 	bool waited;
 	bool finished;	  /* finish hooks have run */
 	bool kill_tree;	  /* kill every remaining descendant when the command exits */
@@ -82,6 +92,12 @@ struct cd_child {
 struct child_ctx {
 	const struct cd_spawn_opts *o;
 	struct cd_backend_state **states; /* NULL when not sandboxed */
+	struct cd_backend_state *limits;  /* NULL without limits */
+	/*
+	 * The cgroup the child is born in (CLONE_INTO_CGROUP), or -1: the
+	 * whole sandbox, its init included, is in it from its first instant.
+	 */
+	int cgroup_fd;
 	pid_t parent;
 	int report_fd;
 	unsigned long nofile; /* RLIMIT_NOFILE soft limit, for the close-on-exec fallback */
@@ -95,6 +111,8 @@ struct child_ctx {
 	bool pin_mnt_ns;
 	/* The child is pid 1 of a new pid namespace (getppid() is 0 there). */
 	bool new_pid_ns;
+	/* create_child makes it with fork semantics (child_is_fork, decided once). */
+	bool forked;
 	/*
 	 * The child is the init of its pid namespace (see cd_init_run): it
 	 * executes o->init when given (init_argv), or else runs the init
@@ -347,6 +365,13 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 
 	if (c->states)
 		child_apply(c);
+	/* The limits last: no setup step may trip over them (a low RLIMIT_NOFILE). */
+	if (c->limits) {
+		int lr = cd_backend_limits.apply(c->limits);
+		if (lr < 0)
+			child_fail(c, CD_EXIT_SETUP, -lr, cd_backend_limits.name,
+				   backend_step(&cd_backend_limits, c->limits));
+	}
 
 	/* After the namespaces: the cwd must resolve in the new mount tree. */
 	if (o->cwd && chdir(o->cwd) < 0)
@@ -513,23 +538,50 @@ static unsigned long backend_clone_flags(struct cd_backend_state **states)
 	return flags;
 }
 
+/* clone3's arguments, up to the cgroup (Linux 5.7: CLONE_ARGS_SIZE_VER2). */
+struct clone3_args {
+	uint64_t flags;
+	uint64_t pidfd;
+	uint64_t child_tid;
+	uint64_t parent_tid;
+	uint64_t exit_signal;
+	uint64_t stack;
+	uint64_t stack_size;
+	uint64_t tls;
+	uint64_t set_tid;
+	uint64_t set_tid_size;
+	uint64_t cgroup;
+};
+
 /*
  * fork(), with namespaces: the child goes on here, on a copy of our stack
  * and memory. For the init of a pid namespace (it never exec's, so the
  * parent cannot wait for that as CLONE_VFORK does), and in sanitizer builds
- * (ASan does not follow a switch to a foreign stack).
+ * (ASan does not follow a switch to a foreign stack). With a cgroup, clone3
+ * puts the child in it as it is made (CLONE_INTO_CGROUP), which spares the
+ * migration a write to cgroup.procs would be.
  */
 static pid_t fork_child(struct child_ctx *ctx)
 {
-	unsigned long flags = SIGCHLD;
+	unsigned long flags = 0;
+	long pid;
 	if (ctx->states)
 		flags |= backend_clone_flags(ctx->states);
+	if (ctx->cgroup_fd >= 0) {
+		struct clone3_args args = {
+			.flags = flags | CLONE_INTO_CGROUP,
+			.exit_signal = SIGCHLD,
+			.cgroup = (uint64_t)ctx->cgroup_fd,
+		};
+		pid = syscall(SYS_clone3, &args, sizeof(args));
+	} else {
 #if defined(__s390__) || defined(__CRIS__)
-	/* These take the stack first (see clone(2), "C library/kernel differences"). */
-	long pid = syscall(SYS_clone, NULL, flags, NULL, NULL, 0L);
+		/* These take the stack first (see clone(2), "C library/kernel differences"). */
+		pid = syscall(SYS_clone, NULL, flags | SIGCHLD, NULL, NULL, 0L);
 #else
-	long pid = syscall(SYS_clone, flags, NULL, NULL, NULL, 0L);
+		pid = syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0L);
 #endif
+	}
 	if (pid == 0)
 		child_run(ctx);
 	return (pid_t)pid;
@@ -603,12 +655,78 @@ static void reap_failed(struct cd_child *c, pid_t pid)
 	}
 }
 
-/* Whether create_child makes the child with fork semantics (its own copy of memory). */
+/*
+ * clone3 with CLONE_VM on a stack of our own needs a few instructions the C
+ * library does not offer (it has no clone3 wrapper): the child starts on
+ * the new stack, where no C frame could return. cd_clone3_vm(args, size,
+ * fn, arg) returns what the system call returns (the pid, or -errno) in the
+ * parent, and runs fn(arg) then exit(2) in the child. Elsewhere, a sandbox
+ * with a cgroup is created with fork semantics instead.
+ */
+#if !defined(CD_SANITIZERS) && (defined(__x86_64__) || defined(__aarch64__))
+#define HAVE_CLONE3_VM 1
+long cd_clone3_vm(struct clone3_args *args, size_t size, int (*fn)(void *), void *arg)
+	__attribute__((visibility("hidden")));
+#if defined(__x86_64__)
+/* rdi args, rsi size, rdx fn, rcx arg; r8 and r9 survive the system call. */
+__asm__(".pushsection .text\n"
+	".globl cd_clone3_vm\n"
+	".hidden cd_clone3_vm\n"
+	".type cd_clone3_vm,@function\n"
+	"cd_clone3_vm:\n"
+	"	mov %rdx, %r8\n"
+	"	mov %rcx, %r9\n"
+	"	mov $435, %eax\n" /* SYS_clone3 */
+	"	syscall\n"
+	"	test %rax, %rax\n"
+	"	jnz 1f\n"
+	"	xor %ebp, %ebp\n" /* the child: a fresh stack, no frame below */
+	"	mov %r9, %rdi\n"
+	"	call *%r8\n"
+	"	mov %eax, %edi\n"
+	"	mov $60, %eax\n" /* SYS_exit */
+	"	syscall\n"
+	"	hlt\n"
+	"1:	ret\n"
+	".size cd_clone3_vm, .-cd_clone3_vm\n"
+	".popsection\n");
+#else
+/* x0 args, x1 size, x2 fn, x3 arg: every register but x0 survives the system call. */
+__asm__(".pushsection .text\n"
+	".globl cd_clone3_vm\n"
+	".hidden cd_clone3_vm\n"
+	".type cd_clone3_vm,%function\n"
+	"cd_clone3_vm:\n"
+	"	mov x8, #435\n" /* SYS_clone3 */
+	"	svc #0\n"
+	"	cbnz x0, 1f\n"
+	"	mov x29, xzr\n" /* the child: a fresh stack, no frame below */
+	"	mov x30, xzr\n"
+	"	mov x0, x3\n"
+	"	blr x2\n"
+	"	mov x8, #93\n" /* SYS_exit */
+	"	svc #0\n"
+	"	brk #0\n"
+	"1:	ret\n"
+	".size cd_clone3_vm, .-cd_clone3_vm\n"
+	".popsection\n");
+#endif
+#endif
+
+/*
+ * Whether create_child makes the child with fork semantics (its own copy
+ * of memory). Decided once per spawn (child_ctx.forked): the deferred
+ * prepare_host depends on it.
+ */
 static bool child_is_fork(const struct child_ctx *ctx)
 {
 #ifdef CD_SANITIZERS
 	return true;
 #else
+#ifndef HAVE_CLONE3_VM
+	if (ctx->cgroup_fd >= 0)
+		return true;
+#endif
 	return ctx->pid_init && !ctx->o->init;
 #endif
 }
@@ -636,14 +754,31 @@ static int child_entry(void *arg)
  */
 static pid_t create_child(struct child_ctx *ctx)
 {
-	if (child_is_fork(ctx))
+	if (ctx->forked)
 		return fork_child(ctx);
 	/* Sized for the backends' apply paths; the child never recurses. */
 	static char stack[256 * 1024] __attribute__((aligned(64)));
-	unsigned long flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+	unsigned long flags = CLONE_VM | CLONE_VFORK;
 	if (ctx->states)
 		flags |= backend_clone_flags(ctx->states);
-	return clone(child_entry, stack + sizeof(stack), (int)flags, ctx);
+#ifdef HAVE_CLONE3_VM
+	if (ctx->cgroup_fd >= 0) {
+		struct clone3_args args = {
+			.flags = flags | CLONE_INTO_CGROUP,
+			.exit_signal = SIGCHLD,
+			.stack = (uint64_t)(uintptr_t)stack,
+			.stack_size = sizeof(stack),
+			.cgroup = (uint64_t)ctx->cgroup_fd,
+		};
+		long pid = cd_clone3_vm(&args, sizeof(args), child_entry, ctx);
+		if (pid < 0) {
+			errno = (int)-pid;
+			return -1;
+		}
+		return (pid_t)pid;
+	}
+#endif
+	return clone(child_entry, stack + sizeof(stack), (int)(flags | SIGCHLD), ctx);
 }
 #endif
 
@@ -752,6 +887,17 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 			return r;
 		}
 	}
+	/* The limits, sandbox or not: the cgroup is made here, after the rest is ready. */
+	if (o->lp && o->lp->limits) {
+		char *reterr = NULL;
+		int r = cd_backend_limits.prepare(o->lp, &c->limits, &reterr);
+		if (r < 0) {
+			set_backend_error(err, &cd_backend_limits, r, reterr);
+			cd_child_free(c);
+			return r;
+		}
+		free(reterr);
+	}
 
 	size_t argc = cd_strv_length(o->argv);
 	cleanup_free char **argv = NULL;
@@ -765,6 +911,8 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	struct child_ctx ctx = {
 		.o = o,
 		.states = sandboxed ? c->states : NULL,
+		.limits = c->limits,
+		.cgroup_fd = c->limits ? cd_backend_limits.clone_cgroup(c->limits, false) : -1,
 		.parent = getpid(),
 		.nofile = 1024,
 		/*
@@ -819,9 +967,10 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		ctx.init_argv = init_argv;
 	}
 
+	ctx.forked = child_is_fork(&ctx);
 	uint32_t deferred = 0;
 	if (sandboxed) {
-		int r = prepare_host_now(c->states, child_is_fork(&ctx), pfd[1], &deferred, err);
+		int r = prepare_host_now(c->states, ctx.forked, pfd[1], &deferred, err);
 		if (r < 0) {
 			close(pfd[0]);
 			close(pfd[1]);
@@ -843,8 +992,22 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
 	ctx.close_fd = pfd[0];
-	pid_t pid = create_child(&ctx);
-	int fork_errno = errno;
+	/* For the tests: a host without clone3 (CORDON_TEST_DISABLE=clone3). */
+	bool no_clone3 = ctx.cgroup_fd >= 0 && cd_linux_test_disabled("clone3");
+	pid_t pid = no_clone3 ? -1 : create_child(&ctx);
+	int fork_errno = no_clone3 ? ENOSYS : errno;
+	if (pid < 0 && ctx.cgroup_fd >= 0) {
+		/*
+		 * No clone3 (ENOSYS: before Linux 5.3, or a container's seccomp
+		 * profile), one without CLONE_INTO_CGROUP (E2BIG: before 5.7), or
+		 * the cgroup refused: the child is made the old way and moves
+		 * itself in, which also says which it was.
+		 */
+		(void)cd_backend_limits.clone_cgroup(c->limits, true);
+		ctx.cgroup_fd = -1;
+		pid = create_child(&ctx);
+		fork_errno = errno;
+	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pfd[1]);
 	if (pid < 0) {
@@ -1137,8 +1300,26 @@ int cd_child_kill_namespace(struct cd_child *c)
 	return -EBUSY;
 }
 
+/* The limits' finish: cgroup.kill, its events read, the cgroup removed. Once. */
+static void finish_limits(struct cd_child *c)
+{
+	if (!c->limits || c->limits_finished)
+		return;
+	c->limits_finished = true;
+	cd_backend_limits.finish(c->limits);
+	const char *w = cd_backend_limits.warning(c->limits);
+	if (w)
+		cd_log_warn("%s", w);
+}
+
 static void run_finish(struct cd_child *c)
 {
+	/*
+	 * The sandbox's cgroup first: cgroup.kill ends everything left in it
+	 * at once, wherever it went (a daemon out of the command's group, a
+	 * process of an unsandboxed command), before the masks go.
+	 */
+	finish_limits(c);
 	if (c->finished)
 		return;
 	c->finished = true;
@@ -1327,6 +1508,17 @@ struct cd_child *cd_child_free(struct cd_child *c)
 		close(c->pidfd);
 	destroy_states(c->states, c->n_states);
 	free(c->states);
+	cd_backend_limits.destroy(c->limits);
 	free(c);
 	return NULL;
+}
+
+int cd_child_limit_reason(struct cd_child *c, int exit_code, char *buf, size_t size)
+{
+	if (size)
+		buf[0] = '\0';
+	if (!c || !c->limits)
+		return -1;
+	finish_limits(c);
+	return cd_backend_limits.exit_reason(c->limits, exit_code, buf, size);
 }

@@ -169,5 +169,13 @@ int cd_child_kill_namespace(struct cd_child *c);
  * killed process cannot fork any more. Blocks until then.
  */
 void cd_kill_children(void);
+/*
+ * The limits the sandbox reached, for the caller ("killed: memory limit
+ * 512 MiB reached"; limits.h: cd_limits_reason), given its exit code.
+ * Ends the sandbox's cgroup first when that is not done yet (cgroup.kill,
+ * then its counters are final). Returns the limit (enum cd_limit) or -1
+ * with buf "" when none (or the plan had no limits).
+ */
+int cd_child_limit_reason(struct cd_child *c, int exit_code, char *buf, size_t size);
 /* Runs finish hooks if not done yet, frees. NULL-safe. */
 struct cd_child *cd_child_free(struct cd_child *c);

@@ -26,7 +26,8 @@ UNIT_TESTS = \
 	tests/unit/test-plan \
 	tests/unit/test-glob \
 	tests/unit/test-gitindex \
-	tests/unit/test-linux-plan
+	tests/unit/test-linux-plan \
+	tests/unit/test-limits
 if OS_LINUX
 UNIT_TESTS += tests/unit/test-landlock tests/unit/test-seccomp
 endif
@@ -58,6 +59,9 @@ tests_unit_test_gitindex_LDADD = $(UNIT_LIBS)
 tests_unit_test_linux_plan_SOURCES = tests/unit/test-linux-plan.c tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
 tests_unit_test_linux_plan_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_linux_plan_LDADD = $(UNIT_LIBS)
+tests_unit_test_limits_SOURCES = tests/unit/test-limits.c tests/unit/unit.h
+tests_unit_test_limits_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_limits_LDADD = $(UNIT_LIBS)
 tests_unit_test_landlock_SOURCES = tests/unit/test-landlock.c tests/unit/unit.h
 tests_unit_test_landlock_CFLAGS = $(UNIT_CFLAGS) $(SECCOMP_CFLAGS)
 tests_unit_test_landlock_LDADD = $(UNIT_LIBS)
@@ -109,6 +113,8 @@ INTEGRATION_TESTS = \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
 	tests/integration/run-terminal.py \
+	tests/integration/run-limits.py \
+	tests/integration/cgroup-limits.sh \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \
 	tests/integration/man.sh \
@@ -138,7 +144,8 @@ SERVE_TESTS = \
 	tests/integration/serve-net.py \
 	tests/integration/serve-loopback.py \
 	tests/integration/serve-selfconnect.py \
-	tests/integration/serve-lifecycle.py
+	tests/integration/serve-lifecycle.py \
+	tests/integration/serve-limits.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <termios.h>
 #include <unistd.h>
@@ -33,6 +34,9 @@ struct cd_backend_state {
 	bool private_pts;
 	bool private_ptmx; /* lp->private_ptmx */
 	dev_t host_pts_dev;
+	/* lp->private_tmp_rights (0: none), with the st_dev of the host's /tmp. */
+	uint64_t tmp_rights;
+	dev_t host_tmp_dev;
 };
 
 static const char *create_hint(int err)
@@ -138,6 +142,13 @@ static int landlock_prepare(const struct cd_linux_plan *lp, struct cd_backend_st
 			s->private_pts = true;
 			s->private_ptmx = lp->private_ptmx;
 			s->host_pts_dev = st.st_dev;
+		}
+	}
+	if (lp->private_tmp && lp->private_tmp_rights) {
+		struct stat st;
+		if (stat("/tmp", &st) == 0) {
+			s->tmp_rights = lp->private_tmp_rights;
+			s->host_tmp_dev = st.st_dev;
 		}
 	}
 	s->ruleset_fd = cd_landlock_create_ruleset(&attr, size, 0);
@@ -291,6 +302,32 @@ static int add_pts_rules(struct cd_backend_state *s)
 	return r;
 }
 
+/*
+ * Child, after the mounts: the private /tmp gets the plan's access to /tmp.
+ * A rule on the host's /tmp does not reach it (Landlock does not look
+ * through the mount point it hides), and only a tmpfs of the namespace's
+ * own, never the host's /tmp, is granted it.
+ */
+static int add_tmp_rule(struct cd_backend_state *s)
+{
+	struct stat st;
+	struct statfs sf;
+	int r;
+
+	if (!s->tmp_rights)
+		return 0;
+	int fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_dev == s->host_tmp_dev || fstatfs(fd, &sf) < 0 ||
+	    sf.f_type != 0x01021994 /* TMPFS_MAGIC */)
+		r = -EXDEV;
+	else
+		r = add_fd_rule(s, fd, s->tmp_rights);
+	close(fd);
+	return r;
+}
+
 static int landlock_apply(struct cd_backend_state *s)
 {
 	if (!s)
@@ -302,6 +339,9 @@ static int landlock_apply(struct cd_backend_state *s)
 	if (r < 0)
 		return r;
 	r = add_pts_rules(s);
+	if (r < 0)
+		return r;
+	r = add_tmp_rule(s);
 	if (r < 0)
 		return r;
 	/* Required by landlock_restrict_self() without CAP_SYS_ADMIN; idempotent. */

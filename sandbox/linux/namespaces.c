@@ -147,6 +147,8 @@ struct cd_backend_state {
 	bool ipc_ns;  /* a new IPC namespace */
 	bool private_pts;  /* a devpts instance of our own on /dev/pts (see lp->private_pts) */
 	char pts_opts[80]; /* its mount options */
+	bool private_tmp;  /* a tmpfs of our own on /tmp (see lp->private_tmp) */
+	char tmp_opts[80]; /* its mount options */
 	char uid_map[64];
 	char gid_map[64];
 	struct ns_mount *m; /* owned */
@@ -608,6 +610,23 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	s->private_pts = lp->private_pts && cd_linux_is_devpts("/dev/pts");
 	snprintf(s->pts_opts, sizeof(s->pts_opts), "newinstance,ptmxmode=%s,mode=0620,max=%d",
 		 lp->private_ptmx ? "0666" : "0000", CD_PRIVATE_PTS_MAX);
+	if (lp->private_tmp) {
+		struct stat st;
+		if (lstat("/tmp", &st) < 0 || !S_ISDIR(st.st_mode)) {
+			*reterr = cd_xstrdup("namespaces: a private /tmp needs /tmp to be a "
+					     "directory, and it is not (or is missing)");
+			ns_destroy(s);
+			return -ENOTDIR;
+		}
+		/*
+		 * Inodes bounded too: empty files take no space but kernel memory.
+		 * As many as the size has pages, plus some for directories.
+		 */
+		s->private_tmp = true;
+		snprintf(s->tmp_opts, sizeof(s->tmp_opts), "size=%llu,nr_inodes=%llu,mode=1777",
+			 (unsigned long long)lp->private_tmp_size,
+			 (unsigned long long)(lp->private_tmp_size / 4096 + 1024));
+	}
 	s->mask_src = -1;
 	s->step = "prepare";
 	if (s->user_ns) {
@@ -1071,6 +1090,17 @@ static int ns_apply(struct cd_backend_state *s)
 		close(fd);
 		if (r < 0)
 			goto out_trees;
+	}
+	/*
+	 * The private /tmp (lp->private_tmp): after the read-only remount, so it
+	 * stays writable; nothing else is mounted below /tmp.
+	 */
+	if (s->private_tmp) {
+		s->step = "mount a private /tmp";
+		if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, s->tmp_opts) < 0) {
+			r = -errno;
+			goto out_trees;
+		}
 	}
 	/*
 	 * The host's terminals out of sight (see lp->private_pts). /dev/ptmx

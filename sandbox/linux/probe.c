@@ -462,6 +462,80 @@ static void probe_namespaces(struct cd_probe *p)
 	}
 }
 
+/*
+ * What resource limits can rest on: the cgroup v2 subtree cordon may use
+ * and its controllers, and what the rlimits do and cannot do here.
+ */
+static void probe_limits(struct cd_probe *p)
+{
+	struct cd_limits_host h;
+	cd_linux_probe_limits(&h);
+
+	if (!h.cgroup) {
+		add_item(p, "cgroup v2", false,
+			 cd_xasprintf("no cgroup for the sandboxes: %s", h.why), h.fix);
+	} else {
+		add_item(p, "cgroup v2", true,
+			 cd_xasprintf("the sandboxes' cgroups go in %s; cgroup.kill ends what a "
+				      "sandbox leaves",
+				      h.where),
+			 NULL);
+	}
+	if (h.cgroup) {
+		struct cd_strbuf have = { 0 }, lack = { 0 };
+		bool told[CD_CG_COUNT] = { false };
+		for (unsigned i = 0; i < CD_CG_COUNT; i++) {
+			const char *name = cd_cg_controller_name(i);
+			if (h.controllers & (1u << i)) {
+				cd_strbuf_printf(&have, "%s%s", have.len ? " " : "", name);
+				continue;
+			}
+			if (told[i])
+				continue;
+			/* The controllers missing for the same reason, named together. */
+			cd_strbuf_printf(&lack, "%s%s", lack.len ? "; " : "", name);
+			for (unsigned k = i + 1; k < CD_CG_COUNT; k++) {
+				if (!(h.controllers & (1u << k)) &&
+				    cd_streq(h.ctl_why[k], h.ctl_why[i])) {
+					cd_strbuf_printf(&lack, ", %s", cd_cg_controller_name(k));
+					told[k] = true;
+				}
+			}
+			cd_strbuf_printf(&lack, ": %s", h.ctl_why[i]);
+		}
+		if (!lack.len)
+			add_item(p, "cgroup controllers", true,
+				 cd_xasprintf("%s (tasks, memory%s and CPU quota limits)", have.buf,
+					      h.swap ? ", swap" : ""),
+				 NULL);
+		else
+			add_item(p, "cgroup controllers", false,
+				 cd_xasprintf("%s%s%s", have.len ? have.buf : "",
+					      have.len ? "; " : "", lack.buf),
+				 "boot with systemd.unified_cgroup_hierarchy=1 and delegate pids, "
+				 "memory and cpu (Delegate=yes); meanwhile --allow-degraded=tasks, "
+				 "memory, swap or cpu runs without what is missing");
+		cd_strbuf_done(&have);
+		cd_strbuf_done(&lack);
+	} else {
+		add_item(p, "cgroup controllers", false, cd_xstrdup("no cgroup to use (see above)"),
+			 "see cgroup v2");
+	}
+	/* Said plainly: what the rlimits stand in for, and what they cannot do. */
+	add_item(p, "rlimits", true,
+		 cd_xasprintf(
+			 "cpu-time, open-files, file-size and core are rlimits of each "
+			 "process; without a pids controller the task limit is "
+			 "RLIMIT_NPROC, which counts %s, so it bounds a sandbox only when the "
+			 "sandbox has a user namespace of its own (unprivileged), never root's; "
+			 "without a memory controller, only --allow-degraded=memory gives "
+			 "RLIMIT_AS, each process's address space, not the sandbox's memory; "
+			 "no rlimit bounds a CPU quota",
+			 h.nproc_per_userns ? "per user namespace (Linux 5.14 and later)"
+					    : "per user (this kernel is older than 5.14)"),
+		 NULL);
+}
+
 struct cd_probe *cd_linux_probe_full(void)
 {
 	struct cd_probe *p = cd_xcalloc(1, sizeof(*p));
@@ -472,17 +546,7 @@ struct cd_probe *cd_linux_probe_full(void)
 	probe_seccomp(p);
 	probe_namespaces(p);
 
-	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) {
-		cleanup_free char *ctl = read_small_file("/sys/fs/cgroup/cgroup.controllers");
-		add_item(p, "cgroup v2", true,
-			 cd_xasprintf("unified hierarchy (controllers: %s)",
-				      ctl && *ctl ? ctl : "none"),
-			 NULL);
-	} else {
-		add_item(p, "cgroup v2", false,
-			 cd_xstrdup("/sys/fs/cgroup/cgroup.controllers not found"),
-			 "boot with systemd.unified_cgroup_hierarchy=1 (cgroup v2)");
-	}
+	probe_limits(p);
 
 	nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
 	if (nnp >= 0)

@@ -681,6 +681,7 @@ struct cd_linux_plan *cd_linux_plan_free(struct cd_linux_plan *lp)
 		return NULL;
 	free(lp->ll_rules);
 	free(lp->mounts);
+	cd_limits_plan_free(lp->limits);
 	cd_strv_free(lp->degraded);
 	cd_strv_free(lp->notes);
 	cd_strv_free(lp->owned);
@@ -1194,7 +1195,8 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 	/* Without a pid namespace, seccomp keeps the pid- and user-targeting calls to the caller. */
 	if (!lp->pid_ns)
 		lp->sc_when |= CD_SC_NO_PID_NS;
-	lp->mount_ns = lp->n_mounts > 0 || lp->pid_ns || lp->ro_root || lp->private_pts;
+	lp->mount_ns =
+		lp->n_mounts > 0 || lp->pid_ns || lp->ro_root || lp->private_pts || lp->private_tmp;
 	/* Made wherever a mount namespace is: about 20 us more. */
 	lp->ipc_ns = lp->mount_ns;
 	lp->user_ns = (lp->mount_ns || lp->net_ns) && !host->is_root;
@@ -1240,6 +1242,103 @@ static int add_private_pts(struct cd_linux_plan *lp, const struct cd_linux_host 
 	return 0;
 }
 
+/*
+ * The private /tmp (CD_LIMIT_PRIVATE_TMP, see lp->private_tmp): a tmpfs in
+ * the sandbox's mount namespace, so that what the command writes there is
+ * bounded and none of the host's /tmp is shared. Whatever the plan names
+ * below /tmp would be hidden by it: refused, but for what needs no
+ * enforcing in an empty tmpfs of the sandbox's own (the protected names
+ * of /tmp itself, deny entries: nothing of the host's is there to read).
+ * Its mounts below /tmp go. 0, or a refusal.
+ */
+static int add_private_tmp(struct cd_linux_plan *lp, const struct cd_linux_host *host,
+			   const struct cd_linux_opts *opts, char **reterr)
+{
+	const struct cd_plan *plan = lp->plan;
+	if (!opts || !cd_limits_has(opts->limits, CD_LIMIT_PRIVATE_TMP))
+		return 0;
+	if (!host->userns && !host->is_root)
+		return refuse(reterr, cd_xstrdup("a private /tmp needs a mount namespace, but "
+						 "user namespaces are unavailable on this host; "
+						 "enable them (sysctl "
+						 "kernel.unprivileged_userns_clone=1 / "
+						 "user.max_user_namespaces > 0, or an AppArmor "
+						 "profile allowing userns) or drop --private-tmp"));
+	if (plan->cwd && cd_path_is_beneath(plan->cwd, "/tmp") && !cd_streq(plan->cwd, "/tmp"))
+		return refuse(reterr,
+			      cd_xasprintf("the working directory %s is under /tmp, which a "
+					   "private /tmp replaces with an empty tmpfs: choose "
+					   "another --cwd or drop --private-tmp",
+					   plan->cwd));
+	/* What the policy names first (a workspace), then what protects it. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < plan->n_paths; i++) {
+			const struct cd_plan_path *pp = &plan->paths[i];
+			if (!cd_path_is_beneath(pp->path, "/tmp") || cd_streq(pp->path, "/tmp") ||
+			    pp->access == CD_ACCESS_DENY ||
+			    (pp->origin == CD_ORIGIN_PROTECTED) != (pass == 1))
+				continue;
+			cleanup_free char *dir = cd_path_parent(pp->path);
+			if (pp->origin == CD_ORIGIN_PROTECTED && cd_streq(dir, "/tmp"))
+				continue;
+			return refuse(
+				reterr,
+				cd_xasprintf("%s, from %s, is under /tmp, which a private "
+					     "/tmp replaces with an empty tmpfs: the sandbox "
+					     "could not reach it; move it out of /tmp or drop "
+					     "--private-tmp",
+					     pp->path, pp->why ? pp->why : "a path of the policy"));
+		}
+	}
+	size_t w = 0;
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		if (!cd_path_is_beneath(lp->mounts[i].path, "/tmp"))
+			lp->mounts[w++] = lp->mounts[i];
+	lp->n_mounts = w;
+	lp->private_tmp = true;
+	lp->private_tmp_size = opts->limits->v[CD_LIMIT_PRIVATE_TMP];
+	if (lp->landlock) {
+		enum cd_access a = cd_plan_access(plan, "/tmp", NULL);
+		lp->private_tmp_rights = a == CD_ACCESS_WRITE ? lp->ll_handled_fs
+					 : a == CD_ACCESS_READ
+						 ? CD_LL_FS_READ_RIGHTS & lp->ll_handled_fs
+						 : 0;
+	}
+	return 0;
+}
+
+/*
+ * How the resource limits are enforced (core/limits.h), for sandboxed and
+ * unsandboxed plans alike. Their degradations and notes join the plan's.
+ * 0, or a refusal.
+ */
+static int add_limits(struct cd_linux_plan *lp, const struct cd_linux_host *host,
+		      const struct cd_linux_opts *opts, char **reterr)
+{
+	if (!opts || !cd_limits_any(opts->limits))
+		return 0;
+	if (!lp->sandboxed && cd_limits_has(opts->limits, CD_LIMIT_PRIVATE_TMP))
+		return refuse(reterr, cd_xstrdup("a private /tmp needs a sandbox of cordon's, "
+						 "and this one has none (the profile disables "
+						 "it): use a managed profile or drop "
+						 "--private-tmp"));
+	struct cd_limits_ctx ctx = {
+		.is_root = host && host->lim.uid0,
+		.own_userns = lp->sandboxed && lp->user_ns,
+		.pid_init = lp->sandboxed && lp->pid_ns,
+		.degraded = opts->degraded_limits,
+	};
+	int r = cd_limits_plan_build(opts->limits, host ? &host->lim : NULL, &ctx, &lp->limits,
+				     reterr);
+	if (r < 0)
+		return r;
+	for (char **d = lp->limits ? lp->limits->degraded : NULL; d && *d; d++)
+		cd_strv_push(&lp->degraded, *d);
+	for (char **n = lp->limits ? lp->limits->notes : NULL; n && *n; n++)
+		cd_strv_push(&lp->notes, *n);
+	return 0;
+}
+
 int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *host,
 			const struct cd_linux_opts *opts, struct cd_linux_plan **ret, char **reterr)
 {
@@ -1249,7 +1348,6 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	bool net_restricted;
 	int r;
 
-	assert(plan);
 	assert(ret);
 	*ret = NULL;
 	if (reterr)
@@ -1258,7 +1356,10 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	lp = cd_xcalloc(1, sizeof(*lp));
 	lp->plan = plan;
 
-	if (plan->type == CD_PROFILE_DISABLED) {
+	if (!plan || plan->type == CD_PROFILE_DISABLED) {
+		r = add_limits(lp, host, opts, reterr);
+		if (r < 0)
+			return r;
 		*ret = cd_steal_pointer(&lp);
 		return 0;
 	}
@@ -1303,7 +1404,13 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		add_hidden(lp, host, opts);
 		if (lp->n_mounts > 1)
 			qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
+		r = add_private_tmp(lp, host, opts, reterr);
+		if (r < 0)
+			return r;
 		r = add_namespaces(lp, host, opts, reterr);
+		if (r < 0)
+			return r;
+		r = add_limits(lp, host, opts, reterr);
 		if (r < 0)
 			return r;
 		*ret = cd_steal_pointer(&lp);
@@ -1413,6 +1520,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	r = add_private_pts(lp, host, reterr);
 	if (r < 0)
 		return r;
+	r = add_private_tmp(lp, host, opts, reterr);
+	if (r < 0)
+		return r;
 	r = add_namespaces(lp, host, opts, reterr);
 	if (r < 0)
 		return r;
@@ -1432,6 +1542,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 						   "fresh one of (its pid namespace): a mount "
 						   "there would be hidden; remove the entry",
 						   lp->mounts[i].path));
+	r = add_limits(lp, host, opts, reterr);
+	if (r < 0)
+		return r;
 
 	*ret = cd_steal_pointer(&lp);
 	return 0;

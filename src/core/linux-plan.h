@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limits.h"
 #include "core/plan.h"
 
 /* clang-format off */
@@ -62,6 +63,8 @@ struct cd_linux_host {
 	bool seccomp;	       /* seccomp filters available */
 	bool userns;	       /* unprivileged (or privileged) user namespaces usable */
 	bool is_root;	       /* euid 0 with CAP_SYS_ADMIN: mount ns without a user ns */
+	/* For resource limits: cgroups and rlimits (limits.lim.probed: looked at). */
+	struct cd_limits_host lim;
 };
 
 typedef enum cd_degrade_flags {
@@ -125,6 +128,14 @@ struct cd_linux_opts {
 	 */
 	const struct cd_hidden_path *hidden;
 	size_t n_hidden;
+	/*
+	 * Resource limits to enforce (borrowed; NULL or empty for none): the
+	 * plan gets their enforcement (limits), for unsandboxed plans too, and
+	 * a private /tmp for CD_LIMIT_PRIVATE_TMP. degraded_limits: bit l
+	 * when --allow-degraded names limit l.
+	 */
+	const struct cd_limits *limits;
+	uint32_t degraded_limits;
 };
 
 struct cd_ll_rule {
@@ -332,6 +343,18 @@ struct cd_linux_plan {
 	bool private_ptmx;
 	struct cd_mount *mounts; /* in the order to perform them */
 	size_t n_mounts;
+	/*
+	 * A tmpfs of private_tmp_size bytes on /tmp (the private_tmp limit),
+	 * mounted after the other mounts, none of which lies under /tmp; the
+	 * host's /tmp is out of sight. Landlock grants private_tmp_rights on it
+	 * (the plan's access to /tmp), since a rule on the host's /tmp does not
+	 * reach through the mount that hides it.
+	 */
+	bool private_tmp;
+	uint64_t private_tmp_size;
+	uint64_t private_tmp_rights;
+	/* How the resource limits are enforced (owned); NULL when none were asked. */
+	struct cd_limits_plan *limits;
 	/* Reported degradations, NULL-terminated (e.g. "protected metadata NOT enforced: ...") */
 	char **degraded;
 	char **notes;
@@ -365,7 +388,11 @@ size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *name
  *    (ro_root) need a mount namespace, unless CD_DEGRADE_FILE_ATTRIBUTES;
  *  - more than CD_MAX_WRITABLE_TREES separate writable regions;
  *  - a path under /dev/pts in a plan with private_pts (hidden by it);
- *  - CD_NET_MANAGED (no proxy yet).
+ *  - CD_NET_MANAGED (no proxy yet);
+ *  - a limit that cannot be enforced here (core/limits.h), unless
+ *    opts->degraded_limits names it;
+ *  - a private /tmp without a sandbox or a mount namespace, or with a path
+ *    of the plan (or the cwd) below /tmp, which it would hide.
  *
  * Mounts, in the order to perform them (parents first): read-only binds and
  * masks for read-only carve-outs under writable paths, writable binds for

@@ -8,4 +8,5 @@ libcdcore_a_SOURCES = \
 	src/core/plan.c src/core/plan.h \
 	src/core/glob.c src/core/glob.h \
 	src/core/gitindex.c src/core/gitindex.h \
-	src/core/linux-plan.c src/core/linux-plan.h
+	src/core/linux-plan.c src/core/linux-plan.h \
+	src/core/limits.c src/core/limits.h

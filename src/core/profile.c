@@ -844,17 +844,58 @@ static int conv_legacy_workspace_write(struct conv *c, const struct cd_json *v,
 	return r;
 }
 
+/*
+ * The "limits" object (core/limits.h), in every form of profile and in
+ * wire mode too: a key cordon knows must not be ignored as serde ignores
+ * unknown ones, since dropping it would run the command unbounded.
+ */
+static int conv_limits(struct conv *c, const struct cd_json *v, struct cd_profile *p)
+{
+	const struct cd_json *lim = optional(v, "limits");
+	if (!lim)
+		return 0;
+	const char *key = NULL;
+	const struct cd_json *at = NULL;
+	char *msg = NULL;
+	size_t old = loc_push_key(c, "limits");
+	int r = cd_limits_from_json(lim, &p->limits, &key, &at, &msg);
+	if (r < 0) {
+		const struct cd_json_member *m = key ? cd_json_get_member(lim, key) : NULL;
+		size_t o2 = key ? loc_push_key(c, key) : c->loc.len;
+		/* An unknown key is shown where the key is; a bad value where the value is. */
+		bool unknown = m && cd_startswith(msg, "unknown key");
+		unsigned line = unknown ? m->line : at ? at->line : lim->line;
+		unsigned col = unknown ? m->col : at ? at->col : lim->col;
+		r = fail_at(c, line, col, "%s", msg);
+		loc_pop(c, o2);
+		free(msg);
+	}
+	loc_pop(c, old);
+	return r;
+}
+
+static int conv_profile_type(struct conv *c, const struct cd_json *v, struct cd_profile *p);
+
 static int conv_profile(struct conv *c, const struct cd_json *v, struct cd_profile *p)
 {
+	int r = conv_profile_type(c, v, p);
+	if (r < 0)
+		return r;
+	return conv_limits(c, v, p);
+}
+
+static int conv_profile_type(struct conv *c, const struct cd_json *v, struct cd_profile *p)
+{
 	static const char *const keys_managed[] = {
-		"type", "file_system", "network", "version", "description", NULL,
+		"type", "file_system", "network", "version", "description", "limits", NULL,
 	};
 	static const char *const keys_external[] = {
-		"type", "network", "version", "description", NULL,
+		"type", "network", "version", "description", "limits", NULL,
 	};
-	static const char *const keys_plain[] = { "type", "version", "description", NULL };
+	static const char *const keys_plain[] = { "type", "version", "description", "limits",
+						  NULL };
 	static const char *const keys_ro[] = {
-		"type", "network_access", "version", "description", NULL,
+		"type", "network_access", "version", "description", "limits", NULL,
 	};
 	static const char *const keys_ww[] = {
 		"type",
@@ -864,11 +905,12 @@ static int conv_profile(struct conv *c, const struct cd_json *v, struct cd_profi
 		"exclude_slash_tmp",
 		"version",
 		"description",
+		"limits",
 		NULL,
 	};
 	/* external-sandbox: network_access is a mode string here, not a boolean. */
 	static const char *const keys_ext_legacy[] = {
-		"type", "network_access", "version", "description", NULL,
+		"type", "network_access", "version", "description", "limits", NULL,
 	};
 	bool legacy = c->flags & CD_PROFILE_PARSE_LEGACY;
 	int r = expect_object(c, v);

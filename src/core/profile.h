@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "core/json.h"
+#include "core/limits.h"
 
 /* Ordered by precedence rank for ties: deny > write > read. */
 enum cd_access {
@@ -68,6 +69,11 @@ struct cd_profile {
 	size_t n_entries;
 	unsigned glob_scan_max_depth; /* 0 = unset */
 	enum cd_network network;      /* MANAGED and EXTERNAL; DISABLED is ENABLED */
+	/*
+	 * Resource limits ("limits", core/limits.h), parsed strictly in every
+	 * mode: a limit misspelled must never leave a sandbox unbounded.
+	 */
+	struct cd_limits limits;
 	/* Policy-file extras (NULL/0 for wire profiles). */
 	unsigned version;
 	char *description;

@@ -10,6 +10,7 @@
 
 #include "core/pathuri.h"
 #include "core/profile.h"
+#include "sandbox/backend.h"
 #include "serve/intent.h"
 
 /* Longest piece of a client string quoted back in a message. */
@@ -197,6 +198,93 @@ int cd_intent_bind(const struct cd_json *sandbox, const char *params_cwd,
 		   bool enforce_managed_network, const struct cd_linux_host *host,
 		   const struct cd_linux_opts *lopts, struct cd_cli_bound *b, char **err)
 {
+	return cd_intent_bind_limited(sandbox, params_cwd, enforce_managed_network, host, lopts,
+				      NULL, b, err);
+}
+
+/* b->limits: what the profile asks, what the request asks over it, within the server's. */
+static int merge_limits(const struct cd_limits *profile, const struct cd_intent_limits *lim,
+			struct cd_cli_bound *b, char **err)
+{
+	struct cd_limits asked = profile ? *profile : (struct cd_limits){ 0 };
+	for (int l = 0; lim && lim->asked && l < CD_LIMIT_COUNT; l++)
+		if (cd_limits_has(lim->asked, (enum cd_limit)l))
+			cd_limits_put(&asked, (enum cd_limit)l, lim->asked->v[l]);
+	char *why = NULL;
+	if (cd_limits_merge(&asked, lim ? lim->defaults : NULL, lim ? lim->max : NULL, &b->limits,
+			    &why) < 0) {
+		*err = cd_xasprintf("limits: %s", why);
+		free(why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cd_intent_limits_only(const struct cd_linux_host *host, const struct cd_linux_opts *lopts,
+			  const struct cd_intent_limits *lim, struct cd_cli_bound *b, char **err)
+{
+	memset(b, 0, sizeof(*b));
+	int r = merge_limits(NULL, lim, b, err);
+	if (r < 0 || !cd_limits_any(&b->limits))
+		return r;
+	struct cd_linux_opts lo = *lopts;
+	lo.limits = &b->limits;
+	b->host = *host;
+	if (!b->host.lim.probed)
+		cd_linux_probe_limits(&b->host.lim);
+	char *why = NULL;
+	r = cd_linux_plan_build(NULL, &b->host, &lo, &b->lp, &why);
+	if (r < 0) {
+		*err = why ? why : cd_xstrdup("the limits cannot be enforced");
+		return -EINVAL;
+	}
+	free(why);
+	return 0;
+}
+
+int cd_param_cordon(const struct cd_json *params, struct cd_limits *ret, char **err)
+{
+	const struct cd_json *c = cd_json_get(params, "cordon");
+	*ret = (struct cd_limits){ 0 };
+	if (!c || c->type == CD_JSON_NULL)
+		return 0;
+	if (c->type != CD_JSON_OBJECT) {
+		*err = cd_param_invalid(c, "cordon's extension (an object)", "cordon");
+		return -EINVAL;
+	}
+	/* Strict, unlike the reference's fields: a misspelled limit must not go unnoticed. */
+	for (size_t i = 0; i < c->u.obj.n; i++) {
+		const struct cd_json_member *m = &c->u.obj.members[i];
+		if (strlen(m->key) != m->key_len || !cd_streq(m->key, "limits")) {
+			struct cd_strbuf sb = { 0 };
+			cd_strbuf_append(&sb, "unknown field `");
+			append_quoted(&sb, m->key, m->key_len);
+			cd_strbuf_append(&sb, "`, expected `limits` for `cordon`");
+			*err = cd_strbuf_steal(&sb);
+			return -EINVAL;
+		}
+	}
+	const struct cd_json *v = cd_json_get(c, "limits");
+	if (!v || v->type == CD_JSON_NULL)
+		return 0;
+	const char *key = NULL;
+	const struct cd_json *at = NULL;
+	char *why = NULL;
+	if (cd_limits_from_json(v, ret, &key, &at, &why) < 0) {
+		*err = cd_xasprintf("invalid `cordon.limits%s%s`: %s", key ? "." : "",
+				    key ? key : "", why);
+		free(why);
+		*ret = (struct cd_limits){ 0 };
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd,
+			   bool enforce_managed_network, const struct cd_linux_host *host,
+			   const struct cd_linux_opts *lopts, const struct cd_intent_limits *lim,
+			   struct cd_cli_bound *b, char **err)
+{
 	static const char *const levels[] = { "disabled", "restricted-token", "elevated" };
 	const struct cd_json *perm, *level, *cwd, *roots_v;
 	char **roots = NULL;
@@ -298,6 +386,11 @@ int cd_intent_bind(const struct cd_json *sandbox, const char *params_cwd,
 		*err = cd_xstrdup("managed network enforcement is not available in this cordon "
 				  "build (no network proxy); refusing rather than running with "
 				  "open network");
+		return -EINVAL;
+	}
+	/* Limits bound commands (process/start); an fs helper gets none. */
+	if (lim && merge_limits(&b->profile->limits, lim, b, err) < 0) {
+		cd_strv_free(roots);
 		return -EINVAL;
 	}
 

@@ -59,6 +59,44 @@ int cd_intent_bind(const struct cd_json *sandbox, const char *params_cwd,
 		   bool enforce_managed_network, const struct cd_linux_host *host,
 		   const struct cd_linux_opts *lopts, struct cd_cli_bound *b, char **err);
 
+/* ---- resource limits ---- */
+
+/* What a process/start gets: what it asks (the cordon extension) within the server's bounds. */
+struct cd_intent_limits {
+	const struct cd_limits *asked;	  /* params.cordon.limits; NULL for none */
+	const struct cd_limits *defaults; /* --default-limits; NULL for none */
+	const struct cd_limits *max;	  /* --max-limits; NULL for none */
+};
+
+/*
+ * cd_intent_bind for a process/start: the limits asked (the permission
+ * profile's "limits", then lim->asked over them) merged with the server's
+ * defaults and maximums (core/limits.h: cd_limits_merge) become b->limits
+ * and are planned with the rest. Asking more than a maximum is refused.
+ * (the fs methods use cd_intent_bind: their helpers, cordon's own bounded
+ * code, get no limits.)
+ */
+int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd,
+			   bool enforce_managed_network, const struct cd_linux_host *host,
+			   const struct cd_linux_opts *lopts, const struct cd_intent_limits *lim,
+			   struct cd_cli_bound *b, char **err);
+
+/*
+ * The limits of a process/start without a sandbox intent: lim merged, and
+ * planned alone (an unsandboxed plan: cgroup and rlimits, no private /tmp).
+ * b is filled as cd_intent_bind fills it (b->lp, b->limits; b->lp NULL
+ * when no limit applies). -EINVAL with *err on a refusal.
+ */
+int cd_intent_limits_only(const struct cd_linux_host *host, const struct cd_linux_opts *lopts,
+			  const struct cd_intent_limits *lim, struct cd_cli_bound *b, char **err);
+
+/*
+ * params.cordon, cordon's extension of process/start (absent or null: no
+ * limits): an object with "limits" (core/limits.h: cd_limits_from_json),
+ * parsed strictly. Fills *ret. -EINVAL with *err.
+ */
+int cd_param_cordon(const struct cd_json *params, struct cd_limits *ret, char **err);
+
 /* ---- environment ---- */
 
 /* Case-insensitive wildcard match ('*' any run, '?' one byte). */

@@ -201,6 +201,8 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 {
 	const struct cd_linux_plan *lp = has_sandbox ? b->lp : NULL;
 	bool sandboxed = lp && lp->sandboxed;
+	/* A plan for limits alone when there is no sandbox (cd_intent_limits_only). */
+	const struct cd_linux_plan *any = b->lp;
 
 	cd_strbuf_append(sb, "{\"processId\":");
 	cd_strbuf_append_n(sb, e->id_json, e->id_json_len);
@@ -218,12 +220,21 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 	for (size_t i = 0; i < n_ns; i++)
 		cd_strbuf_printf(sb, "%s\"%s\"", i ? "," : "", ns[i]);
 	cd_strbuf_printf(sb, "],\"mounts\":%zu,\"degraded\":[", sandboxed ? lp->n_mounts : 0);
-	for (char **d = sandboxed ? lp->degraded : NULL; d && *d; d++) {
-		if (d != lp->degraded)
+	for (char **d = any ? any->degraded : NULL; d && *d; d++) {
+		if (d != any->degraded)
 			cd_strbuf_append_c(sb, ',');
 		cd_json_write_cstr(sb, *d);
 	}
-	cd_strbuf_append(sb, "]}}");
+	cd_strbuf_append_c(sb, ']');
+	/* The limits and how each is enforced, only when there are any. */
+	if (any && any->limits) {
+		cd_strbuf_append(sb, ",\"limits\":");
+		cd_limits_plan_json(any->limits, sb);
+		if (any->private_tmp)
+			cd_strbuf_printf(sb, ",\"privateTmp\":%llu",
+					 (unsigned long long)any->private_tmp_size);
+	}
+	cd_strbuf_append(sb, "}}");
 }
 
 static void m_start(struct cd_conn *c, const char *id, const struct cd_json *params)
@@ -234,6 +245,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	bool tty, pipe_stdin, enforce;
 	char **argv = NULL, **envp = NULL, *cwd = NULL, *err = NULL;
 	struct cd_cli_bound b;
+	struct cd_limits asked;
 
 	memset(&b, 0, sizeof(b));
 	if (cd_param_object(params, "struct ExecParams", &err) < 0 ||
@@ -245,7 +257,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	    cd_param_string(params, "arg0", "arg0", false, true, &arg0, &err) < 0 ||
 	    cd_param_bool(params, "enforceManagedNetwork", "enforceManagedNetwork", false, false,
 			  &enforce, &err) < 0 ||
-	    check_managed_network(params, &err) < 0)
+	    check_managed_network(params, &err) < 0 || cd_param_cordon(params, &asked, &err) < 0)
 		goto invalid;
 	env = cd_json_get(params, "env");
 	if (!env) {
@@ -300,8 +312,15 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	}
 	if (sandbox)
 		cd_server_hidden(s);
-	if (sandbox &&
-	    cd_intent_bind(sandbox, cwd, enforce, &s->host, &s->opts.lopts, &b, &err) < 0)
+	struct cd_intent_limits lim = {
+		.asked = &asked,
+		.defaults = &s->opts.default_limits,
+		.max = &s->opts.max_limits,
+	};
+	if (sandbox && cd_intent_bind_limited(sandbox, cwd, enforce, &s->host, &s->opts.lopts, &lim,
+					      &b, &err) < 0)
+		goto invalid;
+	if (!sandbox && cd_intent_limits_only(&s->host, &s->opts.lopts, &lim, &b, &err) < 0)
 		goto invalid;
 
 	struct cd_proc_opts po = {
@@ -316,7 +335,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 		.cwd = cwd,
 		.tty = tty,
 		.pipe_stdin = pipe_stdin && !tty,
-		.lp = sandbox ? b.lp : NULL,
+		/* Without a sandbox, a plan of the limits alone (or none). */
+		.lp = b.lp,
 		.init = &s->init,
 	};
 	int code = 0;
@@ -329,7 +349,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	}
 	cd_log_debug("serve: started process %s (pid %d, %s)", e->id, (int)cd_proc_pid(e->proc),
 		     cd_proc_is_sandboxed(e->proc) ? "sandboxed" : "unsandboxed");
-	for (char **d = sandbox && b.lp ? b.lp->degraded : NULL; d && *d; d++)
+	for (char **d = b.lp ? b.lp->degraded : NULL; d && *d; d++)
 		cd_log_debug("serve: process %s: %s", e->id, *d);
 
 	struct cd_strbuf sb = { 0 };

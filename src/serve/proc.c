@@ -99,6 +99,9 @@ struct cd_proc {
 	bool exit_emitted;
 	bool sandbox_denied;
 	bool closed_emitted;
+	/* The limit the sandbox reached, if any (cd_child_limit_reason), once reaped. */
+	int limit;
+	char *limit_reason; /* owned */
 
 	struct ring ring;
 
@@ -534,6 +537,11 @@ static void on_child(struct cd_loop *l, pid_t pid, int status, void *data)
 	 */
 	if (p->sandboxed)
 		(void)kill(-pid, SIGKILL);
+	/* Before the cgroup goes: what it ran into (cgroup.kill first: the counts are final). */
+	char reason[256];
+	p->limit = cd_child_limit_reason(p->child, p->exit_code, reason, sizeof(reason));
+	if (p->limit >= 0)
+		p->limit_reason = cd_xstrdup(reason);
 	/* Reaped by the loop: this kills the namespace, runs the finish hooks, closes the pidfd. */
 	p->child = cd_child_free(p->child);
 	proc_ref(p);
@@ -690,6 +698,7 @@ int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct 
 	p->tty = o->tty;
 	p->next_seq = 1;
 	p->stdin_fd = -1;
+	p->limit = -1;
 	if (o->tty) {
 		p->out[0] = (struct pstream){ .p = p, .kind = CD_STREAM_PTY, .fd = out_p };
 		p->n_out = 1;
@@ -896,6 +905,13 @@ bool cd_proc_is_sandboxed(const struct cd_proc *p)
 	return p->sandboxed;
 }
 
+const char *cd_proc_limit_reason(const struct cd_proc *p, int *ret_limit)
+{
+	if (ret_limit)
+		*ret_limit = p->limit_reason ? p->limit : -1;
+	return p->limit_reason;
+}
+
 void cd_proc_interrupt(struct cd_proc *p)
 {
 	if (!p->reaped)
@@ -956,6 +972,7 @@ static void proc_destroy(struct cd_proc *p)
 	free(p->id_fifo);
 	free(p->id_buckets);
 	free(p->inq);
+	free(p->limit_reason);
 	free(p->ring.buf);
 	free(p->ring.d);
 	free(p);

@@ -136,6 +136,12 @@ bool cd_proc_is_exited(const struct cd_proc *p);
 bool cd_proc_is_closed(const struct cd_proc *p);
 pid_t cd_proc_pid(const struct cd_proc *p);
 bool cd_proc_is_sandboxed(const struct cd_proc *p);
+/*
+ * Once the exit is known: the limit the command ran into, in one line
+ * ("killed: memory limit 512 MiB reached"), and which (enum cd_limit) in
+ * *ret_limit; NULL (and -1) when none. Borrowed.
+ */
+const char *cd_proc_limit_reason(const struct cd_proc *p, int *ret_limit);
 
 /* SIGINT to the process group (no-op once exited). */
 void cd_proc_interrupt(struct cd_proc *p);

@@ -311,9 +311,18 @@ static void on_exited(struct cd_proc *p, uint64_t seq, int exit_code, bool sandb
 		struct cd_strbuf sb = { 0 };
 		cd_strbuf_append(&sb, "{\"method\":\"process/exited\",\"params\":{\"processId\":");
 		cd_strbuf_append_n(&sb, e->id_json, e->id_json_len);
-		cd_strbuf_printf(&sb,
-				 ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s}}\n",
+		cd_strbuf_printf(&sb, ",\"seq\":%" PRIu64 ",\"exitCode\":%d,\"sandboxDenied\":%s",
 				 seq, exit_code, sandbox_denied ? "true" : "false");
+		/* cordon's extension: the limit the command ran into, when one did. */
+		int limit;
+		const char *reason = cd_proc_limit_reason(p, &limit);
+		if (reason) {
+			cd_strbuf_printf(&sb, ",\"cordon\":{\"limit\":\"%s\",\"reason\":",
+					 cd_limit_info((enum cd_limit)limit)->key);
+			cd_json_write_cstr(&sb, reason);
+			cd_strbuf_append_c(&sb, '}');
+		}
+		cd_strbuf_append(&sb, "}}\n");
 		memcpy(cd_conn_out_reserve(c, sb.len), sb.buf, sb.len);
 		cd_conn_out_commit(c, sb.len);
 		cd_strbuf_done(&sb);
@@ -729,6 +738,8 @@ int cd_serve(const struct cd_serve_opts *o)
 	}
 	/* Once per server: every sandboxed start reuses these facts. */
 	cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &srv.host);
+	/* Where the limits of a process/start would go (a few reads, nothing made). */
+	cd_linux_probe_limits(&srv.host.lim);
 	srv.env_info = build_env_info();
 
 	/*

@@ -115,6 +115,13 @@ struct cd_serve_opts {
 				      long is dropped */
 	const char *pid_file;	 /* written once listening, removed at exit */
 	pid_t pid_file_pid;	 /* the pid it holds (the outer process of pidns.c) */
+	/*
+	 * Resource limits (core/limits.h) for every process/start: the
+	 * defaults of what a request does not ask, and the maximums it may
+	 * ask (a limit with a maximum is always bounded). Empty: none.
+	 */
+	struct cd_limits default_limits;
+	struct cd_limits max_limits;
 };
 
 /* Fill the defaults of everything but loop, lopts and the transport. */

@@ -1524,6 +1524,156 @@ START_TEST(test_pin_workspace_in_tmp)
 }
 END_TEST
 
+/* ---- a private /tmp and the resource limits ---- */
+
+/* /tmp writable with its protected names, a workspace elsewhere. */
+static struct cd_plan_path tmp_paths[] = {
+	PP("/", R, CD_FT_DIR, D, false),
+	PP("/dev/null", W, CD_FT_OTHER, R, false),
+	PP("/tmp", W, CD_FT_DIR, R, false),
+	PP("/tmp/.agents", R, CD_FT_MISSING, W, true),
+	PP("/tmp/.codex", R, CD_FT_MISSING, W, true),
+	PP("/tmp/.git", R, CD_FT_MISSING, W, true),
+	PP("/w", W, CD_FT_DIR, R, false),
+	PP("/w/.git", R, CD_FT_DIR, W, true),
+};
+
+START_TEST(test_private_tmp)
+{
+	for (size_t i = 3; i <= 5; i++)
+		tmp_paths[i].origin = CD_ORIGIN_PROTECTED;
+	struct cd_plan plan = make_plan(tmp_paths, CD_ARRAY_SIZE(tmp_paths), CD_NET_RESTRICTED);
+	struct cd_limits lim = { 0 };
+	cd_limits_put(&lim, CD_LIMIT_PRIVATE_TMP, 64ULL << 20);
+	struct cd_linux_opts o = { .limits = &lim };
+
+	/* Without: /tmp's masks and its writable tree. */
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, NULL);
+	ck_assert_ptr_nonnull(mount_for(lp, "/tmp/.git"));
+	ck_assert_ptr_nonnull(mount_for(lp, "/tmp"));
+	ck_assert(!lp->private_tmp);
+	cd_linux_plan_free(lp);
+
+	/* With: nothing is mounted under /tmp but the tmpfs, which gets /tmp's access. */
+	lp = build_ok(&plan, &host_full, &o);
+	ck_assert(lp->private_tmp);
+	ck_assert_uint_eq(lp->private_tmp_size, 64ULL << 20);
+	ck_assert_uint_eq(lp->private_tmp_rights, lp->ll_handled_fs);
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		ck_assert_msg(!cd_path_is_beneath(lp->mounts[i].path, "/tmp"), "%s",
+			      lp->mounts[i].path);
+	ck_assert_ptr_nonnull(mount_for(lp, "/w/.git"));
+	ck_assert(lp->mount_ns);
+	ck_assert_ptr_nonnull(lp->limits);
+	ck_assert_int_eq(lp->limits->how[CD_LIMIT_PRIVATE_TMP], CD_LIMIT_HOW_MOUNT);
+	cd_linux_plan_free(lp);
+
+	/* /tmp only readable: the tmpfs is read-only to Landlock too. */
+	tmp_paths[2].access = R;
+	for (size_t i = 3; i <= 5; i++)
+		tmp_paths[i].carve_out = false;
+	lp = build_ok(&plan, &host_full, &o);
+	ck_assert_uint_eq(lp->private_tmp_rights, CD_LL_FS_READ_RIGHTS);
+	cd_linux_plan_free(lp);
+	tmp_paths[2].access = W;
+	for (size_t i = 3; i <= 5; i++)
+		tmp_paths[i].carve_out = true;
+
+	/* Root: no user namespace needed. */
+	struct cd_linux_host h = host_full;
+	h.userns = false;
+	h.is_root = true;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert(lp->private_tmp && !lp->user_ns);
+	cd_linux_plan_free(lp);
+	/* Neither: no mount namespace for it. */
+	h.is_root = false;
+	o.degraded = CD_DEGRADE_PROTECTED_METADATA | CD_DEGRADE_PID_ISOLATION |
+		     CD_DEGRADE_FILE_ATTRIBUTES;
+	build_refused(&plan, &h, &o,
+		      (const char *const[]){ "private /tmp needs a mount namespace", NULL });
+
+	/* A workspace under /tmp would be hidden: refused, naming it first. */
+	static const size_t protected_idx[] = { 3, 4, 5, 7, 8, 9 };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(protected_idx); i++)
+		tmp_ws_paths[protected_idx[i]].origin = CD_ORIGIN_PROTECTED;
+	struct cd_plan ws = make_plan(tmp_ws_paths, CD_ARRAY_SIZE(tmp_ws_paths), CD_NET_RESTRICTED);
+	o.degraded = 0;
+	build_refused(&ws, &host_full, &o,
+		      (const char *const[]){ "/tmp/a/b/w, from why /tmp/a/b/w, is under /tmp",
+					     "drop --private-tmp", NULL });
+	/* So would the cwd. */
+	plan.cwd = (char *)"/tmp/x";
+	build_refused(&plan, &host_full, &o,
+		      (const char *const[]){ "working directory /tmp/x is under /tmp", NULL });
+	plan.cwd = (char *)"/";
+	/* And a disabled profile has no sandbox to put it in. */
+	plan.type = CD_PROFILE_DISABLED;
+	build_refused(&plan, &host_full, &o, (const char *const[]){ "needs a sandbox", NULL });
+}
+END_TEST
+
+START_TEST(test_limits_plan)
+{
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_RESTRICTED);
+	struct cd_limits lim = { 0 };
+	cd_limits_put(&lim, CD_LIMIT_TASKS, 32);
+	cd_limits_put(&lim, CD_LIMIT_OPEN_FILES, 64);
+	struct cd_linux_opts o = { .limits = &lim };
+	struct cd_linux_host h = host_full;
+	h.lim.probed = true;
+	h.lim.nproc_per_userns = true;
+	strcpy(h.lim.why, "no cgroup v2 hierarchy is mounted");
+
+	/* Unprivileged, a user namespace of its own: RLIMIT_NPROC per sandbox. */
+	struct cd_linux_plan *lp = build_ok(&plan, &h, &o);
+	ck_assert_ptr_nonnull(lp->limits);
+	ck_assert_int_eq(lp->limits->how[CD_LIMIT_TASKS], CD_LIMIT_HOW_RLIMIT);
+	ck_assert_int_eq(lp->limits->how[CD_LIMIT_OPEN_FILES], CD_LIMIT_HOW_RLIMIT);
+	ck_assert(!lp->limits->cgroup);
+	cd_linux_plan_free(lp);
+
+	/* Root: refused, unless degraded (and then reported with the plan's). */
+	h.userns = false;
+	h.is_root = true;
+	h.lim.uid0 = true;
+	build_refused(&plan, &h, &o,
+		      (const char *const[]){ "does not apply RLIMIT_NPROC to root", NULL });
+	o.degraded_limits = 1u << CD_LIMIT_TASKS;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert_int_eq(lp->limits->how[CD_LIMIT_TASKS], CD_LIMIT_HOW_SKIPPED);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	cd_linux_plan_free(lp);
+
+	/* Unsandboxed (a disabled profile, or no plan at all): limits alone. */
+	o.degraded_limits = 0;
+	h = host_full;
+	h.lim.probed = true;
+	h.lim.cgroup = true;
+	h.lim.controllers = CD_CG_PIDS;
+	plan.type = CD_PROFILE_DISABLED;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert(!lp->sandboxed);
+	ck_assert_int_eq(lp->limits->how[CD_LIMIT_TASKS], CD_LIMIT_HOW_CGROUP);
+	ck_assert(lp->limits->cgroup);
+	cd_linux_plan_free(lp);
+	char *err = NULL;
+	ck_assert_int_eq(cd_linux_plan_build(NULL, &h, &o, &lp, &err), 0);
+	ck_assert(!lp->sandboxed && lp->limits && !lp->plan);
+	cd_linux_plan_free(lp);
+	/* Without a sandbox there is no user namespace: RLIMIT_NPROC would be per user. */
+	h.lim.cgroup = false;
+	ck_assert_int_eq(cd_linux_plan_build(NULL, &h, &o, &lp, &err), -EOPNOTSUPP);
+	ck_assert_ptr_nonnull(strstr(err, "every process of the user"));
+	free(err);
+	/* No limits: no limits plan. */
+	o.limits = NULL;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert_ptr_null(lp->limits);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
 /* An index naming the given gitlinks (version 2, SHA-1 names of zeros). */
 static void git_index(struct cd_fakefs *fs, const char *path, const char *const *links)
 {
@@ -1839,6 +1989,8 @@ static Suite *linux_plan_suite(void)
 
 	tc = tcase_create("pins");
 	tcase_add_test(tc, test_pin_workspace_in_tmp);
+	tcase_add_test(tc, test_private_tmp);
+	tcase_add_test(tc, test_limits_plan);
 	tcase_add_test(tc, test_pin_none_under_readonly_parent);
 	tcase_add_test(tc, test_pin_nested_root);
 	tcase_add_test(tc, test_pin_only_known_directories);

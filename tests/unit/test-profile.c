@@ -245,6 +245,25 @@ START_TEST(test_file_forms)
 		"\"\"}");
 	ck_assert_int_eq(prof->type, CD_PROFILE_EXTERNAL);
 	ck_assert_str_eq(prof->description, "");
+	ck_assert(!cd_limits_any(&prof->limits));
+
+	/* Limits in each form, the legacy ones included. */
+	file_ok("{\"version\":1,\"type\":\"disabled\",\"limits\":{\"memory\":\"1G\","
+		"\"tasks\":64,\"cpu\":0.5,\"private_tmp\":\"64M\"}}");
+	ck_assert_uint_eq(prof->limits.v[CD_LIMIT_MEMORY], 1024ULL * 1024 * 1024);
+	ck_assert_uint_eq(prof->limits.v[CD_LIMIT_TASKS], 64);
+	ck_assert_uint_eq(prof->limits.v[CD_LIMIT_CPU], 500);
+	ck_assert_uint_eq(prof->limits.v[CD_LIMIT_PRIVATE_TMP], 64ULL * 1024 * 1024);
+	file_ok("{\"version\":1,\"type\":\"workspace-write\",\"limits\":{\"open_files\":"
+		"128}}");
+	ck_assert_uint_eq(prof->limits.v[CD_LIMIT_OPEN_FILES], 128);
+	file_ok("{\"version\":1,\"type\":\"read-only\",\"limits\":{}}");
+	ck_assert(!cd_limits_any(&prof->limits));
+	wire_ok("{\"type\":\"external\",\"network\":\"enabled\",\"limits\":{\"core\":0}}");
+	ck_assert(cd_limits_has(&prof->limits, CD_LIMIT_CORE));
+	struct cd_profile *d = cd_profile_dup(prof);
+	ck_assert(cd_limits_has(&d->limits, CD_LIMIT_CORE));
+	cd_profile_free(d);
 }
 END_TEST
 
@@ -366,7 +385,7 @@ static const struct refusal refusals[] = {
 	{ WIRE_, "{\"type\":\"danger-full-access\"}", "\"danger", "type",
 	  "(expected managed, disabled or external)" },
 	{ FILE_, "{\"version\":1,\"type\":\"disabled\",\"extra\":1}", "\"extra\"", "extra",
-	  "unknown key \"extra\" (expected one of: type, version, description)" },
+	  "unknown key \"extra\" (expected one of: type, version, description, limits)" },
 	{ FILE_, "{\"version\":1,\"type\":\"disabled\",\"network\":\"enabled\"}", "\"network\"",
 	  "network", "unknown key \"network\"" },
 	/* Version. */
@@ -567,6 +586,17 @@ static const struct refusal refusals[] = {
 	{ FILE_, "{\"version\":1,\"type\":\"disabled\",}", ",}", "", "trailing comma" },
 	{ FILE_, "", NULL, "", "empty document" },
 	{ FILE_, "{\"version\":1,\"type\":\"dis\xff\"}", "\xff", "", "invalid UTF-8" },
+	/* Limits: strict in every mode, positioned at the key or the value. */
+	{ FILE_, "{\"version\":1,\"type\":\"disabled\",\"limits\":[]}", "[]", "limits",
+	  "expected an object for \"limits\", got array" },
+	{ FILE_, "{\"version\":1,\"type\":\"disabled\",\"limits\":{\"memroy\":\"1G\"}}",
+	  "\"memroy\"", "limits.memroy", "unknown key \"memroy\"" },
+	{ WIRE_, "{\"type\":\"disabled\",\"limits\":{\"memroy\":\"1G\"}}", "\"memroy\"",
+	  "limits.memroy", "unknown key \"memroy\"" },
+	{ FILE_, "{\"version\":1,\"type\":\"disabled\",\"limits\":{\"tasks\":0}}", "0}",
+	  "limits.tasks", "tasks must be from 1 to" },
+	{ WIRE_, "{\"type\":\"external\",\"network\":\"enabled\",\"limits\":{\"memory\":\"lots\"}}",
+	  "\"lots\"", "limits.memory", "memory: 'lots' is not a size" },
 };
 
 START_TEST(test_refusals)
