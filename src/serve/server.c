@@ -21,6 +21,7 @@
 #include "serve/fs.h"
 #include "serve/sandboxes.h"
 #include "serve/server.h"
+#include "serve/testhook.h"
 #include "shared/log.h"
 #include "spawn.h"
 
@@ -110,6 +111,7 @@ void cd_session_detach(struct cd_session *se, struct cd_conn *c)
 		/* Nobody reads now: the processes record into their rings instead. */
 		cd_session_pause_output(se, false);
 		cd_log_debug("serve: session %s detached from connection %lu", se->id, c->serial);
+		cd_testhook_event("session-detached session=%s conn=%lu", se->id, c->serial);
 	} else if (se->linger == c) {
 		se->linger = NULL;
 	}
@@ -667,6 +669,8 @@ int cd_serve(const struct cd_serve_opts *o)
 	int ret = 0;
 
 	memset(&srv, 0, sizeof(srv));
+	if (cd_testhook_init() < 0)
+		return 1;
 	srv.opts = *o;
 	srv.sig_fd = -1;
 	srv.listen_fd = -1;
