@@ -512,6 +512,17 @@ class Server(RpcMixin):
     def stderr_text(self):
         return self.err.decode(errors="replace")
 
+    def output_to_eof(self):
+        """Read stdout and stderr to their ends (the server exited); stderr's text."""
+        deadline = time.monotonic() + WAIT
+        while not (self.out_eof and self.err_eof) and time.monotonic() < deadline:
+            if self.out_eof:
+                self._pump_err(deadline)
+            else:
+                self._pump(deadline)
+        return self.stderr_text()
+
+
 class Hooks:
     """The server's test hooks (src/serve/testhook.h): a unix socket the server connects
     to at start (CORDON_TEST_EVENTS) and writes its events to, one line each, which a
