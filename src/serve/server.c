@@ -76,6 +76,7 @@ struct cd_session *cd_session_new(struct cd_server *s, struct cd_conn *c)
 	s->sessions = se;
 	s->n_sessions++;
 	se->conn = c;
+	cd_testhook_event("session-attached session=%s conn=%lu", se->id, c->serial);
 	return se;
 }
 
@@ -93,6 +94,7 @@ static void on_ttl(struct cd_loop *l, void *data)
 	se->ttl = NULL;
 	cd_log_info("serve: session %s: not resumed within %u ms: ending its %zu process(es)",
 		    se->id, se->server->opts.session_ttl_ms, se->n_procs);
+	cd_testhook_event("session-expired session=%s", se->id);
 	cd_session_free(se);
 }
 
@@ -130,6 +132,7 @@ void cd_session_attach(struct cd_session *se, struct cd_conn *c)
 	}
 	se->conn = c;
 	se->linger = NULL;
+	cd_testhook_event("session-attached session=%s conn=%lu", se->id, c->serial);
 	if (old) {
 		/* Reference 1.7: the request in flight on the old connection fails, and it ends. */
 		old->evicted = true;

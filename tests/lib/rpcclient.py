@@ -36,6 +36,10 @@ HELPERS = os.environ.get("CD_TEST_HELPERS", ".")
 LOOPS = os.environ.get("CORDON_TEST_SERVE_LOOPS", "epoll poll").split()
 # Seconds to wait for something that must happen: only a failing test waits that long.
 WAIT = float(os.environ.get("CD_TEST_WAIT", "120"))
+# Seconds within which an answer that must not wait for something slow (a held copy,
+# a flood, a client that stopped reading) comes: far above what the server takes on
+# a loaded host, far below the stall such a check guards against.
+PROMPT = float(os.environ.get("CD_TEST_PROMPT", "5"))
 
 # A root-read, network-restricted wire profile (the Appendix A example).
 ROOT_READ = {
