@@ -324,6 +324,20 @@ class RpcMixin:
         self.pending = [m for m in self.pending if "id" in m]
         return Result(self.notes_for(pid))
 
+    def output_of(self, pid):
+        """Everything process pid wrote so far (all streams), from its notifications."""
+        return b"".join(unb64(n["params"]["chunk"]) for n in self.notes_for(pid)
+                        if n["method"] == "process/output")
+
+    def wait_output(self, pid, text, timeout=None):
+        """Wait until process pid has written text (bytes); True, or False at timeout/EOF."""
+        deadline = time.monotonic() + (WAIT if timeout is None else timeout)
+        while text not in self.output_of(pid):
+            if self.out_eof or time.monotonic() >= deadline:
+                return False
+            self._pump(deadline)
+        return True
+
     def run(self, pid, argv, timeout=None, **kw):
         """start + wait_closed; returns (start response, Result or None)."""
         resp = self.start(pid, argv, **kw)
@@ -525,6 +539,32 @@ class Server(RpcMixin):
             else:
                 self._pump(deadline)
         return self.stderr_text()
+
+
+class Gate:
+    """A FIFO a process waits on (`read x < PATH` in its script) until the test opens
+    it: the process takes its next step when the test says, not after a sleep."""
+
+    def __init__(self, directory, name="gate"):
+        self.path = os.path.join(directory, name)
+        os.mkfifo(self.path)
+        os.chmod(self.path, 0o666)
+
+    def open(self, line=b"go\n"):
+        """Let the waiting process go: once it has opened the FIFO, write it a line."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:  # ENXIO: no reader yet
+                if time.monotonic() >= deadline:
+                    raise Timeout("nobody opened %s within %.0f s: %s" % (self.path, WAIT, e))
+                time.sleep(0.01)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
 
 
 class Hooks:
