@@ -780,6 +780,7 @@ int cd_serve(const struct cd_serve_opts *o)
 		hide_file(&srv, srv.unix_bound, true, "cordon serve's unix socket");
 	if (o->auth_token_file)
 		hide_file(&srv, o->auth_token_file, false, "cordon serve's token file");
+	cd_testhook_event("serve-ready");
 	int r = cd_loop_run(srv.loop);
 	if (r < 0) {
 		cd_log_error("serve: event loop failed: %s", strerror(-r));

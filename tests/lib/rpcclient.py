@@ -823,6 +823,27 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def wait_asleep(pid, timeout=None):
+    """Wait until every thread of pid sleeps (state S: the loop waits for an event, the
+    workers for a job): a process that answered a request and sleeps has nothing left
+    to do. True, or False after timeout (WAIT)."""
+    deadline = time.monotonic() + (WAIT if timeout is None else timeout)
+    while True:
+        states = []
+        try:
+            for task in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, task)) as f:
+                    st = f.read()
+                states.append(st[st.rindex(")") + 2])
+        except OSError:
+            return False
+        if states and all(x == "S" for x in states):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+
+
 def kill_quietly(pid, sig=signal.SIGKILL):
     try:
         os.kill(pid, sig)
