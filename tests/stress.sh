@@ -27,8 +27,12 @@ stop_busy() {
 	done
 	pids=
 }
+# The busy loops never outlive the script, however it ends.
 trap 'stop_busy' EXIT
-trap 'stop_busy; exit 130' INT TERM
+trap 'stop_busy; exit 129' HUP
+trap 'stop_busy; exit 130' INT
+trap 'stop_busy; exit 141' PIPE
+trap 'stop_busy; exit 143' TERM
 
 i=0
 while [ "$i" -lt "$busy" ]; do
