@@ -151,3 +151,14 @@ TESTS += $(SERVE_TESTS)
 endif
 EXTRA_DIST += $(SERVE_TESTS) tests/lib/rpcclient.py tests/lib/netclient.py
 # ---- end of the serve integration tests ----
+
+# make check-stress: `make check` three times in a row beside two busy loops
+# (tests/stress.sh), as a loaded host runs it; TESTS=... narrows it to some
+# tests, CHECK_STRESS_ROUNDS and CHECK_STRESS_BUSY change the counts.
+CHECK_STRESS_ROUNDS = 3
+CHECK_STRESS_BUSY = 2
+check-stress:
+	$(SHELL) $(srcdir)/tests/stress.sh '$(MAKE)' $(CHECK_STRESS_ROUNDS) $(CHECK_STRESS_BUSY)
+.PHONY: check-stress
+EXTRA_DIST += tests/stress.sh
+MOSTLYCLEANFILES = test-suite-stress-*.log

@@ -14,6 +14,7 @@
 
 #include "serve/fs.h"
 #include "serve/server.h"
+#include "serve/testhook.h"
 #include "shared/log.h"
 
 /*
@@ -918,6 +919,10 @@ struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_
 		c->ws = cd_ws_new(c);
 #endif
 	update_in_watch(c);
+	static const char *const kinds[] = {
+		[CD_CONN_STDIO] = "stdio", [CD_CONN_UNIX] = "unix", [CD_CONN_WS] = "ws"
+	};
+	cd_testhook_event("conn-open conn=%lu kind=%s", c->serial, kinds[kind]);
 	return c;
 }
 
@@ -953,6 +958,7 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 	if (c->freed)
 		return;
 	cd_log_debug("serve: connection %lu (%s) closed: %s", c->serial, c->peer, why);
+	cd_testhook_event("conn-closed conn=%lu", c->serial);
 	/*
 	 * Whatever the socket takes now (an eviction's error reply, a close
 	 * frame); nothing while a worker writes an answer to it (cut now).
@@ -1011,5 +1017,6 @@ void cd_conn_free(struct cd_conn *c)
 	cd_fs_conn_release(c);
 	free(c->in_buf);
 	cd_strbuf_done(&c->out);
+	cd_testhook_event("conn-freed conn=%lu", c->serial);
 	free(c);
 }

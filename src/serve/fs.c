@@ -50,6 +50,7 @@
 #include "serve/loop.h"
 #include "serve/proc.h"
 #include "serve/server.h"
+#include "serve/testhook.h"
 #include "serve/workq.h"
 #include "shared/fd-util.h"
 #include "shared/log.h"
@@ -268,6 +269,7 @@ struct fs_job {
 	char *params;	     /* ...and its params, JSON text */
 	atomic_bool cancel;
 	struct cd_fs_sandboxed sb; /* when lp: the helper's intermediate */
+	char *hook_key;		   /* owned: "conn=N id=ID" for the test hooks (testhook.h) */
 };
 
 struct cd_fs_queue {
@@ -301,7 +303,31 @@ static struct fs_job *job_new(struct cd_conn *c, const char *id)
 	j->r.fd = -1;
 	j->out_fd = -1;
 	atomic_init(&j->cancel, false);
+	if (cd_testhook_on())
+		j->hook_key = cd_xasprintf("conn=%lu id=%s", c->serial, id);
 	return j;
+}
+
+/* The method of a job, for the test hooks' events. */
+static const char *job_method(const struct fs_job *j)
+{
+	static const char *const names[CD_FS_OP_COUNT] = {
+		[CD_FS_READ_FILE] = "fs/readFile",     [CD_FS_OPEN] = "fs/open",
+		[CD_FS_WRITE_FILE] = "fs/writeFile",   [CD_FS_MKDIR] = "fs/createDirectory",
+		[CD_FS_METADATA] = "fs/getMetadata",   [CD_FS_CANONICALIZE] = "fs/canonicalize",
+		[CD_FS_READ_DIR] = "fs/readDirectory", [CD_FS_WALK] = "fs/walk",
+		[CD_FS_REMOVE] = "fs/remove",	       [CD_FS_COPY] = "fs/copy",
+	};
+	if (j->method)
+		return "deferred"; /* an fs/readBlock or fs/close behind its fs/open */
+	return names[j->q.op] ? names[j->q.op] : "?";
+}
+
+/* Test hook event NAME about job j (testhook.h). */
+static void job_event(const struct fs_job *j, const char *name)
+{
+	if (j->hook_key)
+		cd_testhook_event("%s %s method=%s", name, j->hook_key, job_method(j));
 }
 
 /* Free what a decoded request owns: its strings, its data and its bound sandbox. */
@@ -309,6 +335,20 @@ static void req_done(struct cd_fs_req *q, struct cd_cli_bound *b)
 {
 	cd_cli_bound_done(b);
 	cd_fs_req_done(q);
+}
+
+static void job_free(struct fs_job *j);
+
+/* job_free, then test hook event NAME: what the job held is released by then. */
+static void job_free_event(struct fs_job *j, const char *name)
+{
+	char *key = j->hook_key;
+	const char *method = job_method(j);
+	j->hook_key = NULL;
+	job_free(j);
+	if (key)
+		cd_testhook_event("%s %s method=%s", name, key, method);
+	free(key);
 }
 
 static void job_free(struct fs_job *j)
@@ -324,6 +364,7 @@ static void job_free(struct fs_job *j)
 	cd_strbuf_done(&j->rest);
 	free(j->broken);
 	free(j->params);
+	free(j->hook_key);
 	free(j);
 }
 
@@ -562,6 +603,9 @@ static void job_run(struct cd_work *w)
 {
 	struct fs_job *j = (struct fs_job *)w;
 	cd_fs_cur_cancel = &j->cancel;
+	if (j->hook_key && cd_testhook_holds(job_method(j)))
+		cd_testhook_hold(j->hook_key, job_method(j), &j->cancel);
+	job_event(j, "fs-run");
 	j->q.sandboxed = j->lp != NULL;
 	if (j->lp)
 		cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
@@ -569,9 +613,14 @@ static void job_run(struct cd_work *w)
 		cd_fs_do(&j->q, &j->r);
 	j->lent_start = cd_loop_now_ms();
 	if (j->q.op == CD_FS_READ_FILE && !j->r.code) {
+		bool lent = j->out_fd >= 0;
 		read_file_answer(j);
 		close(j->r.fd);
 		j->r.fd = -1;
+		/* How much of the answer was built in memory: handed back, not streamed. */
+		if (j->hook_key)
+			cd_testhook_event("fs-answer %s lent=%d rest=%zu cut=%d", j->hook_key, lent,
+					  j->rest.len, j->broken != NULL);
 	}
 	/* An error to answer (by the loop): what the connection had queued goes first. */
 	if (j->out_fd >= 0 && !j->answered && !j->broken)
@@ -609,6 +658,7 @@ static void run_on_loop(struct cd_conn *c, struct fs_job *j)
 		return;
 	}
 	j->q.sandboxed = false;
+	job_event(j, "fs-run");
 	cd_fs_do(&j->q, &j->r);
 	job_reply(c, j);
 }
@@ -652,7 +702,7 @@ static void job_done(struct cd_work *w)
 	struct cd_conn *c = j->conn;
 	running_remove(j);
 	if (!c) {
-		job_free(j);
+		job_free_event(j, w->ran ? "fs-done" : "fs-dropped");
 		return;
 	}
 	if (!w->ran)
@@ -676,7 +726,7 @@ static void job_done(struct cd_work *w)
 	}
 	if (!j->broken)
 		job_reply(c, j);
-	job_free(j);
+	job_free_event(j, w->ran ? "fs-done" : "fs-dropped");
 	if (!c->freed) {
 		pump(c);
 		/* The end of input was waiting for these answers (cd_conn_process). */
@@ -699,7 +749,7 @@ static void pump(struct cd_conn *c)
 		if (!j->offload) {
 			queue_pop(fq);
 			run_on_loop(c, j);
-			job_free(j);
+			job_free_event(j, "fs-done");
 			continue;
 		}
 		struct cd_server *s = c->server;
@@ -713,6 +763,10 @@ static void pump(struct cd_conn *c)
 			j->out_fd = cd_conn_out_lend(c, &j->out_before);
 		}
 		fq->running = true;
+		if (j->hook_key && s->fs_workq)
+			cd_testhook_event("fs-pool %s method=%s worker=%s", j->hook_key,
+					  job_method(j),
+					  cd_workq_can_start(s->fs_workq) ? "now" : "wait");
 		j->work.run = job_run;
 		j->work.done = job_done;
 		running_add(j);
@@ -755,6 +809,9 @@ static void enqueue(struct cd_conn *c, struct fs_job *j)
 	fq->tail = j;
 	fq->n++;
 	fq->bytes += j->q.data_len;
+	if (j->hook_key)
+		cd_testhook_event("fs-queued %s method=%s ahead=%zu", j->hook_key, job_method(j),
+				  fq->n - 1);
 	pump(c);
 }
 
@@ -788,7 +845,7 @@ static void queue_release(struct cd_conn *c)
 	for (struct fs_job *j = fq->head, *next; j; j = next) {
 		next = j->next;
 		if (j != fq->head || !fq->running) {
-			job_free(j);
+			job_free_event(j, "fs-dropped");
 		} else if (c->server->fs_workq && cd_workq_cancel(c->server->fs_workq, &j->work)) {
 			/*
 			 * Still waiting for a worker (all busy): never performed,
@@ -797,13 +854,14 @@ static void queue_release(struct cd_conn *c)
 			 * reconnect cannot pile jobs up past the per-connection caps.
 			 */
 			running_remove(j);
-			job_free(j);
+			job_free_event(j, "fs-dropped");
 		} else {
 			/*
 			 * Running: it finishes (a worker is bounded), and job_done
 			 * frees it. An answer the worker writes itself is cut.
 			 */
 			j->conn = NULL;
+			job_event(j, "fs-orphaned");
 			if (j->out_fd >= 0)
 				atomic_store(&j->cancel, true);
 		}

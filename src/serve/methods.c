@@ -10,6 +10,7 @@
 #include "serve/fs.h"
 #include "serve/intent.h"
 #include "serve/server.h"
+#include "serve/testhook.h"
 #include "shared/log.h"
 
 extern char **environ;
@@ -414,6 +415,7 @@ static void m_read(struct cd_conn *c, const char *id, const struct cd_json *para
 	p->max_bytes = max_bytes;
 	p->timer = cd_loop_add_timer(c->server->loop, wait, on_read_deadline, c);
 	c->pending = p;
+	cd_testhook_event("read-wait conn=%lu id=%s", c->serial, id);
 }
 
 static void m_write(struct cd_conn *c, const char *id, const struct cd_json *params)

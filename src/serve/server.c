@@ -21,6 +21,7 @@
 #include "serve/fs.h"
 #include "serve/sandboxes.h"
 #include "serve/server.h"
+#include "serve/testhook.h"
 #include "shared/log.h"
 #include "spawn.h"
 
@@ -75,6 +76,7 @@ struct cd_session *cd_session_new(struct cd_server *s, struct cd_conn *c)
 	s->sessions = se;
 	s->n_sessions++;
 	se->conn = c;
+	cd_testhook_event("session-attached session=%s conn=%lu", se->id, c->serial);
 	return se;
 }
 
@@ -92,6 +94,7 @@ static void on_ttl(struct cd_loop *l, void *data)
 	se->ttl = NULL;
 	cd_log_info("serve: session %s: not resumed within %u ms: ending its %zu process(es)",
 		    se->id, se->server->opts.session_ttl_ms, se->n_procs);
+	cd_testhook_event("session-expired session=%s", se->id);
 	cd_session_free(se);
 }
 
@@ -110,6 +113,7 @@ void cd_session_detach(struct cd_session *se, struct cd_conn *c)
 		/* Nobody reads now: the processes record into their rings instead. */
 		cd_session_pause_output(se, false);
 		cd_log_debug("serve: session %s detached from connection %lu", se->id, c->serial);
+		cd_testhook_event("session-detached session=%s conn=%lu", se->id, c->serial);
 	} else if (se->linger == c) {
 		se->linger = NULL;
 	}
@@ -128,6 +132,7 @@ void cd_session_attach(struct cd_session *se, struct cd_conn *c)
 	}
 	se->conn = c;
 	se->linger = NULL;
+	cd_testhook_event("session-attached session=%s conn=%lu", se->id, c->serial);
 	if (old) {
 		/* Reference 1.7: the request in flight on the old connection fails, and it ends. */
 		old->evicted = true;
@@ -708,6 +713,8 @@ int cd_serve(const struct cd_serve_opts *o)
 	int ret = 0;
 
 	memset(&srv, 0, sizeof(srv));
+	if (cd_testhook_init() < 0)
+		return 1;
 	srv.opts = *o;
 	srv.sig_fd = -1;
 	srv.listen_fd = -1;
@@ -814,6 +821,7 @@ int cd_serve(const struct cd_serve_opts *o)
 		hide_file(&srv, srv.unix_bound, true, "cordon serve's unix socket");
 	if (o->auth_token_file)
 		hide_file(&srv, o->auth_token_file, false, "cordon serve's token file");
+	cd_testhook_event("serve-ready");
 	int r = cd_loop_run(srv.loop);
 	if (r < 0) {
 		cd_log_error("serve: event loop failed: %s", strerror(-r));

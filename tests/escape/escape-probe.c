@@ -20,7 +20,10 @@
  * stream socket at INSIDE (a path in the workspace), an abstract one and a
  * TCP port on 127.0.0.1, writes the names to DIR/abstract and
  * DIR/tcp-port, and waits to be killed: the targets of the connect and
- * send probes.
+ * send probes. "escape-probe host-i386", also outside, says whether this
+ * host runs i386 system calls at all (exit 0) or not (2, and how it
+ * failed): a kernel without a working 32-bit entry refuses int 0x80 to
+ * everyone, and the sandbox's denial cannot be told apart from that.
  */
 #include "config.h"
 
@@ -695,12 +698,39 @@ static void x32_getpid(void)
 	(void)syscall(0x40000000L | SYS_getpid);
 }
 
-static void i386_getpid(void)
+static long i386_getpid_ret(void)
 {
 	long ret;
 	/* getpid (20) through the i386 entry point. */
 	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory", "r8", "r9", "r10", "r11");
-	(void)ret;
+	return ret;
+}
+
+static void i386_getpid(void)
+{
+	(void)i386_getpid_ret();
+}
+
+/* Outside any sandbox: does int 0x80 work here at all? */
+static int host_i386(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return setup_error("fork: %s", strerror(errno));
+	if (pid == 0)
+		_exit(i386_getpid_ret() == (long)getpid() ? 0 : 1);
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		return setup_error("waitpid: %s", strerror(errno));
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		printf("works: %s: getpid through int 0x80 returned the pid\n", probe);
+		return 0;
+	}
+	if (WIFSIGNALED(st))
+		return setup_error("getpid through int 0x80 outside any sandbox: killed by signal "
+				   "%d (%s)",
+				   WTERMSIG(st), strsignal(WTERMSIG(st)));
+	return setup_error("getpid through int 0x80 outside any sandbox: wrong result");
 }
 #endif
 
@@ -1112,6 +1142,7 @@ static const struct {
 #if defined(__x86_64__)
 	{ "x32", p_x32 },
 	{ "i386", p_i386 },
+	{ "host-i386", host_i386 },
 #endif
 	{ "allowed-unix-pair", p_allowed_unix_pair },
 	{ "allowed-unix-pair-send", p_allowed_unix_pair_send },

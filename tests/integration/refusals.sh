@@ -55,16 +55,21 @@ unset CORDON_TEST_DISABLE
 # The child's report on the error socket cannot be read (the hook fails the
 # read): whether the child failed or exec'ed is unknown, so it is killed and
 # the run refused with the reason, never a silent 125. The command sleeps
-# first, so that having run would show even when the kill lands after exec.
+# first, so that having run would show even when the kill lands after exec;
+# and cordon reaps it before it returns, so no process of it may be left then.
+no_process() {
+	! pgrep -f "$1" >/dev/null
+}
 for profile in workspace-write full-access; do
 	rm -f "$M"
 	run_split env CORDON_TEST_DISABLE=spawn-report "$CORDON" run --profile $profile \
-		--workspace-root "$WS" -- sh -c "sleep 0.3; touch '$M'"
+		--workspace-root "$WS" -- sh -c "sleep 30; touch '$M'; : report-$$-$profile"
 	rc_is "unreadable report ($profile): exit 125" 125
 	contains "unreadable report ($profile): the reason is given" \
 		"cordon: child setup: reading its report: "
-	sleep 0.5
-	assert "unreadable report ($profile): the command was stopped" test ! -e "$M"
+	assert "unreadable report ($profile): the command was stopped" \
+		no_process "^sh -c sleep 30; touch .*: report-$$-$profile\$"
+	assert "unreadable report ($profile): it did not run on" test ! -e "$M"
 done
 
 if [ "$(id -u)" -ne 0 ]; then

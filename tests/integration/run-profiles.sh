@@ -137,13 +137,23 @@ rc_is "deny: a path allowed inside a denied directory is refused (125)" 125
 run_split "$CORDON" run --profile read-only --deny /proc/cpuinfo -- true
 rc_is "deny: an entry under /proc is refused (the sandbox has its own /proc)" 125
 # Two runs share the mask of a missing denied path: the second still cannot
-# create it after the first has ended.
-dn sleep 0.5 &
+# create it after the first has ended. Each run waits on a FIFO until the test
+# opens it: the second starts while the first runs, and tries once it ended.
+mkfifo "$CD_TMP/first" "$CD_TMP/second"
+dn sh -c "read x < '$CD_TMP/first'" &
 first=$!
-sleep 0.2
-expect_fail "deny: a concurrent run shares the mask of a missing denied path" \
-	dn sh -c "sleep 0.6; echo x > '$D/ws/keys'"
+(dn sh -c ": > '$CD_TMP/second.ready'; read x < '$CD_TMP/second'; echo x > '$D/ws/keys'" \
+	>"$CD_TMP/second.out" 2>&1
+echo "rc=$?" >>"$CD_TMP/second.out") &
+second=$!
+wait_until test -e "$CD_TMP/second.ready"
+echo go >"$CD_TMP/first"
 wait "$first"
+echo go >"$CD_TMP/second"
+wait "$second"
+assert "deny: a concurrent run shares the mask of a missing denied path" \
+	sh -c "! grep -qx 'rc=0' '$CD_TMP/second.out'"
+grep -qx 'rc=0' "$CD_TMP/second.out" && diag "second run: $(cat "$CD_TMP/second.out")"
 assert "deny: the shared mask is gone after both runs" test ! -e "$D/ws/keys" -a ! -L "$D/ws/keys"
 # ---- glob_pattern deny entries: expanded to the matches before launch ----
 G=$CD_TMP/glob
@@ -214,12 +224,21 @@ contains "glob: the usage error says what is wrong" "unterminated"
 # over itself, which would cover the deny mask, made in a mount namespace
 # with shared propagation, as systemd sets up /.
 if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null 2>&1; then
+	# The sandboxed command reads the key once the host mounted (it waits on a
+	# FIFO the host opens after the mount).
+	mkfifo "$CD_TMP/prop.gate"
 	unshare -m --propagation shared sh -c '
 		"$1" run --profile read-only --deny "$2/secretdir" -- \
-			sh -c "sleep 0.6; cat \"$2/secretdir/key\"" >"$2/../prop.out" 2>&1 &
-		sleep 0.3
+			sh -c "echo ready; read x < \"$3\"; cat \"$2/secretdir/key\"" >"$2/../prop.out" 2>&1 &
+		run=$! i=0
+		until grep -q ready "$2/../prop.out" 2>/dev/null || ! kill -0 $run 2>/dev/null ||
+			[ $i -ge $(($4 * 100)) ]; do
+			sleep 0.01
+			i=$((i + 1))
+		done
 		mount --bind "$2" "$2"
-		wait' sh "$CORDON" "$D"
+		kill -0 $run 2>/dev/null && echo go >"$3"
+		wait' sh "$CORDON" "$D" "$CD_TMP/prop.gate" "$CD_TEST_WAIT"
 	assert "deny: a host mount made during the run does not reach the sandbox" \
 		sh -c "! grep -q s1 '$D/../prop.out'"
 else

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import CORDON, Tap  # noqa: E402
+from rpcclient import CORDON, WAIT, Tap  # noqa: E402
 
 t = Tap()
 ENV = dict(os.environ)
@@ -30,7 +30,7 @@ except OSError as e:
     t.skip_all("no pseudo-terminals here: %s" % e)
 
 
-def drain(m, p, timeout=20.0):
+def drain(m, p, timeout=WAIT):
     """Everything written to the terminal whose master is m, until p is done with it."""
     out = b""
     deadline = time.monotonic() + timeout
@@ -63,7 +63,7 @@ def run(script, ws, profile="workspace-write", stdin_ro=False, args=()):
             os.close(fd)
     try:
         out = drain(m, p)
-        rc = p.wait(timeout=20)
+        rc = p.wait(timeout=WAIT)
     finally:
         for fd in (m, m2):
             if fd >= 0:

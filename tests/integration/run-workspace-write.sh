@@ -165,19 +165,19 @@ if command -v git >/dev/null 2>&1; then
 		assert "the masked .git is gone from the host afterwards" \
 			test ! -e "$REPO/sub/.git" -a ! -L "$REPO/sub/.git"
 		# Meanwhile on the host: the mask's mount point must not stop git either.
+		# The run lasts until the test opens the FIFO.
 		mkdir -p "$REPO/sub/deeper"
+		mkfifo "$CD_TMP/gate-git"
 		"$CORDON" run --profile workspace-write --workspace-root "$REPO/sub" \
-			--cwd "$REPO/sub" -- sleep 1 &
+			--cwd "$REPO/sub" -- sh -c "read x < '$CD_TMP/gate-git'" &
 		run=$!
-		i=0
-		while [ ! -p "$REPO/sub/.git" ] && [ "$i" -lt 100 ]; do
-			i=$((i + 1))
-			sleep 0.01
-		done
+		wait_until test -p "$REPO/sub/.git"
+		masked=$?
 		host_top=$(cd "$REPO/sub/deeper" && git -c safe.directory='*' rev-parse --show-toplevel 2>&1)
+		echo go >"$CD_TMP/gate-git"
 		wait "$run"
 		assert "during a run, git on the host walks past the mask's mount point ($host_top)" \
-			test "$host_top" = "$REPO"
+			test "$masked" -eq 0 -a "$host_top" = "$REPO"
 	else
 		skip "git discovery through a masked .git" "git init failed"
 	fi
@@ -297,16 +297,14 @@ expect_exit "killed by SIGTERM: 143" 143 sb sh -c 'kill -TERM $$'
 # A SIGTERM to cordon reaches a command that made a process group of its own
 # (timeout(1) does): the pid namespace's init forwards it.
 if command -v timeout >/dev/null 2>&1; then
+	# Signalled once the command runs (it says so), in its own group (timeout's).
 	(exec "$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" -- \
-		timeout 100 sleep 100) &
+		timeout 100 sh -c 'echo ready; exec sleep 100' >"$CD_TMP/tmo.out") &
 	run=$!
-	sleep 0.5
+	wait_until grep -q ready "$CD_TMP/tmo.out"
 	kill -TERM "$run"
-	i=0
-	while kill -0 "$run" 2>/dev/null && [ "$i" -lt 50 ]; do
-		i=$((i + 1))
-		sleep 0.05
-	done
+	run_gone() { ! kill -0 "$run" 2>/dev/null; }
+	wait_until run_gone
 	if kill -0 "$run" 2>/dev/null; then
 		kill -KILL "$run"
 		not_ok "SIGTERM reaches a command in its own process group (timeout sleep)"
@@ -348,11 +346,7 @@ assert "--cwd sets the working directory" test "$cwd" = "$WS"
 	sh -c 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.05; done' \
 	>"$CD_TMP/sig.out" 2>&1 &
 cpid=$!
-n=0
-while ! grep -q ready "$CD_TMP/sig.out" 2>/dev/null && [ $n -lt 100 ]; do
-	sleep 0.05
-	n=$((n + 1))
-done
+wait_until grep -q ready "$CD_TMP/sig.out"
 kill -TERM "$cpid"
 wait "$cpid"
 rc=$?
@@ -529,7 +523,9 @@ rc=$?
 end=$(date +%s%N)
 assert "300 background children: the command still exits 0" test "$rc" -eq 0
 ms=$(((end - $(cat "$CD_TMP/many.t" 2>/dev/null || echo 0)) / 1000000))
-assert "300 background children are killed in well under a second ($ms ms)" test "$ms" -lt 1000
+# Well under a second here; PROMPT on a busy host (the kill count below is exact).
+assert "300 background children are killed at once ($ms ms)" \
+	test "$ms" -lt $((CD_TEST_PROMPT * 1000))
 assert "no child of the 300 survives" sh -c "! pgrep -f '^sleep 100\\.$$\$' >/dev/null"
 if command -v strace >/dev/null 2>&1 && strace -o /dev/null true 2>/dev/null; then
 	# (LeakSanitizer fails under ptrace: its exit status does not count here.)

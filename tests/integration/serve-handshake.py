@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (LOOPS, Eof, Server, Tap, cordon_usable, err_code,  # noqa: E402
+from rpcclient import (LOOPS, WAIT, Eof, Server, Tap, cordon_usable, err_code,  # noqa: E402
                        err_msg, uri)
 
 t = Tap()
@@ -39,12 +39,12 @@ def closes(t, tag, lines, desc):
     try:
         for ln in lines:
             s.send_raw(ln)
-        got_eof = s.expect_eof(5.0)
+        got_eof = s.expect_eof()
         # Only the initialize request (id 1) may be answered.
         replies = [m for m in s.pending if "id" in m and m["id"] != 1]
         t.ok(got_eof and not replies, "[%s] %s: connection closed without a reply" % (tag, desc),
              "eof=%s replies=%r" % (got_eof, replies))
-        rc = s.wait(5.0)
+        rc = s.wait(WAIT)
         t.eq(rc, 0, "[%s] %s: server exits 0" % (tag, desc))
     finally:
         s.stop()
@@ -237,11 +237,11 @@ def closers(tag):
     try:
         s.send_raw(init + '{"method":"initialized"}\n{"id":2,"method":"environment/status"}\n'
                    '{"method":"nope"}\n{"id":3,"method":"environment/status"}\n')
-        s.expect_eof(5.0)
+        s.expect_eof()
         ids = [m.get("id") for m in s.pending if "id" in m]
         t.eq(ids, [1, 2], "[%s] requests before a closing notification are answered, "
              "none after" % tag)
-        t.eq(s.wait(5.0), 0, "[%s] server exits 0 after closing" % tag)
+        t.eq(s.wait(WAIT), 0, "[%s] server exits 0 after closing" % tag)
     finally:
         s.stop()
 

@@ -26,8 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (CORDON, Tap, b64, cordon_usable, server_env, server_pid_of,  # noqa: E402
-                       unb64)
+from rpcclient import (CORDON, WAIT, Tap, b64, cordon_usable, server_env,  # noqa: E402
+                       server_pid_of, unb64)
 from netclient import HandshakeError, WsConn, http  # noqa: E402
 
 t = Tap()
@@ -74,7 +74,7 @@ class Srv:
         self.host = self.port = None
         buf = b""
         fd = self.p.stdout.fileno()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + WAIT
         while b"\n" not in buf and time.monotonic() < deadline:
             r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             chunk = os.read(fd, 4096) if r else b""
@@ -90,7 +90,7 @@ class Srv:
         self.errf.seek(0)
         return self.errf.read().decode(errors="replace")
 
-    def wait_log(self, text, timeout=10.0):
+    def wait_log(self, text, timeout=WAIT):
         """Wait for text in the log (the deadline only bounds a failure)."""
         deadline = time.monotonic() + timeout
         while text not in self.log():
@@ -106,7 +106,7 @@ class Srv:
         if self.p.poll() is None:
             os.kill(self.pid, signal.SIGTERM)
             try:
-                return self.p.wait(10)
+                return self.p.wait(WAIT)
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
@@ -173,7 +173,7 @@ def pipelined(host, port, marker):
                "params": {"processId": "p", "argv": ["touch", marker], "cwd": "file:///",
                           "env": {"PATH": "/usr/bin:/bin"}, "tty": False}}):
         data += ws_frame(json.dumps(m).encode())
-    s = socket.create_connection((host, port), timeout=5)
+    s = socket.create_connection((host, port), timeout=WAIT)
     s.sendall(data)
     buf = b""
     try:
@@ -238,7 +238,7 @@ def owner_rule(listen, tag):
         r = a.request("process/write", {"processId": "cat", "chunk": b64("still here\n"),
                                         "writeId": "w1"})
         got = b""
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + WAIT
         while b"still here" not in got and time.monotonic() < deadline:
             rr = a.call("process/read", {"processId": "cat", "waitMs": 500})
             got = b"".join(unb64(ch["chunk"]) for ch in rr["chunks"])
@@ -273,7 +273,7 @@ def crowding():
     r2, w2 = os.pipe()
     pid = -1
     try:
-        mine = socket.create_connection((s.host, s.port), timeout=5)
+        mine = socket.create_connection((s.host, s.port), timeout=WAIT)
         pid = os.fork()
         if pid == 0:
             os.close(r1)
@@ -284,7 +284,7 @@ def crowding():
                 os.setgid(OTHER.pw_gid)
                 os.setuid(OTHER.pw_uid)
                 for _ in range(80):
-                    socks.append(socket.create_connection((s.host, s.port), timeout=5))
+                    socks.append(socket.create_connection((s.host, s.port), timeout=WAIT))
                 os.write(w1, b"k")
             except Exception:  # noqa: BLE001 - the parent sees no "k"
                 pass
@@ -461,7 +461,7 @@ def gone_before_lookup():
         pid = server_pid_of(s.pid)
         os.kill(pid, signal.SIGSTOP)
         try:
-            sk = socket.create_connection((s.host, s.port), timeout=5)
+            sk = socket.create_connection((s.host, s.port), timeout=WAIT)
             sk.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
                        b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
                        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
@@ -479,7 +479,7 @@ def gone_before_lookup():
 def no_sock_diag():
     """Where the kernel cannot be asked (no sock_diag, AF_NETLINK filtered), refuse to start."""
     r = subprocess.run([CORDON, "serve", "--listen", "ws://127.0.0.1:0"], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=10,
+                       stderr=subprocess.PIPE, timeout=WAIT,
                        env=dict(os.environ, CORDON_TEST_DISABLE="sock_diag"))
     err = r.stderr.decode()
     t.ok(r.returncode == 1 and r.stdout == b"" and "NETLINK_SOCK_DIAG" in err and
@@ -518,7 +518,7 @@ def usage():
              "an unknown --allow-local-group is refused")):
         try:
             r = subprocess.run([CORDON, "serve"] + args, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, timeout=10)
+                               stderr=subprocess.PIPE, timeout=WAIT)
         except subprocess.TimeoutExpired:
             t.not_ok(desc, "the server started")
             continue

@@ -2,19 +2,22 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # `cordon serve`: process/start, read, write, signal, terminate and the
 # process notifications (exec-server-reference.md 2.3-2.9, 8.1-8.3), without
-# a sandbox. TAP; the scenarios run under both event loops.
+# a sandbox. TAP; the scenarios run under both event loops. Processes take
+# their steps when the test opens a FIFO (Gate), and the test waits for the
+# server's events (CORDON_TEST_EVENTS: a long poll waiting), not for sleeps.
 
 import fcntl
 import hashlib
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (LOOPS, Server, Tap, b64, cordon_usable, err_code,  # noqa: E402
-                       err_msg, fd_count, unb64, vm_rss_kb)
+from rpcclient import (LOOPS, PROMPT, WAIT, Gate, Hooks, Server, Tap, b64,  # noqa: E402
+                       cordon_usable, err_code, err_msg, fd_count, unb64, vm_rss_kb)
 
 t = Tap()
 why = cordon_usable()
@@ -32,7 +35,7 @@ def start_ok(s, tag, pid, argv, desc=None, **kw):
     return r
 
 
-def run(s, tag, pid, argv, timeout=10, **kw):
+def run(s, tag, pid, argv, timeout=None, **kw):
     start_ok(s, tag, pid, argv, **kw)
     return s.wait_closed(pid, timeout)
 
@@ -122,10 +125,10 @@ def basics(tag):
         t.eq(s.call("process/signal", {"processId": "nobody", "signal": "interrupt"}), {},
              "[%s] signal unknown: {}" % tag)
         # The group gets the signal: a shell's background child dies too.
-        start_ok(s, tag, "grp", ["sh", "-c", "sleep 100 & sleep 100; wait"])
-        time.sleep(0.2)
+        start_ok(s, tag, "grp", ["sh", "-c", "sleep 100 & echo started; sleep 100; wait"])
+        s.wait_output("grp", b"started")
         s.call("process/terminate", {"processId": "grp"})
-        res = s.wait_closed("grp", 5)
+        res = s.wait_closed("grp")
         t.eq(res.exit_code, 137, "[%s] terminate kills the whole group (closed: pipes released)"
              % tag)
 
@@ -237,9 +240,9 @@ def stdin_and_pty(tag):
         t.eq(r.get("result"), {"status": "accepted"}, "[%s] write to a tty process" % tag)
         res = s.wait_closed("ttyin")
         t.ok(b"got:abc" in res.pty, "[%s] stdin writes reach the tty program" % tag, res.pty)
-        start_ok(s, tag, "ttyint", ["sh", "-c", "trap 'echo caught; exit 7' INT; "
+        start_ok(s, tag, "ttyint", ["sh", "-c", "trap 'echo caught; exit 7' INT; echo ready; "
                                     "while :; do sleep 0.05; done"], tty=True)
-        time.sleep(0.3)
+        s.wait_output("ttyint", b"ready")  # the trap is set
         s.call("process/signal", {"processId": "ttyint", "signal": "interrupt"})
         res = s.wait_closed("ttyint")
         t.ok(b"caught" in res.pty and res.exit_code == 7,
@@ -328,62 +331,75 @@ def env_and_arg0(tag):
 
 
 def reads(tag):
-    s = Server(tag)
+    hooks = Hooks()
+    s = Server(tag, extra_env=hooks.env)
+    d = tempfile.mkdtemp(prefix="cordon-reads-")
     try:
         s.handshake()
         # A pipe the server never filled keeps its size: pipe buffers count against
         # the user's pipe-user-pages-soft.
         t.eq(fcntl.fcntl(s.p.stdout.fileno(), getattr(fcntl, "F_GETPIPE_SZ", 1032)), 64 << 10,
              "[%s] an idle server leaves its stdout pipe at 64 KiB" % tag)
-        start_ok(s, tag, "lp", ["sh", "-c", "sleep 0.3; echo hi"])
-        t0 = time.monotonic()
-        rd = s.call("process/read", {"processId": "lp", "afterSeq": 0, "waitMs": 5000})
-        dt = time.monotonic() - t0
-        got = b"".join(unb64(c["chunk"]) for c in rd["chunks"])
-        t.ok(got == b"hi\n" and 0.15 < dt < 1.5,
-             "[%s] long-poll read wakes on output (%.2f s)" % (tag, dt), rd)
+        # The process prints once the test lets it, after the poll waits.
+        g = Gate(d, "lp")
+        start_ok(s, tag, "lp", ["sh", "-c", "read x < %s; echo hi" % g.path])
+        i = s.send_request("process/read", {"processId": "lp", "afterSeq": 0,
+                                            "waitMs": int(WAIT * 1000)})
+        hooks.wait("read-wait", id=i)
+        g.open()
+        rd = s.wait_id(i)
+        rd = rd.get("result", {}) if rd else {}
+        got = b"".join(unb64(c["chunk"]) for c in rd.get("chunks", []))
+        t.ok(got == b"hi\n", "[%s] a long-poll read waits, and wakes on output" % tag, rd)
         s.wait_closed("lp")
         start_ok(s, tag, "quiet", ["sleep", "100"])
         t0 = time.monotonic()
         rd = s.call("process/read", {"processId": "quiet", "waitMs": 300})
         dt = time.monotonic() - t0
         t.ok(rd["chunks"] == [] and rd["exited"] is False and rd["closed"] is False and
-             rd["exitCode"] is None and 0.25 <= dt < 2.0,
+             rd["exitCode"] is None and 0.3 <= dt < 0.3 + PROMPT,
              "[%s] waitMs expiry returns empty (%.2f s)" % (tag, dt), rd)
         t.eq(rd["nextSeq"], 1, "[%s] nextSeq 1 before any event" % tag)
         t0 = time.monotonic()
         rd = s.call("process/read", {"processId": "quiet"})
-        t.ok(time.monotonic() - t0 < 0.5, "[%s] waitMs omitted: returns at once" % tag)
-        # A long poll blocks later requests on the connection, and a state change wakes it.
+        dt = time.monotonic() - t0
+        t.ok(dt < PROMPT, "[%s] waitMs omitted: returns at once (%.2f s)" % (tag, dt))
+        # A long poll blocks later requests on the connection: stdio has one, so
+        # the read returns at its deadline, then 502 runs (a state change it makes
+        # cannot wake the poll it waits behind).
+        t0 = time.monotonic()
         s.send({"id": 501, "method": "process/read", "params": {"processId": "quiet",
                                                                 "waitMs": 1500}})
         s.send({"id": 502, "method": "process/terminate", "params": {"processId": "quiet"}})
-        s.drain(0.3)
-        t.eq([m.get("id") for m in s.pending if "id" in m], [],
-             "[%s] nothing answered while the long poll waits" % tag)
-        # stdio has one connection: the read returns at its deadline, then 502 runs.
-        r1 = s.read_response(10)
-        r2 = s.read_response(10)
-        t.ok(r1.get("id") == 501 and r2.get("id") == 502 and r2.get("result") == {"running": True},
+        r1 = s.read_response()
+        dt = time.monotonic() - t0
+        r2 = s.read_response()
+        t.ok(r1.get("id") == 501 and r1.get("result", {}).get("chunks") == [] and dt >= 1.5,
+             "[%s] nothing is answered while the long poll waits: it ends at its deadline "
+             "(%.2f s)" % (tag, dt), r1)
+        t.ok(r2.get("id") == 502 and r2.get("result") == {"running": True},
              "[%s] the request after a long poll is answered after it, in order" % tag, (r1, r2))
         s.wait_closed("quiet")
-        start_ok(s, tag, "lpx", ["sleep", "0.3"])
-        t0 = time.monotonic()
-        rd = s.call("process/read", {"processId": "lpx", "waitMs": 5000})
-        dt = time.monotonic() - t0
-        t.ok(rd["exited"] is True and rd["exitCode"] == 0 and 0.15 < dt < 1.5,
-             "[%s] a long poll wakes on exit without output (%.2f s)" % (tag, dt), rd)
+        g = Gate(d, "lpx")
+        start_ok(s, tag, "lpx", ["sh", "-c", "read x < %s" % g.path])
+        i = s.send_request("process/read", {"processId": "lpx", "waitMs": int(WAIT * 1000)})
+        hooks.wait("read-wait", id=i)
+        g.open()
+        rd = s.wait_id(i)
+        rd = rd.get("result", {}) if rd else {}
+        t.ok(rd.get("exited") is True and rd.get("exitCode") == 0,
+             "[%s] a long poll wakes on exit without output" % tag, rd)
         s.wait_closed("lpx")
         # Exited-but-not-closed wakes the poll: a grandchild holds stdout open.
-        start_ok(s, tag, "held", ["sh", "-c", "(sleep 1; echo late) & echo early"])
-        t0 = time.monotonic()
-        rd = s.call("process/read", {"processId": "held", "waitMs": 5000})
+        g = Gate(d, "held")
+        start_ok(s, tag, "held", ["sh", "-c", "(read x < %s; echo late) & echo early" % g.path])
+        rd = s.call("process/read", {"processId": "held", "waitMs": int(WAIT * 1000)})
         rd2 = s.call("process/read", {"processId": "held", "afterSeq": rd["nextSeq"] - 1,
-                                      "waitMs": 5000})
-        t.ok(rd2["exited"] is True and rd2["exitCode"] == 0 and
-             (rd2["closed"] is False or rd2["chunks"]),
+                                      "waitMs": int(WAIT * 1000)})
+        t.ok(rd2["exited"] is True and rd2["exitCode"] == 0 and rd2["closed"] is False,
              "[%s] exited while a grandchild holds the pipe: exited, not closed" % tag, rd2)
-        res = s.wait_closed("held", 5)
+        g.open()
+        res = s.wait_closed("held")
         t.ok(b"early\n" in res.stdout and b"late\n" in res.stdout,
              "[%s] late output after exit is still relayed" % tag, res.stdout)
         outs = [n["params"]["seq"] for n in res.notes if n["method"] == "process/output"
@@ -391,13 +407,18 @@ def reads(tag):
         t.ok(outs and outs[0] > res.exited_seq and res.closed_seq > outs[0],
              "[%s] late output seq > exit seq; close last" % tag, res.notes)
 
-        # maxBytes: three separate 4-byte chunks.
-        res = run(s, tag, "mb", ["sh", "-c", "printf aaaa; sleep 0.15; printf bbbb; sleep 0.15; "
-                                 "printf cccc"])
+        # maxBytes: three separate 4-byte chunks (each printed once the last arrived).
+        g1, g2 = Gate(d, "mb1"), Gate(d, "mb2")
+        start_ok(s, tag, "mb", ["sh", "-c", "printf aaaa; read x < %s; printf bbbb; "
+                                "read x < %s; printf cccc" % (g1.path, g2.path)])
+        s.wait_output("mb", b"aaaa")
+        g1.open()
+        s.wait_output("mb", b"aaaabbbb")
+        g2.open()
+        res = s.wait_closed("mb")
         outs = [n["params"] for n in res.notes if n["method"] == "process/output"]
-        if len(outs) != 3:
-            t.skip("[%s] maxBytes semantics" % tag, "output came in %d chunks" % len(outs))
-        else:
+        t.eq(len(outs), 3, "[%s] three writes far apart: three chunks" % tag)
+        if len(outs) == 3:
             rd = s.call("process/read", {"processId": "mb"})
             t.eq(len(rd["chunks"]), 3, "[%s] read without maxBytes: all 3 chunks" % tag)
             t.eq(rd["nextSeq"], 6, "[%s] nextSeq counts exit and close (3 out + 2 = 6)" % tag)
@@ -424,7 +445,7 @@ def reads(tag):
             data = os.urandom(5 * 1000 * 1000)
             f.write(data)
             f.flush()
-            res = run(s, tag, "big", ["cat", f.name], timeout=60)
+            res = run(s, tag, "big", ["cat", f.name])
             t.eq(hashlib.sha256(res.stdout).hexdigest(), hashlib.sha256(data).hexdigest(),
                  "[%s] 5 MB of output relayed complete and in order (%d bytes)"
                  % (tag, len(res.stdout)))
@@ -449,6 +470,8 @@ def reads(tag):
                "takes 30 s and cordon has no option to shorten the retention")
     finally:
         s.stop()
+        hooks.close()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def concurrent(tag):
@@ -464,7 +487,7 @@ def concurrent(tag):
             start_ok(s, tag, "cc%d" % i, ["sh", "-c", script % (a, b)])
         bad = []
         for i in range(n):
-            res = s.wait_closed("cc%d" % i, 60)
+            res = s.wait_closed("cc%d" % i)
             a, b = chr(ord("a") + i).encode(), chr(ord("A") + i).encode()
             if res.stdout != a * 200000 or res.stderr != b * 200000 or res.exit_code != 0:
                 bad.append((i, len(res.stdout), len(res.stderr), res.exit_code))
@@ -483,16 +506,18 @@ def backpressure(tag):
     try:
         s.handshake()
         start_ok(s, tag, "flood", ["yes"])
-        time.sleep(2.0)
+        time.sleep(2.0)  # the flood fills what it may: the bound holds whenever it is read
         rss = vm_rss_kb(s.server_pid)
         t.ok(rss < 128 * 1024, "[%s] flood with a client that does not read: RSS bounded "
              "(%d kB after 2 s)" % (tag, rss))
         n0 = len(s.notes_for("flood"))
-        s.drain(1.0)
+        deadline = time.monotonic() + WAIT
+        while len(s.notes_for("flood")) <= n0 and time.monotonic() < deadline:
+            s._pump(deadline)
         t.ok(len(s.notes_for("flood")) > n0, "[%s] output resumes once the client reads" % tag)
-        r = s.call("process/terminate", {"processId": "flood"}, timeout=30)
+        r = s.call("process/terminate", {"processId": "flood"})
         t.eq(r, {"running": True}, "[%s] the flooding process is still running" % tag)
-        res = s.wait_closed("flood", 60)
+        res = s.wait_closed("flood")
         t.eq(res.exit_code, 137, "[%s] and it is terminated" % tag)
         t.ok(set(res.stdout[:100000]) <= {ord("y"), ord("\n")}, "[%s] the output is intact" % tag)
     finally:

@@ -15,9 +15,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (HELPERS, LOOPS, ROOT_READ, Server, Tap, cordon_usable,  # noqa: E402
-                       err_code, err_msg, kill_quietly, path_entry, pid_alive, pids_by_cmdline,
-                       profile, special, unb64, uri, workspace_write)
+from rpcclient import (HELPERS, LOOPS, ROOT_READ, WAIT, Gate, Server, Tap,  # noqa: E402
+                       children_of, cordon_usable, err_code, err_msg, kill_quietly, path_entry,
+                       pid_alive, pids_by_cmdline, profile, special, uri, workspace_write)
 
 t = Tap()
 why = cordon_usable()
@@ -412,48 +412,71 @@ def ns_reuse_host(tag, base):
         t.skip("[%s] namespace reuse by host processes" % tag, "no unshare")
         return
     ws = tempfile.mkdtemp(prefix="ws-", dir=base)
+    gate = Gate(ws)
     s = Server(tag, args=["--pid-namespace=never"])
     hosts = []
-    stopped = False
+    stopped = None
     try:
         s.handshake()
-        r = s.start("short", ["sh", "-c", "readlink /proc/self/ns/mnt; sleep 0.3"], cwd=ws,
+        r = s.start("short", ["sh", "-c", "readlink /proc/self/ns/mnt; read x < gate"], cwd=ws,
                     sandbox=sandbox(workspace_write(), workspaceRoots=[uri(ws)]))
-        ns = None
-        deadline = time.monotonic() + 5
-        while ns is None and time.monotonic() < deadline:
-            s.drain(0.02)
-            got = b"".join(unb64(n["params"]["chunk"]) for n in s.notes_for("short")
-                           if n["method"] == "process/output")
-            if got.endswith(b"\n"):
-                ns = got.decode().strip()
-        os.kill(s.pid, signal.SIGSTOP)
-        stopped = True
-        time.sleep(0.6)
+        s.wait_output("short", b"\n")
+        ns = s.output_of("short").decode().strip()
+        # The server stops; then the command exits, and its namespace is freed
+        # (its init is a zombie the stopped server cannot reap).
+        server = s.server_pid
+        os.kill(server, signal.SIGSTOP)
+        stopped = server
+        init = children_of(server)
+        gate.open()
+        deadline = time.monotonic() + WAIT
+        while not all(proc_state(p) == "Z" for p in init) and time.monotonic() < deadline:
+            time.sleep(0.01)
         # The lowest free number goes first: a few are enough to reach the
-        # sandbox's, if it is free.
+        # sandbox's, if it is free. Each is in its namespace once it runs sleep.
         for _ in range(8):
-            hosts.append(subprocess.Popen([unshare, "-m", "sleep", "5"]))
-        time.sleep(0.2)
+            hosts.append(subprocess.Popen([unshare, "-m", "sleep", "%d" % (WAIT * 10)]))
+        want = ("sleep\0%d\0" % (WAIT * 10)).encode()
+        for h in hosts:
+            while cmdline_of(h.pid) != want and time.monotonic() < deadline:
+                time.sleep(0.01)
         same = [h.pid for h in hosts if ns_number(h.pid) == ns]
-        os.kill(s.pid, signal.SIGCONT)
-        stopped = False
+        os.kill(server, signal.SIGCONT)
+        stopped = None
         out = s.wait_closed("short")
-        time.sleep(0.2)
+        s.request("environment/status")  # what the exit made the server do is done
         dead = [(h.pid, h.poll()) for h in hosts if not pid_alive(h.pid)]
-        t.ok("result" in r and out.exit_code == 0 and not dead,
+        t.ok("result" in r and out.exit_code == 0 and not dead and init and
+             all(proc_state(p) in ("Z", None) for p in init),
              "[%s] namespace reuse: host processes in a new namespace survive" % tag,
              (r, out.exit_code, ns, same, dead))
         if same:
             t.diag("a host process got the sandbox's namespace number %s" % ns)
     finally:
         if stopped:
-            os.kill(s.pid, signal.SIGCONT)
+            os.kill(stopped, signal.SIGCONT)
         for h in hosts:
             kill_quietly(h.pid)
             h.wait()
         s.stop()
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return None
+    return st[st.rindex(")") + 2]
+
+
+def cmdline_of(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 with tempfile.TemporaryDirectory(prefix="cordon-serve-sb-") as base:

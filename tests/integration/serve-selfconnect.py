@@ -26,8 +26,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (CORDON, Eof, Server, Tap, Timeout, cordon_usable, profile,  # noqa: E402
-                       special)
+from rpcclient import (CORDON, WAIT, Eof, Server, Tap, Timeout, cordon_usable,  # noqa: E402
+                       profile, special)
 from netclient import HandshakeError, NetServer  # noqa: E402
 
 LIB = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -63,7 +63,7 @@ def attack():
         if "error" in r:
             out["start"] = r["error"]
             return
-        conn.wait_closed("escape", timeout=20)
+        conn.wait_closed("escape")
         out["admitted"] = True
     except Exception as e:
         out["refused"] = "%s: %s" % (type(e).__name__, e)
@@ -129,7 +129,7 @@ with open(nondumpable_py, "w") as f:
 
 def non_dumpable_client(mode, target):
     r = subprocess.run([sys.executable, nondumpable_py, LIB, mode, target],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=WAIT)
     try:
         return json.loads(r.stdout.decode().strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -144,7 +144,7 @@ def attack(conn, name, mode, target, how="plain", sandbox=SANDBOX):
                       env={"PATH": "/usr/bin:/bin"}, **extra)
     if "error" in resp:
         return {"start error": resp["error"]}, os.path.exists(marker)
-    res = conn.wait_closed(name, timeout=60)
+    res = conn.wait_closed(name)
     try:
         report = json.loads(res.stdout.decode().strip().splitlines()[-1])
     except (ValueError, IndexError):

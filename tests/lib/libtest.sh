@@ -16,6 +16,11 @@
 #                                (names like EPERM; "EPERM|EACCES" for any of them)
 #   ok/not_ok "desc", skip "desc" "reason", diag "text", plan N,
 #   done_testing, skip_all "reason", $CD_TMP (removed on exit)
+#   wait_until CMD...            run CMD until it succeeds; 1 after CD_TEST_WAIT s
+#
+# Tests wait for events (a file, a line of output, a process gone), never for
+# time: CD_TEST_WAIT (120) seconds bound a wait that only a failing test
+# reaches; CD_TEST_PROMPT (5) seconds is what "at once" may take on a busy host.
 
 : "${CORDON:=cordon}"
 : "${CD_TEST_HELPERS:=.}"
@@ -24,6 +29,10 @@ if [ -n "${CD_POLICYDIR:-}" ]; then
 	CORDON_POLICY_PATH=$CD_POLICYDIR
 	export CORDON_POLICY_PATH
 fi
+# What must happen is waited for this long at most (a failure); "at once" within PROMPT.
+: "${CD_TEST_WAIT:=120}"
+: "${CD_TEST_PROMPT:=5}"
+
 # Keep the tests' view of the environment deterministic.
 unset CORDON_TEST_DISABLE
 LC_ALL=C
@@ -236,6 +245,16 @@ not_contains() {
 		;;
 	*) ok "$1" ;;
 	esac
+}
+
+# wait_until CMD...: run CMD until it succeeds (0), or 1 once CD_TEST_WAIT seconds passed.
+wait_until() {
+	cd_wu_end=$(($(date +%s) + CD_TEST_WAIT))
+	until "$@"; do
+		[ "$(date +%s)" -ge "$cd_wu_end" ] && return 1
+		sleep 0.01
+	done
+	return 0
 }
 
 # Run a command, keeping stdout and stderr apart: $cd_stdout, $cd_stderr, $cd_rc.

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from rpcclient import CORDON, Eof, RpcMixin, Timeout, server_env, server_pid_of
+from rpcclient import CORDON, WAIT, Eof, RpcMixin, Timeout, server_env, server_pid_of
 
 WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0, 1, 2, 8, 9, 10
@@ -53,7 +53,7 @@ class NetServer:
         self._server_pid = None
         self.url = None
         self.host = self.port = None
-        self.ready = self._wait_ready(10.0)
+        self.ready = self._wait_ready(WAIT)
 
     def _wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
@@ -105,8 +105,11 @@ class NetServer:
         self.errf.seek(0)
         return self.errf.read().decode(errors="replace")
 
-    def stop(self, sig=signal.SIGTERM, timeout=10.0):
-        """Signal the server and reap it; the exit status (None if it had to be killed)."""
+    def stop(self, sig=signal.SIGTERM, timeout=None):
+        """Signal the server and reap it; the exit status (None if it had to be killed
+        after timeout, WAIT by default)."""
+        if timeout is None:
+            timeout = WAIT
         if self.p.poll() is None:
             try:
                 os.kill(self.pid, sig)
@@ -173,8 +176,8 @@ class _SockConn(RpcMixin):
             pass
         self.out_eof = True
 
-    def expect_eof(self, timeout=5.0):
-        deadline = time.monotonic() + timeout
+    def expect_eof(self, timeout=None):
+        deadline = time.monotonic() + (WAIT if timeout is None else timeout)
         while not self.out_eof and time.monotonic() < deadline:
             try:
                 self._pump(deadline)
@@ -184,13 +187,14 @@ class _SockConn(RpcMixin):
 
 
 class UnixConn(_SockConn):
-    def __init__(self, path, timeout=5.0):
+    def __init__(self, path, timeout=WAIT):
         self._init_common()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         self.sock.connect(path)
         self.sock.setblocking(False)
         self.buf = bytearray()
+        self.scanned = 0  # buf[:scanned] holds no newline
 
     def send_raw(self, data):
         if isinstance(data, str):
@@ -200,18 +204,21 @@ class UnixConn(_SockConn):
     def _feed(self, data):
         self.buf += data
         while True:
-            i = self.buf.find(b"\n")
+            # From where the last search ended: a long line arrives in many reads.
+            i = self.buf.find(b"\n", self.scanned)
             if i < 0:
+                self.scanned = len(self.buf)
                 break
             line = bytes(self.buf[:i])
             del self.buf[: i + 1]
+            self.scanned = 0
             self._deliver(line)
 
     def shutdown_write(self):
         self.sock.shutdown(socket.SHUT_WR)
 
 
-def http(host, port, path="/", method="GET", headers=None, timeout=5.0):
+def http(host, port, path="/", method="GET", headers=None, timeout=WAIT):
     """One HTTP request on a fresh connection: (status, {lowercase name: value}, body, sock).
     The socket stays open (a 101 continues as WebSocket)."""
     s = socket.create_connection((host, port), timeout=timeout)
@@ -251,7 +258,7 @@ class HandshakeError(Exception):
 
 
 class WsConn(_SockConn):
-    def __init__(self, host, port, headers=None, token=None, binary=False, timeout=5.0):
+    def __init__(self, host, port, headers=None, token=None, binary=False, timeout=WAIT):
         self._init_common()
         key = base64.b64encode(os.urandom(16)).decode()
         h = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",

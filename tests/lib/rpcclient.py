@@ -10,21 +10,36 @@ once so a hang still shows how far a script got).
 
 Environment: CORDON (the binary; default "cordon"), CD_TEST_HELPERS
 (try-syscall), CORDON_TEST_SERVE_LOOPS ("epoll poll" by default: the loops
-each scenario runs under).
+each scenario runs under), CD_TEST_WAIT (see WAIT).
+
+Tests wait for events, not for time: what must happen is waited for with
+WAIT as the bound, which a passing test never reaches (it only ends a test
+that fails, or hangs, instead of hanging the suite). Hooks gives a test the
+server's own events (src/serve/testhook.h) to wait for.
 """
 
 import base64
 import json
 import os
 import selectors
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 CORDON = os.environ.get("CORDON", "cordon")
 HELPERS = os.environ.get("CD_TEST_HELPERS", ".")
 LOOPS = os.environ.get("CORDON_TEST_SERVE_LOOPS", "epoll poll").split()
+# Seconds to wait for something that must happen: only a failing test waits that long.
+WAIT = float(os.environ.get("CD_TEST_WAIT", "120"))
+# Seconds within which an answer that must not wait for something slow (a held copy,
+# a flood, a client that stopped reading) comes: far above what the server takes on
+# a loaded host, far below the stall such a check guards against.
+PROMPT = float(os.environ.get("CD_TEST_PROMPT", "5"))
 
 # A root-read, network-restricted wire profile (the Appendix A example).
 ROOT_READ = {
@@ -176,8 +191,10 @@ class RpcMixin:
     """The message level, shared by every transport: needs self.pending, self.notes,
     self.awaited, self.out_eof, self.next_id, self._pump(deadline) and self.send_raw(bytes)."""
 
-    def read_msg(self, timeout=10.0):
+    def read_msg(self, timeout=None):
         """The next message (response or notification). Eof at end of stdout."""
+        if timeout is None:
+            timeout = WAIT
         deadline = time.monotonic() + timeout
         while not self.pending:
             if self.out_eof:
@@ -187,10 +204,12 @@ class RpcMixin:
             self._pump(deadline)
         return self.pending.pop(0)
 
-    def read_response(self, timeout=10.0):
+    def read_response(self, timeout=None):
         """The next response; notifications in between stay in self.notes. Responses to
         requests sent with send_request and not yet collected are passed over: they
         may arrive at any time, and stay pending for wait_id."""
+        if timeout is None:
+            timeout = WAIT
         deadline = time.monotonic() + timeout
         while True:
             k = 0
@@ -222,7 +241,7 @@ class RpcMixin:
         self.next_id += 1
         return i
 
-    def request(self, method, params=None, timeout=10.0, id=None, omit_params=False):
+    def request(self, method, params=None, timeout=None, id=None, omit_params=False):
         """Send a request and return its response (the whole {id, result|error} object)."""
         if id is None:
             id = self.new_id()
@@ -242,8 +261,10 @@ class RpcMixin:
         self.send({"id": i, "method": method, "params": params})
         return i
 
-    def wait_id(self, i, timeout=60.0):
+    def wait_id(self, i, timeout=None):
         """The response with id i, or None after timeout or at EOF; other messages stay pending."""
+        if timeout is None:
+            timeout = WAIT
         deadline = time.monotonic() + timeout
         while True:
             for k, m in enumerate(self.pending):
@@ -259,7 +280,7 @@ class RpcMixin:
         self._pump(time.monotonic())
         return any(m.get("id") == i for m in self.pending)
 
-    def call(self, method, params=None, timeout=10.0):
+    def call(self, method, params=None, timeout=None):
         """request() that returns the result and raises on an error response."""
         resp = self.request(method, params, timeout)
         if "error" in resp:
@@ -288,8 +309,10 @@ class RpcMixin:
     def notes_for(self, pid):
         return [n for n in self.notes if n.get("params", {}).get("processId") == pid]
 
-    def wait_closed(self, pid, timeout=10.0):
+    def wait_closed(self, pid, timeout=None):
         """Wait for process/closed of pid; return a Result built from the notifications."""
+        if timeout is None:
+            timeout = WAIT
         deadline = time.monotonic() + timeout
         while not any(n["method"] == "process/closed" for n in self.notes_for(pid)):
             if self.out_eof:
@@ -301,7 +324,21 @@ class RpcMixin:
         self.pending = [m for m in self.pending if "id" in m]
         return Result(self.notes_for(pid))
 
-    def run(self, pid, argv, timeout=10.0, **kw):
+    def output_of(self, pid):
+        """Everything process pid wrote so far (all streams), from its notifications."""
+        return b"".join(unb64(n["params"]["chunk"]) for n in self.notes_for(pid)
+                        if n["method"] == "process/output")
+
+    def wait_output(self, pid, text, timeout=None):
+        """Wait until process pid has written text (bytes); True, or False at timeout/EOF."""
+        deadline = time.monotonic() + (WAIT if timeout is None else timeout)
+        while text not in self.output_of(pid):
+            if self.out_eof or time.monotonic() >= deadline:
+                return False
+            self._pump(deadline)
+        return True
+
+    def run(self, pid, argv, timeout=None, **kw):
         """start + wait_closed; returns (start response, Result or None)."""
         resp = self.start(pid, argv, **kw)
         if "error" in resp:
@@ -342,6 +379,7 @@ class Server(RpcMixin):
         self.sel.register(self.p.stdout, selectors.EVENT_READ, "out")
         self.sel.register(self.p.stderr, selectors.EVENT_READ, "err")
         self.outbuf = bytearray()
+        self.scanned = 0         # outbuf[:scanned] holds no newline
         self.err = bytearray()
         self.out_eof = False
         self.err_eof = False
@@ -379,11 +417,14 @@ class Server(RpcMixin):
                 continue
             self.outbuf += data
             while True:
-                i = self.outbuf.find(b"\n")
+                # From where the last search ended: a long line arrives in many reads.
+                i = self.outbuf.find(b"\n", self.scanned)
                 if i < 0:
+                    self.scanned = len(self.outbuf)
                     break
                 line = bytes(self.outbuf[:i])
                 del self.outbuf[: i + 1]
+                self.scanned = 0
                 self.lines.append(line)
                 msg = json.loads(line)
                 if "id" not in msg and "method" in msg:
@@ -391,8 +432,10 @@ class Server(RpcMixin):
                 self.pending.append(msg)
         return True
 
-    def expect_eof(self, timeout=5.0):
+    def expect_eof(self, timeout=None):
         """True when stdout reaches EOF within timeout (messages before it are dropped)."""
+        if timeout is None:
+            timeout = WAIT
         deadline = time.monotonic() + timeout
         while not self.out_eof and time.monotonic() < deadline:
             self._pump(deadline)
@@ -467,11 +510,11 @@ class Server(RpcMixin):
                     self.err += data
 
     def stop(self):
-        """Close stdin and reap (SIGKILL after 5 s). Returns the exit status."""
+        """Close stdin and reap (SIGKILL after WAIT). Returns the exit status."""
         if self.stopped is not None:
             return self.stopped
         self.close_stdin()
-        r = self.wait(5.0)
+        r = self.wait(WAIT)
         if r is None:
             self.p.kill()
             r = self.p.wait()
@@ -486,6 +529,150 @@ class Server(RpcMixin):
 
     def stderr_text(self):
         return self.err.decode(errors="replace")
+
+    def output_to_eof(self):
+        """Read stdout and stderr to their ends (the server exited); stderr's text."""
+        deadline = time.monotonic() + WAIT
+        while not (self.out_eof and self.err_eof) and time.monotonic() < deadline:
+            if self.out_eof:
+                self._pump_err(deadline)
+            else:
+                self._pump(deadline)
+        return self.stderr_text()
+
+
+class Gate:
+    """A FIFO a process waits on (`read x < PATH` in its script) until the test opens
+    it: the process takes its next step when the test says, not after a sleep."""
+
+    def __init__(self, directory, name="gate"):
+        self.path = os.path.join(directory, name)
+        os.mkfifo(self.path)
+        os.chmod(self.path, 0o666)
+
+    def open(self, line=b"go\n"):
+        """Let the waiting process go: once it has opened the FIFO, write it a line."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:  # ENXIO: no reader yet
+                if time.monotonic() >= deadline:
+                    raise Timeout("nobody opened %s within %.0f s: %s" % (self.path, WAIT, e))
+                time.sleep(0.01)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+
+class Hooks:
+    """The server's test hooks (src/serve/testhook.h): a unix socket the server connects
+    to at start (CORDON_TEST_EVENTS) and writes its events to, one line each, which a
+    thread collects here; hold names fs methods (fs/copy...) the server performs only
+    once the test releases them (CORDON_TEST_HOLD). Give the server env (extra_env=).
+    Events are dicts: {"event": "fs-held", "conn": "3", "id": "7", "method": "fs/copy"}."""
+
+    def __init__(self, hold=()):
+        self.dir = tempfile.mkdtemp(prefix="cordon-hooks-")
+        self.path = os.path.join(self.dir, "events")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.path)
+        self.listener.listen(16)
+        self.env = {"CORDON_TEST_EVENTS": self.path}
+        if hold:
+            self.env["CORDON_TEST_HOLD"] = ",".join(hold)
+        self.events = []
+        self.socks = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                sk, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.cond:
+                self.socks.append(sk)
+            threading.Thread(target=self._read, args=(sk,), daemon=True).start()
+
+    def _read(self, sk):
+        buf = b""
+        while True:
+            try:
+                data = sk.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                return
+            buf += data
+            *lines, buf = buf.split(b"\n")
+            with self.cond:
+                for line in lines:
+                    name, *fields = line.decode(errors="replace").split(" ")
+                    ev = {"event": name}
+                    for f in fields:
+                        k, _, v = f.partition("=")
+                        ev[k] = v
+                    self.events.append(ev)
+                self.cond.notify_all()
+
+    def _matches(self, since, name, fields):
+        return [e for e in self.events[since:] if e["event"] == name and
+                all(e.get(k) == str(v) for k, v in fields.items())]
+
+    def mark(self):
+        """A position in the events: wait(..., since=mark) looks at the later ones only."""
+        with self.cond:
+            return len(self.events)
+
+    def wait(self, name, n=1, since=0, timeout=None, **fields):
+        """The first n events called name with these fields (a list when n > 1); raises
+        Timeout after timeout (WAIT) seconds."""
+        deadline = time.monotonic() + (WAIT if timeout is None else timeout)
+        with self.cond:
+            while True:
+                found = self._matches(since, name, fields)
+                if len(found) >= n:
+                    return found[0] if n == 1 else found[:n]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Timeout("no %d event(s) %s %r within %.0f s; events: %r" % (
+                        n, name, fields, WAIT if timeout is None else timeout,
+                        self.events[-20:]))
+                self.cond.wait(left)
+
+    def seen(self, name, since=0, **fields):
+        """The events called name with these fields that came so far."""
+        with self.cond:
+            return self._matches(since, name, fields)
+
+    def release(self, ev):
+        """Let a held request go (an fs-held event, or any with its conn and id)."""
+        line = ("release conn=%s id=%s\n" % (ev["conn"], ev["id"])).encode()
+        with self.cond:
+            socks = list(self.socks)
+        for sk in socks:
+            try:
+                sk.sendall(line)
+            except OSError:
+                pass
+
+    def close(self):
+        try:
+            self.listener.close()
+        except OSError:
+            pass
+        with self.cond:
+            for sk in self.socks:
+                try:
+                    sk.close()
+                except OSError:
+                    pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
 
 class Result:
     """What the notifications of one process say."""
@@ -541,7 +728,9 @@ def pid_alive(pid):
     return st[st.rindex(")") + 2] != "Z"
 
 
-def wait_gone(pids, timeout=3.0):
+def wait_gone(pids, timeout=None):
+    if timeout is None:
+        timeout = WAIT
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not any(pid_alive(p) for p in pids):
@@ -581,12 +770,14 @@ def ns_init_child(pid):
     return None
 
 
-def server_pid_of(pid, timeout=3.0):
+def server_pid_of(pid, timeout=None):
     """The server loop's pid for a spawned `cordon serve` (see Server.server_pid): the
     only child of the started process, which is the init of a pid namespace as root
     and a child subreaper otherwise (src/serve/pidns.c)."""
+    if timeout is None:
+        timeout = WAIT
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and pid_alive(pid):
         c = ns_init_child(pid)
         if c is None:
             kids = children_of(pid)
@@ -630,6 +821,27 @@ def cpu_ticks(pid):
     fields = st[st.rindex(")") + 2:].split()
     # fields[0] is field 3 (state); utime is field 14, stime field 15.
     return int(fields[11]) + int(fields[12])
+
+
+def wait_asleep(pid, timeout=None):
+    """Wait until every thread of pid sleeps (state S: the loop waits for an event, the
+    workers for a job): a process that answered a request and sleeps has nothing left
+    to do. True, or False after timeout (WAIT)."""
+    deadline = time.monotonic() + (WAIT if timeout is None else timeout)
+    while True:
+        states = []
+        try:
+            for task in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, task)) as f:
+                    st = f.read()
+                states.append(st[st.rindex(")") + 2])
+        except OSError:
+            return False
+        if states and all(x == "S" for x in states):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
 
 
 def kill_quietly(pid, sig=signal.SIGKILL):

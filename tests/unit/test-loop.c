@@ -253,8 +253,8 @@ START_TEST(test_timer_order_and_cancel)
 	ck_assert_int_eq(c.n, 6);
 	for (int k = 0; k < 6; k++)
 		ck_assert_int_eq(c.order[k], want[k]);
+	/* Never early; how late depends on the host's load (Check's timeout bounds it). */
 	ck_assert_uint_ge(dt, 60);
-	ck_assert_uint_lt(dt, 1000);
 	cd_loop_free(l);
 }
 END_TEST
@@ -465,10 +465,9 @@ START_TEST(test_quit_and_rerun)
 	quit_calls = 0;
 	cd_loop_add_timer(l, 5, on_quit_now, NULL);
 	cd_loop_add_timer(l, 40, on_quit_now, NULL);
-	uint64_t t0 = cd_loop_now_ms();
+	/* Even when both are due at once (a busy host): the first quits, the second waits. */
 	ck_assert_int_eq(cd_loop_run(l), 0);
 	ck_assert_int_eq(quit_calls, 1);
-	ck_assert_uint_lt(cd_loop_now_ms() - t0, 35);
 	/* The loop can run again: the second timer ends it. */
 	ck_assert_int_eq(cd_loop_run(l), 0);
 	ck_assert_int_eq(quit_calls, 2);
@@ -488,10 +487,30 @@ static void on_child_noquit(struct cd_loop *l, pid_t pid, int status, void *data
 	c->calls++;
 }
 
-static void quit_cb(struct cd_loop *l, void *data)
+/* Reaped (by the loop): waitid no longer knows it; a zombie or a running child it does. */
+static bool reaped(pid_t pid)
 {
-	(void)data;
-	cd_loop_quit(l);
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD;
+}
+
+struct reap_poll {
+	pid_t pids[4];
+	const struct ch_ctx *c;
+};
+
+/* Quit once the watch was called and every child is reaped; else look again in 5 ms. */
+static void on_reap_poll(struct cd_loop *l, void *data)
+{
+	struct reap_poll *p = data;
+	bool all = p->c->calls == 1;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(p->pids); i++)
+		all = all && reaped(p->pids[i]);
+	if (all)
+		cd_loop_quit(l);
+	else
+		ck_assert_ptr_nonnull(cd_loop_add_timer(l, 5, on_reap_poll, p));
 }
 
 static void wait_zombie(pid_t pid)
@@ -538,8 +557,9 @@ START_TEST(test_reap_orphans)
 	int pidfd = use_pidfd ? open_pidfd(watched) : -1;
 	struct ch_ctx c = { 0 };
 	ck_assert_ptr_nonnull(cd_loop_watch_child(l, watched, pidfd, on_child_noquit, &c));
-	/* Long enough for the orphan to exit and be reaped on its SIGCHLD. */
-	cd_loop_add_timer(l, 300, quit_cb, NULL);
+	/* Until the orphan (it exits 50 ms in) is reaped on its SIGCHLD, and the rest. */
+	struct reap_poll rp = { { unwatched, middle, orphan, watched }, &c };
+	cd_loop_add_timer(l, 5, on_reap_poll, &rp);
 	ck_assert_int_eq(cd_loop_run(l), 0);
 
 	ck_assert_int_eq(c.calls, 1);
