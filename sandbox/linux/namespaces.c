@@ -73,6 +73,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
@@ -166,6 +167,9 @@ struct cd_backend_state {
 	const struct cd_linux_plan *lp; /* borrowed, from prepare to prepare_host */
 	bool finished;
 	bool abandoned; /* something may still run in the namespace: finish leaves the masks */
+	/* The test hook's settings (see test_pause), borrowed from the environment, or NULL. */
+	const char *pause;
+	const char *pause_fifos;
 };
 
 static bool protected_name(const char *path)
@@ -184,14 +188,63 @@ static struct ns_mount *lock_holder(struct cd_backend_state *s, struct ns_mount 
 	return m->lock_of ? &s->m[m->lock_of - 1] : m;
 }
 
+/*
+ * Test hook, for the races on the host side of masks (a concurrent sandbox
+ * that swaps a mask's directory for a symlink): CORDON_TEST_PAUSE, a comma
+ * list of POINT:PATH, stops the parent at POINT for the mask PATH
+ * ("mask-create": before it makes the mask; "mask-unlink": after checking the
+ * mask, before unlinking it) until the test lets it go, through two FIFOs in
+ * $CORDON_TEST_PAUSE_FIFOS: it opens "paused" for writing and writes POINT
+ * there (the test's read of it returns: cordon is at the point), then reads
+ * "resume" to its end (the test opens it for writing and closes it). It only
+ * ever delays: whatever goes wrong with the FIFOs, cordon carries on as it
+ * would have.
+ */
+static void test_pause(const struct cd_backend_state *s, const char *point, const char *path)
+{
+	size_t n = strlen(point), plen = strlen(path);
+	char fifo[PATH_MAX], buf[64];
+	const char *v = s->pause;
+	bool hit = false;
+	int fd;
+
+	while (v && *v && !hit) {
+		size_t len = strcspn(v, ",");
+
+		hit = len == n + 1 + plen && strncmp(v, point, n) == 0 && v[n] == ':' &&
+		      strncmp(v + n + 1, path, plen) == 0;
+		v += len;
+		if (*v == ',')
+			v++;
+	}
+	if (!hit || !s->pause_fifos)
+		return;
+	snprintf(fifo, sizeof(fifo), "%s/paused", s->pause_fifos);
+	fd = open(fifo, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	(void)!write(fd, point, n);
+	(void)!write(fd, "\n", 1);
+	close(fd);
+	snprintf(fifo, sizeof(fifo), "%s/resume", s->pause_fifos);
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
+
 /* Unlink path if it is still the FIFO dev/ino. */
-static void unlink_if_same(const char *path, dev_t dev, ino_t ino)
+static void unlink_if_same(const struct cd_backend_state *s, const char *path, dev_t dev, ino_t ino)
 {
 	struct stat st;
 
 	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISFIFO(st.st_mode) &&
-	    st.st_dev == dev && st.st_ino == ino)
+	    st.st_dev == dev && st.st_ino == ino) {
+		test_pause(s, "mask-unlink", path);
 		(void)unlink(path);
+	}
 }
 
 /*
@@ -200,7 +253,7 @@ static void unlink_if_same(const char *path, dev_t dev, ino_t ino)
  * lock exclusively, so it left them to the last user): the protected names
  * next to h's, which are the only names a run links together.
  */
-static void sweep_group(const struct ns_mount *h)
+static void sweep_group(const struct cd_backend_state *s, const struct ns_mount *h)
 {
 	const char *slash = strrchr(h->path, '/');
 	struct stat st;
@@ -212,7 +265,7 @@ static void sweep_group(const struct ns_mount *h)
 		int n = snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - h->path), h->path,
 				 cd_protected_names[i]);
 		if (n > 0 && (size_t)n < sizeof(path))
-			unlink_if_same(path, h->dev, h->ino);
+			unlink_if_same(s, path, h->dev, h->ino);
 	}
 }
 
@@ -234,13 +287,13 @@ static void ns_finish(struct cd_backend_state *s)
 
 		/* Only while still the same FIFO: anything else there is not ours. */
 		if (m->mask && lock_holder(s, m)->exclusive)
-			unlink_if_same(m->path, m->dev, m->ino);
+			unlink_if_same(s, m->path, m->dev, m->ino);
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct ns_mount *m = &s->m[i];
 
 		if (m->exclusive && protected_name(m->path))
-			sweep_group(m);
+			sweep_group(s, m);
 		m->mask = false;
 		m->exclusive = false;
 		if (m->lock_fd >= 0) {
@@ -499,6 +552,7 @@ static int prepare_mask(struct cd_backend_state *s, struct ns_mount *m, char **r
 	struct stat st;
 	int r;
 
+	test_pause(s, "mask-create", m->path);
 	/* A few rounds: a mask we find may be unlinked by a finishing run as we take it. */
 	for (int round = 0;; round++) {
 		r = link_mask(s, m);
@@ -610,6 +664,8 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 		 lp->private_ptmx ? "0666" : "0000", CD_PRIVATE_PTS_MAX);
 	s->mask_src = -1;
 	s->step = "prepare";
+	s->pause = getenv("CORDON_TEST_PAUSE");
+	s->pause_fifos = getenv("CORDON_TEST_PAUSE_FIFOS");
 	if (s->user_ns) {
 		/* Map only ourselves: the command keeps its uid and gid, and no others exist. */
 		snprintf(s->uid_map, sizeof(s->uid_map), "%u %u 1\n", (unsigned)geteuid(),
