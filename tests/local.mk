@@ -103,6 +103,7 @@ INTEGRATION_TESTS = \
 	tests/integration/explain.sh \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
+	tests/integration/run-mask-race.sh \
 	tests/integration/run-terminal.py \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \
