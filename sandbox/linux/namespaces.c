@@ -150,6 +150,22 @@ struct ns_fact {
 /* Larger plans prepare everything before the child exists (one message must carry the facts). */
 #define MAX_FACTS_BYTES (64 * 1024)
 
+/*
+ * Mask directories whose descriptors are kept open while the run lasts, so
+ * that finish need not open them again: a workspace-write run makes its masks
+ * in two (the workspace and /tmp), or three (a workspace in a directory of
+ * /tmp: that directory too). More are opened again at finish.
+ */
+#define KEPT_DIRS 3
+
+/* A directory of masks: an O_PATH descriptor or -1, a mask path in it (borrowed), its identity. */
+struct ns_dir {
+	int fd;
+	const char *of;
+	dev_t dev;
+	ino_t ino;
+};
+
 struct cd_backend_state {
 	bool user_ns;
 	bool mount_ns;
@@ -179,15 +195,16 @@ struct cd_backend_state {
 	bool finished;
 	bool abandoned; /* something may still run in the namespace: finish leaves the masks */
 	/*
-	 * The directory of the mask being worked on (see mask_dir): an O_PATH
-	 * descriptor or -1, the mask path it was opened for (borrowed from its
-	 * mount) and its identity.
+	 * The directories of masks (see mask_dir): the first KEPT_DIRS from
+	 * prepare_host to finish, then one at a time in the last slot. The
+	 * current one's descriptor and identity are copied to dir_fd, dir_dev
+	 * and dir_ino.
 	 */
+	struct ns_dir dirs[KEPT_DIRS + 1];
 	int dir_fd;
-	bool no_openat2; /* for the tests: take open_dir_nofollow's fallback */
-	const char *dir_of;
 	dev_t dir_dev;
 	ino_t dir_ino;
+	bool no_openat2; /* for the tests: take open_dir_nofollow's fallback */
 	/* The test hook's settings (see test_pause), borrowed from the environment, or NULL. */
 	const char *pause;
 	const char *pause_fifos;
@@ -274,12 +291,16 @@ static int open_dir_nofollow(const char *dir, bool no_openat2)
 	return fd;
 }
 
-static void close_mask_dir(struct cd_backend_state *s)
+/* Close the mask directories: the last slot only, or all of them. */
+static void close_mask_dirs(struct cd_backend_state *s, bool all)
 {
-	if (s->dir_fd >= 0)
-		close(s->dir_fd);
+	for (size_t i = all ? 0 : KEPT_DIRS; i <= KEPT_DIRS; i++) {
+		if (s->dirs[i].fd >= 0)
+			close(s->dirs[i].fd);
+		s->dirs[i].fd = -1;
+		s->dirs[i].of = NULL;
+	}
 	s->dir_fd = -1;
-	s->dir_of = NULL;
 }
 
 /*
@@ -292,15 +313,18 @@ static void close_mask_dir(struct cd_backend_state *s)
  * the plan's paths are canonical, so a symlink on the way is a change) and
  * each operation is an *at call on that descriptor; s->dir_dev and
  * s->dir_ino say which directory it is, and a mask records them: finish
- * removes a mask only from the directory it was made in. The descriptor is
- * kept (owned by s) while the next mask is in the same directory (the three
- * protected names of one directory cost one open). Returns it, with *ret_name
- * the last component of path, or -errno.
+ * removes a mask only from the directory it was made in. The descriptors
+ * are owned by s: one directory is opened once for all its masks (the three
+ * protected names), and prepare_host keeps the first KEPT_DIRS (keep) until
+ * finish, which finds the masks' directories there as they were made, moved
+ * or not. Returns the descriptor, with *ret_name the last component of path,
+ * or -errno.
  */
-static int mask_dir(struct cd_backend_state *s, const char *path, const char **ret_name)
+static int mask_dir(struct cd_backend_state *s, const char *path, const char **ret_name, bool keep)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
+	struct ns_dir *d = NULL;
 	struct stat st;
 	size_t n;
 	int fd;
@@ -309,26 +333,35 @@ static int mask_dir(struct cd_backend_state *s, const char *path, const char **r
 	if (!slash || !slash[1])
 		return -EINVAL;
 	*ret_name = slash + 1;
-	if (s->dir_fd >= 0 && same_dir(s->dir_of, path))
-		return s->dir_fd;
-	close_mask_dir(s);
-	n = slash == path ? 1 : (size_t)(slash - path);
-	if (n >= sizeof(dir))
-		return -ENAMETOOLONG;
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	fd = open_dir_nofollow(dir, s->no_openat2);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0) {
-		cd_close_keep_errno(fd);
-		return -errno;
+	for (size_t i = 0; i <= KEPT_DIRS && !d; i++)
+		if (s->dirs[i].fd >= 0 && same_dir(s->dirs[i].of, path))
+			d = &s->dirs[i];
+	if (!d) {
+		n = slash == path ? 1 : (size_t)(slash - path);
+		if (n >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, path, n);
+		dir[n] = '\0';
+		fd = open_dir_nofollow(dir, s->no_openat2);
+		if (fd < 0)
+			return fd;
+		if (fstat(fd, &st) < 0) {
+			cd_close_keep_errno(fd);
+			return -errno;
+		}
+		for (size_t i = 0; i < KEPT_DIRS && keep && !d; i++)
+			if (s->dirs[i].fd < 0)
+				d = &s->dirs[i];
+		if (!d) {
+			close_mask_dirs(s, false);
+			d = &s->dirs[KEPT_DIRS];
+		}
+		*d = (struct ns_dir){ .fd = fd, .of = path, .dev = st.st_dev, .ino = st.st_ino };
 	}
-	s->dir_fd = fd;
-	s->dir_of = path;
-	s->dir_dev = st.st_dev;
-	s->dir_ino = st.st_ino;
-	return fd;
+	s->dir_fd = d->fd;
+	s->dir_dev = d->dev;
+	s->dir_ino = d->ino;
+	return d->fd;
 }
 
 /* m is a mask in the directory mask_dir() opened last. */
@@ -412,7 +445,7 @@ static void unlink_if_same(struct cd_backend_state *s, const struct ns_mount *h,
 	struct stat st;
 	int dfd;
 
-	dfd = mask_dir(s, h->path, &ignored);
+	dfd = mask_dir(s, h->path, &ignored, false);
 	if (dfd < 0 || s->dir_dev != h->dir_dev || s->dir_ino != h->dir_ino)
 		return;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISFIFO(st.st_mode) ||
@@ -449,8 +482,6 @@ static void ns_finish(struct cd_backend_state *s)
 	if (!s || s->finished)
 		return;
 	s->finished = true;
-	/* A failed prepare_host may have left one open; finish opens its own. */
-	close_mask_dir(s);
 	/* Each inode we use once: the lock of a shared inode is held by one mount. */
 	for (size_t i = 0; i < s->n; i++) {
 		struct ns_mount *m = &s->m[i];
@@ -478,7 +509,7 @@ static void ns_finish(struct cd_backend_state *s)
 			m->lock_fd = -1;
 		}
 	}
-	close_mask_dir(s);
+	close_mask_dirs(s, true);
 }
 
 /*
@@ -604,7 +635,7 @@ static int adopt_mask(struct cd_backend_state *s, struct ns_mount *m)
 
 	if (!m->adoptable)
 		return -ENOENT;
-	dfd = mask_dir(s, m->path, &name);
+	dfd = mask_dir(s, m->path, &name, true);
 	if (dfd < 0)
 		return dfd == -ENOENT ? -ESTALE : dfd;
 	/*
@@ -726,7 +757,7 @@ static int prepare_mask(struct cd_backend_state *s, struct ns_mount *m, char **r
 	test_pause(s, "mask-create", m->path);
 	/* A few rounds: a mask we find may be unlinked by a finishing run as we take it. */
 	for (int round = 0;; round++) {
-		dfd = mask_dir(s, m->path, &name);
+		dfd = mask_dir(s, m->path, &name, true);
 		if (dfd < 0) {
 			r = dfd;
 			break;
@@ -841,6 +872,8 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	snprintf(s->pts_opts, sizeof(s->pts_opts), "newinstance,ptmxmode=%s,mode=0620,max=%d",
 		 lp->private_ptmx ? "0666" : "0000", CD_PRIVATE_PTS_MAX);
 	s->mask_src = -1;
+	for (size_t i = 0; i <= KEPT_DIRS; i++)
+		s->dirs[i].fd = -1;
 	s->dir_fd = -1;
 	s->no_openat2 = cd_linux_test_disabled("openat2");
 	s->step = "prepare";
@@ -940,12 +973,11 @@ static int ns_prepare_host(struct cd_backend_state *s, int parent_fd, char **ret
 
 		r = m->op == CD_MOUNT_MASK ? prepare_mask(s, m, reterr)
 					   : prepare_bind(s, s->lp, m, reterr);
-		if (r < 0) {
-			close_mask_dir(s);
+		if (r < 0)
 			return r;
-		}
 	}
-	close_mask_dir(s);
+	/* The directories beyond the first KEPT_DIRS: finish opens them again. */
+	close_mask_dirs(s, false);
 	s->lp = NULL;
 	if (!s->deferred || parent_fd < 0)
 		return 0;
