@@ -104,6 +104,7 @@ INTEGRATION_TESTS = \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
 	tests/integration/run-mask-race.sh \
+	tests/integration/run-git-index.sh \
 	tests/integration/run-terminal.py \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \
