@@ -400,6 +400,7 @@ static void test_pause(const struct cd_backend_state *s, const char *point, cons
 	size_t n = strlen(point), plen = strlen(path);
 	char fifo[PATH_MAX], buf[64];
 	const char *v = s->pause;
+	struct stat st;
 	bool hit = false;
 	int fd;
 
@@ -414,18 +415,23 @@ static void test_pause(const struct cd_backend_state *s, const char *point, cons
 	}
 	if (!hit || !s->pause_fifos)
 		return;
+	/* FIFOs only: a file of another kind there is neither written nor waited on. */
 	snprintf(fifo, sizeof(fifo), "%s/paused", s->pause_fifos);
-	fd = open(fifo, O_WRONLY | O_CLOEXEC);
+	fd = open(fifo, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		close(fd);
+		return;
+	}
 	(void)!write(fd, point, n);
 	(void)!write(fd, "\n", 1);
 	close(fd);
 	snprintf(fifo, sizeof(fifo), "%s/resume", s->pause_fifos);
-	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	fd = open(fifo, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	while (read(fd, buf, sizeof(buf)) > 0)
+	while (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && read(fd, buf, sizeof(buf)) > 0)
 		;
 	close(fd);
 }
