@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The real file-system shim for plan binding (core/plan.h): lstat, readlink,
- * a bounded read of regular files (".git" pointer files, git indexes),
- * directory listings (glob expansion, the nested-repository scan) and
- * whether the caller could create a name in a directory.
+ * a bounded read of regular files (".git" pointer files), reads at offsets
+ * (git indexes), directory listings (glob expansion, the nested-repository
+ * scan) and whether the caller could create a name in a directory.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -124,6 +124,54 @@ static int host_read_file(void *ctx, const char *path, size_t max, char **ret, s
 	return 0;
 }
 
+/* The descriptor travels as the handle, plus one so that it is never NULL. */
+static int host_open_file(void *ctx, const char *path, void **ret_file, uint64_t *ret_size)
+{
+	struct stat st;
+	int fd;
+
+	/* O_NONBLOCK: a fifo planted in place of a file must not hang us. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	*ret_file = (void *)((intptr_t)fd + 1);
+	*ret_size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int host_read_at(void *ctx, void *file, uint64_t off, void *buf, size_t len)
+{
+	int fd = (int)((intptr_t)file - 1);
+
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* shorter than its size said: truncated meanwhile */
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static void host_close_file(void *ctx, void *file)
+{
+	close((int)((intptr_t)file - 1));
+}
+
 /* getdents64's record (the kernel's struct linux_dirent64). */
 struct dirent64_rec {
 	uint64_t d_ino;
@@ -229,6 +277,9 @@ const struct cd_fs_ops cd_fs_ops_host = {
 	.lstat_type = host_lstat_type,
 	.readlink = host_readlink,
 	.read_file = host_read_file,
+	.open_file = host_open_file,
+	.read_at = host_read_at,
+	.close_file = host_close_file,
 	.read_dir = host_read_dir,
 	.may_create = host_may_create,
 };

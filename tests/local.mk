@@ -112,6 +112,8 @@ INTEGRATION_TESTS = \
 	tests/integration/explain.sh \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
+	tests/integration/run-mask-race.sh \
+	tests/integration/run-git-index.sh \
 	tests/integration/run-terminal.py \
 	tests/integration/run-limits.py \
 	tests/integration/cgroup-limits.sh \

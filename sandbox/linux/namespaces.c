@@ -40,6 +40,14 @@
  * with ENOENT, so git's repository discovery walks past a masked .git), and
  * it cannot be created (EEXIST), written through, removed or renamed (EBUSY).
  *
+ * Another sandbox may be able to write the directory a mask is made in, or
+ * one above it, and swap it for a symlink at any moment. So the parent never
+ * names a mask by its path: it opens the mask's directory without following
+ * a symlink on the way, records which directory that is, and makes, links,
+ * opens, checks and unlinks the mask by name in that descriptor (mask_dir).
+ * A symlink on the way at creation is a refusal; at finish the mask is left
+ * where it is (a later run adopts it), never removed from anywhere else.
+ *
  * Masks are shared: concurrent runs with the same writable root (two
  * sessions in one workspace, or /tmp) mask the same names. So a mask file
  * is recognised by what it is, not by who made it: a FIFO of mode 0444
@@ -73,6 +81,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
@@ -115,7 +124,10 @@ struct ns_mount {
 	 * 1 + that mount's index; 0 when this mount holds its own lock.
 	 */
 	size_t lock_of;
-	bool made;	/* we created this FIFO: masks in its directory may link to it */
+	bool made; /* we created this FIFO: masks in its directory may link to it */
+	/* The directory the mask FIFO is in (see mask_dir), when mask. */
+	dev_t dir_dev;
+	ino_t dir_ino;
 	bool exclusive; /* finish: lock_fd got LOCK_EX, nobody else uses the inode */
 	/* A mask FIFO found here may be adopted: a protected name, or a denied path. */
 	bool adoptable;
@@ -137,6 +149,22 @@ struct ns_fact {
 
 /* Larger plans prepare everything before the child exists (one message must carry the facts). */
 #define MAX_FACTS_BYTES (64 * 1024)
+
+/*
+ * Mask directories whose descriptors are kept open while the run lasts, so
+ * that finish need not open them again: a workspace-write run makes its masks
+ * in two (the workspace and /tmp), or three (a workspace in a directory of
+ * /tmp: that directory too). More are opened again at finish.
+ */
+#define KEPT_DIRS 3
+
+/* A directory of masks: an O_PATH descriptor or -1, a mask path in it (borrowed), its identity. */
+struct ns_dir {
+	int fd;
+	const char *of;
+	dev_t dev;
+	ino_t ino;
+};
 
 struct cd_backend_state {
 	bool user_ns;
@@ -168,6 +196,20 @@ struct cd_backend_state {
 	const struct cd_linux_plan *lp; /* borrowed, from prepare to prepare_host */
 	bool finished;
 	bool abandoned; /* something may still run in the namespace: finish leaves the masks */
+	/*
+	 * The directories of masks (see mask_dir): the first KEPT_DIRS from
+	 * prepare_host to finish, then one at a time in the last slot. The
+	 * current one's descriptor and identity are copied to dir_fd, dir_dev
+	 * and dir_ino.
+	 */
+	struct ns_dir dirs[KEPT_DIRS + 1];
+	int dir_fd;
+	dev_t dir_dev;
+	ino_t dir_ino;
+	bool no_openat2; /* for the tests: take open_dir_nofollow's fallback */
+	/* The test hook's settings (see test_pause), borrowed from the environment, or NULL. */
+	const char *pause;
+	const char *pause_fifos;
 };
 
 static bool protected_name(const char *path)
@@ -186,14 +228,245 @@ static struct ns_mount *lock_holder(struct cd_backend_state *s, struct ns_mount 
 	return m->lock_of ? &s->m[m->lock_of - 1] : m;
 }
 
-/* Unlink path if it is still the FIFO dev/ino. */
-static void unlink_if_same(const char *path, dev_t dev, ino_t ino)
+/* Same directory: equal up to and including the last '/'. */
+static bool same_dir(const char *a, const char *b)
 {
-	struct stat st;
+	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
 
-	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISFIFO(st.st_mode) &&
-	    st.st_dev == dev && st.st_ino == ino)
-		(void)unlink(path);
+	return sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
+}
+
+/*
+ * openat2(2) (Linux 5.6) as the kernel's uapi has it, carried here for older
+ * headers; the number is the same on every architecture (the unified table).
+ */
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+struct ns_open_how {
+	uint64_t flags;
+	uint64_t mode;
+	uint64_t resolve;
+};
+#define NS_RESOLVE_NO_SYMLINKS 0x04 /* and so no magic links (/proc/PID/fd/N) either */
+
+/*
+ * Open directory dir (absolute, normal) as an O_PATH descriptor without
+ * following a symlink anywhere on the way: openat2 with RESOLVE_NO_SYMLINKS
+ * (ELOOP at a symlink); where openat2 is missing (before 5.6, or filtered by
+ * a seccomp policy around cordon), or no_openat2 (CORDON_TEST_DISABLE=openat2),
+ * one component at a time with O_NOFOLLOW (ENOTDIR at a symlink). -errno.
+ */
+static int open_dir_nofollow(const char *dir, bool no_openat2)
+{
+	struct ns_open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = NS_RESOLVE_NO_SYMLINKS,
+	};
+	char name[NAME_MAX + 1];
+	int fd, next;
+
+	fd = no_openat2 ? -1 : (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+	if (fd >= 0 || (!no_openat2 && errno != ENOSYS && errno != EPERM))
+		return fd >= 0 ? fd : -errno;
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (const char *c = dir + 1; *c;) {
+		size_t n = strcspn(c, "/");
+
+		if (n > NAME_MAX) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(name, c, n);
+		name[n] = '\0';
+		next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		cd_close_keep_errno(fd);
+		if (next < 0)
+			return -errno;
+		fd = next;
+		c += n;
+		if (*c == '/')
+			c++;
+	}
+	return fd;
+}
+
+/* Close the mask directories: the last slot only, or all of them. */
+static void close_mask_dirs(struct cd_backend_state *s, bool all)
+{
+	for (size_t i = all ? 0 : KEPT_DIRS; i <= KEPT_DIRS; i++) {
+		if (s->dirs[i].fd >= 0)
+			close(s->dirs[i].fd);
+		s->dirs[i].fd = -1;
+		s->dirs[i].of = NULL;
+	}
+	s->dir_fd = -1;
+}
+
+/*
+ * The directory holding the mask path, for every host-side operation on the
+ * mask (make, link, open, check, unlink): a concurrent sandbox that may write
+ * a directory on the way could otherwise swap it for a symlink between two
+ * system calls on the path, and have cordon make or remove a name in a
+ * directory no sandbox may write (the red team did, issue 21). So the
+ * directory is opened without following any symlink (open_dir_nofollow:
+ * the plan's paths are canonical, so a symlink on the way is a change) and
+ * each operation is an *at call on that descriptor; s->dir_dev and
+ * s->dir_ino say which directory it is, and a mask records them: finish
+ * removes a mask only from the directory it was made in. The descriptors
+ * are owned by s: one directory is opened once for all its masks (the three
+ * protected names), and prepare_host keeps the first KEPT_DIRS (keep) until
+ * finish, which finds the masks' directories there as they were made, moved
+ * or not. Returns the descriptor, with *ret_name the last component of path,
+ * or -errno.
+ */
+static int mask_dir(struct cd_backend_state *s, const char *path, const char **ret_name, bool keep)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct ns_dir *d = NULL;
+	struct stat st;
+	size_t n;
+	int fd;
+
+	/* Mount paths are absolute and normal, never "/" (ns_prepare checks). */
+	if (!slash || !slash[1])
+		return -EINVAL;
+	*ret_name = slash + 1;
+	for (size_t i = 0; i <= KEPT_DIRS && !d; i++)
+		if (s->dirs[i].fd >= 0 && same_dir(s->dirs[i].of, path))
+			d = &s->dirs[i];
+	if (!d) {
+		n = slash == path ? 1 : (size_t)(slash - path);
+		if (n >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, path, n);
+		dir[n] = '\0';
+		fd = open_dir_nofollow(dir, s->no_openat2);
+		if (fd < 0)
+			return fd;
+		if (fstat(fd, &st) < 0) {
+			cd_close_keep_errno(fd);
+			return -errno;
+		}
+		for (size_t i = 0; i < KEPT_DIRS && keep && !d; i++)
+			if (s->dirs[i].fd < 0)
+				d = &s->dirs[i];
+		if (!d) {
+			close_mask_dirs(s, false);
+			d = &s->dirs[KEPT_DIRS];
+		}
+		*d = (struct ns_dir){ .fd = fd, .of = path, .dev = st.st_dev, .ino = st.st_ino };
+	}
+	s->dir_fd = d->fd;
+	s->dir_dev = d->dev;
+	s->dir_ino = d->ino;
+	return d->fd;
+}
+
+/* m is a mask in the directory mask_dir() opened last. */
+static void set_mask(struct cd_backend_state *s, struct ns_mount *m, dev_t dev, ino_t ino)
+{
+	m->dev = dev;
+	m->ino = ino;
+	m->fmt = S_IFIFO;
+	m->mask = true;
+	m->dir_dev = s->dir_dev;
+	m->dir_ino = s->dir_ino;
+}
+
+/* The reason for a mask_dir() failure r other than ENOENT, for *reterr. */
+static char *dir_changed(const char *path, int r)
+{
+	return cd_xasprintf("namespaces: cannot reach the directory of '%s' without crossing a "
+			    "symlink: %s (it changed since the plan was built; run again)",
+			    path, strerror(-r));
+}
+
+/*
+ * Test hook, for the races on the host side of masks (a concurrent sandbox
+ * that swaps a mask's directory for a symlink): CORDON_TEST_PAUSE, a comma
+ * list of POINT:PATH, stops the parent at POINT for the mask PATH
+ * ("mask-create": before it makes the mask; "mask-unlink": after checking the
+ * mask, before unlinking it) until the test lets it go, through two FIFOs in
+ * $CORDON_TEST_PAUSE_FIFOS: it opens "paused" for writing and writes POINT
+ * there (the test's read of it returns: cordon is at the point), then reads
+ * "resume" to its end (the test opens it for writing and closes it). It only
+ * ever delays: whatever goes wrong with the FIFOs, cordon carries on as it
+ * would have.
+ */
+static void test_pause(const struct cd_backend_state *s, const char *point, const char *path)
+{
+	size_t n = strlen(point), plen = strlen(path);
+	char fifo[PATH_MAX], buf[64];
+	const char *v = s->pause;
+	struct stat st;
+	bool hit = false;
+	int fd;
+
+	while (v && *v && !hit) {
+		size_t len = strcspn(v, ",");
+
+		hit = len == n + 1 + plen && strncmp(v, point, n) == 0 && v[n] == ':' &&
+		      strncmp(v + n + 1, path, plen) == 0;
+		v += len;
+		if (*v == ',')
+			v++;
+	}
+	if (!hit || !s->pause_fifos)
+		return;
+	/* FIFOs only: a file of another kind there is neither written nor waited on. */
+	snprintf(fifo, sizeof(fifo), "%s/paused", s->pause_fifos);
+	fd = open(fifo, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		close(fd);
+		return;
+	}
+	(void)!write(fd, point, n);
+	(void)!write(fd, "\n", 1);
+	close(fd);
+	snprintf(fifo, sizeof(fifo), "%s/resume", s->pause_fifos);
+	fd = open(fifo, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && read(fd, buf, sizeof(buf)) > 0)
+		;
+	close(fd);
+}
+
+/*
+ * Unlink name, in the directory of the mask h, if it is still h's FIFO
+ * (dev/ino) and the directory is still the one h was made in. Anything else
+ * there, or a directory at that path that is not that one (renamed away and
+ * replaced), is not ours: it is left alone (a mask whose directory moved
+ * stays in it, a FIFO of mode 0444). Between the check and the unlink only a
+ * writer of that directory can change the name, and what it puts there it
+ * could remove itself.
+ */
+static void unlink_if_same(struct cd_backend_state *s, const struct ns_mount *h, const char *name)
+{
+	const char *ignored;
+	struct stat st;
+	int dfd;
+
+	dfd = mask_dir(s, h->path, &ignored, false);
+	if (dfd < 0 || s->dir_dev != h->dir_dev || s->dir_ino != h->dir_ino)
+		return;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISFIFO(st.st_mode) ||
+	    st.st_dev != h->dev || st.st_ino != h->ino)
+		return;
+	if (s->pause) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%.*s/%s", (int)(ignored - 1 - h->path), h->path,
+			 name);
+		test_pause(s, "mask-unlink", path);
+	}
+	(void)unlinkat(dfd, name, 0);
 }
 
 /*
@@ -202,20 +475,14 @@ static void unlink_if_same(const char *path, dev_t dev, ino_t ino)
  * lock exclusively, so it left them to the last user): the protected names
  * next to h's, which are the only names a run links together.
  */
-static void sweep_group(const struct ns_mount *h)
+static void sweep_group(struct cd_backend_state *s, const struct ns_mount *h)
 {
-	const char *slash = strrchr(h->path, '/');
 	struct stat st;
-	char path[PATH_MAX];
 
-	if (fstat(h->lock_fd, &st) < 0 || st.st_nlink == 0 || !slash)
+	if (fstat(h->lock_fd, &st) < 0 || st.st_nlink == 0)
 		return;
-	for (size_t i = 0; cd_protected_names[i]; i++) {
-		int n = snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - h->path), h->path,
-				 cd_protected_names[i]);
-		if (n > 0 && (size_t)n < sizeof(path))
-			unlink_if_same(path, h->dev, h->ino);
-	}
+	for (size_t i = 0; cd_protected_names[i]; i++)
+		unlink_if_same(s, h, cd_protected_names[i]);
 }
 
 static void ns_finish(struct cd_backend_state *s)
@@ -236,13 +503,13 @@ static void ns_finish(struct cd_backend_state *s)
 
 		/* Only while still the same FIFO: anything else there is not ours. */
 		if (m->mask && lock_holder(s, m)->exclusive)
-			unlink_if_same(m->path, m->dev, m->ino);
+			unlink_if_same(s, m, strrchr(m->path, '/') + 1);
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct ns_mount *m = &s->m[i];
 
 		if (m->exclusive && protected_name(m->path))
-			sweep_group(m);
+			sweep_group(s, m);
 		m->mask = false;
 		m->exclusive = false;
 		if (m->lock_fd >= 0) {
@@ -250,6 +517,7 @@ static void ns_finish(struct cd_backend_state *s)
 			m->lock_fd = -1;
 		}
 	}
+	close_mask_dirs(s, true);
 }
 
 /*
@@ -328,14 +596,6 @@ static struct ns_mount *find_holder(struct cd_backend_state *s, const struct ns_
 	return NULL;
 }
 
-/* Same directory: equal up to and including the last '/'. */
-static bool same_dir(const char *a, const char *b)
-{
-	const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-
-	return sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
-}
-
 /*
  * Make m's mask as another name of a mask FIFO we made in the same
  * directory (a protected name next to another): a hard link costs a
@@ -343,25 +603,24 @@ static bool same_dir(const char *a, const char *b)
  * the time or less), and the group shares one open file and one lock, so
  * finish closes, and the file system frees, one inode instead of three.
  * Linked through /proc/self/fd: exactly our inode, whatever the name
- * points to now. 0 when made; -EEXIST when the name exists; any other
- * error: make a FIFO of its own instead.
+ * points to now, as name in dfd (mask_dir), the directory it was made in.
+ * 0 when made; -EEXIST when the name exists; any other error: make a FIFO of
+ * its own instead.
  */
-static int link_mask(struct cd_backend_state *s, struct ns_mount *m)
+static int link_mask(struct cd_backend_state *s, struct ns_mount *m, int dfd, const char *name)
 {
 	char src[64];
 
 	if (!protected_name(m->path))
 		return -EINVAL;
 	for (struct ns_mount *o = s->m; o < m; o++) {
-		if (!o->made || o->lock_fd < 0 || !same_dir(o->path, m->path))
+		if (!o->made || o->lock_fd < 0 || !same_dir(o->path, m->path) ||
+		    o->dir_dev != s->dir_dev || o->dir_ino != s->dir_ino)
 			continue;
 		snprintf(src, sizeof(src), "/proc/self/fd/%d", o->lock_fd);
-		if (linkat(AT_FDCWD, src, AT_FDCWD, m->path, AT_SYMLINK_FOLLOW) < 0)
+		if (linkat(AT_FDCWD, src, dfd, name, AT_SYMLINK_FOLLOW) < 0)
 			return -errno;
-		m->dev = o->dev;
-		m->ino = o->ino;
-		m->fmt = S_IFIFO;
-		m->mask = true;
+		set_mask(s, m, o->dev, o->ino);
 		m->lock_of = (size_t)(o - s->m) + 1;
 		return 0;
 	}
@@ -372,16 +631,21 @@ static int link_mask(struct cd_backend_state *s, struct ns_mount *m)
  * Take over an existing mask (see the top comment): a FIFO of mode 0444
  * under a protected name. On success m describes it, holds a shared lock on
  * it and is marked for removal when last. -ENOENT when the path is
- * anything else, -ESTALE when it is gone, or a lock_mask() error.
+ * anything else, -ESTALE when it is gone, a mask_dir() error other than
+ * ENOENT (-ELOOP: a symlink on the way), or a lock_mask() error.
  */
 static int adopt_mask(struct cd_backend_state *s, struct ns_mount *m)
 {
 	struct ns_mount *h;
+	const char *name;
 	struct stat st;
-	int fd, r;
+	int dfd, fd, r;
 
 	if (!m->adoptable)
 		return -ENOENT;
+	dfd = mask_dir(s, m->path, &name, true);
+	if (dfd < 0)
+		return dfd == -ENOENT ? -ESTALE : dfd;
 	/*
 	 * O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
 	 * Whoever made it: a root run and an unprivileged run share /tmp, and
@@ -389,7 +653,7 @@ static int adopt_mask(struct cd_backend_state *s, struct ns_mount *m)
 	 * 0444 FIFO is harmless (in a sticky directory the kernel refuses it
 	 * anyway, and the next run retries).
 	 */
-	fd = open(m->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESTALE : -ENOENT;
 	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || (st.st_mode & 07777) != MASK_MODE) {
@@ -405,10 +669,7 @@ static int adopt_mask(struct cd_backend_state *s, struct ns_mount *m)
 	if (h) {
 		close(fd);
 		m->lock_of = (size_t)(h - s->m) + 1;
-		m->dev = st.st_dev;
-		m->ino = st.st_ino;
-		m->fmt = S_IFIFO;
-		m->mask = true;
+		set_mask(s, m, st.st_dev, st.st_ino);
 		return 0;
 	}
 	r = lock_mask(fd);
@@ -417,10 +678,7 @@ static int adopt_mask(struct cd_backend_state *s, struct ns_mount *m)
 		return r;
 	}
 	m->lock_fd = fd;
-	m->dev = st.st_dev;
-	m->ino = st.st_ino;
-	m->fmt = S_IFIFO;
-	m->mask = true;
+	set_mask(s, m, st.st_dev, st.st_ino);
 	return 0;
 }
 
@@ -490,7 +748,9 @@ static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *
 	}
 	if (r == -ESTALE) /* removed since: make our own */
 		return prepare_mask(s, m, reterr);
-	if (r < 0)
+	if (r == -ELOOP || r == -ENOTDIR)
+		*reterr = dir_changed(m->path, r);
+	else if (r < 0)
 		*reterr = cd_xasprintf("namespaces: cannot share the mask on '%s': %s", m->path,
 				       strerror(-r));
 	return r;
@@ -498,55 +758,67 @@ static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *
 
 static int prepare_mask(struct cd_backend_state *s, struct ns_mount *m, char **reterr)
 {
+	const char *name;
 	struct stat st;
-	int r;
+	int dfd, r;
 
+	test_pause(s, "mask-create", m->path);
 	/* A few rounds: a mask we find may be unlinked by a finishing run as we take it. */
 	for (int round = 0;; round++) {
-		r = link_mask(s, m);
+		dfd = mask_dir(s, m->path, &name, true);
+		if (dfd < 0) {
+			r = dfd;
+			break;
+		}
+		r = link_mask(s, m, dfd, name);
 		if (r == 0)
 			return 0;
-		if (r != -EEXIST && mknod(m->path, S_IFIFO | MASK_MODE, 0) == 0) {
-			m->lock_fd = open(m->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
-							   O_CLOEXEC);
+		if (r != -EEXIST && mknodat(dfd, name, S_IFIFO | MASK_MODE, 0) == 0) {
+			m->lock_fd =
+				openat(dfd, name,
+				       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 			if (m->lock_fd >= 0)
-				break;
+				goto made;
 			r = -errno;
-			(void)unlink(m->path); /* just made: do not leave it behind */
+			(void)unlinkat(dfd, name, 0); /* just made: do not leave it behind */
 			*reterr = cd_xasprintf("namespaces: cannot open the mount point '%s': %s",
 					       m->path, strerror(-r));
 			return r;
 		}
 		if (r != -EEXIST)
 			r = -errno;
+		if (r != -EEXIST)
+			break;
 		/* A concurrent run may have just made the same mask: share it. */
-		if (r == -EEXIST) {
-			r = adopt_mask(s, m);
-			if (r == 0)
-				return 0;
-			if (r == -ESTALE && round < 3)
-				continue;
-			if (r == -ENOENT)
-				*reterr = cd_xasprintf(
-					"namespaces: '%s' appeared after binding; run again",
-					m->path);
-			else
-				*reterr = cd_xasprintf(
-					"namespaces: cannot share the mask on '%s': %s", m->path,
-					strerror(-r));
-			return r == -ENOENT ? -EEXIST : r;
-		}
+		r = adopt_mask(s, m);
+		if (r == 0)
+			return 0;
+		if (r == -ESTALE && round < 3)
+			continue;
 		if (r == -ENOENT)
-			*reterr = cd_xasprintf("namespaces: cannot mask missing path '%s': the "
-					       "directory it would be in does not exist either; "
-					       "create that directory or drop the entry",
+			*reterr = cd_xasprintf("namespaces: '%s' appeared after binding; run again",
 					       m->path);
+		else if (r == -ELOOP || r == -ENOTDIR)
+			*reterr = dir_changed(m->path, r);
 		else
-			*reterr = cd_xasprintf("namespaces: cannot create the mount point '%s' "
-					       "that masks the missing path: %s",
+			*reterr = cd_xasprintf("namespaces: cannot share the mask on '%s': %s",
 					       m->path, strerror(-r));
-		return r;
+		return r == -ENOENT ? -EEXIST : r;
 	}
+	if (r == -ENOENT)
+		*reterr = cd_xasprintf("namespaces: cannot mask missing path '%s': the "
+				       "directory it would be in does not exist either; "
+				       "create that directory or drop the entry",
+				       m->path);
+	else if (r == -ELOOP || r == -ENOTDIR)
+		*reterr = dir_changed(m->path, r);
+	else
+		*reterr = cd_xasprintf("namespaces: cannot create the mount point '%s' "
+				       "that masks the missing path: %s",
+				       m->path, strerror(-r));
+	return r;
+
+made:
 	/* The umask may have taken bits away: the mode is what marks a mask. */
 	r = fstat(m->lock_fd, &st) < 0 ? -errno : !S_ISFIFO(st.st_mode) ? -ESTALE : 0;
 	if (r == 0 && (st.st_mode & 07777) != MASK_MODE && fchmod(m->lock_fd, MASK_MODE) < 0)
@@ -556,15 +828,12 @@ static int prepare_mask(struct cd_backend_state *s, struct ns_mount *m, char **r
 		m->lock_fd = -1;
 		/* Replaced between mknod and open (-ESTALE): not ours to remove. */
 		if (r != -ESTALE)
-			(void)unlink(m->path);
+			(void)unlinkat(dfd, name, 0);
 		*reterr = cd_xasprintf("namespaces: cannot set up the mount point '%s': %s",
 				       m->path, strerror(-r));
 		return r;
 	}
-	m->dev = st.st_dev;
-	m->ino = st.st_ino;
-	m->fmt = S_IFIFO;
-	m->mask = true;
+	set_mask(s, m, st.st_dev, st.st_ino);
 	m->made = true;
 	/*
 	 * Until this lock is held, a run that adopted the new FIFO could
@@ -574,9 +843,9 @@ static int prepare_mask(struct cd_backend_state *s, struct ns_mount *m, char **r
 	if (r < 0) {
 		struct stat now;
 		/* Ours and still there (the lock itself failed): do not leave it behind. */
-		if (r != -ESTALE && fstatat(AT_FDCWD, m->path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (r != -ESTALE && fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    now.st_dev == m->dev && now.st_ino == m->ino)
-			(void)unlink(m->path);
+			(void)unlinkat(dfd, name, 0);
 		m->mask = false;
 		m->made = false;
 		*reterr = cd_xasprintf("namespaces: cannot lock '%s': %s", m->path, strerror(-r));
@@ -628,7 +897,13 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 			 (unsigned long long)(lp->private_tmp_size / 4096 + 1024));
 	}
 	s->mask_src = -1;
+	for (size_t i = 0; i <= KEPT_DIRS; i++)
+		s->dirs[i].fd = -1;
+	s->dir_fd = -1;
+	s->no_openat2 = cd_linux_test_disabled("openat2");
 	s->step = "prepare";
+	s->pause = getenv("CORDON_TEST_PAUSE");
+	s->pause_fifos = getenv("CORDON_TEST_PAUSE_FIFOS");
 	if (s->user_ns) {
 		/* Map only ourselves: the command keeps its uid and gid, and no others exist. */
 		snprintf(s->uid_map, sizeof(s->uid_map), "%u %u 1\n", (unsigned)geteuid(),
@@ -726,6 +1001,8 @@ static int ns_prepare_host(struct cd_backend_state *s, int parent_fd, char **ret
 		if (r < 0)
 			return r;
 	}
+	/* The directories beyond the first KEPT_DIRS: finish opens them again. */
+	close_mask_dirs(s, false);
 	s->lp = NULL;
 	if (!s->deferred || parent_fd < 0)
 		return 0;

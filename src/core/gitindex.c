@@ -39,6 +39,9 @@
 #define NAME_MASK     0x0fffu
 #define MODE_TYPE     0170000u
 #define MODE_GITLINK  0160000u
+/* The window's first read, and the most it reads ahead as it goes on. */
+#define WINDOW_MIN ((size_t)4096)
+#define WINDOW_MAX ((size_t)256 * 1024)
 
 static uint32_t be32(const unsigned char *p)
 {
@@ -97,16 +100,31 @@ static uint64_t be64(const unsigned char *p)
 	return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
+/* An array of positions, grown by doubling. */
+struct positions {
+	size_t *v; /* owned */
+	size_t n, cap;
+};
+
+static void positions_push(struct positions *ps, size_t pos)
+{
+	if (ps->n == ps->cap) {
+		ps->cap = ps->cap ? 2 * ps->cap : 16;
+		ps->v = cd_xreallocarray(ps->v, ps->cap, sizeof(*ps->v));
+	}
+	ps->v[ps->n++] = pos;
+}
+
 /*
  * An EWAH bitmap (git's ewah/ewah_io.c: 32-bit size in bits, 32-bit number
  * of 64-bit words, the words, a 32-bit position) at p, at most avail bytes.
- * *used: its length. With pos non-NULL, the set bits' positions, ascending,
- * are appended to *pos (at most max of them: more is an error). Each
- * "running length word" holds a bit (bit 0), a run of that many 64-bit words
- * of it (bits 1-32) and a count of literal words that follow (bits 33-63).
- * -1 when it does not parse.
+ * *used: its length. With ps non-NULL, the set bits' positions, ascending,
+ * are appended to ps (at most max of them: more is an error). Each "running
+ * length word" holds a bit (bit 0), a run of that many 64-bit words of it
+ * (bits 1-32) and a count of literal words that follow (bits 33-63). -1 when
+ * it does not parse.
  */
-static int ewah(const unsigned char *p, size_t avail, size_t *used, size_t **pos, size_t *n,
+static int ewah(const unsigned char *p, size_t avail, size_t *used, struct positions *ps,
 		size_t max)
 {
 	if (avail < 12)
@@ -115,7 +133,7 @@ static int ewah(const unsigned char *p, size_t avail, size_t *used, size_t **pos
 	if (words > (avail - 12) / 8)
 		return -1;
 	*used = 12 + (size_t)words * 8;
-	if (!pos)
+	if (!ps)
 		return 0;
 	const unsigned char *w = p + 8;
 	uint64_t at = 0;
@@ -123,12 +141,10 @@ static int ewah(const unsigned char *p, size_t avail, size_t *used, size_t **pos
 		uint64_t rlw = be64(w + 8 * i++);
 		uint64_t run = ((rlw >> 1) & 0xffffffffu) * 64, lits = rlw >> 33;
 		if (rlw & 1) {
-			if (run > max - *n || at + run > bits)
+			if (run > max - ps->n || at + run > bits)
 				return -1;
-			for (uint64_t k = 0; k < run; k++) {
-				*pos = cd_xreallocarray(*pos, *n + 1, sizeof(**pos));
-				(*pos)[(*n)++] = (size_t)(at + k);
-			}
+			for (uint64_t k = 0; k < run; k++)
+				positions_push(ps, (size_t)(at + k));
 		}
 		at += run;
 		if (lits > words - i)
@@ -138,10 +154,9 @@ static int ewah(const unsigned char *p, size_t avail, size_t *used, size_t **pos
 			for (unsigned c = 0; c < 64; c++) {
 				if (!(word & (UINT64_C(1) << c)))
 					continue;
-				if (*n >= max || at + c >= bits)
+				if (ps->n >= max || at + c >= bits)
 					return -1;
-				*pos = cd_xreallocarray(*pos, *n + 1, sizeof(**pos));
-				(*pos)[(*n)++] = (size_t)(at + c);
+				positions_push(ps, (size_t)(at + c));
 			}
 		}
 	}
@@ -149,128 +164,290 @@ static int ewah(const unsigned char *p, size_t avail, size_t *used, size_t **pos
 }
 
 /*
- * Parse with object names of hsz bytes. 0 with *ix filled, or -EINVAL
- * (*ix untouched).
+ * The file, read through a window: bytes [base, base + len) of it are in
+ * buf. need() moves the window forward, keeping the bytes still wanted, and
+ * reads ahead: WINDOW_MIN at first and after a jump (an extension skipped),
+ * twice as much on each read that goes on from the window's end, up to
+ * WINDOW_MAX. So the memory is the window (or the largest single thing
+ * asked for: an entry, the link extension), and the bytes read are about
+ * those asked for.
  */
-static int parse(const unsigned char *buf, size_t len, size_t hsz, const size_t *want,
-		 size_t n_want, struct cd_git_index *ix)
+struct cursor {
+	const struct cd_git_index_src *src;
+	size_t *budget;
+	unsigned char *buf; /* owned */
+	size_t cap;
+	uint64_t base;
+	size_t len;
+	size_t ahead;
+	int err; /* a read error or -ENOBUFS (the budget), sticky; or 0 */
+};
+
+/*
+ * Bytes [off, off + n) of the file: a pointer into the window, valid until
+ * the next call, or NULL: past the end of the file (c->err 0: the index does
+ * not parse), or c->err set.
+ */
+static const unsigned char *need(struct cursor *c, uint64_t off, size_t n)
 {
-	const unsigned char *end, *p;
+	uint64_t size = c->src->size;
+	size_t keep = 0, more;
+
+	if (c->err || off > size || n > size - off)
+		return NULL;
+	if (off >= c->base && off - c->base <= c->len && n <= c->len - (size_t)(off - c->base))
+		return c->buf + (off - c->base);
+	if (c->len > 0 && off >= c->base && off - c->base <= c->len) {
+		keep = c->len - (size_t)(off - c->base);
+		memmove(c->buf, c->buf + (off - c->base), keep);
+		if (c->ahead < WINDOW_MAX)
+			c->ahead *= 2;
+	} else {
+		c->ahead = WINDOW_MIN;
+	}
+	c->base = off;
+	c->len = keep;
+	more = (n > c->ahead ? n : c->ahead) - keep;
+	if (more > size - off - keep)
+		more = (size_t)(size - off - keep);
+	if (more > *c->budget) {
+		/* Read ahead only as far as the budget goes, and fail only for what is needed. */
+		if (n - keep > *c->budget) {
+			c->err = -ENOBUFS;
+			return NULL;
+		}
+		more = *c->budget;
+	}
+	if (keep + more > c->cap) {
+		c->cap = keep + more;
+		c->buf = cd_xrealloc(c->buf, c->cap);
+	}
+	int r = c->src->read_at(c->src->ctx, off + keep, c->buf + keep, more);
+	if (r < 0) {
+		c->err = r;
+		return NULL;
+	}
+	*c->budget -= more;
+	c->len = keep + more;
+	return c->buf;
+}
+
+/*
+ * The NUL-terminated name at e + pos, ending before limit and at most
+ * CD_GIT_INDEX_NAME_MAX long: *ret points at e in the window, *ret_len is
+ * the name's length. -1 when there is none (or c->err).
+ */
+static int name_at(struct cursor *c, uint64_t e, size_t pos, uint64_t limit,
+		   const unsigned char **ret, size_t *ret_len)
+{
+	size_t look = 64;
+
+	if (limit <= e || limit - e <= pos)
+		return -1;
+	uint64_t room = limit - e - pos;
+	for (;;) {
+		size_t n = room < look ? (size_t)room : look;
+		const unsigned char *b = need(c, e, pos + n);
+		if (!b)
+			return -1;
+		size_t have = c->len - (size_t)(e - c->base) - pos;
+		if (have > room)
+			have = (size_t)room;
+		if (have > CD_GIT_INDEX_NAME_MAX + 1)
+			have = CD_GIT_INDEX_NAME_MAX + 1;
+		const unsigned char *nul = memchr(b + pos, '\0', have);
+		if (nul) {
+			*ret = b;
+			*ret_len = (size_t)(nul - (b + pos));
+			return 0;
+		}
+		if (have >= room || have > CD_GIT_INDEX_NAME_MAX)
+			return -1;
+		look = 2 * have;
+	}
+}
+
+/*
+ * The smallest entry: the fixed part and an empty name (a split index's
+ * replacement) with its NUL, padded to 8 bytes (versions 2 and 3), or with
+ * a one-byte varint before it (version 4).
+ */
+static size_t entry_min(size_t hsz, uint32_t version)
+{
+	size_t fixed = STAT_SIZE + hsz + 2;
+
+	return version == 4 ? fixed + 2 : (fixed + 1 + 7) & ~(size_t)7;
+}
+
+/* The gitlinks found, grown by doubling, NULL-terminated when taken. */
+struct links {
+	char **v; /* owned */
+	size_t n, cap;
+};
+
+static void links_push(struct links *l, char *s)
+{
+	if (l->n + 1 >= l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->v = cd_xreallocarray(l->v, l->cap, sizeof(*l->v));
+	}
+	l->v[l->n++] = s;
+	l->v[l->n] = NULL;
+}
+
+/*
+ * Parse with object names of hsz bytes. 0 with *ix filled; -EINVAL when it
+ * does not parse, -E2BIG for too many gitlinks, c->err; *ix untouched.
+ */
+static int parse(struct cursor *c, size_t hsz, const size_t *want, size_t n_want,
+		 struct cd_git_index *ix)
+{
+	const uint64_t size = c->src->size;
+	const unsigned char *b;
 	struct cd_strbuf name = { 0 }; /* v4: the previous entry's name */
+	struct links links = { 0 };
 	struct cd_git_index out = { 0 };
 	bool *stripped = NULL; /* per nameless entry (split index): is it a gitlink? */
-	size_t n_stripped = 0, w = 0, *pos = NULL, n_pos = 0;
+	size_t n_stripped = 0, cap_stripped = 0, w = 0;
+	struct positions pos = { 0 }, replaced = { 0 };
 	bool linked = false;
 	uint32_t version, n;
+	uint64_t end, p;
 	int r = -EINVAL;
 
-	if (len < HEADER_SIZE + hsz)
+	if (size < HEADER_SIZE + hsz)
 		return -EINVAL;
-	end = buf + len - hsz; /* the trailer */
-	version = be32(buf + 4);
-	n = be32(buf + 8);
-	p = buf + HEADER_SIZE;
+	end = size - hsz; /* the trailer */
+	b = need(c, 0, HEADER_SIZE);
+	if (!b)
+		return c->err ? c->err : -EINVAL;
+	version = be32(b + 4);
+	n = be32(b + 8);
+	/* What the entries alone take at least: known before reading them. */
+	if ((uint64_t)n * entry_min(hsz, version) > end - HEADER_SIZE)
+		return -EINVAL;
+	if ((uint64_t)n * entry_min(hsz, version) > (uint64_t)*c->budget + c->len)
+		return c->err = -ENOBUFS;
+	p = HEADER_SIZE;
 	for (uint32_t i = 0; i < n; i++) {
-		const unsigned char *e = p;
-		if ((size_t)(end - p) < STAT_SIZE + hsz + 2)
+		const uint64_t e = p;
+		size_t fixed = STAT_SIZE + hsz + 2, at = fixed, slen;
+		if (end - e < fixed || !(b = need(c, e, fixed)))
 			goto out;
-		uint32_t mode = be32(p + 24);
-		uint16_t flags = be16(p + STAT_SIZE + hsz);
+		uint32_t mode = be32(b + 24);
+		uint16_t flags = be16(b + fixed - 2);
 		size_t declared = flags & NAME_MASK;
-		p += STAT_SIZE + hsz + 2;
 		if (flags & FLAG_EXTENDED) {
-			if (version < 3 || end - p < 2)
+			if (version < 3)
 				goto out;
-			p += 2;
+			at += 2;
 		}
-		const char *s;
-		size_t slen;
 		if (version == 4) {
-			size_t strip;
-			if (varint(&p, end, &strip) < 0 || strip > name.len)
+			/* A varint of at most 10 bytes, then the name's suffix. */
+			size_t strip, vn;
+			if (end - e <= at)
 				goto out;
-			const unsigned char *nul = memchr(p, '\0', (size_t)(end - p));
-			if (!nul)
+			vn = end - e - at < 10 ? (size_t)(end - e - at) : 10;
+			if (!(b = need(c, e, at + vn)))
+				goto out;
+			const unsigned char *v = b + at;
+			if (varint(&v, b + at + vn, &strip) < 0 || strip > name.len)
+				goto out;
+			at = (size_t)(v - b);
+			if (name_at(c, e, at, end, &b, &slen) < 0)
 				goto out;
 			name.len -= strip;
-			cd_strbuf_append_n(&name, (const char *)p, (size_t)(nul - p));
-			p = nul + 1;
-			s = name.buf ? name.buf : "";
+			if (name.len + slen > CD_GIT_INDEX_NAME_MAX)
+				goto out;
+			cd_strbuf_append_n(&name, (const char *)b + at, slen);
+			p = e + at + slen + 1;
 			slen = name.len;
 		} else {
-			const unsigned char *nul = memchr(p, '\0', (size_t)(end - p));
-			if (!nul)
+			if (name_at(c, e, at, end, &b, &slen) < 0)
 				goto out;
-			s = (const char *)p;
-			slen = (size_t)(nul - p);
 			/* 1 to 8 NULs, up to a multiple of 8 from the entry's start. */
-			size_t size = ((size_t)(nul - e) + 8) & ~(size_t)7;
-			if (size > (size_t)(end - e) || !all_zero(nul, size - (size_t)(nul - e)))
+			size_t esize = (at + slen + 8) & ~(size_t)7;
+			if (esize > end - e || !(b = need(c, e, esize)) ||
+			    !all_zero(b + at + slen, esize - at - slen))
 				goto out;
-			p = e + size;
+			p = e + esize;
 		}
 		if (declared < NAME_MASK ? slen != declared : slen < NAME_MASK)
 			goto out;
 		bool gitlink = (mode & MODE_TYPE) == MODE_GITLINK;
 		if (slen == 0) {
 			/* A split index's replacement: its name is the shared entry's. */
-			stripped = cd_xreallocarray(stripped, n_stripped + 1, sizeof(*stripped));
+			if (n_stripped == cap_stripped) {
+				cap_stripped = cap_stripped ? 2 * cap_stripped : 16;
+				stripped =
+					cd_xreallocarray(stripped, cap_stripped, sizeof(*stripped));
+			}
 			stripped[n_stripped++] = gitlink;
 			continue;
 		}
 		while (w < n_want && want[w] < i)
 			w++;
-		if (gitlink || (w < n_want && want[w] == i))
-			cd_strv_push_take(&out.gitlinks, cd_xstrndup(s, slen));
+		if (!gitlink && !(w < n_want && want[w] == i))
+			continue;
+		if (links.n == CD_GIT_INDEX_GITLINKS_MAX) {
+			r = -E2BIG;
+			goto out;
+		}
+		/* The name: the v4 buffer's, or in the window at e. */
+		links_push(&links, version == 4 ? cd_xstrndup(name.buf, slen)
+						: cd_xstrndup((const char *)b + at, slen));
 	}
-	/* Extensions, up to exactly the trailer. */
+	/* Extensions, up to exactly the trailer; only "link" is read. */
 	while (p < end) {
-		if (end - p < 8)
+		if (end - p < 8 || !(b = need(c, p, 8)))
 			goto out;
-		uint32_t size = be32(p + 4);
-		if (size > (size_t)(end - p) - 8)
+		uint32_t esize = be32(b + 4);
+		if (esize > end - p - 8)
 			goto out;
-		if (!memcmp(p, "link", 4)) {
+		if (!memcmp(b, "link", 4)) {
 			/* The shared index's name, then the delete and replace bitmaps. */
-			const unsigned char *d = p + 8;
-			size_t used = 0, left = size;
-			if (size < hsz || linked)
+			size_t used = 0, left = esize;
+			if (esize < hsz || linked || !(b = need(c, p + 8, esize)))
 				goto out;
 			linked = true;
-			if (!all_zero(d, hsz))
-				out.shared = hex(d, hsz);
-			d += hsz;
+			if (!all_zero(b, hsz))
+				out.shared = hex(b, hsz);
+			b += hsz;
 			left -= hsz;
 			if (left > 0) {
-				if (ewah(d, left, &used, NULL, NULL, 0) < 0)
+				if (ewah(b, left, &used, NULL, 0) < 0)
 					goto out;
-				d += used;
+				b += used;
 				left -= used;
-				if (ewah(d, left, &used, &pos, &n_pos, n_stripped) < 0 ||
-				    used != left)
+				if (ewah(b, left, &used, &pos, n_stripped) < 0 || used != left)
 					goto out;
 			}
 		}
-		p += 8 + (size_t)size;
+		p += 8 + (uint64_t)esize;
 	}
 	/* Each nameless entry replaces one shared entry, in order. */
-	if (n_stripped != n_pos || (n_stripped && !out.shared))
+	if (n_stripped != pos.n || (n_stripped && !out.shared))
 		goto out;
-	for (size_t k = 0; k < n_stripped; k++) {
-		if (!stripped[k])
-			continue;
-		out.replaced =
-			cd_xreallocarray(out.replaced, out.n_replaced + 1, sizeof(*out.replaced));
-		out.replaced[out.n_replaced++] = pos[k];
-	}
+	for (size_t k = 0; k < n_stripped; k++)
+		if (stripped[k])
+			positions_push(&replaced, pos.v[k]);
+	out.replaced = replaced.v;
+	out.n_replaced = replaced.n;
+	replaced.v = NULL;
+	out.gitlinks = links.v;
+	links.v = NULL;
 	*ix = out;
 	memset(&out, 0, sizeof(out));
 	r = 0;
 out:
+	if (r == -EINVAL && c->err)
+		r = c->err;
 	cd_strbuf_done(&name);
+	cd_strv_free(links.v);
 	cd_git_index_done(&out);
 	free(stripped);
-	free(pos);
+	free(pos.v);
+	free(replaced.v);
 	return r;
 }
 
@@ -282,29 +459,72 @@ void cd_git_index_done(struct cd_git_index *ix)
 	memset(ix, 0, sizeof(*ix));
 }
 
-int cd_git_index_parse(const char *buf, size_t len, const size_t *want, size_t n_want,
-		       struct cd_git_index *ret, char **reterr)
+/* Why cd_git_index_read() failed with r (not -EINVAL), for *reterr. */
+static char *failure(int r, size_t budget)
 {
-	const unsigned char *u = (const unsigned char *)buf;
-	uint32_t version;
+	if (r == -ENOBUFS)
+		return cd_xasprintf("reading it takes more than the %zu bytes left of the budget "
+				    "for git indexes",
+				    budget);
+	if (r == -E2BIG)
+		return cd_xasprintf("it names more than %d gitlinks", CD_GIT_INDEX_GITLINKS_MAX);
+	return cd_xstrdup(strerror(-r));
+}
+
+int cd_git_index_read(const struct cd_git_index_src *src, const size_t *want, size_t n_want,
+		      size_t *budget, struct cd_git_index *ret, char **reterr)
+{
+	struct cursor c = { .src = src, .budget = budget, .ahead = WINDOW_MIN };
+	const unsigned char *h;
+	uint32_t version = 0;
+	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	*reterr = NULL;
-	if (len < HEADER_SIZE || memcmp(buf, "DIRC", 4)) {
+	h = need(&c, 0, HEADER_SIZE);
+	if (!h && c.err) {
+		r = c.err;
+	} else if (!h || memcmp(h, "DIRC", 4)) {
 		*reterr = cd_xstrdup("not a git index (no DIRC signature)");
-		return -EINVAL;
-	}
-	version = be32(u + 4);
-	if (version < 2 || version > 4) {
+		r = -EINVAL;
+	} else if ((version = be32(h + 4)) < 2 || version > 4) {
 		*reterr = cd_xasprintf("git index version %u is not one cordon reads (2 to 4)",
 				       version);
-		return -EINVAL;
+		r = -EINVAL;
+	} else {
+		/* SHA-1 first (git's default), then SHA-256. */
+		r = parse(&c, 20, want, n_want, ret);
+		if (r == -EINVAL)
+			r = parse(&c, 32, want, n_want, ret);
+		if (r == -EINVAL)
+			*reterr = cd_xasprintf("git index (version %u) does not parse with SHA-1 "
+					       "or SHA-256 object names: damaged or truncated",
+					       version);
 	}
-	/* SHA-1 first (git's default), then SHA-256. */
-	if (parse(u, len, 20, want, n_want, ret) == 0 || parse(u, len, 32, want, n_want, ret) == 0)
-		return 0;
-	*reterr = cd_xasprintf("git index (version %u) does not parse with SHA-1 or SHA-256 "
-			       "object names: damaged or truncated",
-			       version);
-	return -EINVAL;
+	if (r < 0 && !*reterr)
+		*reterr = failure(r, *budget);
+	free(c.buf);
+	return r;
+}
+
+/* A source over memory. */
+struct mem_src {
+	const char *buf;
+};
+
+static int mem_read_at(void *ctx, uint64_t off, void *buf, size_t len)
+{
+	const struct mem_src *m = ctx;
+	memcpy(buf, m->buf + off, len);
+	return 0;
+}
+
+int cd_git_index_parse(const char *buf, size_t len, const size_t *want, size_t n_want,
+		       struct cd_git_index *ret, char **reterr)
+{
+	struct mem_src m = { .buf = buf };
+	struct cd_git_index_src src = { .ctx = &m, .size = len, .read_at = mem_read_at };
+	size_t budget = SIZE_MAX;
+
+	return cd_git_index_read(&src, want, n_want, &budget, ret, reterr);
 }

@@ -242,6 +242,7 @@ struct builder {
 	size_t n_nested;   /* nested repositories protected */
 	size_t n_gitlinks; /* gitlinks protected */
 	struct cd_nested_limits limits;
+	size_t index_budget; /* bytes of git indexes still to be read (limits.index_bytes) */
 	char *err;
 };
 
@@ -1215,20 +1216,39 @@ out:
 	return r;
 }
 
+/* An open index file, for cd_git_index_read(). */
+struct index_file {
+	const struct cd_fs_ops *ops;
+	void *file;
+};
+
+static int index_read_at(void *ctx, uint64_t off, void *buf, size_t len)
+{
+	struct index_file *f = ctx;
+	return f->ops->read_at(f->ops->ctx, f->file, off, buf, len);
+}
+
+#define INDEX_BUDGET_FIX                                                                       \
+	"remove the repositories that should not be there (a sandboxed command may have made " \
+	"them), name a narrower workspace root, or pass --allow-degraded=nested-repositories " \
+	"so that nested repositories are not looked for"
+
 /*
- * Read and parse one index file (want: see cd_git_index_parse). 0, also
- * when there is none or when we cannot read it (then neither can git run
- * as us: *ix stays empty), or a refusal.
+ * Read and parse one index file (want: see cd_git_index_read), out of the
+ * plan's budget. 0, also when there is none or when we cannot read it (then
+ * neither can git run as us: *ix stays empty), or a refusal.
  */
 static int read_index(struct builder *b, const char *path, const size_t *want, size_t n_want,
 		      struct cd_git_index *ix)
 {
-	char *buf = NULL, *why = NULL;
-	size_t len = 0;
+	const struct cd_fs_ops *ops = b->in->ops;
+	struct index_file f = { .ops = ops };
+	struct cd_git_index_src src = { .ctx = &f, .read_at = index_read_at };
+	char *why = NULL;
 	int r;
 
 	memset(ix, 0, sizeof(*ix));
-	r = b->in->ops->read_file(b->in->ops->ctx, path, CD_GIT_INDEX_MAX + 1, &buf, &len);
+	r = ops->open_file(ops->ctx, path, &f.file, &src.size);
 	if (r == -ENOENT)
 		return 0;
 	if (r == -EACCES || r == -EPERM) {
@@ -1238,18 +1258,34 @@ static int read_index(struct builder *b, const char *path, const size_t *want, s
 	if (r < 0)
 		return fail(b, r, "cannot read the git index %s to protect its submodules: %s",
 			    path, strerror_short(r));
-	if (len > CD_GIT_INDEX_MAX)
+	r = cd_git_index_read(&src, want, n_want, &b->index_budget, ix, &why);
+	ops->close_file(ops->ctx, f.file);
+	if (r == -ENOBUFS && b->limits.index_bytes % (1024 * 1024) == 0)
 		r = fail(b, -E2BIG,
-			 "the git index %s is larger than %zu MiB, the most cordon reads to "
-			 "protect the submodules it names",
-			 path, CD_GIT_INDEX_MAX >> 20);
-	else if (cd_git_index_parse(buf, len, want, n_want, ix, &why) < 0)
-		r = fail(b, -EINVAL,
+			 "reading the git indexes that name the submodules to protect takes more "
+			 "than %zu MiB, the most cordon reads for one run (reached at "
+			 "%s); " INDEX_BUDGET_FIX,
+			 b->limits.index_bytes >> 20, path);
+	else if (r == -ENOBUFS)
+		r = fail(b, -E2BIG,
+			 "reading the git indexes that name the submodules to protect takes more "
+			 "than %zu bytes, the most cordon reads for one run (reached at "
+			 "%s); " INDEX_BUDGET_FIX,
+			 b->limits.index_bytes, path);
+	else if (r == -E2BIG)
+		r = fail(b, r,
+			 "the git index %s names more than %d submodules (gitlinks), more than "
+			 "cordon protects; name a narrower workspace root",
+			 path, CD_GIT_INDEX_GITLINKS_MAX);
+	else if (r == -EINVAL)
+		r = fail(b, r,
 			 "cannot read the git index %s to protect the submodules it names: %s; "
 			 "`git status` rewrites it",
 			 path, why);
+	else if (r < 0)
+		r = fail(b, r, "cannot read the git index %s to protect its submodules: %s", path,
+			 strerror_short(r));
 	free(why);
-	free(buf);
 	return r;
 }
 
@@ -1385,6 +1421,7 @@ int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, st
 			.depth = CD_NESTED_SCAN_MAX_DEPTH,
 			.repos = CD_NESTED_REPOS_MAX,
 			.gitlinks = CD_SUBMODULES_MAX,
+			.index_bytes = CD_GIT_INDEX_BUDGET,
 		},
 	};
 	int r = 0;
@@ -1396,6 +1433,7 @@ int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, st
 		return -EINVAL;
 	if (in->limits)
 		b.limits = *in->limits;
+	b.index_budget = b.limits.index_bytes;
 	b.plan = cd_xcalloc(1, sizeof(*b.plan));
 	b.plan->type = p->type;
 	b.plan->network = p->type == CD_PROFILE_DISABLED ? CD_NET_ENABLED : p->network;

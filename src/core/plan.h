@@ -54,11 +54,13 @@
  *    directory on the way) is denied, so that no directory holding a
  *    repository can appear there; a symlink on the way is refused. Repeated
  *    for the submodules' own repositories. At most CD_SUBMODULES_MAX gitlinks
- *    and CD_GIT_INDEX_MAX bytes of index each; an index that does not parse
- *    is refused, one the caller cannot read skipped with a note (git run as
- *    the caller cannot read it either). .gitmodules is not read: it lies in
- *    the work tree, where the sandbox can rewrite it, and git recurses into
- *    the index's gitlinks whatever it says.
+ *    protected, and CD_GIT_INDEX_BUDGET bytes of git indexes read for the
+ *    whole plan (core/gitindex.h reads only the entries and the headers of
+ *    the extensions); past either, and for an index that does not parse, the
+ *    plan is refused; an index the caller cannot read is skipped with a note
+ *    (git run as the caller cannot read it either). .gitmodules is not
+ *    read: it lies in the work tree, where the sandbox can rewrite it, and
+ *    git recurses into the index's gitlinks whatever it says.
  *  - An implicit "/dev/null" write path is always present in MANAGED plans.
  *  - glob_pattern deny entries are expanded now (core/glob.h) and each match
  *    is bound like a deny path entry; relative patterns hang off the cwd,
@@ -67,6 +69,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/profile.h"
 
@@ -89,6 +92,15 @@ struct cd_fs_ops {
 	int (*readlink)(void *ctx, const char *path, char **ret);
 	/* Read at most max bytes of a regular file, malloc'ed, NUL-terminated. */
 	int (*read_file)(void *ctx, const char *path, size_t max, char **ret, size_t *ret_len);
+	/*
+	 * Open a regular file for reads at offsets (a git index, of which only
+	 * the parts that matter are read): *ret_file is for read_at and
+	 * close_file, *ret_size the file's size. The errors of read_file.
+	 */
+	int (*open_file)(void *ctx, const char *path, void **ret_file, uint64_t *ret_size);
+	/* Read exactly len bytes at off: 0, or -errno (-EIO: the file is shorter now). */
+	int (*read_at)(void *ctx, void *file, uint64_t off, void *buf, size_t len);
+	void (*close_file)(void *ctx, void *file);
 	/* Each entry of a directory but "." and "..", with its type as lstat sees
 	 * it, passed to fn in no particular order. A negative return from fn stops
 	 * the listing and is returned. -errno when path cannot be listed. */
@@ -179,6 +191,7 @@ struct cd_plan {
 
 struct cd_nested_limits {
 	size_t dirs, entries, depth, repos, gitlinks;
+	size_t index_bytes; /* bytes of git indexes read (CD_GIT_INDEX_BUDGET) */
 };
 
 struct cd_bind_input {
@@ -190,7 +203,10 @@ struct cd_bind_input {
 	const struct cd_fs_ops *ops;	  /* required */
 	/* Do not scan the workspace roots for nested repositories (an explicit opt-down). */
 	bool skip_nested_scan;
-	/* The bounds of the scan; NULL: the CD_NESTED_* defaults (tests make them small). */
+	/*
+	 * The bounds of the scan and of the submodules; NULL: the CD_NESTED_*,
+	 * CD_SUBMODULES_MAX and CD_GIT_INDEX_BUDGET defaults (tests make them small).
+	 */
 	const struct cd_nested_limits *limits;
 };
 

@@ -54,11 +54,13 @@ for t in $targets; do
 	[ -f "$srcdir/dict/$name.dict" ] && dict=-dict=$srcdir/dict/$name.dict
 	# -timeout: one input taking 10 s is a hang (the inputs are small).
 	# -max_len: the serve targets need room for a few messages, ws for
-	# an HTTP head over its 16 KiB limit.
+	# an HTTP head over its 16 KiB limit, gitindex more than its reads'
+	# first window (4 KiB).
 	max_len=4096
 	case $name in
 	conn) max_len=16384 ;;
 	ws) max_len=20000 ;;
+	gitindex) max_len=32768 ;;
 	esac
 	# shellcheck disable=SC2086 # $dict is one word or none
 	"$t" -max_total_time="$seconds" -timeout=10 -max_len=$max_len -print_final_stats=1 \

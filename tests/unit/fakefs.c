@@ -19,7 +19,8 @@ struct node {
 	enum cd_file_type type;
 	char *data; /* file contents or symlink target */
 	size_t len;
-	bool locked; /* a directory the caller may not create names in */
+	uint64_t holes; /* a sparse file: this many zero bytes follow data */
+	bool locked;	/* a directory the caller may not create names in */
 };
 
 struct failure {
@@ -34,6 +35,8 @@ struct cd_fakefs {
 	struct failure *fails;
 	size_t n_fails;
 	unsigned calls;
+	size_t bytes_read; /* by read_at */
+	int open_files;	   /* open_file calls not closed yet */
 };
 
 static void die(const char *what, const char *path)
@@ -135,6 +138,19 @@ void cd_fakefs_file_bytes(struct cd_fakefs *fs, const char *path, const void *da
 	memcpy(n->data, data, len);
 	n->data[len] = '\0';
 	n->len = len;
+	n->holes = 0;
+}
+
+void cd_fakefs_file_sparse(struct cd_fakefs *fs, const char *path, const void *data, size_t len,
+			   uint64_t size)
+{
+	if (size < len)
+		die("sparse file shorter than its data", path);
+	cd_fakefs_file_bytes(fs, path, data, len);
+	struct node *n = find(fs, path);
+	if (!n)
+		die("sparse file not made", path);
+	n->holes = size - len;
 }
 
 void cd_fakefs_symlink(struct cd_fakefs *fs, const char *path, const char *target)
@@ -164,6 +180,16 @@ void cd_fakefs_fail(struct cd_fakefs *fs, const char *path, int err)
 unsigned cd_fakefs_calls(const struct cd_fakefs *fs)
 {
 	return fs->calls;
+}
+
+size_t cd_fakefs_bytes_read(const struct cd_fakefs *fs)
+{
+	return fs->bytes_read;
+}
+
+int cd_fakefs_open_files(const struct cd_fakefs *fs)
+{
+	return fs->open_files;
 }
 
 static int injected(struct cd_fakefs *fs, const char *path)
@@ -306,6 +332,47 @@ static int fake_read_file(void *ctx, const char *path, size_t max, char **ret, s
 	return 0;
 }
 
+/* The handle is the node; reads copy from its contents as they are then. */
+static int fake_open_file(void *ctx, const char *path, void **ret_file, uint64_t *ret_size)
+{
+	struct cd_fakefs *fs = ctx;
+	struct node *n;
+	int r = lookup_existing(fs, path, true, &n);
+	if (r < 0)
+		return r;
+	if (n->type == CD_FT_DIR)
+		return -EISDIR;
+	if (n->type != CD_FT_REG)
+		return -EINVAL;
+	*ret_file = n;
+	*ret_size = n->len + n->holes;
+	fs->open_files++;
+	return 0;
+}
+
+static int fake_read_at(void *ctx, void *file, uint64_t off, void *buf, size_t len)
+{
+	struct cd_fakefs *fs = ctx;
+	const struct node *n = file;
+	fs->calls++;
+	if (off > n->len + n->holes || len > n->len + n->holes - off)
+		return -EIO;
+	size_t in_data = off < n->len ? n->len - (size_t)off : 0;
+	if (in_data > len)
+		in_data = len;
+	if (in_data)
+		memcpy(buf, n->data + off, in_data);
+	memset((char *)buf + in_data, 0, len - in_data);
+	fs->bytes_read += len;
+	return 0;
+}
+
+static void fake_close_file(void *ctx, void *file)
+{
+	struct cd_fakefs *fs = ctx;
+	fs->open_files--;
+}
+
 static int fake_read_dir(void *ctx, const char *path,
 			 int (*fn)(void *arg, const char *name, enum cd_file_type type), void *arg)
 {
@@ -352,6 +419,9 @@ const struct cd_fs_ops *cd_fakefs_ops(struct cd_fakefs *fs)
 		.lstat_type = fake_lstat_type,
 		.readlink = fake_readlink,
 		.read_file = fake_read_file,
+		.open_file = fake_open_file,
+		.read_at = fake_read_at,
+		.close_file = fake_close_file,
 		.read_dir = fake_read_dir,
 		.may_create = fake_may_create,
 	};

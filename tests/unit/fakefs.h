@@ -14,6 +14,8 @@
  * Parents are created as directories (mkdir -p) as needed.
  */
 
+#include <stdint.h>
+
 #include "core/plan.h"
 
 struct cd_fakefs;
@@ -28,6 +30,12 @@ void cd_fakefs_dir(struct cd_fakefs *fs, const char *path);
 void cd_fakefs_file(struct cd_fakefs *fs, const char *path, const char *contents);
 /* A regular file holding len bytes of data (NULs included). */
 void cd_fakefs_file_bytes(struct cd_fakefs *fs, const char *path, const void *data, size_t len);
+/*
+ * A sparse regular file of size bytes: len bytes of data, then zeros (only
+ * open_file and read_at see the zeros; read_file reads the data alone).
+ */
+void cd_fakefs_file_sparse(struct cd_fakefs *fs, const char *path, const void *data, size_t len,
+			   uint64_t size);
 /* A symlink holding target verbatim (relative or absolute). */
 void cd_fakefs_symlink(struct cd_fakefs *fs, const char *path, const char *target);
 /* A device, fifo or socket. */
@@ -41,3 +49,7 @@ void cd_fakefs_fail(struct cd_fakefs *fs, const char *path, int err);
 const struct cd_fs_ops *cd_fakefs_ops(struct cd_fakefs *fs);
 /* Number of shim calls made so far (every operation). */
 unsigned cd_fakefs_calls(const struct cd_fakefs *fs);
+/* Bytes read so far through read_at (the file reads at offsets). */
+size_t cd_fakefs_bytes_read(const struct cd_fakefs *fs);
+/* Files opened with open_file and not closed yet. */
+int cd_fakefs_open_files(const struct cd_fakefs *fs);

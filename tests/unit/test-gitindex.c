@@ -205,7 +205,8 @@ static void entry(struct cd_strbuf *sb, uint32_t mode, const char *name)
 		put32(sb, 0);
 	for (int i = 0; i < 5; i++)
 		put32(sb, 0);
-	char flags[2] = { (char)(n >> 8), (char)n };
+	size_t declared = n < 0xfff ? n : 0xfff;
+	char flags[2] = { (char)(declared >> 8), (char)declared };
 	cd_strbuf_append_n(sb, flags, 2);
 	cd_strbuf_append_n(sb, name, n);
 	do
@@ -288,6 +289,283 @@ START_TEST(test_split_bookkeeping)
 }
 END_TEST
 
+/* ---- reads at offsets, through the budget ----------------------------- */
+
+/*
+ * A file of size bytes: data, then zeros (a sparse file), or -err from
+ * every read when err; counts the bytes and the reads asked for.
+ */
+struct sparse {
+	const char *data;
+	size_t len;
+	uint64_t size;
+	int err;
+	size_t bytes, reads;
+};
+
+static int sparse_read_at(void *ctx, uint64_t off, void *buf, size_t len)
+{
+	struct sparse *f = ctx;
+	ck_assert(off <= f->size && len <= f->size - off);
+	if (f->err)
+		return -f->err;
+	size_t in_data = off < f->len ? f->len - (size_t)off : 0;
+	if (in_data > len)
+		in_data = len;
+	memcpy(buf, f->data + off, in_data);
+	memset((char *)buf + in_data, 0, len - in_data);
+	f->bytes += len;
+	f->reads++;
+	return 0;
+}
+
+static int read_sparse(struct sparse *f, size_t *budget, struct cd_git_index *ix, char **err)
+{
+	struct cd_git_index_src src = { .ctx = f, .size = f->size, .read_at = sparse_read_at };
+	return cd_git_index_read(&src, NULL, 0, budget, ix, err);
+}
+
+/* A header for n entries, version v. */
+static void header(struct cd_strbuf *sb, uint32_t v, uint32_t n)
+{
+	cd_strbuf_append(sb, "DIRC");
+	put32(sb, v);
+	put32(sb, n);
+}
+
+START_TEST(test_extension_skipped)
+{
+	/*
+	 * The red team's index: a valid header, no entries, one extension git
+	 * does not know over the rest of a sparse 256 MiB file. Read whole, it
+	 * took 0.7 s and 256 MiB of memory; only the first read is needed.
+	 */
+	struct cd_strbuf sb = { 0 };
+	struct sparse f = { .size = (uint64_t)256 << 20 };
+	header(&sb, 2, 0);
+	cd_strbuf_append(&sb, "ZZZZ");
+	put32(&sb, (uint32_t)(f.size - 12 - 8 - 20));
+	f.data = sb.buf;
+	f.len = sb.len;
+	struct cd_git_index ix;
+	char *err = NULL;
+	size_t budget = 1 << 20;
+	ck_assert_int_eq(read_sparse(&f, &budget, &ix, &err), 0);
+	ck_assert_ptr_null(ix.gitlinks);
+	ck_assert_uint_eq(f.reads, 1);
+	ck_assert_uint_le(f.bytes, 4096);
+	ck_assert_uint_eq(budget, (1 << 20) - f.bytes);
+	cd_git_index_done(&ix);
+
+	/* A TREE extension after real entries: skipped too, by its size. */
+	struct cd_strbuf big = { 0 };
+	header(&big, 2, 2000);
+	for (int i = 0; i < 2000; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "dir/f%04d", i);
+		entry(&big, i % 500 == 7 ? 0160000 : 0100644, name);
+	}
+	size_t entries_end = big.len;
+	cd_strbuf_append(&big, "TREE");
+	put32(&big, 1 << 20);
+	f = (struct sparse){ .data = big.buf, .len = big.len, .size = big.len + (1 << 20) + 20 };
+	budget = SIZE_MAX;
+	ck_assert_int_eq(read_sparse(&f, &budget, &ix, &err), 0);
+	ck_assert_uint_eq(cd_strv_length(ix.gitlinks), 4);
+	ck_assert_str_eq(ix.gitlinks[3], "dir/f1507");
+	/* The entries, and at most the window read ahead past them. */
+	ck_assert_uint_le(f.bytes, entries_end + 8 + 256 * 1024);
+	cd_git_index_done(&ix);
+	cd_strbuf_done(&big);
+	cd_strbuf_done(&sb);
+}
+END_TEST
+
+START_TEST(test_budget)
+{
+	/* A header counting more entries than the budget holds: refused from the header. */
+	struct cd_strbuf sb = { 0 };
+	header(&sb, 2, 4u << 20);
+	struct sparse f = { .data = sb.buf, .len = sb.len, .size = (uint64_t)512 << 20 };
+	struct cd_git_index ix;
+	char *err = NULL;
+	size_t budget = (size_t)128 << 20;
+	ck_assert_int_eq(read_sparse(&f, &budget, &ix, &err), -ENOBUFS);
+	ck_assert_ptr_nonnull(strstr(err, "budget for git indexes"));
+	ck_assert_ptr_null(ix.gitlinks);
+	ck_assert_uint_le(f.bytes, 4096);
+	free(err);
+	err = NULL;
+	/* Zeros as entries (nameless ones) within the budget: read up to it, then refused. */
+	f.bytes = f.reads = 0;
+	budget = 1 << 20;
+	sb.len = 0;
+	header(&sb, 2, 16000); /* 1,024,000 bytes of entries at least: within the budget */
+	f.data = sb.buf;
+	ck_assert_int_eq(read_sparse(&f, &budget, &ix, &err), -ENOBUFS);
+	ck_assert_uint_eq(f.bytes, 1 << 20);
+	ck_assert_uint_eq(budget, 0);
+	free(err);
+	err = NULL;
+	cd_strbuf_done(&sb);
+
+	/* A real index: everything but the trailer is needed (the trailer is not read). */
+	size_t len;
+	char *buf = load("v2.idx", &len);
+	f = (struct sparse){ .data = buf, .len = len, .size = len };
+	budget = len - 20;
+	ck_assert_int_eq(read_sparse(&f, &budget, &ix, &err), 0);
+	ck_assert_uint_eq(budget, 0);
+	cd_git_index_done(&ix);
+	budget = len - 21;
+	ck_assert_int_eq(read_sparse(&f, &budget, &ix, &err), -ENOBUFS);
+	ck_assert_ptr_null(ix.gitlinks);
+	free(err);
+	err = NULL;
+	/* A read error is returned as it is. */
+	f.err = EIO;
+	budget = SIZE_MAX;
+	ck_assert_int_eq(read_sparse(&f, &budget, &ix, &err), -EIO);
+	ck_assert_str_eq(err, strerror(EIO));
+	free(err);
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_gitlinks_max)
+{
+	for (uint32_t n = CD_GIT_INDEX_GITLINKS_MAX; n <= CD_GIT_INDEX_GITLINKS_MAX + 1; n++) {
+		struct cd_strbuf sb = { 0 };
+		header(&sb, 2, n);
+		for (uint32_t i = 0; i < n; i++) {
+			char name[16];
+			snprintf(name, sizeof(name), "s%06u", i);
+			entry(&sb, 0160000, name);
+		}
+		for (int i = 0; i < 5; i++)
+			put32(&sb, 0);
+		struct cd_git_index ix;
+		char *err = NULL;
+		int r = cd_git_index_parse(sb.buf, sb.len, NULL, 0, &ix, &err);
+		if (n == CD_GIT_INDEX_GITLINKS_MAX) {
+			ck_assert_int_eq(r, 0);
+			ck_assert_uint_eq(cd_strv_length(ix.gitlinks), n);
+			cd_git_index_done(&ix);
+		} else {
+			ck_assert_int_eq(r, -E2BIG);
+			ck_assert_ptr_nonnull(strstr(err, "more than 65536 gitlinks"));
+			ck_assert_ptr_null(ix.gitlinks);
+			free(err);
+		}
+		cd_strbuf_done(&sb);
+	}
+}
+END_TEST
+
+START_TEST(test_name_max)
+{
+	/* A name of CD_GIT_INDEX_NAME_MAX bytes is read, one byte more is refused. */
+	for (size_t len = CD_GIT_INDEX_NAME_MAX; len <= CD_GIT_INDEX_NAME_MAX + 1; len++) {
+		char *name = cd_xmalloc(len + 1);
+		memset(name, 'n', len);
+		name[len] = '\0';
+		struct cd_strbuf sb = { 0 };
+		header(&sb, 2, 1);
+		entry(&sb, 0160000, name);
+		for (int i = 0; i < 5; i++)
+			put32(&sb, 0);
+		struct cd_git_index ix;
+		char *err = NULL;
+		int r = cd_git_index_parse(sb.buf, sb.len, NULL, 0, &ix, &err);
+		ck_assert_int_eq(r, len == CD_GIT_INDEX_NAME_MAX ? 0 : -EINVAL);
+		if (r == 0)
+			ck_assert_uint_eq(strlen(ix.gitlinks[0]), len);
+		cd_git_index_done(&ix);
+		free(err);
+		cd_strbuf_done(&sb);
+		free(name);
+	}
+}
+END_TEST
+
+/* A version 4 entry: the part of the previous name to drop, then the rest of this one. */
+static void entry_v4(struct cd_strbuf *sb, uint32_t mode, const char *prev, const char *name)
+{
+	size_t common = 0, n = strlen(name);
+	while (prev[common] && prev[common] == name[common])
+		common++;
+	size_t strip = strlen(prev) - common;
+	for (int i = 0; i < 6; i++)
+		put32(sb, 0);
+	put32(sb, mode);
+	for (int i = 0; i < 8; i++)
+		put32(sb, 0);
+	size_t declared = n < 0xfff ? n : 0xfff;
+	char flags[2] = { (char)(declared >> 8), (char)declared };
+	cd_strbuf_append_n(sb, flags, 2);
+	/* git's varint */
+	unsigned char v[16];
+	int pos = (int)sizeof(v) - 1;
+	v[pos] = strip & 127;
+	while (strip >>= 7)
+		v[--pos] = 128 | (--strip & 127);
+	cd_strbuf_append_n(sb, (const char *)v + pos, sizeof(v) - (size_t)pos);
+	cd_strbuf_append(sb, name + common);
+	cd_strbuf_append_c(sb, '\0');
+}
+
+START_TEST(test_window)
+{
+	/*
+	 * Indexes of a few hundred KiB, so that entries straddle the reads of
+	 * the window as it moves and grows: every gitlink is found, in
+	 * versions 2 and 4, with names up to a few KiB.
+	 */
+	for (uint32_t v = 2; v <= 4; v += 2) {
+		struct cd_strbuf sb = { 0 };
+		char prev[8192] = "", name[8192];
+		uint32_t n = 6000;
+		size_t want = 0;
+		header(&sb, v, n);
+		for (uint32_t i = 0; i < n; i++) {
+			size_t pad = i % 997 == 3 ? 3000 + i % 5000 : i % 37;
+			snprintf(name, sizeof(name), "d%03u/%0*u", i / 100, (int)pad + 1, i);
+			bool link = i % 13 == 0;
+			want += link;
+			if (v == 4)
+				entry_v4(&sb, link ? 0160000 : 0100644, prev, name);
+			else
+				entry(&sb, link ? 0160000 : 0100644, name);
+			strcpy(prev, name);
+		}
+		for (int i = 0; i < 5; i++)
+			put32(&sb, 0);
+		struct cd_git_index ix;
+		char *err = NULL;
+		ck_assert_int_eq(cd_git_index_parse(sb.buf, sb.len, NULL, 0, &ix, &err), 0);
+		ck_assert_uint_eq(cd_strv_length(ix.gitlinks), want);
+		snprintf(name, sizeof(name), "d%03u/%0*u", 5993 / 100, (int)(5993 % 37) + 1, 5993);
+		ck_assert_str_eq(ix.gitlinks[want - 1], name);
+		cd_git_index_done(&ix);
+
+		/* Flipped bytes here and there: parsed or refused, never out of bounds. */
+		uint32_t seed = 1;
+		for (int k = 0; k < 300; k++) {
+			seed = seed * 1103515245u + 12345u;
+			size_t at = seed % sb.len;
+			sb.buf[at] ^= (char)(1 << (seed >> 28) % 8);
+			int r = cd_git_index_parse(sb.buf, sb.len, NULL, 0, &ix, &err);
+			ck_assert(r == 0 || r == -EINVAL || r == -E2BIG);
+			cd_git_index_done(&ix);
+			free(err);
+			err = NULL;
+			sb.buf[at] ^= (char)(1 << (seed >> 28) % 8);
+		}
+		cd_strbuf_done(&sb);
+	}
+}
+END_TEST
+
 static Suite *gitindex_suite(void)
 {
 	Suite *s = suite_create("gitindex");
@@ -303,6 +581,15 @@ static Suite *gitindex_suite(void)
 	tcase_add_loop_test(tc, test_flipped, 0, (int)CD_ARRAY_SIZE(all));
 	tcase_add_test(tc, test_header);
 	tcase_add_test(tc, test_split_bookkeeping);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reads");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_extension_skipped);
+	tcase_add_test(tc, test_budget);
+	tcase_add_test(tc, test_gitlinks_max);
+	tcase_add_test(tc, test_name_max);
+	tcase_add_test(tc, test_window);
 	suite_add_tcase(s, tc);
 	return s;
 }

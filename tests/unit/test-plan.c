@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gitindex.h"
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/util.h"
@@ -1078,7 +1079,8 @@ static struct cd_nested_limits limits;
 
 static void use_limits(size_t dirs, size_t entries, size_t depth, size_t repos, size_t gitlinks)
 {
-	limits = (struct cd_nested_limits){ dirs, entries, depth, repos, gitlinks };
+	limits = (struct cd_nested_limits){ dirs,  entries,  depth,
+					    repos, gitlinks, CD_GIT_INDEX_BUDGET };
 	in.limits = &limits;
 }
 
@@ -1258,6 +1260,43 @@ static void index_entry(struct cd_strbuf *sb, uint32_t mode, const char *name)
 	while ((sb->len - start) % 8);
 }
 
+/*
+ * A sparse index of size bytes at path: a header for n entries and, when n
+ * is 0, one extension git does not know spanning the rest (as a sandbox can
+ * plant in a repository of its own for the next run to read).
+ */
+static void sparse_index(const char *path, uint32_t n, uint64_t size)
+{
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_append(&sb, "DIRC");
+	put32(&sb, 2);
+	put32(&sb, n);
+	if (n == 0) {
+		cd_strbuf_append(&sb, "ZZZZ");
+		put32(&sb, (uint32_t)(size - 12 - 8 - 20));
+	}
+	cd_fakefs_file_sparse(fs, path, sb.buf, sb.len, size);
+	cd_strbuf_done(&sb);
+}
+
+/* An index at path of n files (no gitlinks), n * 72 + 32 bytes. */
+static void files_index(const char *path, size_t n)
+{
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_append(&sb, "DIRC");
+	put32(&sb, 2);
+	put32(&sb, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "f%05zu", i % 100000);
+		index_entry(&sb, 0100644, name);
+	}
+	for (int i = 0; i < 5; i++)
+		put32(&sb, 0);
+	cd_fakefs_file_bytes(fs, path, sb.buf, sb.len);
+	cd_strbuf_done(&sb);
+}
+
 /* An index at path naming the given gitlinks (NULL-terminated), and a file "README". */
 static void git_index(const char *path, const char *const *gitlinks)
 {
@@ -1401,6 +1440,64 @@ START_TEST(test_submodules_refusals)
 	git_index("/home/u/ws/.git/index", two);
 	use_limits(100, 100, 10, 10, 1);
 	build_fails(-E2BIG, "more than 1 submodules");
+}
+END_TEST
+
+START_TEST(test_submodules_index_budget)
+{
+	/*
+	 * Twenty repositories a sandbox planted, each with a sparse 256 MiB
+	 * index: a header and one unknown extension. Only the header and the
+	 * extension's are read (within the first read of each).
+	 */
+	for (int i = 0; i < 20; i++) {
+		char *p = cd_xasprintf("/home/u/ws/r%d/.git/index", i);
+		sparse_index(p, 0, (uint64_t)256 << 20);
+		free(p);
+	}
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	build_ok();
+	ck_assert_int_eq(get("/home/u/ws/r7/.git")->origin, CD_ORIGIN_NESTED);
+	ck_assert_uint_le(cd_fakefs_bytes_read(fs), 20 * 4096);
+	ck_assert_int_eq(cd_fakefs_open_files(fs), 0);
+	plan = cd_plan_free(plan);
+
+	/* One whose header counts more entries than the budget could hold: refused unread. */
+	size_t before = cd_fakefs_bytes_read(fs);
+	sparse_index("/home/u/ws/r3/.git/index", 4u << 20, (uint64_t)512 << 20);
+	build_fails(-E2BIG, "takes more than 128 MiB, the most cordon reads for one run "
+			    "(reached at /home/u/ws/r3/.git/index); remove the repositories");
+	ck_assert_uint_le(cd_fakefs_bytes_read(fs) - before, 20 * 4096);
+	ck_assert_int_eq(cd_fakefs_open_files(fs), 0);
+	free(err);
+	err = NULL;
+}
+END_TEST
+
+START_TEST(test_submodules_index_budget_shared)
+{
+	/* The budget is the plan's, across every index it reads: three of 7,232 bytes. */
+	files_index("/home/u/ws/.git/index", 100);
+	files_index("/home/u/ws/a/.git/index", 100);
+	files_index("/home/u/ws/b/.git/index", 100);
+	add_special(CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	use_limits(100, 100, 10, 10, 10);
+	limits.index_bytes = 1 << 20;
+	build_ok();
+	ck_assert_uint_eq(cd_fakefs_bytes_read(fs), 3 * 7232);
+	plan = cd_plan_free(plan);
+	limits.index_bytes = 3 * 7232;
+	build_ok();
+	plan = cd_plan_free(plan);
+	limits.index_bytes = 3 * 7000;
+	build_fails(-E2BIG, "takes more than 21000 bytes, the most cordon reads for one run "
+			    "(reached at /home/u/ws/");
+	ck_assert_int_eq(cd_fakefs_open_files(fs), 0);
+	free(err);
+	err = NULL;
+	/* Without the nested scan, only the workspace's own index is read. */
+	in.skip_nested_scan = true;
+	build_ok();
 }
 END_TEST
 
@@ -1617,6 +1714,8 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, test_submodules_refusals);
 	tcase_add_test(tc, test_submodules_not_writable);
 	tcase_add_test(tc, test_submodules_split_index);
+	tcase_add_test(tc, test_submodules_index_budget);
+	tcase_add_test(tc, test_submodules_index_budget_shared);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("symlinks");
