@@ -133,6 +133,7 @@ SERVE_TESTS = \
 	tests/integration/serve-net.py \
 	tests/integration/serve-loopback.py \
 	tests/integration/serve-selfconnect.py \
+	tests/integration/serve-hidden.py \
 	tests/integration/serve-lifecycle.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)

@@ -298,8 +298,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 					     s->opts.max_processes));
 		goto out;
 	}
-	if (sandbox)
-		cd_server_hidden(s);
+	if (sandbox && cd_server_hidden(s, &err) < 0)
+		goto invalid;
 	if (sandbox &&
 	    cd_intent_bind(sandbox, cwd, enforce, &s->host, &s->opts.lopts, &b, &err) < 0)
 		goto invalid;

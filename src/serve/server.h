@@ -272,9 +272,9 @@ struct cd_server {
 	 * cd_server_hidden. Paths owned.
 	 */
 	struct cd_hidden_path hidden[2];
-	struct stat hidden_st[2]; /* what each was when found: only that file is hidden */
+	int hidden_fd[2];    /* O_PATH: the very file found at start */
+	bool hidden_lost[2]; /* no longer there as found (logged once) */
 	size_t n_hidden;
-	struct cd_hidden_path hidden_now[2]; /* those still there (cd_server_hidden) */
 	bool pid_file_written;
 	int exit_code;
 };
@@ -308,10 +308,14 @@ bool cd_read_is_ready(const struct cd_proc_read *r, uint64_t after_seq);
 void cd_server_stop(struct cd_server *s);
 /*
  * Before binding a sandbox (on the loop's thread): point the plans' options
- * (opts.lopts, fs_lopts) at those of the server's own files that are still
- * there as they were found, for the plan to mask (linux-plan.h).
+ * (opts.lopts, fs_lopts) at the server's own files, for the plan to mask
+ * (linux-plan.h). Each must still be the file found at start, at the same
+ * canonical path: -ESTALE with *reterr (malloc()ed, for the client) when
+ * one is not (moved, replaced, removed), and the sandbox must not be made
+ * (a mask on the path would no longer cover the file). Logs each change
+ * once.
  */
-void cd_server_hidden(struct cd_server *s);
+int cd_server_hidden(struct cd_server *s, char **reterr);
 /*
  * The host's /proc, opened by pidns.c before the server's own pid
  * namespace got a /proc of its own, or -1: the sandbox judgements of
