@@ -134,6 +134,7 @@ SERVE_TESTS = \
 	tests/integration/serve-loopback.py \
 	tests/integration/serve-selfconnect.py \
 	tests/integration/serve-hidden.py \
+	tests/integration/serve-admit.py \
 	tests/integration/serve-lifecycle.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)

@@ -850,6 +850,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	srv.stopping = true;
 	/* Stop accepting first: nobody new comes in while everything ends. */
 	cd_listen_stop(&srv);
+	cd_admit_stop(&srv);
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
 
@@ -880,6 +881,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	}
 out:
 	cd_listen_stop(&srv);
+	cd_admit_stop(&srv);
 	if (srv.sig_watch)
 		cd_loop_del_fd(srv.loop, srv.sig_watch);
 	if (srv.sig_fd >= 0)

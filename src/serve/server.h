@@ -14,6 +14,8 @@
  *   listen.c   the listeners: TCP for ws://, the unix socket, accepting,
  *              peer credentials, the pid file
  *   peer.c     the owner of a loopback TCP peer (inet_diag)
+ *   admit.c    whether a loopback TCP peer is a sandboxed process, judged
+ *              off the loop (sandboxes.c does the looking)
  *   conn.c     a connection: inbound messages (lines, or frames from ws.c),
  *              the outbound queue and its back-pressure, the JSON writers
  *              for replies and notifications
@@ -153,6 +155,7 @@ struct cd_server;
 struct cd_session;
 struct cd_conn;
 struct cd_workq;
+struct cd_admit;
 
 /* One process of a session: the table entry around a struct cd_proc. */
 struct cd_pentry {
@@ -202,6 +205,7 @@ struct cd_conn {
 	unsigned long serial;	    /* "connection N" in logs */
 	char peer[80];		    /* who it is, for logs */
 	char refused[512];	    /* ws: why its peer is not admitted (403), or empty */
+	bool judging;		    /* ws: its peer is being looked for in the sandboxes */
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */
@@ -261,6 +265,7 @@ struct cd_server {
 	struct cd_watch *listen_watch;
 	char *unix_bound;	   /* the socket path we created (removed at exit) */
 	struct cd_workq *fs_workq; /* fs.c's worker threads, started on first use */
+	struct cd_admit *admit;	   /* admit.c: TCP clients judged off the loop */
 	/* cordon-init, the init of every sandboxed process's pid namespace (opts.lopts names it). */
 	struct cd_program init;
 	/* cordon-fs-helper, which performs sandboxed fs requests (fs.c), and their plans' options. */
@@ -360,6 +365,16 @@ int cd_listen_start(struct cd_server *s);
 void cd_listen_stop(struct cd_server *s);
 /* Connections that count against --max-connections (not those still in a ws handshake). */
 unsigned cd_listen_established(const struct cd_server *s);
+
+/* admit.c */
+/*
+ * Look for c's TCP peer (its socket's inode) in the sandboxes, off the
+ * event loop (sandboxes.h): c->judging holds c in its handshake until the
+ * verdict, which fills c->refused unless the peer is outside every sandbox.
+ */
+void cd_admit_tcp(struct cd_conn *c, uint64_t inode);
+/* At shutdown, before cd_sandboxes_done: stop the look, drop what waits. */
+void cd_admit_stop(struct cd_server *s);
 /* Reply helpers: one complete JSON line each. */
 void cd_conn_result(struct cd_conn *c, const char *id, const char *result, size_t len);
 void cd_conn_error(struct cd_conn *c, const char *id, int code, const char *msg);
