@@ -842,6 +842,17 @@ int cd_serve(const struct cd_serve_opts *o)
 		hide_file(&srv, srv.unix_bound, true, "cordon serve's unix socket");
 	if (o->auth_token_file)
 		hide_file(&srv, o->auth_token_file, false, "cordon serve's token file");
+	/*
+	 * Said once now rather than discovered at each refusal. (No warning
+	 * for a file below a directory the server's user may write, the usual
+	 * place: the pins and cd_server_hidden keep it hidden there.)
+	 */
+	if (o->auth_token_file && !srv.host.userns && !srv.host.is_root)
+		cd_log_warn(
+			"serve: without user namespaces the token file '%s' cannot be hidden "
+			"from the sandboxes: a sandboxed request that could read it is refused; "
+			"keep it out of the paths sandboxes may read",
+			o->auth_token_file);
 	int r = cd_loop_run(srv.loop);
 	if (r < 0) {
 		cd_log_error("serve: event loop failed: %s", strerror(-r));

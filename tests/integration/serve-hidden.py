@@ -245,6 +245,8 @@ else:
              "degraded: one that cannot read it runs, and is told the file is not hidden",
              repr(resp) if res is None else "exit %r, stdout %r, %r" % (
                  res.exit_code, res.stdout, resp))
+        t.ok("cannot be hidden from the sandboxes" in srv.stderr_text(),
+             "degraded: the server says so at start", srv.stderr_text()[-2000:])
     except (Eof, Timeout, AssertionError, OSError, HandshakeError) as e:
         t.not_ok("degraded: scenario failed: %s" % e, srv.stderr_text()[-3000:])
     finally:
