@@ -687,7 +687,7 @@ static bool expire(struct scan *sc)
 }
 
 /*
- * The process pid (its directory dir) holds the socket of js[k]: where is
+ * The process pid (its directory dir) holds the socket of client j: where is
  * it (placed once per process: *placed, *where)?
  */
 static void found(struct scan *sc, struct judging *j, int dir, pid_t pid, int *placed, char *where,
