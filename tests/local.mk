@@ -146,6 +146,8 @@ SERVE_TESTS = \
 	tests/integration/serve-net.py \
 	tests/integration/serve-loopback.py \
 	tests/integration/serve-selfconnect.py \
+	tests/integration/serve-hidden.py \
+	tests/integration/serve-admit.py \
 	tests/integration/serve-lifecycle.py \
 	tests/integration/serve-limits.py
 if WITH_JANSSON

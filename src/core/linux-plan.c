@@ -835,45 +835,54 @@ static bool known_dir(const struct cd_plan *plan, const char *path)
  * mount point cannot be renamed or removed in the namespace that has the
  * mount (EBUSY), so each such directory is bound on itself. The top of a
  * writable region needs no pin: its parent is not writable.
+ *
+ * Pin the directories above target, a mount's path. dirs_exist: every
+ * directory above target exists (a hidden file's); else a pin goes only on
+ * what the plan knows to be a directory (known_dir). what names what is
+ * pinned for, for the reason.
  */
-static void add_pins(struct cd_linux_plan *lp)
+static void pin_above(struct cd_linux_plan *lp, const char *target, bool dirs_exist,
+		      const char *what)
 {
 	const struct cd_plan *plan = lp->plan;
-	size_t n_targets = lp->n_mounts;
+	char *dir = cd_path_parent(target);
 
-	for (size_t i = 0; i < n_targets; i++) {
-		/*
-		 * Above a mask on a missing name too (known_dir): `mv d d2; mkdir
-		 * d; echo x >d/.env` would plant the masked name otherwise.
-		 */
-		char *dir = cd_path_parent(lp->mounts[i].path);
+	/* A mounted dir's own walk covers (or will cover) everything above it. */
+	while (!cd_streq(dir, "/") && !has_mount(lp, dir)) {
+		char *up = cd_path_parent(dir);
+		const struct cd_plan_path *region = NULL;
+		struct cd_mount *m;
 
-		/* A mounted dir's own walk covers (or will cover) everything above it. */
-		while (!cd_streq(dir, "/") && !has_mount(lp, dir)) {
-			char *up = cd_path_parent(dir);
-			const struct cd_plan_path *region = NULL;
-			struct cd_mount *m;
-
-			if (cd_plan_access(plan, up, &region) == CD_ACCESS_WRITE &&
-			    known_dir(plan, dir)) {
-				cd_strv_push(&lp->owned, dir);
-				lp->mounts = cd_xreallocarray(lp->mounts, lp->n_mounts + 1,
-							      sizeof(*lp->mounts));
-				m = &lp->mounts[lp->n_mounts++];
-				m->op = CD_MOUNT_PIN;
-				m->path = lp->owned[cd_strv_length(lp->owned) - 1];
-				cd_strv_push_take(
-					&lp->owned,
-					cd_xasprintf("inside writable %s: pinned so that it cannot "
-						     "be renamed away with the carve-outs below it",
-						     region ? region->path : up));
-				m->why = lp->owned[cd_strv_length(lp->owned) - 1];
-			}
-			free(dir);
-			dir = up;
+		if (cd_plan_access(plan, up, &region) == CD_ACCESS_WRITE &&
+		    (dirs_exist || known_dir(plan, dir))) {
+			cd_strv_push(&lp->owned, dir);
+			lp->mounts =
+				cd_xreallocarray(lp->mounts, lp->n_mounts + 1, sizeof(*lp->mounts));
+			m = &lp->mounts[lp->n_mounts++];
+			m->op = CD_MOUNT_PIN;
+			m->path = lp->owned[cd_strv_length(lp->owned) - 1];
+			cd_strv_push_take(&lp->owned,
+					  cd_xasprintf("inside writable %s: pinned so that it "
+						       "cannot be renamed away with %s below it",
+						       region ? region->path : up, what));
+			m->why = lp->owned[cd_strv_length(lp->owned) - 1];
 		}
 		free(dir);
+		dir = up;
 	}
+	free(dir);
+}
+
+static void add_pins(struct cd_linux_plan *lp)
+{
+	size_t n_targets = lp->n_mounts;
+
+	/*
+	 * Above a mask on a missing name too (known_dir): `mv d d2; mkdir d;
+	 * echo x >d/.env` would plant the masked name otherwise.
+	 */
+	for (size_t i = 0; i < n_targets; i++)
+		pin_above(lp, lp->mounts[i].path, false, "the carve-outs");
 }
 
 /*
@@ -882,12 +891,34 @@ static void add_pins(struct cd_linux_plan *lp)
  * connect() on a unix socket (a socket outside every readable path can
  * still be connected to). Without user namespaces (and not root) there is
  * no mount namespace to hide them in: degraded[] says so, and the run goes
- * on, since the caller keeps its own wall (cordon serve refuses its
- * sandboxes as clients). Before the mounts are sorted (mount_cmp keeps
+ * on when the caller keeps its own wall (cordon serve refuses its
+ * sandboxes as clients of its unix socket), or when Landlock keeps the
+ * sandbox from reading the file; a required file (cordon serve's token,
+ * which is all a client needs) that the sandbox could read refuses the
+ * plan. 0, or a refusal. The directories above each mask are pinned as
+ * above carve-outs (pin_above): renamed away, a directory would take the
+ * mask with it, and the file would be readable at its new path in every
+ * sandbox made afterwards. Before the mounts are sorted (mount_cmp keeps
  * parents first).
  */
-static void add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host,
-		       const struct cd_linux_opts *opts)
+/*
+ * Whether the sandbox may read the file at path as far as Landlock is
+ * concerned: a rule on it or on a directory above it grants reading (a
+ * deny carve-out below such a rule is a mount, not a Landlock matter).
+ */
+static bool ll_readable(const struct cd_linux_plan *lp, const char *path)
+{
+	if (!lp->landlock)
+		return true;
+	for (size_t i = 0; i < lp->n_ll_rules; i++)
+		if ((lp->ll_rules[i].allowed & CD_LL_FS_READ_FILE) &&
+		    cd_path_is_beneath(path, lp->ll_rules[i].path))
+			return true;
+	return false;
+}
+
+static int add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host,
+		      const struct cd_linux_opts *opts, char **reterr)
 {
 	for (size_t i = 0; opts && i < opts->n_hidden; i++) {
 		const struct cd_hidden_path *h = &opts->hidden[i];
@@ -915,10 +946,23 @@ static void add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *hos
 		else if (cd_path_is_beneath(h->path, "/proc") ||
 			 cd_path_is_beneath(h->path, "/dev/pts"))
 			why_not = "it lies where the sandbox gets a file system of its own";
+		bool unreadable = !ll_readable(lp, h->path);
+		if (why_not && h->required && !unreadable)
+			return refuse(
+				reterr,
+				cd_xasprintf("%s (%s) cannot be hidden from the sandbox, which "
+					     "may read it: %s; keep the file out of the "
+					     "paths the sandbox may read, or give cordon "
+					     "user namespaces (sysctl "
+					     "kernel.unprivileged_userns_clone=1 / "
+					     "user.max_user_namespaces > 0)",
+					     h->path, h->why, why_not));
 		if (why_not) {
-			cd_strv_push_take(&lp->degraded,
-					  cd_xasprintf("%s (%s) NOT hidden from the sandbox: %s",
-						       h->path, h->why, why_not));
+			cd_strv_push_take(
+				&lp->degraded,
+				cd_xasprintf("%s (%s) NOT hidden from the sandbox: %s%s", h->path,
+					     h->why, why_not,
+					     unreadable ? " (Landlock keeps it unreadable)" : ""));
 			continue;
 		}
 		cd_strv_push(&lp->owned, h->path);
@@ -930,15 +974,19 @@ static void add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *hos
 			same->op = CD_MOUNT_DENY;
 			same->path = path;
 			same->why = why;
-			continue;
+		} else {
+			lp->mounts =
+				cd_xreallocarray(lp->mounts, lp->n_mounts + 1, sizeof(*lp->mounts));
+			lp->mounts[lp->n_mounts++] = (struct cd_mount){
+				.op = CD_MOUNT_DENY,
+				.path = path,
+				.why = why,
+			};
 		}
-		lp->mounts = cd_xreallocarray(lp->mounts, lp->n_mounts + 1, sizeof(*lp->mounts));
-		lp->mounts[lp->n_mounts++] = (struct cd_mount){
-			.op = CD_MOUNT_DENY,
-			.path = path,
-			.why = why,
-		};
+		/* The file exists (cd_linux_opts.hidden): so does every directory above it. */
+		pin_above(lp, path, true, h->why);
 	}
+	return 0;
 }
 
 /*
@@ -1401,7 +1449,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	lp->sc_when = CD_SC_BASELINE | (net_restricted ? CD_SC_NET_RESTRICTED : 0);
 
 	if (plan->fs_unrestricted) {
-		add_hidden(lp, host, opts);
+		r = add_hidden(lp, host, opts, reterr);
+		if (r < 0)
+			return r;
 		if (lp->n_mounts > 1)
 			qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
 		r = add_private_tmp(lp, host, opts, reterr);
@@ -1496,7 +1546,9 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 						   "that directory or drop the entry",
 						   pp->path));
 	}
-	add_hidden(lp, host, opts);
+	r = add_hidden(lp, host, opts, reterr);
+	if (r < 0)
+		return r;
 	if (host->userns || host->is_root) {
 		r = add_writable_trees(lp, reterr);
 		if (r < 0)

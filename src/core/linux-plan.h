@@ -84,6 +84,12 @@ typedef enum cd_degrade_flags {
 struct cd_hidden_path {
 	const char *path; /* absolute, normal */
 	const char *why;  /* one line for explain and notes: "cordon serve's unix socket" */
+	/*
+	 * The caller has no wall of its own behind the mask (cordon serve's
+	 * token file: whoever reads it is a client): where it cannot be
+	 * hidden and the plan lets the sandbox read it, the plan is refused.
+	 */
+	bool required;
 };
 
 struct cd_linux_opts {
@@ -120,11 +126,14 @@ struct cd_linux_opts {
 	 * whatever the plan says of their paths (cordon serve: its unix
 	 * socket, whose connect() Landlock does not govern, and its token
 	 * file). Each is covered by a deny mask (CD_MOUNT_DENY) where the plan
-	 * can have a mount namespace; elsewhere (and below /proc or /dev/pts,
-	 * which the sandbox gets of its own) degraded[] says it is not hidden,
-	 * without a refusal: the caller has a wall of its own. One inside a
-	 * denied directory is hidden by that mask already. Absolute, normal
-	 * paths of existing files (never directories). Copied into the plan.
+	 * can have a mount namespace, and the directories above it that a
+	 * writable parent could rename away are pinned (CD_MOUNT_PIN).
+	 * Elsewhere (and below /proc or /dev/pts, which the sandbox gets of its
+	 * own) degraded[] says it is not hidden, without a refusal when the
+	 * caller has a wall of its own; a required one that the plan lets the
+	 * sandbox read is refused. One inside a denied directory is hidden by
+	 * that mask already. Absolute, normal paths of existing files (never
+	 * directories). Copied into the plan.
 	 */
 	const struct cd_hidden_path *hidden;
 	size_t n_hidden;

@@ -133,8 +133,9 @@ static int bind_sandbox(struct cd_conn *c, const char *id, const struct cd_json 
 		return 0;
 	/* No params cwd: the server's own, for permissions that need none. */
 	struct cd_server *s = c->server;
-	cd_server_hidden(s);
-	int rr = cd_intent_bind(sandbox, NULL, false, &s->host, &s->fs_lopts, b, &err);
+	int rr = cd_server_hidden(s, &err);
+	if (rr == 0)
+		rr = cd_intent_bind(sandbox, NULL, false, &s->host, &s->fs_lopts, b, &err);
 	if (rr < 0) {
 		cd_conn_error(c, id,
 			      rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS,

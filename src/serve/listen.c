@@ -36,7 +36,8 @@
  * peers up only for the rule that follows). Our own uid is what our
  * sandboxed processes run as: while one of them could open a TCP socket, a
  * peer of our uid is admitted only once the process holding its socket is
- * found outside every sandbox (sandboxes.h).
+ * found outside every sandbox (sandboxes.h), a look that runs off the loop
+ * while the connection waits in its handshake (admit.c).
  *
  * unix: the socket is created mode 0600 (0660 with --unix-group) in a
  * directory that belongs to us and that nobody else can write to, so that
@@ -126,31 +127,23 @@ static bool unix_peer_allowed(struct cd_server *s, int fd, char *peer, size_t si
 
 /*
  * Whether a loopback TCP peer whose owner may talk to us (r, uid: what
- * cd_peer_tcp_owner returned, inode the socket's) is inside a sandbox:
- * then why, into refused. Only while a sandbox of ours can open a TCP
- * socket (sandboxes.h), and only for our uid (a sandbox runs as us).
+ * cd_peer_tcp_owner returned) must be looked for inside the sandboxes
+ * (cd_admit_tcp, off the loop), or why not, into refused. Only while a
+ * sandbox of ours can open a TCP socket (sandboxes.h), and only for our
+ * uid (a sandbox runs as us).
  */
-static void judge_sandbox(int r, uid_t uid, uint64_t inode, char *refused, size_t size)
+static bool judge_sandbox(int r, uid_t uid, char *refused, size_t size)
 {
-	char why[320];
-
 	if (!cd_sandboxes_tcp_exposed())
-		return;
+		return false;
 	if (r < 0) {
 		snprintf(refused, size,
 			 "cannot tell whether the client is a sandboxed process: the owner of the "
 			 "connecting socket cannot be determined: %s",
 			 cd_peer_strerror(r));
-		return;
+		return false;
 	}
-	if (uid != geteuid())
-		return;
-	enum cd_peer_verdict v = cd_sandboxes_judge_tcp(inode, why, sizeof(why));
-	if (v == CD_PEER_SANDBOXED)
-		snprintf(refused, size, "the client is a sandboxed process: %s", why);
-	else if (v == CD_PEER_UNDECIDED)
-		snprintf(refused, size, "cannot tell whether the client is a sandboxed process: %s",
-			 why);
+	return uid == geteuid();
 }
 
 /*
@@ -296,13 +289,14 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 		uid_t owner = 0;
 		uint64_t inode = 0;
 		int owner_r = 1;
+		bool look = false;
 		if (s->opts.listen == CD_LISTEN_WS && s->opts.check_peer_sandbox &&
 		    (s->opts.check_peer_owner || cd_sandboxes_tcp_exposed())) {
 			owner_r = cd_peer_tcp_owner(fd, &owner, &inode);
 			if (s->opts.check_peer_owner)
 				judge_owner(s, owner_r, owner, refused, sizeof(refused));
 			if (!refused[0])
-				judge_sandbox(owner_r, owner, inode, refused, sizeof(refused));
+				look = judge_sandbox(owner_r, owner, refused, sizeof(refused));
 		}
 		if (s->opts.listen == CD_LISTEN_WS && !limit_handshakes(s, refused[0] != '\0')) {
 			cd_log_debug("serve: dropping a refused connection: %u handshakes waiting",
@@ -333,6 +327,8 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 		}
 		memcpy(c->refused, refused, sizeof(refused));
 		cd_log_debug("serve: connection %lu from %s", c->serial, c->peer);
+		if (look)
+			cd_admit_tcp(c, inode); /* held in its handshake until judged */
 	}
 }
 

@@ -311,8 +311,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 					     s->opts.max_processes));
 		goto out;
 	}
-	if (sandbox)
-		cd_server_hidden(s);
+	if (sandbox && cd_server_hidden(s, &err) < 0)
+		goto invalid;
 	struct cd_intent_limits lim = {
 		.asked = &asked,
 		.defaults = &s->opts.default_limits,

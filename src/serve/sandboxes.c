@@ -7,11 +7,13 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -49,7 +51,7 @@
 #define MAX_HOPS 4096
 /* Tries to read a parent that keeps changing under us (it died, or was re-parented). */
 #define MAX_PARENT_TRIES 16
-/* Descriptors one TCP judgement reads before it gives up (undecided). */
+/* Descriptors one pass of TCP judgements reads before it gives up (undecided). */
 #define MAX_FDS_SCANNED (1u << 20)
 /* Pid namespaces nest 32 deep at most (MAX_PID_NS_LEVEL), plus the one /proc shows. */
 #define MAX_NS_LEVELS 33
@@ -90,6 +92,7 @@ struct pstatus {
 	int levels;		    /* NSpid entries */
 	pid_t nspid[MAX_NS_LEVELS]; /* its pid in each namespace, the one /proc shows first */
 	char name[32];		    /* comm, as status escapes it */
+	unsigned fdsize;	    /* the size of its descriptor table */
 };
 
 static int read_status(int dir, struct pstatus *st)
@@ -118,6 +121,8 @@ static int read_status(int dir, struct pstatus *st)
 			snprintf(st->name, sizeof(st->name), "%s", line + 6);
 		} else if (strncmp(line, "PPid:\t", 6) == 0) {
 			st->ppid = atoi(line + 6);
+		} else if (strncmp(line, "FDSize:\t", 8) == 0) {
+			st->fdsize = (unsigned)strtoul(line + 8, NULL, 10);
 		} else if (strncmp(line, "NSpid:", 6) == 0) {
 			char *p = line + 6, *end;
 			while (st->levels < MAX_NS_LEVELS) {
@@ -127,7 +132,7 @@ static int read_status(int dir, struct pstatus *st)
 				st->nspid[st->levels++] = (pid_t)v;
 				p = end;
 			}
-			break; /* after PPid and Name */
+			break; /* after Name, PPid and FDSize */
 		}
 	}
 	if (st->ppid < 0 || st->levels == 0)
@@ -533,61 +538,55 @@ bool cd_sandboxes_tcp_exposed(void)
 	return r;
 }
 
-/*
- * Whether the process whose directory is dir has a descriptor whose link
- * is want ("socket:[INODE]"): 1, 0 (or its descriptors cannot be read), or
- * -E2BIG when *budget ran out.
- */
-static int holds(int dir, const char *want, size_t *budget)
+/* ---- TCP clients: who holds the connecting socket ---- */
+
+static uint64_t now_ms(void)
 {
-	int fds = openat(dir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fds < 0)
-		return 0;
-	DIR *d = fdopendir(fds);
-	if (!d) {
-		close(fds);
-		return 0;
-	}
-	size_t want_len = strlen(want);
-	int r = 0;
-	struct dirent *de;
-	char buf[64];
-	while (r == 0 && (de = readdir(d))) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		if ((*budget)-- == 0) {
-			r = -E2BIG;
-			break;
-		}
-		ssize_t n = readlinkat(dirfd(d), de->d_name, buf, sizeof(buf));
-		r = n == (ssize_t)want_len && memcmp(buf, want, want_len) == 0;
-	}
-	closedir(d);
-	return r;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A process to look through, from the listing of /proc. */
+struct candidate {
+	pid_t pid;
+	bool inner;	 /* below the namespace /proc shows (or anywhere, degraded) */
+	unsigned fdsize; /* its descriptor table's size (status FDSize): the cost */
+};
+
+/* Inner ones first; in each group the small tables first. */
+static int candidate_cmp(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+
+	if (x->inner != y->inner)
+		return x->inner ? -1 : 1;
+	if (x->fdsize != y->fdsize)
+		return x->fdsize < y->fdsize ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 /*
- * Every process whose descriptors we may read, for the holders of the
- * socket: each is placed (classify); one inside a sandbox, or one that
- * cannot be placed, refuses the client; at least one outside is needed to
- * admit it. Processes of other users are passed over unless we are root:
- * their descriptors are not ours to read, and a sandbox of ours runs as us.
+ * The processes whose descriptors we may read, into *ret (malloc()ed, *n):
+ * processes of other users are passed over unless we are root (their
+ * descriptors are not ours to read, and a sandbox of ours runs as us).
+ * 0, or -errno when /proc cannot be listed.
  */
-static enum cd_peer_verdict scan(int proc, const char *want, char *why, size_t size)
+static int list_candidates(int proc, bool all_inner, struct candidate **ret, size_t *n)
 {
 	int all = openat(proc, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = all < 0 ? NULL : fdopendir(all);
-	pid_t self = proc == own_proc ? getpid() : host_self, outside = 0;
-	size_t budget = MAX_FDS_SCANNED;
+	pid_t self = proc == own_proc ? getpid() : host_self;
 	uid_t me = geteuid();
-	enum cd_peer_verdict v = CD_PEER_UNDECIDED;
+	struct candidate *c = NULL;
+	size_t len = 0, cap = 0;
 	struct dirent *de;
 
 	if (!d) {
+		int e = errno;
 		if (all >= 0)
 			close(all);
-		snprintf(why, size, "/proc cannot be listed: %s", strerror(errno));
-		return CD_PEER_UNDECIDED;
+		return -e;
 	}
 	while ((de = readdir(d))) {
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
@@ -597,63 +596,267 @@ static enum cd_peer_verdict scan(int proc, const char *want, char *why, size_t s
 			continue; /* our own end of the connection is another socket */
 		int dir = openat(proc, de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		struct stat st;
+		struct pstatus ps;
 		if (dir < 0)
 			continue;
-		if (me != 0 && (fstat(dir, &st) < 0 || st.st_uid != me)) {
-			close(dir);
+		bool ok = (me == 0 || (fstat(dir, &st) == 0 && st.st_uid == me)) &&
+			  read_status(dir, &ps) == 0;
+		close(dir);
+		if (!ok)
+			continue; /* gone, or not ours */
+		if (len == cap) {
+			cap = cap ? cap * 2 : 256;
+			c = cd_xreallocarray(c, cap, sizeof(*c));
+		}
+		c[len++] = (struct candidate){
+			.pid = pid,
+			.inner = all_inner || ps.levels > 1,
+			.fdsize = ps.fdsize,
+		};
+	}
+	closedir(d);
+	if (len > 1)
+		qsort(c, len, sizeof(*c), candidate_cmp);
+	*ret = c;
+	*n = len;
+	return 0;
+}
+
+/* One client of the batch, as the scan goes. */
+struct judging {
+	struct cd_tcp_client *client;
+	bool decided;
+	pid_t outside; /* a holder found outside every sandbox, or 0 */
+};
+
+static void decide(struct judging *j, enum cd_peer_verdict v)
+{
+	j->client->verdict = v;
+	j->decided = true;
+}
+
+/* "socket:[INODE]": the inode, or 0. */
+static uint64_t socket_inode(const char *link, ssize_t n)
+{
+	static const char pre[] = "socket:[";
+	uint64_t v = 0;
+
+	if (n < (ssize_t)sizeof(pre) + 1 || memcmp(link, pre, sizeof(pre) - 1) ||
+	    link[n - 1] != ']')
+		return 0;
+	for (ssize_t i = sizeof(pre) - 1; i < n - 1; i++) {
+		if (link[i] < '0' || link[i] > '9' || v > UINT64_MAX / 10)
+			return 0;
+		v = v * 10 + (uint64_t)(link[i] - '0');
+	}
+	return v;
+}
+
+struct scan {
+	int proc;
+	struct judging *js;
+	size_t n, left;	 /* left: not decided yet */
+	size_t fds;	 /* descriptors read so far */
+	bool inner_done; /* every inner candidate has been looked through */
+	const atomic_bool *cancel;
+};
+
+/* Decide what is past its deadline (or everything, cancelled); whether any is left. */
+static bool expire(struct scan *sc)
+{
+	uint64_t now = now_ms();
+	bool cancelled = sc->cancel && atomic_load(sc->cancel);
+
+	for (size_t i = 0; i < sc->n; i++) {
+		struct judging *j = &sc->js[i];
+		if (j->decided || (!cancelled && now < j->client->deadline_ms))
+			continue;
+		if (cancelled)
+			snprintf(j->client->why, sizeof(j->client->why),
+				 "the server is shutting down");
+		else
+			snprintf(j->client->why, sizeof(j->client->why),
+				 "the holder of the client's socket was not found within %u ms "
+				 "(%zu descriptors looked at; a process, maybe in a sandbox, "
+				 "holds very many)",
+				 (unsigned)CD_SANDBOXES_JUDGE_MS, sc->fds);
+		decide(j, CD_PEER_UNDECIDED);
+		sc->left--;
+	}
+	return sc->left > 0;
+}
+
+/*
+ * The process pid (its directory dir) holds the socket of client j: where is
+ * it (placed once per process: *placed, *where)?
+ */
+static void found(struct scan *sc, struct judging *j, int dir, pid_t pid, int *placed, char *where,
+		  size_t size)
+{
+	if (*placed < 0)
+		*placed = (int)classify(sc->proc, dir, pid, where, size);
+	if (*placed == CD_PEER_OUTSIDE) {
+		j->outside = pid;
+		/* Admitted at once only when no sandboxed process is left to look at. */
+		if (sc->inner_done) {
+			decide(j, CD_PEER_OUTSIDE);
+			sc->left--;
+		}
+		return;
+	}
+	snprintf(j->client->why, sizeof(j->client->why),
+		 "the client's socket is held by a process %s: %s",
+		 *placed == CD_PEER_SANDBOXED ? "inside a sandbox" : "that cannot be placed",
+		 where);
+	decide(j, (enum cd_peer_verdict) * placed);
+	sc->left--;
+}
+
+/* Look through the descriptors of process pid; false when the scan must stop. */
+static bool look_through(struct scan *sc, pid_t pid)
+{
+	char name[24], buf[64], where[256];
+	int placed = -1;
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	int dir = openat(sc->proc, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return true; /* gone */
+	int fds = openat(dir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fds < 0 ? NULL : fdopendir(fds);
+	if (!d) {
+		if (fds >= 0)
+			close(fds);
+		close(dir);
+		return true; /* its descriptors cannot be read */
+	}
+	struct dirent *de;
+	bool go_on = true;
+	while (go_on && (de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		/* The clock every 256 descriptors: a table of millions must not outlast us. */
+		if ((++sc->fds & 255) == 0 && !expire(sc)) {
+			go_on = false;
+			break;
+		}
+		if (sc->fds > MAX_FDS_SCANNED) {
+			for (size_t i = 0; i < sc->n; i++) {
+				if (sc->js[i].decided)
+					continue;
+				snprintf(sc->js[i].client->why, sizeof(sc->js[i].client->why),
+					 "more than %u descriptors to look through for the "
+					 "client's socket",
+					 MAX_FDS_SCANNED);
+				decide(&sc->js[i], CD_PEER_UNDECIDED);
+			}
+			sc->left = 0;
+			go_on = false;
+			break;
+		}
+		ssize_t n = readlinkat(dirfd(d), de->d_name, buf, sizeof(buf));
+		uint64_t ino = socket_inode(buf, n);
+		if (!ino)
+			continue;
+		for (size_t i = 0; i < sc->n; i++) {
+			struct judging *j = &sc->js[i];
+			if (!j->decided && j->client->inode == ino)
+				found(sc, j, dir, pid, &placed, where, sizeof(where));
+		}
+		go_on = sc->left > 0;
+	}
+	closedir(d);
+	close(dir);
+	return go_on;
+}
+
+void cd_sandboxes_judge_tcp_many(struct cd_tcp_client *const *clients, size_t n,
+				 const atomic_bool *cancel)
+{
+	struct scan sc = { .cancel = cancel, .n = n, .left = n };
+	struct candidate *cand = NULL;
+	size_t n_cand = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		clients[i]->verdict = CD_PEER_UNDECIDED;
+		clients[i]->why[0] = '\0';
+	}
+	if (!cd_sandboxes_tcp_exposed()) {
+		for (size_t i = 0; i < n; i++)
+			clients[i]->verdict = CD_PEER_OUTSIDE; /* no sandbox can open one */
+		return;
+	}
+	sc.proc = host_proc >= 0 ? host_proc : own_proc;
+	if (sc.proc < 0 || (sc.proc == own_proc && !proc_ok)) {
+		for (size_t i = 0; i < n; i++)
+			snprintf(clients[i]->why, sizeof(clients[i]->why),
+				 "the holder of the client's socket cannot be looked for: the "
+				 "server's /proc does not show its pid namespace");
+		return;
+	}
+	/*
+	 * Sandboxes without a pid namespace may have left processes anywhere
+	 * in ours (and only walk_own places them): then every process is
+	 * looked through before anyone is admitted.
+	 */
+	int r = list_candidates(sc.proc, sc.proc == own_proc && degraded(), &cand, &n_cand);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			snprintf(clients[i]->why, sizeof(clients[i]->why),
+				 "/proc cannot be listed: %s", strerror(-r));
+		return;
+	}
+	sc.js = cd_xcalloc(n ? n : 1, sizeof(*sc.js));
+	for (size_t i = 0; i < n; i++)
+		sc.js[i].client = clients[i];
+	/*
+	 * The inner processes first (every sandbox's are among them): a
+	 * sandboxed client is refused as soon as its socket turns up there,
+	 * and once they are all looked through, the first holder found
+	 * outside admits a client without a look at the rest.
+	 */
+	bool go_on = expire(&sc);
+	for (size_t k = 0; go_on && k < n_cand; k++) {
+		if (!cand[k].inner && !sc.inner_done) {
+			sc.inner_done = true;
+			for (size_t i = 0; i < n; i++) {
+				if (!sc.js[i].decided && sc.js[i].outside) {
+					decide(&sc.js[i], CD_PEER_OUTSIDE);
+					sc.left--;
+				}
+			}
+			go_on = sc.left > 0;
+			if (!go_on)
+				break;
+		}
+		go_on = look_through(&sc, cand[k].pid) && expire(&sc);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct judging *j = &sc.js[i];
+		if (j->decided)
+			continue;
+		if (j->outside) {
+			decide(j, CD_PEER_OUTSIDE);
 			continue;
 		}
-		int h = holds(dir, want, &budget);
-		if (h == 1) {
-			char w[256];
-			enum cd_peer_verdict c = classify(proc, dir, pid, w, sizeof(w));
-			if (c == CD_PEER_OUTSIDE) {
-				outside = pid;
-			} else {
-				snprintf(why, size,
-					 "the client's socket is held by a process %s: %s",
-					 c == CD_PEER_SANDBOXED ? "inside a sandbox"
-								: "that cannot be placed",
-					 w);
-				v = c;
-				close(dir);
-				goto out;
-			}
-		}
-		close(dir);
-		if (h == -E2BIG) {
-			snprintf(why, size,
-				 "more than %u descriptors to look through for the client's socket",
-				 MAX_FDS_SCANNED);
-			goto out;
-		}
-	}
-	if (outside > 0)
-		v = CD_PEER_OUTSIDE;
-	else
-		snprintf(why, size,
+		snprintf(j->client->why, sizeof(j->client->why),
 			 "while a sandbox of this server has network access, a client is admitted "
 			 "only once its socket is found in a process outside the sandboxes, and "
 			 "no process whose descriptors the server may read holds it (it was "
 			 "passed on, or its process is not dumpable)");
-out:
-	closedir(d);
-	return v;
+		decide(j, CD_PEER_UNDECIDED);
+	}
+	free(sc.js);
+	free(cand);
 }
 
 enum cd_peer_verdict cd_sandboxes_judge_tcp(uint64_t inode, char *why, size_t size)
 {
-	why[0] = '\0';
-	if (!cd_sandboxes_tcp_exposed())
-		return CD_PEER_OUTSIDE; /* no sandbox of ours can open a TCP socket */
-	int proc = host_proc >= 0 ? host_proc : own_proc;
-	if (proc < 0 || (proc == own_proc && !proc_ok)) {
-		snprintf(why, size,
-			 "the holder of the client's socket cannot be looked for: the server's "
-			 "/proc does not show its pid namespace");
-		return CD_PEER_UNDECIDED;
-	}
-	char want[48];
-	snprintf(want, sizeof(want), "socket:[%" PRIu64 "]", inode);
-	return scan(proc, want, why, size);
+	struct cd_tcp_client c = { .inode = inode,
+				   .deadline_ms = now_ms() + CD_SANDBOXES_JUDGE_MS };
+	struct cd_tcp_client *one = &c;
+
+	cd_sandboxes_judge_tcp_many(&one, 1, NULL);
+	snprintf(why, size, "%s", c.why);
+	return c.verdict;
 }

@@ -31,9 +31,11 @@
  * its own) is refused: its holder cannot be told.
  *
  * The registry is shared with the fs workers (fs.c spawns helpers there):
- * every call is thread-safe. The judgements run on the event loop's thread.
+ * every call is thread-safe. The unix judgements run on the event loop's
+ * thread, the TCP ones on a worker of their own (listen.c).
  */
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,10 +84,38 @@ enum cd_peer_verdict cd_sandboxes_judge_unix(int fd, char *why, size_t size);
 bool cd_sandboxes_tcp_exposed(void);
 
 /*
- * The client whose TCP socket is the one with inode (sock_diag's
- * idiag_inode), owned by the server's uid: CD_PEER_OUTSIDE at once when no
- * sandbox can make TCP connections (cd_sandboxes_tcp_exposed), else after
- * a look at every process's descriptors. why as above, for the log and the
- * client's 403.
+ * How long the look for a TCP client's socket may take, from the accept:
+ * past it the client is undecided (refused). A sandbox that holds millions
+ * of descriptors makes every look that long (its processes are looked
+ * through whole before anyone is admitted).
  */
+#define CD_SANDBOXES_JUDGE_MS 1000u
+
+/* A TCP client to judge: its socket, its deadline, and then the verdict. */
+struct cd_tcp_client {
+	uint64_t inode;	      /* its socket's (sock_diag's idiag_inode) */
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC: undecided past it */
+	enum cd_peer_verdict verdict;
+	char why[400]; /* where it is, or why it cannot be told: the log, the 403 */
+};
+
+/*
+ * Judge clients[0..n), TCP clients owned by the server's uid, in one pass
+ * over the processes' descriptors (a client that connects again and again
+ * costs one pass per batch, not one per connection): CD_PEER_OUTSIDE at
+ * once when no sandbox can make TCP connections (cd_sandboxes_tcp_exposed).
+ * Else the processes below the pid namespace /proc shows (every sandbox's
+ * among them; every process, when sandboxes without a pid namespace ran)
+ * are looked through first, small descriptor tables first: a holder inside
+ * a sandbox (or one that cannot be placed) refuses the client there and
+ * then; then the others, until a holder outside is found. Each client is
+ * undecided past its deadline, and all of them past MAX_FDS_SCANNED
+ * descriptors or once *cancel (may be NULL) is set. Thread-safe: runs on a
+ * worker, off the event loop (listen.c), as long as cd_sandboxes_done has
+ * not been called.
+ */
+void cd_sandboxes_judge_tcp_many(struct cd_tcp_client *const *clients, size_t n,
+				 const atomic_bool *cancel);
+
+/* One client, deadline CD_SANDBOXES_JUDGE_MS from now. why as above. */
 enum cd_peer_verdict cd_sandboxes_judge_tcp(uint64_t inode, char *why, size_t size);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pwd.h>
@@ -582,14 +583,18 @@ static char *build_env_info(void)
  * Remember path (what it names now, as a canonical path: the mask goes on
  * the file, wherever a symlink on the way points; a socket, ours, is no
  * symlink itself: only its directory is resolved) if it is a socket or a
- * regular file. One that cannot be found is left out with a warning: a
- * sandbox can reach only what exists.
+ * regular file, with an O_PATH descriptor of the file: while it is open the
+ * file's inode number cannot go to another file, so that cd_server_hidden
+ * can tell the very file from anything put in its place later. One that
+ * cannot be found is left out with a warning: a sandbox can reach only
+ * what exists.
  */
 static void hide_file(struct cd_server *s, const char *path, bool is_socket, const char *why)
 {
 	const char *slash = strrchr(path, '/');
 	char *canon = NULL;
 	struct stat st;
+	int fd = -1;
 
 	if (is_socket) {
 		char *dir = !slash	    ? cd_xstrdup(".")
@@ -603,30 +608,94 @@ static void hide_file(struct cd_server *s, const char *path, bool is_socket, con
 	} else {
 		canon = realpath(path, NULL);
 	}
-	if (!canon || lstat(canon, &st) < 0 || !(S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode))) {
+	if (canon)
+		fd = open(canon, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0 || !(S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode))) {
 		cd_log_warn("serve: %s %s is not hidden from the sandboxes: %s", why, path,
-			    !canon ? strerror(errno) : "not a socket or a regular file");
+			    fd < 0 ? strerror(errno) : "not a socket or a regular file");
+		if (fd >= 0)
+			close(fd);
 		free(canon);
 		return;
 	}
-	s->hidden[s->n_hidden] = (struct cd_hidden_path){ .path = canon, .why = why };
-	s->hidden_st[s->n_hidden] = st;
+	/*
+	 * The token is all a client needs: no sandbox that could read it is
+	 * made. The socket has a wall of its own (its peers are judged).
+	 */
+	s->hidden[s->n_hidden] = (struct cd_hidden_path){
+		.path = canon,
+		.why = why,
+		.required = !is_socket,
+	};
+	s->hidden_fd[s->n_hidden] = fd;
 	s->n_hidden++;
 }
 
-void cd_server_hidden(struct cd_server *s)
+/*
+ * Whether hidden file i is still where it was found, and the same file:
+ * its canonical path is still its path (no directory above it was renamed
+ * and replaced, by a symlink either), and names the inode the descriptor
+ * holds. NULL, or why not (a static string).
+ */
+static const char *hidden_moved(const struct cd_server *s, size_t i)
 {
-	size_t n = 0;
+	const char *path = s->hidden[i].path;
+	struct stat now, then;
 
-	/* The file found at start, still there: a file that replaced it is not ours to hide. */
+	if (fstat(s->hidden_fd[i], &then) < 0)
+		return "it cannot be looked at";
+	if (then.st_nlink == 0)
+		return "it was removed, or replaced by another file";
+	char *canon = realpath(path, NULL);
+	bool same = canon && cd_streq(canon, path);
+	free(canon);
+	if (!same || lstat(path, &now) < 0)
+		return "it, or a directory above it, was moved or removed";
+	if (now.st_dev != then.st_dev || now.st_ino != then.st_ino)
+		return "it was replaced by another file";
+	return NULL;
+}
+
+int cd_server_hidden(struct cd_server *s, char **reterr)
+{
+	const char *lost = NULL;
+	size_t which = 0;
+
+	/*
+	 * A hidden file that is no longer at its path cannot be masked there,
+	 * and masking whatever is there now would leave the file itself
+	 * readable wherever it went (in /tmp, say, which a sandbox may list):
+	 * no sandbox is made until it is back. Each change is logged once.
+	 */
 	for (size_t i = 0; i < s->n_hidden; i++) {
-		struct stat st;
-		if (lstat(s->hidden[i].path, &st) == 0 && st.st_dev == s->hidden_st[i].st_dev &&
-		    st.st_ino == s->hidden_st[i].st_ino)
-			s->hidden_now[n++] = s->hidden[i];
+		const char *why = hidden_moved(s, i);
+		if (why && !s->hidden_lost[i])
+			cd_log_error("serve: %s '%s' is no longer the file the server started with "
+				     "(%s): refusing every sandboxed request until it is back, "
+				     "since a sandbox could reach it where it is now; move it "
+				     "back, or restart the server",
+				     s->hidden[i].why, s->hidden[i].path, why);
+		else if (!why && s->hidden_lost[i])
+			cd_log_info("serve: %s '%s' is back where it was: serving sandboxed "
+				    "requests again",
+				    s->hidden[i].why, s->hidden[i].path);
+		s->hidden_lost[i] = why != NULL;
+		if (why && !lost) {
+			lost = why;
+			which = i;
+		}
 	}
-	s->opts.lopts.hidden = s->fs_lopts.hidden = s->hidden_now;
-	s->opts.lopts.n_hidden = s->fs_lopts.n_hidden = n;
+	if (lost) {
+		*reterr = cd_xasprintf("%s '%s' is no longer the file the server started with "
+				       "(%s): sandboxed requests are refused until it is back (a "
+				       "sandbox could reach it where it is now); move it back, or "
+				       "restart the server",
+				       s->hidden[which].why, s->hidden[which].path, lost);
+		return -ESTALE;
+	}
+	s->opts.lopts.hidden = s->fs_lopts.hidden = s->hidden;
+	s->opts.lopts.n_hidden = s->fs_lopts.n_hidden = s->n_hidden;
+	return 0;
 }
 
 /* ---- lifecycle ---- */
@@ -822,6 +891,17 @@ int cd_serve(const struct cd_serve_opts *o)
 	if (o->auth_token_file)
 		hide_file(&srv, o->auth_token_file, false, "cordon serve's token file");
 	cd_testhook_event("serve-ready");
+	/*
+	 * Said once now rather than discovered at each refusal. (No warning
+	 * for a file below a directory the server's user may write, the usual
+	 * place: the pins and cd_server_hidden keep it hidden there.)
+	 */
+	if (o->auth_token_file && !srv.host.userns && !srv.host.is_root)
+		cd_log_warn(
+			"serve: without user namespaces the token file '%s' cannot be hidden "
+			"from the sandboxes: a sandboxed request that could read it is refused; "
+			"keep it out of the paths sandboxes may read",
+			o->auth_token_file);
 	int r = cd_loop_run(srv.loop);
 	if (r < 0) {
 		cd_log_error("serve: event loop failed: %s", strerror(-r));
@@ -830,6 +910,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	srv.stopping = true;
 	/* Stop accepting first: nobody new comes in while everything ends. */
 	cd_listen_stop(&srv);
+	cd_admit_stop(&srv);
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
 
@@ -860,6 +941,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	}
 out:
 	cd_listen_stop(&srv);
+	cd_admit_stop(&srv);
 	if (srv.sig_watch)
 		cd_loop_del_fd(srv.loop, srv.sig_watch);
 	if (srv.sig_fd >= 0)
@@ -869,8 +951,10 @@ out:
 		if (handled[i])
 			(void)sigaction(stop_signals[i], &old_act[i], NULL);
 	free(srv.env_info);
-	for (size_t i = 0; i < srv.n_hidden; i++)
+	for (size_t i = 0; i < srv.n_hidden; i++) {
 		free((char *)srv.hidden[i].path);
+		close(srv.hidden_fd[i]);
+	}
 	cd_sandboxes_done();
 	cd_loop_free(srv.loop);
 	cd_program_done(&srv.init);

@@ -14,6 +14,8 @@
  *   listen.c   the listeners: TCP for ws://, the unix socket, accepting,
  *              peer credentials, the pid file
  *   peer.c     the owner of a loopback TCP peer (inet_diag)
+ *   admit.c    whether a loopback TCP peer is a sandboxed process, judged
+ *              off the loop (sandboxes.c does the looking)
  *   conn.c     a connection: inbound messages (lines, or frames from ws.c),
  *              the outbound queue and its back-pressure, the JSON writers
  *              for replies and notifications
@@ -160,6 +162,7 @@ struct cd_server;
 struct cd_session;
 struct cd_conn;
 struct cd_workq;
+struct cd_admit;
 
 /* One process of a session: the table entry around a struct cd_proc. */
 struct cd_pentry {
@@ -209,6 +212,7 @@ struct cd_conn {
 	unsigned long serial;	    /* "connection N" in logs */
 	char peer[80];		    /* who it is, for logs */
 	char refused[512];	    /* ws: why its peer is not admitted (403), or empty */
+	bool judging;		    /* ws: its peer is being looked for in the sandboxes */
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */
@@ -268,6 +272,7 @@ struct cd_server {
 	struct cd_watch *listen_watch;
 	char *unix_bound;	   /* the socket path we created (removed at exit) */
 	struct cd_workq *fs_workq; /* fs.c's worker threads, started on first use */
+	struct cd_admit *admit;	   /* admit.c: TCP clients judged off the loop */
 	/* cordon-init, the init of every sandboxed process's pid namespace (opts.lopts names it). */
 	struct cd_program init;
 	/* cordon-fs-helper, which performs sandboxed fs requests (fs.c), and their plans' options. */
@@ -279,9 +284,9 @@ struct cd_server {
 	 * cd_server_hidden. Paths owned.
 	 */
 	struct cd_hidden_path hidden[2];
-	struct stat hidden_st[2]; /* what each was when found: only that file is hidden */
+	int hidden_fd[2];    /* O_PATH: the very file found at start */
+	bool hidden_lost[2]; /* no longer there as found (logged once) */
 	size_t n_hidden;
-	struct cd_hidden_path hidden_now[2]; /* those still there (cd_server_hidden) */
 	bool pid_file_written;
 	int exit_code;
 };
@@ -315,10 +320,14 @@ bool cd_read_is_ready(const struct cd_proc_read *r, uint64_t after_seq);
 void cd_server_stop(struct cd_server *s);
 /*
  * Before binding a sandbox (on the loop's thread): point the plans' options
- * (opts.lopts, fs_lopts) at those of the server's own files that are still
- * there as they were found, for the plan to mask (linux-plan.h).
+ * (opts.lopts, fs_lopts) at the server's own files, for the plan to mask
+ * (linux-plan.h). Each must still be the file found at start, at the same
+ * canonical path: -ESTALE with *reterr (malloc()ed, for the client) when
+ * one is not (moved, replaced, removed), and the sandbox must not be made
+ * (a mask on the path would no longer cover the file). Logs each change
+ * once.
  */
-void cd_server_hidden(struct cd_server *s);
+int cd_server_hidden(struct cd_server *s, char **reterr);
 /*
  * The host's /proc, opened by pidns.c before the server's own pid
  * namespace got a /proc of its own, or -1: the sandbox judgements of
@@ -363,6 +372,16 @@ int cd_listen_start(struct cd_server *s);
 void cd_listen_stop(struct cd_server *s);
 /* Connections that count against --max-connections (not those still in a ws handshake). */
 unsigned cd_listen_established(const struct cd_server *s);
+
+/* admit.c */
+/*
+ * Look for c's TCP peer (its socket's inode) in the sandboxes, off the
+ * event loop (sandboxes.h): c->judging holds c in its handshake until the
+ * verdict, which fills c->refused unless the peer is outside every sandbox.
+ */
+void cd_admit_tcp(struct cd_conn *c, uint64_t inode);
+/* At shutdown, before cd_sandboxes_done: stop the look, drop what waits. */
+void cd_admit_stop(struct cd_server *s);
 /* Reply helpers: one complete JSON line each. */
 void cd_conn_result(struct cd_conn *c, const char *id, const char *result, size_t len);
 void cd_conn_error(struct cd_conn *c, const char *id, int code, const char *msg);

@@ -583,8 +583,9 @@ size_t cd_ws_queued(const struct cd_conn *c)
 bool cd_ws_want_read(const struct cd_conn *c)
 {
 	const struct cd_ws *w = c->ws;
+	/* Its request waits while its peer is looked for in the sandboxes (admit.c). */
 	if (!w->open)
-		return w->head != NULL;
+		return w->head != NULL && !c->judging;
 	return wslay_event_get_read_enabled(w->ctx) && in_room(c);
 }
 

@@ -1271,6 +1271,12 @@ static size_t mount_index(const struct cd_linux_plan *lp, const char *path)
 	return (size_t)(m - lp->mounts);
 }
 
+static bool is_pin(const struct cd_linux_plan *lp, const char *path)
+{
+	const struct cd_mount *m = mount_on(lp, path);
+	return m && m->op == CD_MOUNT_PIN;
+}
+
 START_TEST(test_hidden)
 {
 	/* cordon serve's socket and token: masked whatever the plan says of them. */
@@ -1286,6 +1292,7 @@ START_TEST(test_hidden)
 		{ "/tmp/s/serve.sock", "the socket" },	       /* inside a writable tree */
 		{ "/opt/nowhere/x.sock", "the socket" },       /* outside every rule */
 		{ "/w/token", "the token" },		       /* a read-only carve-out there */
+		{ "/tmp/rt/tokdir/token", "the token" },       /* deeper in the writable tree */
 		{ "/run/user/1/secret/s.sock", "the socket" }, /* inside a denied directory */
 		{ "/proc/self/x", "the socket" },	       /* under the fresh /proc */
 	};
@@ -1293,7 +1300,33 @@ START_TEST(test_hidden)
 	struct cd_linux_opts o = { .hidden = hidden, .n_hidden = CD_ARRAY_SIZE(hidden) };
 	struct cd_linux_plan *lp = build_ok(&plan, &host_full, &o);
 
-	for (size_t i = 0; i < 4; i++) {
+	/*
+	 * Every directory above a hidden file that a writable parent could
+	 * rename away (taking the mask with it, so that the next sandbox
+	 * reads the file at its new path) is pinned; the top of the writable
+	 * region (/tmp: its parent is read-only) needs none, nor do
+	 * directories in read-only regions.
+	 */
+	static const char *const pinned[] = { "/tmp/s", "/tmp/rt", "/tmp/rt/tokdir" };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(pinned); i++) {
+		ck_assert_msg(is_pin(lp, pinned[i]), "%s is not pinned", pinned[i]);
+		const struct cd_mount *pin = mount_on(lp, pinned[i]);
+		const char *why = pin ? pin->why : "";
+		ck_assert_ptr_nonnull(strstr(why, "inside writable /tmp"));
+		ck_assert(strstr(why, "with the token below") ||
+			  strstr(why, "with the socket below"));
+		/* A pin goes on before what it holds (parents first). */
+		ck_assert_uint_lt(mount_index(lp, "/tmp"), mount_index(lp, pinned[i]));
+	}
+	ck_assert_uint_lt(mount_index(lp, "/tmp/rt/tokdir"),
+			  mount_index(lp, "/tmp/rt/tokdir/token"));
+	ck_assert_uint_lt(mount_index(lp, "/tmp/s"), mount_index(lp, "/tmp/s/serve.sock"));
+	static const char *const not_pinned[] = {
+		"/run", "/run/user", "/run/user/1", "/opt", "/opt/nowhere", "/w",
+	};
+	for (size_t i = 0; i < CD_ARRAY_SIZE(not_pinned); i++)
+		ck_assert_msg(!is_pin(lp, not_pinned[i]), "%s is pinned", not_pinned[i]);
+	for (size_t i = 0; i < 5; i++) {
 		const struct cd_mount *m = mount_on(lp, hidden[i].path);
 		ck_assert_msg(m && m->op == CD_MOUNT_DENY, "%s is not masked", hidden[i].path);
 		/* Copies: the caller's strings may go. */
@@ -1324,6 +1357,41 @@ START_TEST(test_hidden)
 	ck_assert(noted);
 	cd_linux_plan_free(lp);
 
+	/*
+	 * The token file (required: whoever reads it is a client, no other
+	 * wall) where it cannot be hidden: refused when the sandbox could
+	 * read it, said (not refused) when Landlock keeps it unreadable.
+	 */
+	const struct cd_hidden_path token[] = {
+		{ "/srv/cordon/token", "the token", .required = true },
+	};
+	struct cd_linux_opts to = {
+		.hidden = token,
+		.n_hidden = 1,
+		.degraded = CD_DEGRADE_PID_ISOLATION | CD_DEGRADE_FILE_ATTRIBUTES,
+	};
+	build_refused(&rplan, &h, &to,
+		      (const char *const[]){ "/srv/cordon/token (the token) cannot be hidden",
+					     "keep the file out of the paths the sandbox may read",
+					     NULL });
+	struct cd_plan_path narrow[] = {
+		PP("/usr", R, CD_FT_DIR, D, false),
+		PP("/srv/w", W, CD_FT_DIR, D, false),
+	};
+	struct cd_plan nplan = make_plan(narrow, CD_ARRAY_SIZE(narrow), CD_NET_ENABLED);
+	lp = build_ok(&nplan, &h, &to);
+	noted = false;
+	for (char **n = lp->degraded; n && *n; n++)
+		noted |= strstr(*n, "/srv/cordon/token (the token) NOT hidden") &&
+			 strstr(*n, "Landlock keeps it unreadable");
+	ck_assert(noted);
+	cd_linux_plan_free(lp);
+	/* With a mount namespace it is masked like the others. */
+	lp = build_ok(&rplan, &host_full, &to);
+	ck_assert(mount_on(lp, "/srv/cordon/token") &&
+		  mount_on(lp, "/srv/cordon/token")->op == CD_MOUNT_DENY);
+	cd_linux_plan_free(lp);
+
 	/* A plan that does not restrict the file system still gets the masks. */
 	struct cd_plan uplan = make_plan(NULL, 0, CD_NET_ENABLED);
 	uplan.fs_unrestricted = true;
@@ -1331,7 +1399,18 @@ START_TEST(test_hidden)
 	lp = build_ok(&uplan, &host_full, &o);
 	ck_assert_ptr_nonnull(mount_on(lp, "/tmp/s/serve.sock"));
 	ck_assert(lp->mount_ns && lp->pid_ns);
+	/* Every directory is writable there: each one above a hidden file is pinned. */
+	static const char *const all_pinned[] = {
+		"/tmp", "/tmp/s", "/run", "/run/user", "/run/user/1", "/w",
+	};
+	for (size_t i = 0; i < CD_ARRAY_SIZE(all_pinned); i++)
+		ck_assert_msg(is_pin(lp, all_pinned[i]), "%s is not pinned", all_pinned[i]);
 	cd_linux_plan_free(lp);
+	/* ... and where it cannot have them, the token, readable there, refuses it. */
+	to.degraded = CD_DEGRADE_PID_ISOLATION;
+	build_refused(
+		&uplan, &h, &to,
+		(const char *const[]){ "/srv/cordon/token (the token) cannot be hidden", NULL });
 }
 END_TEST
 
