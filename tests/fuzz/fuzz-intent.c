@@ -17,12 +17,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli-policy.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "fuzz.h"
+#include "sandbox/backend.h"
 #include "serve/intent.h"
 
 int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t n_roots,
@@ -52,6 +54,19 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 	}
 	free(err);
 	return CD_BIND_OK;
+}
+
+/*
+ * The limits' host facts, probed in sandbox/linux/ on a real host: here a
+ * fixed host without a delegated cgroup, where RLIMIT_NPROC counts per user
+ * namespace (so a limits plan is built, or refused, without touching /sys).
+ */
+void cd_linux_probe_limits(struct cd_limits_host *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->probed = true;
+	ret->nproc_per_userns = true;
+	snprintf(ret->why, sizeof(ret->why), "no cgroup v2 hierarchy in the fuzz target");
 }
 
 void cd_cli_bound_done(struct cd_cli_bound *b)
