@@ -220,9 +220,16 @@ int main(int argc, char **argv)
 			     "--cwd", ws, limits[0], limits[1], limits[2], limits[3], limits[4],
 			     limits[5], "--", "/bin/true", NULL });
 	cfg[n_cfg - 1].envp = nocg_env;
-	set_argv(&cfg[n_cfg++], "cordon ww + private /tmp",
-		 (char *[]){ cordon, "run", "--profile", "workspace-write", "--workspace-root", ws,
-			     "--cwd", ws, "--private-tmp=64M", "--", "/bin/true", NULL });
+	/* Its workspace outside /tmp, which the private one would hide (a refusal). */
+	char ws_out_template[] = "/var/tmp/cordon-bench-XXXXXX";
+	char *ws_out = mkdtemp(ws_out_template);
+	if (ws_out)
+		set_argv(&cfg[n_cfg++], "cordon ww + private /tmp",
+			 (char *[]){ cordon, "run", "--profile", "workspace-write",
+				     "--workspace-root", ws_out, "--cwd", ws_out,
+				     "--private-tmp=64M", "--", "/bin/true", NULL });
+	else
+		printf("cannot make a workspace in /var/tmp: no private /tmp measured\n");
 	/* Another build's cordon (CORDON_BASELINE), for the cost of a change without limits. */
 	const char *baseline = getenv("CORDON_BASELINE");
 	if (baseline && *baseline)
@@ -338,5 +345,7 @@ int main(int argc, char **argv)
 		free(cfg[i].samples);
 	free(nocg_env);
 	bench_rm_tree("bench-spawn", ws);
+	if (ws_out)
+		bench_rm_tree("bench-spawn", ws_out);
 	return 0;
 }
