@@ -547,6 +547,8 @@ static void handle_line(struct cd_conn *c, const char *line, size_t len)
 		parse_error(c, detail);
 		return;
 	}
+	/* A handler may take the tree (process/start prepares off the loop). */
+	c->cur_msg = v;
 	/* Classified as the reference's untagged JSONRPCMessage enum (1.4). */
 	const struct cd_json *method = cd_json_get(v, "method");
 	const struct cd_json *id = cd_json_get(v, "id");
@@ -575,7 +577,8 @@ static void handle_line(struct cd_conn *c, const char *line, size_t len)
 		connection_gone(c, "client sent a response");
 	}
 	free(idt);
-	cd_json_free(v);
+	cd_json_free(c->cur_msg);
+	c->cur_msg = NULL;
 }
 
 static bool is_blank(const char *s, size_t n)
@@ -686,6 +689,12 @@ static bool next_line(struct cd_conn *c)
 	return false;
 }
 
+/* Requests performed off the loop and not answered yet: fs requests, a process/start. */
+static bool requests_running(const struct cd_conn *c)
+{
+	return c->start || cd_fs_conn_busy(c);
+}
+
 void cd_conn_process(struct cd_conn *c)
 {
 	if (c->freed)
@@ -720,19 +729,20 @@ void cd_conn_process(struct cd_conn *c)
 		} else if (c->session && c->session->conn == c) {
 			cd_session_detach(c->session, c);
 		}
-	} else if (c->in_eof && !c->closing && c->kind != CD_CONN_STDIO && cd_fs_conn_busy(c)) {
+	} else if (c->in_eof && !c->closing && c->kind != CD_CONN_STDIO && requests_running(c)) {
 		/*
-		 * fs requests still running (stdio waits for their answers, so
-		 * that `printf ... | cordon serve` gets them). A WebSocket
-		 * client is gone, and so is a unix client that closed its
-		 * socket: their requests are dropped (those not started are
-		 * never performed). A unix client that only shut its sending
+		 * fs requests or a process/start still running (stdio waits
+		 * for their answers, so that `printf ... | cordon serve` gets
+		 * them). A WebSocket client is gone, and so is a unix client
+		 * that closed its socket: their fs requests are dropped (those
+		 * not started are never performed; a process/start accepted
+		 * still starts). A unix client that only shut its sending
 		 * side waits for the answers; its session detaches now, so that
 		 * it can be resumed elsewhere at once rather than when a copy of
 		 * GiBs ends.
 		 */
 		if (c->kind == CD_CONN_WS || peer_closed(c)) {
-			cd_log_debug("serve: end of input with fs requests running");
+			cd_log_debug("serve: end of input with requests running");
 			connection_gone(c, "end of input");
 		} else if (c->session && c->session->conn == c) {
 			cd_session_detach(c->session, c);
@@ -741,7 +751,7 @@ void cd_conn_process(struct cd_conn *c)
 		   c->session && c->session->conn == c) {
 		cd_session_detach(c->session, c);
 	}
-	while (!c->pending && !c->closing && cd_conn_out_queued(c) <= c->out_cap) {
+	while (!c->pending && !c->start && !c->closing && cd_conn_out_queued(c) <= c->out_cap) {
 		if (c->kind == CD_CONN_WS) {
 			const char *msg;
 			size_t len;
@@ -756,7 +766,7 @@ void cd_conn_process(struct cd_conn *c)
 		 * Not before the answers of its fs requests (fs.c calls back),
 		 * nor, half-closed, before they are out (flush calls back).
 		 */
-		if (c->in_eof && !c->closing && !cd_fs_conn_busy(c) &&
+		if (c->in_eof && !c->closing && !requests_running(c) &&
 		    !(half_closed && cd_conn_out_queued(c) > 0)) {
 			cd_log_debug("serve: connection %lu (%s): end of input", c->serial,
 				     c->peer);
@@ -975,6 +985,8 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 		c->session = NULL;
 	}
 	c->output_paused = false;
+	if (c->start)
+		cd_start_conn_gone(c->start, NULL);
 	/* Connection-scoped state (reference 1.7): the fs/open handles go now. */
 	cd_fs_conn_release(c);
 	c->reaper = cd_loop_add_timer(c->server->loop, 0, on_reap, c);
@@ -1008,7 +1020,10 @@ void cd_conn_free(struct cd_conn *c)
 		close(c->in_fd);
 		close(c->out_fd);
 	}
+	if (c->start)
+		cd_start_conn_gone(c->start, NULL);
 	cd_fs_conn_release(c);
+	cd_json_free(c->cur_msg);
 	free(c->in_buf);
 	cd_strbuf_done(&c->out);
 	free(c);

@@ -105,7 +105,7 @@ void cd_session_detach(struct cd_session *se, struct cd_conn *c)
 		 * Still answering a long poll or fs requests: the answers (or
 		 * the eviction, if the session is resumed elsewhere) come later.
 		 */
-		if ((c->pending || cd_fs_conn_busy(c)) && !c->freed)
+		if ((c->pending || c->start || cd_fs_conn_busy(c)) && !c->freed)
 			se->linger = c;
 		/* Nobody reads now: the processes record into their rings instead. */
 		cd_session_pause_output(se, false);
@@ -136,6 +136,10 @@ void cd_session_attach(struct cd_session *se, struct cd_conn *c)
 				      "session has been resumed by another connection");
 			cd_pending_drop(old);
 		}
+		/* A start in flight still starts its process, in the session; no answer. */
+		if (old->start)
+			cd_start_conn_gone(old->start,
+					   "session has been resumed by another connection");
 		old->session = NULL;
 		cd_conn_close(old, "connection evicted after session resume");
 	}
@@ -146,7 +150,7 @@ static struct cd_pentry **bucket_of(struct cd_session *se, const char *id, size_
 	return &se->buckets[hash_id(id, len) & (se->n_buckets - 1)];
 }
 
-struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len)
+static struct cd_pentry *find_entry(struct cd_session *se, const char *id, size_t len)
 {
 	if (!se)
 		return NULL;
@@ -154,6 +158,17 @@ struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t 
 		if (e->id_len == len && !memcmp(e->id, id, len))
 			return e;
 	return NULL;
+}
+
+struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len)
+{
+	struct cd_pentry *e = find_entry(se, id, len);
+	return e && e->proc ? e : NULL;
+}
+
+bool cd_session_has(struct cd_session *se, const char *id, size_t len)
+{
+	return find_entry(se, id, len) != NULL;
 }
 
 static void table_insert(struct cd_session *se, struct cd_pentry *e)
@@ -193,6 +208,8 @@ static void table_remove(struct cd_session *se, struct cd_pentry *e)
 static void entry_free(struct cd_pentry *e)
 {
 	struct cd_loop *l = e->session->server->loop;
+	if (e->starting)
+		cd_start_orphan(e->starting);
 	if (e->retention)
 		cd_loop_cancel_timer(l, e->retention);
 	cd_proc_free(e->proc);
@@ -238,7 +255,8 @@ void cd_session_pause_output(struct cd_session *se, bool paused)
 {
 	for (size_t i = 0; se && i < se->n_buckets; i++)
 		for (struct cd_pentry *e = se->buckets[i]; e; e = e->next)
-			cd_proc_pause_output(e->proc, paused);
+			if (e->proc)
+				cd_proc_pause_output(e->proc, paused);
 }
 
 /* ---- process events ---- */
@@ -352,12 +370,10 @@ static void on_closed(struct cd_proc *p, uint64_t seq, void *data)
 	check_pending(e);
 }
 
-struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t id_len,
-				   const struct cd_proc_opts *o, int *ret_code, char **err)
+struct cd_pentry *cd_session_reserve(struct cd_session *se, const char *id, size_t id_len)
 {
 	struct cd_pentry *e = cd_xcalloc(1, sizeof(*e));
 	struct cd_strbuf sb = { 0 };
-	struct cd_spawn_error serr;
 
 	e->session = se;
 	e->id = cd_xmalloc(id_len + 1);
@@ -367,6 +383,21 @@ struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t
 	cd_strbuf_append_json_string(&sb, id, id_len);
 	e->id_json_len = sb.len;
 	e->id_json = cd_strbuf_steal(&sb);
+	table_insert(se, e);
+	return e;
+}
+
+void cd_session_unreserve(struct cd_pentry *e)
+{
+	e->starting = NULL;
+	table_remove(e->session, e);
+	entry_free(e);
+}
+
+int cd_session_start(struct cd_pentry *e, const struct cd_proc_opts *o, int *ret_code, char **err)
+{
+	struct cd_session *se = e->session;
+	struct cd_spawn_error serr;
 
 	struct cd_proc_events ev = {
 		.data = e,
@@ -380,15 +411,13 @@ struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t
 	if (r < 0) {
 		*ret_code = CD_RPC_INTERNAL;
 		*err = cd_xstrdup(serr.msg[0] ? serr.msg : strerror(-r));
-		free(e->id);
-		free(e->id_json);
-		free(e);
-		return NULL;
+		e->proc = NULL;
+		cd_session_unreserve(e);
+		return -1;
 	}
-	table_insert(se, e);
 	if (se->conn && se->conn->output_paused)
 		cd_proc_pause_output(e->proc, true);
-	return e;
+	return 0;
 }
 
 /* ---- process/read and long polls ---- */
@@ -783,6 +812,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	cd_listen_stop(&srv);
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
+	cd_start_server_stop(&srv);
 
 	/* Every connection is over: abandon the long polls, then end every process. */
 	for (struct cd_conn *c = srv.conns; c; c = c->next)

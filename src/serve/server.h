@@ -153,6 +153,7 @@ struct cd_server;
 struct cd_session;
 struct cd_conn;
 struct cd_workq;
+struct cd_start;
 
 /* One process of a session: the table entry around a struct cd_proc. */
 struct cd_pentry {
@@ -162,8 +163,13 @@ struct cd_pentry {
 	size_t id_len;
 	char *id_json; /* the id as a JSON string literal, ready to paste */
 	size_t id_json_len;
-	struct cd_proc *proc;
+	struct cd_proc *proc;	    /* NULL while starting */
 	struct cd_timer *retention; /* armed once closed: removes the entry */
+	/*
+	 * A process/start accepted and being prepared off the loop (methods.c):
+	 * the id is taken, the process does not exist yet.
+	 */
+	struct cd_start *starting;
 };
 
 struct cd_session {
@@ -230,7 +236,11 @@ struct cd_conn {
 	size_t out_off; /* bytes of out already written */
 
 	struct cd_pending_read *pending;
+	/* A process/start being prepared off the loop: the requests behind it wait. */
+	struct cd_start *start;
 	struct cd_timer *resume; /* deferred line processing after a long poll ended */
+	/* The message being handled (handle_line): a handler may take it (owned). */
+	struct cd_json *cur_msg;
 
 	struct cd_fs_handle *fs_handles; /* fs/open streams (fs.c) */
 	size_t n_fs_handles;
@@ -261,6 +271,8 @@ struct cd_server {
 	struct cd_watch *listen_watch;
 	char *unix_bound;	   /* the socket path we created (removed at exit) */
 	struct cd_workq *fs_workq; /* fs.c's worker threads, started on first use */
+	/* process/start's preparation (methods.c): env, binding the sandbox. */
+	struct cd_workq *start_workq;
 	/* cordon-init, the init of every sandboxed process's pid namespace (opts.lopts names it). */
 	struct cd_program init;
 	/* cordon-fs-helper, which performs sandboxed fs requests (fs.c), and their plans' options. */
@@ -289,10 +301,19 @@ struct cd_session *cd_session_lookup(struct cd_server *s, const char *id, size_t
 void cd_session_attach(struct cd_session *se, struct cd_conn *c);
 /* c no longer drives se: notifications stop, the TTL starts (stdio: nothing). */
 void cd_session_detach(struct cd_session *se, struct cd_conn *c);
+/* A started process by id (NULL also while it is being started). */
 struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len);
-/* Start a process; on failure returns NULL and *err holds the message (the caller frees). */
-struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t id_len,
-				   const struct cd_proc_opts *o, int *ret_code, char **err);
+/* Whether the id is taken: a process started or being started. */
+bool cd_session_has(struct cd_session *se, const char *id, size_t len);
+/* Take id for a process about to be started (counts against --max-processes). */
+struct cd_pentry *cd_session_reserve(struct cd_session *se, const char *id, size_t id_len);
+/* Give a reserved id back (its start failed or was dropped); frees e. */
+void cd_session_unreserve(struct cd_pentry *e);
+/*
+ * Start the process of a reserved entry. 0; or -1 with *err the message
+ * (the caller frees) and *ret_code the JSON-RPC code, the entry freed.
+ */
+int cd_session_start(struct cd_pentry *e, const struct cd_proc_opts *o, int *ret_code, char **err);
 /* Stop or resume reading every process's output (back-pressure). */
 void cd_session_pause_output(struct cd_session *se, bool paused);
 /* Answer a long poll now if it can be answered; true when answered (p is freed then). */
@@ -414,6 +435,16 @@ static inline void cd_json_write_cstr(struct cd_strbuf *sb, const char *s)
 size_t cd_fmt_u64(char *buf, uint64_t v);
 
 /* methods.c */
+/* The entry of a start in flight is gone (its session ended): the start is dropped. */
+void cd_start_orphan(struct cd_start *st);
+/*
+ * The connection of a start in flight no longer answers it (it ends, or
+ * its session was resumed elsewhere: why, the error it gets then, or
+ * NULL): the process still starts, unanswered, in its session.
+ */
+void cd_start_conn_gone(struct cd_start *st, const char *why);
+/* Shutdown: wait for the preparations running (at most 2 s), drop the others. */
+void cd_start_server_stop(struct cd_server *s);
 /* One request: id is the JSON text of the id; params may be NULL (missing). */
 void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
 			const struct cd_json *params);

@@ -290,6 +290,11 @@ void cd_fs_conn_release(struct cd_conn *c)
 {
 }
 
+void cd_start_conn_gone(struct cd_start *st, const char *why)
+{
+	fuzz_assert(!st);
+}
+
 void cd_pending_drop(struct cd_conn *c)
 {
 	fuzz_assert(!c->pending);
