@@ -116,38 +116,6 @@ static int get_u64_required(const struct cd_json *obj, const char *key, const ch
 	return 0;
 }
 
-/*
- * Bind params.sandbox when present. *ret_lp stays NULL when the operation
- * runs directly: no context, or one that does not restrict the file system
- * (reference: only restricted profiles without full-disk write use the
- * helper). -1 after replying with the error.
- */
-static int bind_sandbox(struct cd_conn *c, const char *id, const struct cd_json *params,
-			struct cd_cli_bound *b, const struct cd_linux_plan **ret_lp)
-{
-	const struct cd_json *sandbox = cd_json_get(params, "sandbox");
-	char *err = NULL;
-	*ret_lp = NULL;
-	if (!sandbox || sandbox->type == CD_JSON_NULL)
-		return 0;
-	/* No params cwd: the server's own, for permissions that need none. */
-	struct cd_server *s = c->server;
-	cd_server_hidden(s);
-	int rr = cd_intent_bind(sandbox, NULL, false, &s->host, &s->fs_lopts, b, &err);
-	if (rr < 0) {
-		cd_conn_error(c, id,
-			      rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS,
-			      err);
-		free(err);
-		return -1;
-	}
-	const struct cd_linux_plan *lp = b->lp;
-	if (lp && lp->sandboxed && !lp->plan->fs_unrestricted &&
-	    lp->plan->type == CD_PROFILE_MANAGED)
-		*ret_lp = lp;
-	return 0;
-}
-
 static void reply_res(struct cd_conn *c, const char *id, struct cd_fs_res *r)
 {
 	if (r->code)
@@ -217,9 +185,12 @@ static void advise_huge(char *p, size_t n)
 /* ---- fs requests off the loop ------------------------------------------- */
 
 /*
- * A request is performed on a worker thread (workq.h), or, when it is cheap
- * (see cheap_op), on the loop at its turn, so that a copy of GiBs, a
- * recursive remove or a sandboxed helper does not stall every other client.
+ * A request is performed on a worker thread (workq.h), its sandbox context
+ * bound there too, so that a copy of GiBs, a recursive remove, a sandboxed
+ * helper, the binding's scan of a workspace, or any system call on a hung
+ * network file system does not stall every other client. (Only an
+ * fs/readBlock or fs/close queued behind its fs/open runs on the loop at
+ * its turn; fs/readBlock on an open stream reads on the loop, see below.)
  *
  * Each connection has a FIFO of jobs (struct cd_fs_queue) of which only the
  * head runs: its fs requests are performed and answered in the order they
@@ -248,7 +219,16 @@ struct fs_job {
 	bool offload;			    /* on a worker; else on the loop at its turn */
 	struct cd_fs_req q;
 	struct cd_fs_res r;
-	struct cd_cli_bound b; /* owns lp */
+	/*
+	 * The sandbox context (in msg, the request's tree, owned), bound on
+	 * the worker with a copy of the server's options: b owns lp.
+	 */
+	struct cd_json *msg;
+	const struct cd_json *sandbox;
+	const struct cd_linux_host *host;
+	struct cd_linux_opts lopts;
+	struct cd_hidden_path hidden[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden_now)];
+	struct cd_cli_bound b;
 	const struct cd_linux_plan *lp;
 	char hid[FS_MAX_HANDLE_ID]; /* fs/open: the handle's id */
 	size_t hid_len;
@@ -283,16 +263,6 @@ static struct fs_job *running_jobs;
 static struct cd_fs_handle *find_handle(struct cd_conn *c, const char *s, size_t len);
 static void open_finish(struct cd_conn *c, const char *id, const char *hid, size_t hid_len, int fd);
 
-/*
- * Unsandboxed metadata, canonical paths, mkdir and open cost a few system
- * calls: a worker's round trip would cost them more than it saves.
- */
-static bool cheap_op(enum cd_fs_op op)
-{
-	return op == CD_FS_METADATA || op == CD_FS_CANONICALIZE || op == CD_FS_MKDIR ||
-	       op == CD_FS_OPEN;
-}
-
 static struct fs_job *job_new(struct cd_conn *c, const char *id)
 {
 	struct fs_job *j = cd_xcalloc(1, sizeof(*j));
@@ -324,7 +294,35 @@ static void job_free(struct fs_job *j)
 	cd_strbuf_done(&j->rest);
 	free(j->broken);
 	free(j->params);
+	cd_json_free(j->msg);
 	free(j);
+}
+
+/*
+ * Bind the request's sandbox context (on the worker: binding resolves
+ * paths, scans workspace roots for nested repositories and reads git
+ * indexes, which may take long or, on a hung mount, forever). j->lp stays
+ * NULL when the operation runs directly: a context that does not restrict
+ * the file system (reference: only restricted profiles without full-disk
+ * write use the helper). -1 with the refusal in j->r.
+ */
+static int bind_sandbox(struct fs_job *j)
+{
+	char *err = NULL;
+	/* No params cwd: the server's own, for permissions that need none. */
+	int rr = cd_intent_bind(j->sandbox, NULL, false, j->host, &j->lopts, &j->b, &err);
+	if (rr < 0) {
+		cd_fs_res_error(
+			&j->r, rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS,
+			"%s", err);
+		free(err);
+		return -1;
+	}
+	const struct cd_linux_plan *lp = j->b.lp;
+	if (lp && lp->sandboxed && !lp->plan->fs_unrestricted &&
+	    lp->plan->type == CD_PROFILE_MANAGED)
+		j->lp = lp;
+	return 0;
 }
 
 /*
@@ -562,8 +560,12 @@ static void job_run(struct cd_work *w)
 {
 	struct fs_job *j = (struct fs_job *)w;
 	cd_fs_cur_cancel = &j->cancel;
+	bool refused = j->sandbox && bind_sandbox(j) < 0;
 	j->q.sandboxed = j->lp != NULL;
-	if (j->lp)
+	j->sb.lp = j->lp;
+	if (refused)
+		;
+	else if (j->lp)
 		cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
 	else
 		cd_fs_do(&j->q, &j->r);
@@ -594,23 +596,17 @@ static void job_reply(struct cd_conn *c, struct fs_job *j)
 	}
 }
 
-/* A job that is not offloaded, at its turn. */
+/* A job that is not offloaded (an fs/readBlock or fs/close behind its fs/open), at its turn. */
 static void run_on_loop(struct cd_conn *c, struct fs_job *j)
 {
-	if (j->method) {
-		static const struct cd_json_limits lim = { .max_bytes = 4096, .max_values = 16 };
-		struct cd_json *v = NULL;
-		struct cd_json_error jerr;
-		memset(&jerr, 0, sizeof(jerr));
-		/* Text this file wrote: it parses. */
-		if (cd_json_parse(j->params, strlen(j->params), &lim, &v, &jerr) == 0)
-			j->method(c, j->id, v);
-		cd_json_free(v);
-		return;
-	}
-	j->q.sandboxed = false;
-	cd_fs_do(&j->q, &j->r);
-	job_reply(c, j);
+	static const struct cd_json_limits lim = { .max_bytes = 4096, .max_values = 16 };
+	struct cd_json *v = NULL;
+	struct cd_json_error jerr;
+	memset(&jerr, 0, sizeof(jerr));
+	/* Text this file wrote: it parses. */
+	if (cd_json_parse(j->params, strlen(j->params), &lim, &v, &jerr) == 0)
+		j->method(c, j->id, v);
+	cd_json_free(v);
 }
 
 static void queue_pop(struct cd_fs_queue *fq)
@@ -758,19 +754,37 @@ static void enqueue(struct cd_conn *c, struct fs_job *j)
 	pump(c);
 }
 
-/* Queue a decoded request (takes q and b); performed now when nothing is before it. */
-static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q, struct cd_cli_bound *b,
-		   const struct cd_linux_plan *lp, const char *hid, size_t hid_len)
+/*
+ * Queue a decoded request (takes q); performed when nothing is before it.
+ * With a sandbox context (in params), the request's tree is taken along.
+ */
+static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q,
+		   const struct cd_json *params, const char *hid, size_t hid_len)
 {
+	struct cd_server *s = c->server;
 	struct fs_job *j = job_new(c, id);
 	j->q = *q;
 	memset(q, 0, sizeof(*q));
-	j->b = *b;
-	memset(b, 0, sizeof(*b));
-	j->lp = lp;
-	if (lp)
-		cd_fs_sandboxed_init(&j->sb, lp, &c->server->fs_helper, &j->cancel);
-	j->offload = lp || !cheap_op(j->q.op);
+	const struct cd_json *sandbox = cd_json_get(params, "sandbox");
+	if (sandbox && sandbox->type != CD_JSON_NULL) {
+		j->msg = c->cur_msg;
+		c->cur_msg = NULL;
+		j->sandbox = sandbox;
+		j->host = &s->host;
+		cd_server_hidden(s);
+		j->lopts = s->fs_lopts;
+		for (size_t i = 0; i < j->lopts.n_hidden; i++)
+			j->hidden[i] = j->lopts.hidden[i];
+		j->lopts.hidden = j->hidden;
+		/* Bound on the worker: sb.lp is set there, before the helper runs. */
+		cd_fs_sandboxed_init(&j->sb, NULL, &s->fs_helper, &j->cancel);
+	}
+	/*
+	 * Every operation runs on a worker, the cheap ones too (getMetadata,
+	 * canonicalize, createDirectory, open: a few system calls, about 20
+	 * us more there): on a hung network file system any of them blocks.
+	 */
+	j->offload = true;
 	if (hid) {
 		memcpy(j->hid, hid, hid_len);
 		j->hid_len = hid_len;
@@ -827,7 +841,7 @@ void cd_fs_server_stop(struct cd_server *s)
 		queue_release(c);
 	for (struct fs_job *j = running_jobs; j; j = j->run_next) {
 		atomic_store(&j->cancel, true);
-		if (j->lp)
+		if (j->sandbox)
 			cd_fs_sandboxed_cancel(&j->sb);
 	}
 	if (s->fs_workq) {
@@ -842,12 +856,9 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		      enum cd_fs_op op)
 {
 	struct cd_fs_req q = { .op = op };
-	struct cd_cli_bound b;
-	const struct cd_linux_plan *lp = NULL;
 	char *err = NULL;
 	const struct cd_json *v;
 
-	memset(&b, 0, sizeof(b));
 	if (cd_param_object(params, "params", &err) < 0)
 		goto invalid;
 	switch (op) {
@@ -868,6 +879,11 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 				      "base64 input");
 			goto out;
 		}
+		/* A sandboxed request takes the tree along (submit): not the text too. */
+		struct cd_json *text = (struct cd_json *)v;
+		free(text->u.str.s);
+		text->u.str.s = cd_xstrdup("");
+		text->u.str.len = 0;
 		break;
 	case CD_FS_MKDIR:
 		if (get_path(params, "path", &q.path, &err) < 0 ||
@@ -927,15 +943,13 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 	case CD_FS_OP_COUNT:
 		abort();
 	}
-	if (bind_sandbox(c, id, params, &b, &lp) < 0)
-		goto out;
-	submit(c, id, &q, &b, lp, NULL, 0);
+	submit(c, id, &q, params, NULL, 0);
 	goto out;
 invalid:
 	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
 out:
 	free(err);
-	req_done(&q, &b);
+	cd_fs_req_done(&q);
 }
 
 #define FS_HANDLER(name, op)                                                       \
@@ -1037,13 +1051,10 @@ static void open_finish(struct cd_conn *c, const char *id, const char *hid, size
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	struct cd_fs_req q = { .op = CD_FS_OPEN };
-	struct cd_cli_bound b;
-	const struct cd_linux_plan *lp = NULL;
 	const struct cd_json *hid;
 	struct cd_fs_handle *oldest;
 	char *err = NULL;
 
-	memset(&b, 0, sizeof(b));
 	if (cd_param_object(params, "params", &err) < 0 ||
 	    cd_param_string(params, "handleId", "handleId", true, false, &hid, &err) < 0 ||
 	    get_path(params, "path", &q.path, &err) < 0) {
@@ -1057,13 +1068,11 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 	}
 	if (open_refused(c, id, hid->u.str.s, hid->u.str.len, &oldest))
 		goto out;
-	if (bind_sandbox(c, id, params, &b, &lp) < 0)
-		goto out;
 	/* Opened inside the confinement (when there is one), read outside. */
-	submit(c, id, &q, &b, lp, hid->u.str.s, hid->u.str.len);
+	submit(c, id, &q, params, hid->u.str.s, hid->u.str.len);
 out:
 	free(err);
-	req_done(&q, &b);
+	cd_fs_req_done(&q);
 }
 
 /*
