@@ -233,7 +233,7 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
  * params but env and sandbox), its process id taken (a second start of it
  * is refused from now on) and the connection's later requests held back,
  * as behind a long poll, so that they are still answered in order. On a
- * worker (start_workq): the child environment, whose patterns can cost up
+ * worker (cd_server_prep_workq): the child environment, whose patterns can cost up
  * to CD_ENV_MATCH_STEPS, and the binding of the sandbox intent, which
  * resolves paths, scans each workspace root for nested repositories (up to
  * ~0.5 s at its bounds) and reads git indexes, any of which would stall
@@ -242,7 +242,6 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
  * holds a worker rather than the spawn below. Back on the loop: the spawn
  * (cd_spawn is not reentrant), the answer, and the next requests.
  */
-#define START_WORKERS 2
 /* At shutdown, how long running preparations get to finish. */
 #define START_STOP_MS 2000
 
@@ -253,11 +252,11 @@ struct cd_start {
 	struct cd_pentry *entry; /* the reserved id; NULL once its session ended */
 	char *id;		 /* the request's id, JSON text */
 	char *gone_why;		 /* the connection was evicted: its error */
-	struct cd_json *msg;	 /* owned: params point into it */
+	/* owned: params point into it; freed on the worker once read (a large tree takes ms) */
+	struct cd_json *msg;
 	const struct cd_json *env, *env_policy, *sandbox;
-	char **argv, *cwd;
-	const char *arg0;
-	bool tty, pipe_stdin, enforce;
+	char **argv, *cwd, *arg0;
+	bool tty, pipe_stdin, enforce, has_sandbox;
 	/* The server's options with their own copy of the hidden files (see cd_server_hidden). */
 	struct cd_linux_opts lopts;
 	struct cd_hidden_path hidden[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden_now)];
@@ -284,6 +283,7 @@ static void start_free(struct cd_start *st)
 	cd_strv_free(st->envp);
 	cd_json_free(st->msg);
 	free(st->cwd);
+	free(st->arg0);
 	free(st->id);
 	free(st->gone_why);
 	free(st->err);
@@ -327,10 +327,13 @@ static void touch_program(const char *file, char *const *envp)
 static void start_run(struct cd_work *w)
 {
 	struct cd_start *st = (struct cd_start *)w;
-	if (cd_env_build(st->env, st->env_policy, environ, &st->envp, &st->err) < 0)
-		return;
-	if (st->sandbox && cd_intent_bind(st->sandbox, st->cwd, st->enforce, &st->server->host,
-					  &st->lopts, &st->b, &st->err) < 0)
+	int r = cd_env_build(st->env, st->env_policy, environ, &st->envp, &st->err);
+	if (r >= 0 && st->sandbox)
+		r = cd_intent_bind(st->sandbox, st->cwd, st->enforce, &st->server->host, &st->lopts,
+				   &st->b, &st->err);
+	st->env = st->env_policy = st->sandbox = NULL;
+	st->msg = cd_json_free(st->msg);
+	if (r < 0)
 		return;
 	touch(st->cwd);
 	touch_program(st->argv[0], st->envp);
@@ -373,7 +376,7 @@ static void start_done(struct cd_work *w)
 			.cwd = st->cwd,
 			.tty = st->tty,
 			.pipe_stdin = st->pipe_stdin && !st->tty,
-			.lp = st->sandbox ? st->b.lp : NULL,
+			.lp = st->has_sandbox ? st->b.lp : NULL,
 			.init = &s->init,
 		};
 		if (cd_session_start(e, &po, &code, &err) < 0) {
@@ -383,7 +386,7 @@ static void start_done(struct cd_work *w)
 			cd_log_debug("serve: started process %s (pid %d, %s)", e->id,
 				     (int)cd_proc_pid(e->proc),
 				     cd_proc_is_sandboxed(e->proc) ? "sandboxed" : "unsandboxed");
-			for (char **d = st->sandbox && st->b.lp ? st->b.lp->degraded : NULL;
+			for (char **d = st->has_sandbox && st->b.lp ? st->b.lp->degraded : NULL;
 			     d && *d; d++)
 				cd_log_debug("serve: process %s: %s", e->id, *d);
 		}
@@ -393,7 +396,7 @@ static void start_done(struct cd_work *w)
 			cd_conn_error(c, st->id, code, err);
 		} else if (e) {
 			struct cd_strbuf sb = { 0 };
-			append_start_result(&sb, e, &st->b, st->sandbox != NULL);
+			append_start_result(&sb, e, &st->b, st->has_sandbox);
 			reply_sb(c, st->id, &sb);
 		}
 		cd_conn_schedule_process(c);
@@ -420,9 +423,9 @@ void cd_start_conn_gone(struct cd_start *st, const char *why)
 
 void cd_start_server_stop(struct cd_server *s)
 {
-	if (s->start_workq) {
-		(void)cd_workq_free(s->start_workq, START_STOP_MS);
-		s->start_workq = NULL;
+	if (s->prep_workq) {
+		(void)cd_workq_free(s->prep_workq, START_STOP_MS);
+		s->prep_workq = NULL;
 	}
 }
 
@@ -501,15 +504,16 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	st->sandbox = cd_json_get(params, "sandbox");
 	if (st->sandbox && st->sandbox->type == CD_JSON_NULL)
 		st->sandbox = NULL;
+	st->has_sandbox = st->sandbox != NULL;
 	st->argv = argv;
 	st->cwd = cwd;
 	argv = NULL;
 	cwd = NULL;
-	st->arg0 = arg0 ? arg0->u.str.s : NULL;
+	st->arg0 = arg0 ? cd_xstrdup(arg0->u.str.s) : NULL;
 	st->tty = tty;
 	st->pipe_stdin = pipe_stdin;
 	st->enforce = enforce;
-	if (st->sandbox)
+	if (st->has_sandbox)
 		cd_server_hidden(s);
 	st->lopts = s->opts.lopts;
 	for (size_t i = 0; i < st->lopts.n_hidden; i++)
@@ -524,9 +528,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	c->start = st;
 	st->next = starts_running;
 	starts_running = st;
-	if (!s->start_workq)
-		s->start_workq = cd_workq_new(s->loop, START_WORKERS);
-	if (!s->start_workq || cd_workq_submit(s->start_workq, &st->work) < 0) {
+	struct cd_workq *q = cd_server_prep_workq(s);
+	if (!q || cd_workq_submit(q, &st->work) < 0) {
 		/* No worker could be had: prepared here, as before there were any. */
 		start_run(&st->work);
 		st->work.ran = true;

@@ -21,6 +21,7 @@
 #include "serve/fs.h"
 #include "serve/sandboxes.h"
 #include "serve/server.h"
+#include "serve/workq.h"
 #include "shared/log.h"
 #include "spawn.h"
 
@@ -645,6 +646,16 @@ void cd_server_hidden(struct cd_server *s)
 }
 
 /* ---- lifecycle ---- */
+
+/* Two: a large message's parse and a sandbox's binding at once, leaving a core to the loop. */
+#define PREP_WORKERS 2
+
+struct cd_workq *cd_server_prep_workq(struct cd_server *s)
+{
+	if (!s->prep_workq)
+		s->prep_workq = cd_workq_new(s->loop, PREP_WORKERS);
+	return s->prep_workq;
+}
 
 void cd_server_stop(struct cd_server *s)
 {

@@ -154,6 +154,7 @@ struct cd_session;
 struct cd_conn;
 struct cd_workq;
 struct cd_start;
+struct cd_parse;
 
 /* One process of a session: the table entry around a struct cd_proc. */
 struct cd_pentry {
@@ -211,6 +212,7 @@ struct cd_conn {
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */
+	struct cd_parse *parsing;   /* a large message parsed off the loop: the rest waits */
 	bool evicted;		    /* its session was resumed by another connection */
 	bool freed;		    /* cd_conn_close ran: the free is scheduled */
 
@@ -271,8 +273,11 @@ struct cd_server {
 	struct cd_watch *listen_watch;
 	char *unix_bound;	   /* the socket path we created (removed at exit) */
 	struct cd_workq *fs_workq; /* fs.c's worker threads, started on first use */
-	/* process/start's preparation (methods.c): env, binding the sandbox. */
-	struct cd_workq *start_workq;
+	/*
+	 * Work of the loop's own done elsewhere (cd_server_prep_workq): parsing
+	 * large messages (conn.c), process/start's env and binding (methods.c).
+	 */
+	struct cd_workq *prep_workq;
 	/* cordon-init, the init of every sandboxed process's pid namespace (opts.lopts names it). */
 	struct cd_program init;
 	/* cordon-fs-helper, which performs sandboxed fs requests (fs.c), and their plans' options. */
@@ -325,6 +330,11 @@ void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
 		   const struct cd_proc_read *r);
 /* The conditions under which a read returns without waiting (reference 2.4). */
 bool cd_read_is_ready(const struct cd_proc_read *r, uint64_t after_seq);
+/*
+ * The pool of workers for the loop's own heavy steps (started on first
+ * use), or NULL when none can be had: the caller then does the work itself.
+ */
+struct cd_workq *cd_server_prep_workq(struct cd_server *s);
 /* End the server (connection gone, signal): quits the loop. */
 void cd_server_stop(struct cd_server *s);
 /*
