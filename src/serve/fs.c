@@ -225,6 +225,10 @@ struct fs_job {
 	 */
 	struct cd_json *msg;
 	const struct cd_json *sandbox;
+	bool has_sandbox;
+	/* fs/writeFile: dataBase64 (in msg), decoded on the worker into q.data. */
+	const struct cd_json *b64;
+	size_t bytes; /* the data it holds, for the queue's cap */
 	const struct cd_linux_host *host;
 	struct cd_linux_opts lopts;
 	struct cd_hidden_path hidden[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden_now)];
@@ -560,7 +564,19 @@ static void job_run(struct cd_work *w)
 {
 	struct fs_job *j = (struct fs_job *)w;
 	cd_fs_cur_cancel = &j->cancel;
-	bool refused = j->sandbox && bind_sandbox(j) < 0;
+	bool refused = false;
+	/* A 64 MiB message's data takes tens of ms to decode: here, not on the loop. */
+	if (j->b64 &&
+	    cd_base64_decode(j->b64->u.str.s, j->b64->u.str.len, &j->q.data, &j->q.data_len) < 0) {
+		cd_fs_res_error(
+			&j->r, CD_RPC_INVALID_REQUEST,
+			"fs/writeFile requires valid base64 dataBase64: invalid base64 input");
+		refused = true;
+	}
+	refused = refused || (j->sandbox && bind_sandbox(j) < 0);
+	/* The request's tree is read: freed here too (a large one takes ms). */
+	j->b64 = j->sandbox = NULL;
+	j->msg = cd_json_free(j->msg);
 	j->q.sandboxed = j->lp != NULL;
 	j->sb.lp = j->lp;
 	if (refused)
@@ -616,7 +632,7 @@ static void queue_pop(struct cd_fs_queue *fq)
 	if (!fq->head)
 		fq->tail = NULL;
 	fq->n--;
-	fq->bytes -= j->q.data_len;
+	fq->bytes -= j->bytes;
 }
 
 static void running_add(struct fs_job *j)
@@ -732,8 +748,7 @@ static void enqueue(struct cd_conn *c, struct fs_job *j)
 	struct cd_fs_queue *fq = c->fs_queue;
 	if (!fq)
 		fq = c->fs_queue = cd_xcalloc(1, sizeof(*fq));
-	if (fq->n >= FS_QUEUE_MAX ||
-	    (fq->n > 0 && fq->bytes + j->q.data_len > FS_QUEUE_MAX_BYTES)) {
+	if (fq->n >= FS_QUEUE_MAX || (fq->n > 0 && fq->bytes + j->bytes > FS_QUEUE_MAX_BYTES)) {
 		char *msg =
 			cd_xasprintf("too many fs requests waiting on this connection (at most %d, "
 				     "with at most %u MiB of data): wait for their answers",
@@ -750,7 +765,7 @@ static void enqueue(struct cd_conn *c, struct fs_job *j)
 		fq->head = j;
 	fq->tail = j;
 	fq->n++;
-	fq->bytes += j->q.data_len;
+	fq->bytes += j->bytes;
 	pump(c);
 }
 
@@ -766,10 +781,17 @@ static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q,
 	j->q = *q;
 	memset(q, 0, sizeof(*q));
 	const struct cd_json *sandbox = cd_json_get(params, "sandbox");
-	if (sandbox && sandbox->type != CD_JSON_NULL) {
+	if (j->q.op == CD_FS_WRITE_FILE) {
+		j->b64 = cd_json_get(params, "dataBase64");
+		j->bytes = j->b64->u.str.len / 4 * 3;
+	}
+	if (j->b64 || (sandbox && sandbox->type != CD_JSON_NULL)) {
 		j->msg = c->cur_msg;
 		c->cur_msg = NULL;
+	}
+	if (sandbox && sandbox->type != CD_JSON_NULL) {
 		j->sandbox = sandbox;
+		j->has_sandbox = true;
 		j->host = &s->host;
 		cd_server_hidden(s);
 		j->lopts = s->fs_lopts;
@@ -841,7 +863,7 @@ void cd_fs_server_stop(struct cd_server *s)
 		queue_release(c);
 	for (struct fs_job *j = running_jobs; j; j = j->run_next) {
 		atomic_store(&j->cancel, true);
-		if (j->sandbox)
+		if (j->has_sandbox)
 			cd_fs_sandboxed_cancel(&j->sb);
 	}
 	if (s->fs_workq) {
@@ -873,17 +895,7 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		if (get_path(params, "path", &q.path, &err) < 0 ||
 		    cd_param_string(params, "dataBase64", "dataBase64", true, false, &v, &err) < 0)
 			goto invalid;
-		if (cd_base64_decode(v->u.str.s, v->u.str.len, &q.data, &q.data_len) < 0) {
-			cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-				      "fs/writeFile requires valid base64 dataBase64: invalid "
-				      "base64 input");
-			goto out;
-		}
-		/* A sandboxed request takes the tree along (submit): not the text too. */
-		struct cd_json *text = (struct cd_json *)v;
-		free(text->u.str.s);
-		text->u.str.s = cd_xstrdup("");
-		text->u.str.len = 0;
+		/* Decoded on the worker (job_run), in the connection's order. */
 		break;
 	case CD_FS_MKDIR:
 		if (get_path(params, "path", &q.path, &err) < 0 ||

@@ -147,15 +147,13 @@ static int get_argv(const struct cd_json *params, char ***ret, char **err)
 	char **argv = cd_xcalloc(v->u.arr.n + 1, sizeof(*argv));
 	for (size_t i = 0; i < v->u.arr.n; i++) {
 		const struct cd_json *a = v->u.arr.items[i];
-		char name[32];
-		snprintf(name, sizeof(name), "argv[%zu]", i);
-		if (a->type != CD_JSON_STRING) {
-			*err = cd_param_invalid(a, "a string", name);
-			cd_strv_free(argv);
-			return -EINVAL;
-		}
-		if (cd_json_string_has_nul(a)) {
-			*err = cd_xasprintf("`%s` contains a NUL byte", name);
+		if (a->type != CD_JSON_STRING || cd_json_string_has_nul(a)) {
+			char name[32];
+			snprintf(name, sizeof(name), "argv[%zu]", i);
+			if (a->type != CD_JSON_STRING)
+				*err = cd_param_invalid(a, "a string", name);
+			else
+				*err = cd_xasprintf("`%s` contains a NUL byte", name);
 			cd_strv_free(argv);
 			return -EINVAL;
 		}
