@@ -133,7 +133,8 @@ SERVE_TESTS = \
 	tests/integration/serve-net.py \
 	tests/integration/serve-loopback.py \
 	tests/integration/serve-selfconnect.py \
-	tests/integration/serve-lifecycle.py
+	tests/integration/serve-lifecycle.py \
+	tests/integration/serve-stall.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif
