@@ -354,6 +354,9 @@ static void start_done(struct cd_work *w)
 	if (!w->ran || s->stopping) {
 		err = cd_xstrdup("the server is shutting down");
 		code = CD_RPC_INTERNAL;
+	} else if (e && e->session->ending) {
+		err = cd_xstrdup("the session ended");
+		code = CD_RPC_INVALID_REQUEST;
 	} else if (st->err) {
 		err = st->err;
 		st->err = NULL;

@@ -213,19 +213,66 @@ static void entry_free(struct cd_pentry *e)
 		cd_start_orphan(e->starting);
 	if (e->retention)
 		cd_loop_cancel_timer(l, e->retention);
-	cd_proc_free(e->proc);
+	/* While the loop runs, a process still running is reaped later, not waited for. */
+	if (e->session->server->stopping)
+		cd_proc_free(e->proc);
+	else
+		cd_proc_free_async(e->proc);
 	free(e->id);
 	free(e->id_json);
 	free(e);
 }
 
+/* Processes of an ended session freed per loop iteration (each kill and close costs ~50 us). */
+#define SESSION_DRAIN 256
+
+/* Free up to max entries of an ended session; true once it is empty (then it is freed). */
+static bool session_drain(struct cd_session *se, size_t max)
+{
+	for (size_t n = 0; n < max && se->n_procs > 0;) {
+		struct cd_pentry **b = &se->buckets[se->drain_bucket];
+		if (!*b) {
+			se->drain_bucket++;
+			continue;
+		}
+		struct cd_pentry *e = *b;
+		*b = e->next;
+		se->n_procs--;
+		entry_free(e);
+		n++;
+	}
+	if (se->n_procs > 0)
+		return false;
+	struct cd_server *s = se->server;
+	for (struct cd_session **pp = &s->draining; *pp; pp = &(*pp)->drain_next) {
+		if (*pp == se) {
+			*pp = se->drain_next;
+			break;
+		}
+	}
+	if (se->drain)
+		cd_loop_cancel_timer(s->loop, se->drain);
+	free(se->buckets);
+	free(se);
+	return true;
+}
+
+static void on_drain(struct cd_loop *l, void *data)
+{
+	struct cd_session *se = data;
+	se->drain = NULL;
+	if (!session_drain(se, SESSION_DRAIN))
+		se->drain = cd_loop_add_timer(l, 0, on_drain, se);
+}
+
 void cd_session_free(struct cd_session *se)
 {
-	if (!se)
+	if (!se || se->ending)
 		return;
 	struct cd_server *s = se->server;
 	if (se->ttl)
 		cd_loop_cancel_timer(s->loop, se->ttl);
+	se->ttl = NULL;
 	/* A connection still answering a long poll of this session: the entry goes away. */
 	for (struct cd_conn *c = s->conns; c; c = c->next) {
 		if (c->session != se)
@@ -242,14 +289,18 @@ void cd_session_free(struct cd_session *se)
 	if (se->next)
 		se->next->prev = se->prev;
 	s->n_sessions--;
-	for (size_t i = 0; i < se->n_buckets; i++) {
-		for (struct cd_pentry *e = se->buckets[i], *next; e; e = next) {
-			next = e->next;
-			entry_free(e);
-		}
-	}
-	free(se->buckets);
-	free(se);
+	se->conn = se->linger = NULL;
+	se->ending = true;
+	se->drain_next = s->draining;
+	s->draining = se;
+	if (!session_drain(se, s->stopping ? SIZE_MAX : SESSION_DRAIN))
+		se->drain = cd_loop_add_timer(s->loop, 0, on_drain, se);
+}
+
+void cd_session_drain_all(struct cd_server *s)
+{
+	while (s->draining)
+		(void)session_drain(s->draining, SIZE_MAX);
 }
 
 void cd_session_pause_output(struct cd_session *se, bool paused)
@@ -835,6 +886,9 @@ int cd_serve(const struct cd_serve_opts *o)
 		se->conn = NULL;
 		cd_session_free(se);
 	}
+	/* And those ended while the loop ran: not all freed, or not reaped yet. */
+	cd_session_drain_all(&srv);
+	cd_proc_reap_zombies();
 	/*
 	 * What left its process group and came back to us as an orphan was
 	 * started by us too: it does not outlive the server. (As pid 1 the

@@ -183,6 +183,14 @@ struct cd_session {
 	struct cd_pentry **buckets;
 	size_t n_buckets; /* power of two */
 	size_t n_procs;
+	/*
+	 * Ended (cd_session_free): out of the registry, its processes freed a
+	 * slice per loop iteration (drain), on the server's draining list.
+	 */
+	bool ending;
+	struct cd_timer *drain;
+	size_t drain_bucket;
+	struct cd_session *drain_next;
 };
 
 /* A long-poll process/read waiting for its process or its deadline. */
@@ -269,6 +277,7 @@ struct cd_server {
 	unsigned long next_serial;
 	struct cd_session *sessions;
 	unsigned n_sessions;
+	struct cd_session *draining; /* ended sessions whose processes are being freed */
 	int listen_fd;
 	struct cd_watch *listen_watch;
 	char *unix_bound;	   /* the socket path we created (removed at exit) */
@@ -299,8 +308,14 @@ struct cd_server {
 /* server.c */
 /* A new session in the registry, attached to c; NULL when the registry is full. */
 struct cd_session *cd_session_new(struct cd_server *s, struct cd_conn *c);
-/* Remove from the registry and end every process. */
+/*
+ * Remove from the registry and end every process: while the loop runs, a
+ * slice at a time (SESSION_DRAIN in server.c), so that a session of 10,000
+ * processes does not hold the loop; at shutdown, all at once.
+ */
 void cd_session_free(struct cd_session *se);
+/* Shutdown: finish the sessions still being drained. */
+void cd_session_drain_all(struct cd_server *s);
 struct cd_session *cd_session_lookup(struct cd_server *s, const char *id, size_t len);
 /* Attach a detached session to c (cancels its TTL, evicts a lingering connection). */
 void cd_session_attach(struct cd_session *se, struct cd_conn *c);

@@ -9,6 +9,8 @@
 #  - A process/start with 250,000 environment variables (the merge was
 #    quadratic: 135 s on the loop).
 #  - 3,000 process/starts pipelined at once (they were handled in one go).
+#  - A detached session of 2,000 processes reaching its TTL (each was
+#    killed and waited for in turn).
 #  - Root only, on a FUSE mount whose server never answers (a hung network
 #    file system; the test holds /dev/fuse and lets go of it to end the
 #    hang): fs/getMetadata below it, a sandboxed process/start whose
@@ -29,7 +31,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import LOOPS, Tap, cordon_usable, profile, special, uri  # noqa: E402
+from rpcclient import (LOOPS, Tap, cordon_usable, pids_by_cmdline, profile, special,  # noqa: E402
+                       uri)
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
@@ -108,6 +111,39 @@ def pipelined(srv, tag, count=3000):
     t.ok(len(got) == count and all(r is not None and "result" in r for r in got) and
          [r["result"]["processId"] for r in got] == ["q%d" % k for k in range(count)],
          "[%s] and every one starts, answered in order" % tag)
+
+
+def session_end(srv, tag, count=2000):
+    """A detached session of count processes reaches its TTL: they are all ended."""
+    a, b = clients(srv)
+    # A duration no other sleep on this host has: the processes are found by it.
+    arg = "999.%06d" % (os.getpid() % 1000000)
+    mine = (b"/bin/sleep\0" + arg.encode() + b"\0").__eq__
+    lines, ids = [], []
+    for k in range(count):
+        i = a.new_id()
+        a.awaited.add(i)
+        ids.append(i)
+        lines.append('{"id":%d,"method":"process/start","params":{"processId":"s%d",'
+                     '"argv":["/bin/sleep","%s"],"cwd":"file:///","env":{},'
+                     '"tty":false}}\n' % (i, k, arg))
+    a.send_raw("".join(lines))
+    got = [a.wait_id(i, timeout=120.0) for i in ids]
+    if not all(r is not None and "result" in r for r in got):
+        t.not_ok("[%s] %d processes start" % (tag, count))
+        return
+    if len(pids_by_cmdline(mine)) != count:
+        t.not_ok("[%s] %d processes run" % (tag, count))
+        return
+    a.drop()
+    # The TTL (1 s) ends the session while B keeps asking.
+    deadline = time.monotonic() + 60
+    worst, n, stuck = probe_until(None, None, b, deadline,
+                                  stop=lambda k: k > 0 and not pids_by_cmdline(mine))
+    t.ok(not stuck and worst <= BOUND and time.monotonic() < deadline,
+         "[%s] a session of %d processes ends: the other client waits at most %.0f ms" %
+         (tag, count, BOUND * 1000), "worst %.1f ms over %d round trips%s" %
+         (worst * 1000, n, " (stuck)" if stuck else ""))
 
 
 # ---- a hung file system: FUSE with nobody answering ----------------------
@@ -240,6 +276,8 @@ def with_server(tag, name, fn, args=()):
 def run(tag):
     with_server(tag, "a large environment", big_env)
     with_server(tag, "pipelined starts", pipelined, ["--max-processes", "4000"])
+    with_server(tag, "a session's end", session_end,
+                ["--max-processes", "4000", "--session-ttl", "1s"])
     run_hung(tag)
 
 
