@@ -698,8 +698,13 @@ void cd_server_hidden(struct cd_server *s)
 
 /* ---- lifecycle ---- */
 
-/* Two: a large message's parse and a sandbox's binding at once, leaving a core to the loop. */
-#define PREP_WORKERS 2
+/*
+ * Started as needed: one is what the loop usually has to hand over at a
+ * time. Four, so that a few bindings stuck on a hung mount (each holds its
+ * worker until the mount answers) leave the other clients' starts and
+ * large messages a worker.
+ */
+#define PREP_WORKERS 4
 
 struct cd_workq *cd_server_prep_workq(struct cd_server *s)
 {
