@@ -1497,6 +1497,7 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		free(lp->mounts);
 		lp->mounts = NULL;
 		lp->n_mounts = 0;
+		mix_stale(lp);
 	}
 	/* The command starts in its cwd: under a deny mask it could not even get there. */
 	for (size_t i = 0; plan->cwd && i < lp->n_mounts; i++)
