@@ -149,7 +149,8 @@ SERVE_TESTS = \
 	tests/integration/serve-hidden.py \
 	tests/integration/serve-admit.py \
 	tests/integration/serve-lifecycle.py \
-	tests/integration/serve-limits.py
+	tests/integration/serve-limits.py \
+	tests/integration/serve-stall.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif

@@ -109,13 +109,17 @@ static size_t class_match(const char *p, size_t len, char c, bool *hit)
 	return 0;
 }
 
-/* One component against one name; '*' backtracks to its last position only. */
-static bool comp_match(const char *p, size_t plen, const char *s)
+/*
+ * One component against one name; '*' backtracks to its last position only.
+ * Up to plen x len(name) iterations, each counted in *steps.
+ */
+static bool comp_match(const char *p, size_t plen, const char *s, uint64_t *steps)
 {
 	size_t pi = 0, si = 0, star_p = SIZE_MAX, star_s = 0;
 	size_t slen = strlen(s);
 
 	while (si < slen) {
+		++*steps;
 		if (pi < plen) {
 			char pc = p[pi];
 			if (pc == '*') {
@@ -131,6 +135,8 @@ static bool comp_match(const char *p, size_t plen, const char *s)
 			if (pc == '[') {
 				bool hit = false;
 				size_t n = class_match(p + pi + 1, plen - pi - 1, s[si], &hit);
+				/* A class is read through for each character it is tried on. */
+				*steps += n;
 				if (n && hit) {
 					pi += 1 + n;
 					si++;
@@ -250,7 +256,8 @@ static uint64_t closure(const struct pattern *pat, size_t from, uint64_t set)
 	return set;
 }
 
-static uint64_t step(const struct pattern *pat, size_t from, uint64_t set, const char *name)
+static uint64_t step(const struct pattern *pat, size_t from, uint64_t set, const char *name,
+		     uint64_t *steps)
 {
 	uint64_t next = 0;
 	for (size_t i = from; i < pat->n; i++) {
@@ -258,7 +265,7 @@ static uint64_t step(const struct pattern *pat, size_t from, uint64_t set, const
 			continue;
 		if (pat->comps[i].globstar)
 			next |= UINT64_C(1) << i;
-		else if (comp_match(pat->comps[i].s, pat->comps[i].len, name))
+		else if (comp_match(pat->comps[i].s, pat->comps[i].len, name, steps))
 			next |= UINT64_C(1) << (i + 1);
 	}
 	return closure(pat, from, next);
@@ -312,14 +319,14 @@ bool cd_glob_match(const char *pattern, const char *path)
 		free(err);
 		return false;
 	}
-	uint64_t set = closure(&pat, 0, 1);
+	uint64_t set = closure(&pat, 0, 1), steps = 0;
 	char *copy = cd_xstrdup(path);
 	for (char *c = copy; *c && set;) {
 		char *end = strchr(c, '/');
 		if (end)
 			*end = '\0';
 		if (*c)
-			set = step(&pat, 0, set, c);
+			set = step(&pat, 0, set, c, &steps);
 		c = end ? end + 1 : c + strlen(c);
 	}
 	ok = accepts(&pat, set);
@@ -344,7 +351,8 @@ struct walk {
 	struct pending *queue;
 	size_t n_queue;
 	const struct pending *cur;
-	char **found;
+	char **found; /* grows through cd_strv_append_take */
+	size_t n_found;
 	char *err;
 };
 
@@ -363,7 +371,13 @@ static int walk_entry(void *arg, const char *name, enum cd_file_type type)
 	 * its own path (and denied if that matches). */
 	if (type == CD_FT_SYMLINK)
 		return 0;
-	uint64_t set = step(w->pat, w->from, cur->set, name);
+	uint64_t set = step(w->pat, w->from, cur->set, name, &w->budget->steps);
+	if (w->budget->steps > CD_GLOB_MAX_STEPS) {
+		w->err = cd_xasprintf("glob pattern %s: matching the names it meets takes more "
+				      "than %llu steps; simplify the pattern",
+				      w->pattern, (unsigned long long)CD_GLOB_MAX_STEPS);
+		return -E2BIG;
+	}
 	if (!set)
 		return 0;
 	char *path = cd_path_join(cur->path, name);
@@ -377,7 +391,7 @@ static int walk_entry(void *arg, const char *name, enum cd_file_type type)
 			return -E2BIG;
 		}
 		/* A matched directory is denied whole: no need to look inside. */
-		cd_strv_push_take(&w->found, path);
+		cd_strv_append_take(&w->found, &w->n_found, path);
 		return 0;
 	}
 	if (type != CD_FT_DIR || !alive(w->pat, set)) {
@@ -394,7 +408,7 @@ static int walk_entry(void *arg, const char *name, enum cd_file_type type)
 				      w->pattern, w->max_depth);
 		return -E2BIG;
 	}
-	w->queue = cd_xreallocarray(w->queue, w->n_queue + 1, sizeof(*w->queue));
+	w->queue = cd_grow_pow2(w->queue, w->n_queue, sizeof(*w->queue));
 	w->queue[w->n_queue++] = (struct pending){
 		.path = path,
 		.depth = cur->depth + 1,
@@ -457,7 +471,7 @@ int cd_glob_expand(const struct cd_fs_ops *ops, const char *pattern, unsigned ma
 		.budget = budget,
 		.pattern = pattern,
 	};
-	w.queue = cd_xcalloc(1, sizeof(*w.queue));
+	w.queue = cd_grow_pow2(NULL, 0, sizeof(*w.queue));
 	w.queue[w.n_queue++] = (struct pending){
 		.path = cd_strbuf_steal(&prefix),
 		.set = closure(&pat, n_static, UINT64_C(1) << n_static),
@@ -479,7 +493,7 @@ int cd_glob_expand(const struct cd_fs_ops *ops, const char *pattern, unsigned ma
 						     pattern, CD_GLOB_MAX_MATCHES);
 				r = -E2BIG;
 			} else {
-				cd_strv_push(&w.found, cur.path);
+				cd_strv_append_take(&w.found, &w.n_found, cd_xstrdup(cur.path));
 				r = 0;
 			}
 		} else if (r < 0 && !w.err)
@@ -493,11 +507,15 @@ int cd_glob_expand(const struct cd_fs_ops *ops, const char *pattern, unsigned ma
 		*reterr = w.err;
 		cd_strv_free(w.found);
 	} else {
-		size_t n = cd_strv_length(w.found);
-		if (n)
+		size_t n = w.n_found;
+		if (n) {
 			qsort(w.found, n, sizeof(*w.found), cmp_str);
-		for (size_t i = 0; i < n; i++)
-			cd_strv_push_take(matches, w.found[i]);
+			/* Appended in one go: pushing each would count *matches each time. */
+			size_t have = cd_strv_length(*matches);
+			*matches = cd_xreallocarray(*matches, have + n + 1, sizeof(**matches));
+			memcpy(*matches + have, w.found, n * sizeof(*w.found));
+			(*matches)[have + n] = NULL;
+		}
 		free(w.found);
 		free(w.err);
 	}

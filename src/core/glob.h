@@ -32,6 +32,9 @@
  *   - a static prefix of "/" (a scan of the whole file system);
  *   - more than CD_GLOB_MAX_MATCHES matches in total over a plan;
  *   - more than CD_GLOB_MAX_VISITS directory entries read in total;
+ *   - more than CD_GLOB_MAX_STEPS steps matching names against patterns
+ *     in total (a component pattern costs up to its length times the
+ *     name's for each name met);
  *   - a pattern with "**" whose tree is deeper than CD_GLOB_DEFAULT_DEPTH
  *     when the profile did not set glob_scan_max_depth (with it set, the
  *     walk stops at that depth, as the caller asked).
@@ -40,11 +43,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/plan.h"
 
-#define CD_GLOB_MAX_MATCHES	     8192
-#define CD_GLOB_MAX_VISITS	     1000000
+#define CD_GLOB_MAX_MATCHES 8192
+#define CD_GLOB_MAX_VISITS  1000000
+/* Matching steps over a plan: a few hundred ms; a pattern that needs more is refused. */
+#define CD_GLOB_MAX_STEPS	     (128ull * 1024 * 1024)
 #define CD_GLOB_DEFAULT_DEPTH	     64
 #define CD_GLOB_MAX_COMPONENTS	     63
 #define CD_GLOB_PROJECT_ROOTS_PREFIX "codex-project-roots://"
@@ -58,6 +64,7 @@ bool cd_glob_match(const char *pattern, const char *path);
 struct cd_glob_budget {
 	size_t matches; /* in: already used; out: updated */
 	size_t visits;
+	uint64_t steps; /* of matching names against patterns (CD_GLOB_MAX_STEPS) */
 };
 
 /*

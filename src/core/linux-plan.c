@@ -675,10 +675,21 @@ const char *cd_mount_op_name(enum cd_mount_op op)
 	return NULL;
 }
 
+struct cd_mount_index {
+	size_t *slot; /* mount index + 1; 0 = empty */
+	size_t cap;   /* a power of two, at least twice the entries */
+	size_t n;     /* lp->mounts[0..n) are indexed */
+	bool stale;
+};
+
 struct cd_linux_plan *cd_linux_plan_free(struct cd_linux_plan *lp)
 {
 	if (!lp)
 		return NULL;
+	if (lp->mix) {
+		free(lp->mix->slot);
+		free(lp->mix);
+	}
 	free(lp->ll_rules);
 	free(lp->mounts);
 	cd_limits_plan_free(lp->limits);
@@ -747,7 +758,7 @@ static void push_mount(struct cd_linux_plan *lp, enum cd_mount_op op, const stru
 {
 	struct cd_mount *m;
 
-	lp->mounts = cd_xreallocarray(lp->mounts, lp->n_mounts + 1, sizeof(*lp->mounts));
+	lp->mounts = cd_grow_pow2(lp->mounts, lp->n_mounts, sizeof(*lp->mounts));
 	m = &lp->mounts[lp->n_mounts++];
 	m->op = op;
 	m->path = pp->path;
@@ -765,41 +776,123 @@ static int mount_cmp(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* Innermost read-only mount (RO_BIND or MASK) strictly above path, or NULL. */
-static const struct cd_mount *ro_mount_above(const struct cd_linux_plan *lp, size_t n,
-					     const char *path)
+/*
+ * The mounts by path, so that "is there a mount at P" costs a hash lookup
+ * rather than a walk of every mount (with thousands of deny entries, the
+ * walks made building the plan quadratic). Indices into lp->mounts, which
+ * only grows at its end between two sorts: entries added since the last
+ * look are indexed then, and a sort (or a mount changed in place) makes
+ * the index stale, rebuilt at the next look (struct cd_mount_index, above).
+ */
+static uint64_t path_hash(const char *s)
 {
-	const struct cd_mount *best = NULL;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
 
-	for (size_t i = 0; i < n; i++) {
-		const struct cd_mount *m = &lp->mounts[i];
-		if ((m->op != CD_MOUNT_RO_BIND && m->op != CD_MOUNT_MASK) ||
-		    cd_streq(m->path, path) || !cd_path_is_beneath(path, m->path))
-			continue;
-		if (!best || cd_path_depth(m->path) > cd_path_depth(best->path))
-			best = m;
+static void mix_insert(struct cd_mount_index *x, const struct cd_mount *mounts, size_t i)
+{
+	size_t mask = x->cap - 1;
+	size_t k = path_hash(mounts[i].path) & mask;
+	while (x->slot[k])
+		k = (k + 1) & mask;
+	x->slot[k] = i + 1;
+}
+
+static void mix_stale(struct cd_linux_plan *lp)
+{
+	if (lp->mix)
+		lp->mix->stale = true;
+}
+
+static struct cd_mount_index *mix_get(struct cd_linux_plan *lp)
+{
+	struct cd_mount_index *x = lp->mix;
+	if (!x)
+		x = lp->mix = cd_xcalloc(1, sizeof(*x));
+	if (x->stale || 2 * (lp->n_mounts + 1) > x->cap) {
+		size_t cap = 64;
+		while (cap < 2 * (lp->n_mounts + 1))
+			cap *= 2;
+		free(x->slot);
+		x->slot = cd_xcalloc(cap, sizeof(*x->slot));
+		x->cap = cap;
+		x->n = 0;
+		x->stale = false;
 	}
-	return best;
+	for (; x->n < lp->n_mounts; x->n++)
+		mix_insert(x, lp->mounts, x->n);
+	return x;
+}
+
+/* A mount at path, preferring a read-only one (RO_BIND or MASK) when ro; NULL if none. */
+static const struct cd_mount *mount_at(struct cd_linux_plan *lp, const char *path, bool ro)
+{
+	struct cd_mount_index *x = mix_get(lp);
+	const struct cd_mount *any = NULL;
+	size_t mask = x->cap - 1;
+	for (size_t k = path_hash(path) & mask; x->slot[k]; k = (k + 1) & mask) {
+		const struct cd_mount *m = &lp->mounts[x->slot[k] - 1];
+		if (!cd_streq(m->path, path))
+			continue;
+		if (!ro || m->op == CD_MOUNT_RO_BIND || m->op == CD_MOUNT_MASK)
+			return m;
+		any = m;
+	}
+	return ro ? NULL : any;
+}
+
+/*
+ * Innermost read-only mount (RO_BIND or MASK) strictly above path, or NULL:
+ * each directory above path, innermost first, looked up.
+ */
+static const struct cd_mount *ro_mount_above(struct cd_linux_plan *lp, const char *path)
+{
+	char *dir = cd_xstrdup(path);
+	const struct cd_mount *m = NULL;
+	while (!m && !cd_streq(dir, "/")) {
+		char *slash = strrchr(dir, '/');
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		m = mount_at(lp, dir, true);
+	}
+	free(dir);
+	return m;
 }
 
 /*
  * A writable path whose nearest plan ancestor is read-only and which lies
  * inside a read-only mount: it needs a rw bind (or cannot have one).
  */
-static const struct cd_mount *rewidened_in_ro_mount(const struct cd_linux_plan *lp,
+static const struct cd_mount *rewidened_in_ro_mount(struct cd_linux_plan *lp,
 						    const struct cd_plan_path *pp)
 {
 	if (pp->access != CD_ACCESS_WRITE || pp->parent_access != CD_ACCESS_READ)
 		return NULL;
-	return ro_mount_above(lp, lp->n_mounts, pp->path);
+	return ro_mount_above(lp, pp->path);
 }
 
-static bool has_mount(const struct cd_linux_plan *lp, const char *path)
+static bool has_mount(struct cd_linux_plan *lp, const char *path)
 {
-	for (size_t i = 0; i < lp->n_mounts; i++)
-		if (cd_streq(lp->mounts[i].path, path))
-			return true;
-	return false;
+	return mount_at(lp, path, false) != NULL;
+}
+
+/* The first plan path not sorted before key. */
+static size_t plan_lower_bound(const struct cd_plan *plan, const char *key)
+{
+	size_t lo = 0, hi = plan->n_paths;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(plan->paths[mid].path, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /*
@@ -810,20 +903,27 @@ static bool has_mount(const struct cd_linux_plan *lp, const char *path)
  */
 static bool known_dir(const struct cd_plan *plan, const char *path)
 {
-	for (size_t i = 0; i < plan->n_paths; i++) {
+	const struct cd_plan_path *self = cd_plan_find(plan, path);
+	if (self && self->type == CD_FT_DIR)
+		return true;
+	/*
+	 * What lies below path is one run of the sorted plan: the paths that
+	 * start with "path/" (none other sorts between two of them). A missing
+	 * one tells only when its own directory exists.
+	 */
+	char *prefix = cd_streq(path, "/") ? cd_xstrdup("/") : cd_xasprintf("%s/", path);
+	size_t len = strlen(prefix);
+	bool r = false;
+	for (size_t i = plan_lower_bound(plan, prefix); !r && i < plan->n_paths; i++) {
 		const struct cd_plan_path *pp = &plan->paths[i];
-
-		if (!cd_path_is_beneath(pp->path, path))
+		if (strncmp(pp->path, prefix, len) != 0)
+			break;
+		if (cd_streq(pp->path, path))
 			continue;
-		if (pp->type == CD_FT_MISSING) {
-			if (!pp->parent_missing && !cd_streq(pp->path, path))
-				return true;
-			continue;
-		}
-		if (pp->type == CD_FT_DIR || !cd_streq(pp->path, path))
-			return true;
+		r = pp->type != CD_FT_MISSING || !pp->parent_missing;
 	}
-	return false;
+	free(prefix);
+	return r;
 }
 
 /*
@@ -842,30 +942,33 @@ static bool known_dir(const struct cd_plan *plan, const char *path)
  * pinned for, for the reason.
  */
 static void pin_above(struct cd_linux_plan *lp, const char *target, bool dirs_exist,
-		      const char *what)
+		      const char *what, struct cd_strset *seen)
 {
 	const struct cd_plan *plan = lp->plan;
 	char *dir = cd_path_parent(target);
 
-	/* A mounted dir's own walk covers (or will cover) everything above it. */
-	while (!cd_streq(dir, "/") && !has_mount(lp, dir)) {
+	/*
+	 * A mounted dir's own walk covers (or will cover) everything above it,
+	 * and so does the walk that saw a directory first (seen): each
+	 * directory is looked at once however many mounts lie below it.
+	 */
+	while (!cd_streq(dir, "/") && !has_mount(lp, dir) && (!seen || cd_strset_add(seen, dir))) {
 		char *up = cd_path_parent(dir);
 		const struct cd_plan_path *region = NULL;
 		struct cd_mount *m;
 
 		if (cd_plan_access(plan, up, &region) == CD_ACCESS_WRITE &&
 		    (dirs_exist || known_dir(plan, dir))) {
-			cd_strv_push(&lp->owned, dir);
-			lp->mounts =
-				cd_xreallocarray(lp->mounts, lp->n_mounts + 1, sizeof(*lp->mounts));
+			cd_strv_append_take(&lp->owned, &lp->n_owned, cd_xstrdup(dir));
+			lp->mounts = cd_grow_pow2(lp->mounts, lp->n_mounts, sizeof(*lp->mounts));
 			m = &lp->mounts[lp->n_mounts++];
 			m->op = CD_MOUNT_PIN;
-			m->path = lp->owned[cd_strv_length(lp->owned) - 1];
-			cd_strv_push_take(&lp->owned,
-					  cd_xasprintf("inside writable %s: pinned so that it "
-						       "cannot be renamed away with %s below it",
-						       region ? region->path : up, what));
-			m->why = lp->owned[cd_strv_length(lp->owned) - 1];
+			m->path = lp->owned[lp->n_owned - 1];
+			cd_strv_append_take(&lp->owned, &lp->n_owned,
+					    cd_xasprintf("inside writable %s: pinned so that it "
+							 "cannot be renamed away with %s below it",
+							 region ? region->path : up, what));
+			m->why = lp->owned[lp->n_owned - 1];
 		}
 		free(dir);
 		dir = up;
@@ -876,13 +979,15 @@ static void pin_above(struct cd_linux_plan *lp, const char *target, bool dirs_ex
 static void add_pins(struct cd_linux_plan *lp)
 {
 	size_t n_targets = lp->n_mounts;
+	struct cd_strset seen = { 0 };
 
 	/*
 	 * Above a mask on a missing name too (known_dir): `mv d d2; mkdir d;
 	 * echo x >d/.env` would plant the masked name otherwise.
 	 */
 	for (size_t i = 0; i < n_targets; i++)
-		pin_above(lp, lp->mounts[i].path, false, "the carve-outs");
+		pin_above(lp, lp->mounts[i].path, false, "the carve-outs", &seen);
+	cd_strset_done(&seen);
 }
 
 /*
@@ -958,25 +1063,25 @@ static int add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host
 					     "user.max_user_namespaces > 0)",
 					     h->path, h->why, why_not));
 		if (why_not) {
-			cd_strv_push_take(
-				&lp->degraded,
+			cd_strv_append_take(
+				&lp->degraded, &lp->n_degraded,
 				cd_xasprintf("%s (%s) NOT hidden from the sandbox: %s%s", h->path,
 					     h->why, why_not,
 					     unreadable ? " (Landlock keeps it unreadable)" : ""));
 			continue;
 		}
-		cd_strv_push(&lp->owned, h->path);
-		const char *path = lp->owned[cd_strv_length(lp->owned) - 1];
-		cd_strv_push_take(&lp->owned, cd_xasprintf("hidden: %s", h->why));
-		const char *why = lp->owned[cd_strv_length(lp->owned) - 1];
+		cd_strv_append_take(&lp->owned, &lp->n_owned, cd_xstrdup(h->path));
+		const char *path = lp->owned[lp->n_owned - 1];
+		cd_strv_append_take(&lp->owned, &lp->n_owned, cd_xasprintf("hidden: %s", h->why));
+		const char *why = lp->owned[lp->n_owned - 1];
 		if (same) {
 			/* A carve-out of the plan at that very path: the deny mask replaces it. */
 			same->op = CD_MOUNT_DENY;
 			same->path = path;
 			same->why = why;
+			mix_stale(lp);
 		} else {
-			lp->mounts =
-				cd_xreallocarray(lp->mounts, lp->n_mounts + 1, sizeof(*lp->mounts));
+			lp->mounts = cd_grow_pow2(lp->mounts, lp->n_mounts, sizeof(*lp->mounts));
 			lp->mounts[lp->n_mounts++] = (struct cd_mount){
 				.op = CD_MOUNT_DENY,
 				.path = path,
@@ -984,7 +1089,7 @@ static int add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host
 			};
 		}
 		/* The file exists (cd_linux_opts.hidden): so does every directory above it. */
-		pin_above(lp, path, true, h->why);
+		pin_above(lp, path, true, h->why, NULL);
 	}
 	return 0;
 }
@@ -1006,7 +1111,7 @@ static int add_writable_trees(struct cd_linux_plan *lp, char **reterr)
 {
 	const struct cd_plan *plan = lp->plan;
 	const struct cd_plan_path *root = cd_plan_find(plan, "/");
-	size_t n_mounts = lp->n_mounts, n_trees = 0;
+	size_t n_trees = 0;
 
 	if (root && root->access == CD_ACCESS_WRITE)
 		return 0;
@@ -1015,7 +1120,7 @@ static int add_writable_trees(struct cd_linux_plan *lp, char **reterr)
 		const struct cd_plan_path *pp = &plan->paths[i];
 		if (pp->access != CD_ACCESS_WRITE || pp->parent_access == CD_ACCESS_WRITE ||
 		    (pp->type != CD_FT_DIR && pp->type != CD_FT_REG) ||
-		    ro_mount_above(lp, n_mounts, pp->path))
+		    ro_mount_above(lp, pp->path))
 			continue;
 		if (++n_trees > CD_MAX_WRITABLE_TREES)
 			return refuse(reterr, cd_xasprintf("more than %d separate writable paths; "
@@ -1025,6 +1130,7 @@ static int add_writable_trees(struct cd_linux_plan *lp, char **reterr)
 	}
 	if (lp->n_mounts > 1)
 		qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
+	mix_stale(lp);
 	return 0;
 }
 
@@ -1047,12 +1153,12 @@ static void add_mounts(struct cd_linux_plan *lp)
 			push_mount(lp, CD_MOUNT_MASK, pp);
 		else
 			/* The command cannot make it, but the host could, mid-run. */
-			cd_strv_push_take(&lp->degraded,
-					  cd_xasprintf("%s does not exist and is not masked (the "
-						       "command cannot create it): if something "
-						       "else creates it during the run, the "
-						       "command can read it",
-						       pp->path));
+			cd_strv_append_take(&lp->degraded, &lp->n_degraded,
+					    cd_xasprintf("%s does not exist and is not masked (the "
+							 "command cannot create it): if something "
+							 "else creates it during the run, the "
+							 "command can read it",
+							 pp->path));
 	}
 
 	/* Read-only carve-outs inside writable regions: Landlock only adds
@@ -1077,8 +1183,8 @@ static void add_mounts(struct cd_linux_plan *lp)
 		if (!above)
 			continue;
 		if (pp->type == CD_FT_MISSING || above->op == CD_MOUNT_MASK) {
-			cd_strv_push_take(
-				&lp->notes,
+			cd_strv_append_take(
+				&lp->notes, &lp->n_notes,
 				cd_xasprintf("%s does not exist: it cannot be made writable "
 					     "inside read-only %s and stays read-only",
 					     pp->path, above->path));
@@ -1090,6 +1196,7 @@ static void add_mounts(struct cd_linux_plan *lp)
 	add_pins(lp);
 	if (lp->n_mounts > 1)
 		qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
+	mix_stale(lp);
 }
 
 /* "P1, P2, P3, ..." naming the first few carve-outs (pins == false) or pins; NULL if none. */
@@ -1155,8 +1262,8 @@ static void add_ll_rules(struct cd_linux_plan *lp)
 			 * whatever its nearest existing ancestor grants. Paths
 			 * inside read-only mounts got their own note already. */
 			if (!pp->carve_out && !rewidened_in_ro_mount(lp, pp))
-				cd_strv_push_take(
-					&lp->notes,
+				cd_strv_append_take(
+					&lp->notes, &lp->n_notes,
 					cd_xasprintf("%s does not exist: no Landlock rule for it",
 						     pp->path));
 			continue;
@@ -1167,8 +1274,7 @@ static void add_ll_rules(struct cd_linux_plan *lp)
 		if (pp->type != CD_FT_DIR)
 			allowed &= CD_LL_FS_FILE_RIGHTS;
 
-		lp->ll_rules =
-			cd_xreallocarray(lp->ll_rules, lp->n_ll_rules + 1, sizeof(*lp->ll_rules));
+		lp->ll_rules = cd_grow_pow2(lp->ll_rules, lp->n_ll_rules, sizeof(*lp->ll_rules));
 		r = &lp->ll_rules[lp->n_ll_rules++];
 		r->path = pp->path;
 		r->allowed = allowed;
@@ -1179,16 +1285,17 @@ static void add_ll_rules(struct cd_linux_plan *lp)
 /* One Landlock rule: read and execute the program at path (see cd_linux_opts.init_program). */
 static void add_program_rule(struct cd_linux_plan *lp, const char *path, const char *what)
 {
-	cd_strv_push(&lp->owned, path);
-	lp->ll_rules = cd_xreallocarray(lp->ll_rules, lp->n_ll_rules + 1, sizeof(*lp->ll_rules));
+	cd_strv_append_take(&lp->owned, &lp->n_owned, cd_xstrdup(path));
+	lp->ll_rules = cd_grow_pow2(lp->ll_rules, lp->n_ll_rules, sizeof(*lp->ll_rules));
 	lp->ll_rules[lp->n_ll_rules++] = (struct cd_ll_rule){
-		.path = lp->owned[cd_strv_length(lp->owned) - 1],
+		.path = lp->owned[lp->n_owned - 1],
 		.allowed = (CD_LL_FS_EXECUTE | CD_LL_FS_READ_FILE) & lp->ll_handled_fs,
 		.is_dir = false,
 	};
-	cd_strv_push_take(&lp->notes, cd_xasprintf("%s (%s) can be read and executed whatever "
-						   "the policy says of its path",
-						   path, what));
+	cd_strv_append_take(&lp->notes, &lp->n_notes,
+			    cd_xasprintf("%s (%s) can be read and executed whatever "
+					 "the policy says of its path",
+					 path, what));
 }
 
 static void add_program_rules(struct cd_linux_plan *lp, const struct cd_linux_opts *opts)
@@ -1223,8 +1330,8 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 				   "namespaces, which are unavailable on this host; " ENABLE_USERNS
 				   "pid-isolation"));
 	} else {
-		cd_strv_push_take(
-			&lp->degraded,
+		cd_strv_append_take(
+			&lp->degraded, &lp->n_degraded,
 			cd_xstrdup("pid isolation NOT enforced: user namespaces are "
 				   "unavailable; if cordon is killed, the command's "
 				   "descendants outlive it (seccomp still keeps the calls "
@@ -1235,10 +1342,11 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 		if (host->is_root || host->userns)
 			lp->net_ns = true;
 		else
-			cd_strv_push_take(&lp->degraded,
-					  cd_xstrdup("no network namespace: user namespaces are "
-						     "unavailable; the seccomp socket rules alone "
-						     "restrict the network"));
+			cd_strv_append_take(
+				&lp->degraded, &lp->n_degraded,
+				cd_xstrdup("no network namespace: user namespaces are "
+					   "unavailable; the seccomp socket rules alone "
+					   "restrict the network"));
 	}
 	/* Without a pid namespace, seccomp keeps the pid- and user-targeting calls to the caller. */
 	if (!lp->pid_ns)
@@ -1268,11 +1376,11 @@ static int add_private_pts(struct cd_linux_plan *lp, const struct cd_linux_host 
 	if (!lp->landlock || cd_plan_access(plan, "/dev/pts", NULL) != CD_ACCESS_READ)
 		return 0;
 	if (!host->userns && !host->is_root) {
-		cd_strv_push_take(&lp->degraded,
-				  cd_xstrdup("terminals NOT hidden: user namespaces are "
-					     "unavailable, so there is no private /dev/pts; the "
-					     "command can open the user's other terminals and "
-					     "read what is typed there"));
+		cd_strv_append_take(&lp->degraded, &lp->n_degraded,
+				    cd_xstrdup("terminals NOT hidden: user namespaces are "
+					       "unavailable, so there is no private /dev/pts; the "
+					       "command can open the user's other terminals and "
+					       "read what is typed there"));
 		return 0;
 	}
 	for (size_t i = 0; i < plan->n_paths; i++) {
@@ -1343,6 +1451,7 @@ static int add_private_tmp(struct cd_linux_plan *lp, const struct cd_linux_host 
 		if (!cd_path_is_beneath(lp->mounts[i].path, "/tmp"))
 			lp->mounts[w++] = lp->mounts[i];
 	lp->n_mounts = w;
+	mix_stale(lp);
 	lp->private_tmp = true;
 	lp->private_tmp_size = opts->limits->v[CD_LIMIT_PRIVATE_TMP];
 	if (lp->landlock) {
@@ -1381,10 +1490,17 @@ static int add_limits(struct cd_linux_plan *lp, const struct cd_linux_host *host
 	if (r < 0)
 		return r;
 	for (char **d = lp->limits ? lp->limits->degraded : NULL; d && *d; d++)
-		cd_strv_push(&lp->degraded, *d);
+		cd_strv_append_take(&lp->degraded, &lp->n_degraded, cd_xstrdup(*d));
 	for (char **n = lp->limits ? lp->limits->notes : NULL; n && *n; n++)
-		cd_strv_push(&lp->notes, *n);
+		cd_strv_append_take(&lp->notes, &lp->n_notes, cd_xstrdup(*n));
 	return 0;
+}
+
+/* The plan's entry at path if it is a denied directory that is masked whole, or NULL. */
+static const struct cd_plan_path *masked_dir(const struct cd_plan *plan, const char *path)
+{
+	const struct cd_plan_path *a = cd_plan_find(plan, path);
+	return a && a->access == CD_ACCESS_DENY && a->carve_out && a->type == CD_FT_DIR ? a : NULL;
 }
 
 int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *host,
@@ -1415,29 +1531,40 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 	lp->sandboxed = true;
 	/* What the binding left unprotected on request is reported with the rest. */
 	for (char **d = plan->degraded; d && *d; d++)
-		cd_strv_push(&lp->degraded, *d);
+		cd_strv_append_take(&lp->degraded, &lp->n_degraded, cd_xstrdup(*d));
 
 	/* Refusals that no host could satisfy come first. */
 	if (plan->network == CD_NET_MANAGED)
 		return refuse(reterr, cd_xstrdup("managed network needs cordon's network proxy, "
 						 "which this build does not have yet; use "
 						 "--network restricted or enabled"));
-	/* Inside a deny mask nothing is left to allow: refuse rather than hide it. */
+	/*
+	 * Inside a deny mask nothing is left to allow: refuse rather than hide
+	 * it. The directories above each path are looked up, outermost first
+	 * (the order of the sorted plan): O(n depth log n), not every pair.
+	 */
 	for (size_t i = 0; i < plan->n_paths; i++) {
 		const struct cd_plan_path *pp = &plan->paths[i];
 		if (pp->access == CD_ACCESS_DENY)
 			continue;
-		for (size_t k = 0; k < plan->n_paths; k++) {
-			const struct cd_plan_path *d = &plan->paths[k];
-			if (d->access == CD_ACCESS_DENY && d->carve_out && d->type == CD_FT_DIR &&
-			    !cd_streq(d->path, pp->path) && cd_path_is_beneath(pp->path, d->path))
-				return refuse(
-					reterr,
-					cd_xasprintf("%s is allowed inside denied directory %s, "
-						     "which cordon masks whole; allow the "
-						     "parent and deny its other entries instead",
-						     pp->path, d->path));
+		const struct cd_plan_path *d = NULL;
+		if (!cd_streq(pp->path, "/"))
+			d = masked_dir(plan, "/");
+		char *above = cd_xstrdup(pp->path);
+		for (size_t k = 1; !d && above[k]; k++) {
+			if (above[k] != '/')
+				continue;
+			above[k] = '\0';
+			d = masked_dir(plan, above);
+			above[k] = '/';
 		}
+		free(above);
+		if (d)
+			return refuse(reterr,
+				      cd_xasprintf("%s is allowed inside denied directory %s, "
+						   "which cordon masks whole; allow the "
+						   "parent and deny its other entries instead",
+						   pp->path, d->path));
 	}
 
 	if (!host->seccomp)
@@ -1454,6 +1581,7 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 			return r;
 		if (lp->n_mounts > 1)
 			qsort(lp->mounts, lp->n_mounts, sizeof(*lp->mounts), mount_cmp);
+		mix_stale(lp);
 		r = add_private_tmp(lp, host, opts, reterr);
 		if (r < 0)
 			return r;
@@ -1493,8 +1621,8 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 					     "deny-masks",
 					     denied));
 		if (denied)
-			cd_strv_push_take(
-				&lp->degraded,
+			cd_strv_append_take(
+				&lp->degraded, &lp->n_degraded,
 				cd_xasprintf("deny entries NOT enforced: user namespaces are "
 					     "unavailable; %s stay as readable and writable "
 					     "as what encloses them",
@@ -1508,15 +1636,15 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 					     "protected-metadata",
 					     list ? list : pins));
 		if (list || (pins && !denied))
-			cd_strv_push_take(
-				&lp->degraded,
+			cd_strv_append_take(
+				&lp->degraded, &lp->n_degraded,
 				cd_xasprintf("protected metadata NOT enforced: user namespaces "
 					     "are unavailable; .git, .codex and .agents under "
 					     "writable roots are writable (%s)",
 					     list ? list : pins));
 		if (pins)
-			cd_strv_push_take(
-				&lp->degraded,
+			cd_strv_append_take(
+				&lp->degraded, &lp->n_degraded,
 				cd_xasprintf("nested writable roots NOT pinned: without a mount "
 					     "namespace the command can rename %s away and make "
 					     "new directories in their place",
@@ -1524,6 +1652,7 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		free(lp->mounts);
 		lp->mounts = NULL;
 		lp->n_mounts = 0;
+		mix_stale(lp);
 	}
 	/* The command starts in its cwd: under a deny mask it could not even get there. */
 	for (size_t i = 0; plan->cwd && i < lp->n_mounts; i++)
@@ -1562,12 +1691,12 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 					 "are unavailable on this host; " ENABLE_USERNS
 					 "file-attributes"));
 	} else {
-		cd_strv_push_take(&lp->degraded,
-				  cd_xstrdup("file attributes NOT protected: user namespaces are "
-					     "unavailable; the command can change the modes "
-					     "(setuid bits included), times, extended attributes "
-					     "and flags of files it owns outside the writable "
-					     "paths"));
+		cd_strv_append_take(&lp->degraded, &lp->n_degraded,
+				    cd_xstrdup("file attributes NOT protected: user namespaces are "
+					       "unavailable; the command can change the modes "
+					       "(setuid bits included), times, extended attributes "
+					       "and flags of files it owns outside the writable "
+					       "paths"));
 	}
 	r = add_private_pts(lp, host, reterr);
 	if (r < 0)
@@ -1580,10 +1709,10 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		return r;
 	if (!lp->ipc_ns) {
 		lp->sc_when |= CD_SC_NO_IPC_NS;
-		cd_strv_push_take(&lp->degraded,
-				  cd_xstrdup("no IPC namespace: user namespaces are unavailable; "
-					     "System V IPC and POSIX message queues are denied "
-					     "instead (they would be the host's)"));
+		cd_strv_append_take(&lp->degraded, &lp->n_degraded,
+				    cd_xstrdup("no IPC namespace: user namespaces are unavailable; "
+					       "System V IPC and POSIX message queues are denied "
+					       "instead (they would be the host's)"));
 	}
 	add_program_rules(lp, opts);
 	/* The pid namespace's /proc is mounted over whatever is masked below /proc. */

@@ -369,6 +369,10 @@ struct cd_linux_plan {
 	char **notes;
 	/* Storage for the paths and reasons of pins (not plan paths); NULL-terminated. */
 	char **owned;
+	/* Their lengths (they grow through cd_strv_append_take). */
+	size_t n_degraded, n_notes, n_owned;
+	/* Build state: the mounts by path (linux-plan.c); freed with the plan. */
+	struct cd_mount_index *mix;
 };
 
 /*

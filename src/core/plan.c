@@ -231,8 +231,23 @@ struct builder {
 	const struct cd_bind_input *in;
 	struct cd_plan *plan;
 	size_t cap;
+	/*
+	 * While the plan is built, its paths are appended (a sorted insertion
+	 * moved the array each time: quadratic in the entries) and found
+	 * through a hash of them (ix); they are sorted when something walks
+	 * them in order (plan_sort), and once at the end.
+	 */
+	size_t *ix;	/* path index + 1; 0 = empty */
+	size_t ix_cap;	/* a power of two, at least twice the paths */
+	bool unsorted;	/* paths appended since the last sort */
+	size_t n_notes; /* plan->notes grows through cd_strv_append_take (note) */
+	/* The raw paths of the write entries bound (named_by_write_entry). */
+	struct cd_strset write_raw;
+	/* Every directory strictly above a writable plan path (writable_below); stale: rebuild. */
+	struct cd_strset above_writable;
+	bool above_writable_stale;
 	struct bound *bound; /* every canonicalised bind, for the symlink check */
-	size_t n_bound;
+	size_t n_bound, cap_bound;
 	struct cd_glob_budget glob_budget; /* shared by every glob entry of the plan */
 	char **roots;			   /* the workspace roots that are directories, canonical */
 	size_t n_roots;
@@ -269,7 +284,7 @@ static void note(struct builder *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	cd_strv_push_take(&b->plan->notes, cd_xvasprintf(fmt, ap));
+	cd_strv_append_take(&b->plan->notes, &b->n_notes, cd_xvasprintf(fmt, ap));
 	va_end(ap);
 }
 
@@ -293,11 +308,66 @@ static size_t find_slot(const struct cd_plan *plan, const char *path, bool *foun
 	return lo;
 }
 
+static uint64_t path_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The index slot of path: its entry's, or the empty one where it would go. */
+static size_t *ix_slot(const struct builder *b, const char *path)
+{
+	size_t mask = b->ix_cap - 1;
+	for (size_t k = path_hash(path) & mask;; k = (k + 1) & mask) {
+		size_t *slot = &b->ix[k];
+		if (!*slot || cd_streq(b->plan->paths[*slot - 1].path, path))
+			return slot;
+	}
+}
+
+/* (Re)index every path, with room for cap paths. */
+static void ix_rebuild(struct builder *b, size_t cap)
+{
+	size_t n = 16;
+	while (n < 2 * cap + 2)
+		n *= 2;
+	free(b->ix);
+	b->ix = cd_xcalloc(n, sizeof(*b->ix));
+	b->ix_cap = n;
+	for (size_t i = 0; i < b->plan->n_paths; i++)
+		*ix_slot(b, b->plan->paths[i].path) = i + 1;
+}
+
+static int cmp_plan_path(const void *x, const void *y)
+{
+	return strcmp(((const struct cd_plan_path *)x)->path,
+		      ((const struct cd_plan_path *)y)->path);
+}
+
+/* Sort what was appended (before walking the paths in order, and at the end). */
+static void plan_sort(struct builder *b)
+{
+	if (!b->unsorted)
+		return;
+	qsort(b->plan->paths, b->plan->n_paths, sizeof(*b->plan->paths), cmp_plan_path);
+	ix_rebuild(b, b->cap);
+	b->unsorted = false;
+}
+
 static struct cd_plan_path *lookup(const struct cd_plan *plan, const char *path)
 {
 	bool found;
 	size_t i = find_slot(plan, path, &found);
 	return found ? &plan->paths[i] : NULL;
+}
+
+/* lookup() while the plan is built (it may be unsorted). */
+static struct cd_plan_path *blookup(const struct builder *b, const char *path)
+{
+	size_t *slot = b->ix ? ix_slot(b, path) : NULL;
+	return slot && *slot ? &b->plan->paths[*slot - 1] : NULL;
 }
 
 const struct cd_plan_path *cd_plan_find(const struct cd_plan *plan, const char *path)
@@ -313,10 +383,13 @@ static void plan_add(struct builder *b, const char *path, enum cd_access access,
 		     enum cd_file_type type, enum cd_origin origin, int entry_index, char *why)
 {
 	struct cd_plan *plan = b->plan;
-	bool found;
-	size_t i = find_slot(plan, path, &found);
-	if (found) {
-		struct cd_plan_path *pp = &plan->paths[i];
+	if (!b->ix)
+		ix_rebuild(b, 16);
+	if (access == CD_ACCESS_WRITE)
+		b->above_writable_stale = true;
+	size_t *slot = ix_slot(b, path);
+	if (*slot) {
+		struct cd_plan_path *pp = &plan->paths[*slot - 1];
 		if (tie_rank(access) > tie_rank(pp->access)) {
 			pp->access = access;
 			pp->origin = origin;
@@ -332,7 +405,13 @@ static void plan_add(struct builder *b, const char *path, enum cd_access access,
 		b->cap = b->cap ? b->cap * 2 : 16;
 		plan->paths = cd_xreallocarray(plan->paths, b->cap, sizeof(*plan->paths));
 	}
-	memmove(&plan->paths[i + 1], &plan->paths[i], (plan->n_paths - i) * sizeof(*plan->paths));
+	size_t i = plan->n_paths;
+	if (2 * (i + 2) > b->ix_cap) {
+		ix_rebuild(b, b->cap);
+		slot = ix_slot(b, path);
+	}
+	*slot = i + 1;
+	b->unsorted = b->unsorted || (i > 0 && strcmp(plan->paths[i - 1].path, path) > 0);
 	plan->paths[i] = (struct cd_plan_path){
 		.path = cd_xstrdup(path),
 		.access = access,
@@ -392,6 +471,40 @@ enum cd_access cd_plan_access(const struct cd_plan *plan, const char *path,
 	return pp ? pp->access : CD_ACCESS_DENY;
 }
 
+/* nearest() and cd_plan_access() while the plan is built (it may be unsorted). */
+static const struct cd_plan_path *bnearest(const struct builder *b, const char *path)
+{
+	char *buf = cd_xstrdup(path);
+	const struct cd_plan_path *pp = NULL;
+	for (;;) {
+		pp = blookup(b, buf);
+		if (pp || cd_streq(buf, "/"))
+			break;
+		char *slash = strrchr(buf, '/');
+		if (slash == buf)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	free(buf);
+	return pp;
+}
+
+static enum cd_access baccess(const struct builder *b, const char *path,
+			      const struct cd_plan_path **ret_rule)
+{
+	if (ret_rule)
+		*ret_rule = NULL;
+	if (b->plan->fs_unrestricted)
+		return CD_ACCESS_WRITE;
+	if (!path || path[0] != '/')
+		return CD_ACCESS_DENY;
+	const struct cd_plan_path *pp = bnearest(b, path);
+	if (ret_rule)
+		*ret_rule = pp;
+	return pp ? pp->access : CD_ACCESS_DENY;
+}
+
 static const char *strerror_short(int r)
 {
 	return r == -ELOOP ? "too many levels of symbolic links" : strerror(-r);
@@ -406,7 +519,10 @@ static int resolve(struct builder *b, const char *raw, char **ret, enum cd_file_
 	int r = cd_canonicalize(b->in->ops, raw, &canon, &links, ret_type);
 	if (r < 0)
 		return fail(b, r, "cannot resolve %s: %s", raw, strerror_short(r));
-	b->bound = cd_xreallocarray(b->bound, b->n_bound + 1, sizeof(*b->bound));
+	if (b->n_bound == b->cap_bound) {
+		b->cap_bound = b->cap_bound ? 2 * b->cap_bound : 16;
+		b->bound = cd_xreallocarray(b->bound, b->cap_bound, sizeof(*b->bound));
+	}
 	b->bound[b->n_bound++] = (struct bound){
 		.raw = cd_xstrdup(raw),
 		.canon = canon,
@@ -449,6 +565,8 @@ static int bind_path(struct builder *b, size_t idx, const char *raw, const char 
 		bound_done(&b->bound[--b->n_bound]);
 		return 0;
 	}
+	if (e->access == CD_ACCESS_WRITE)
+		(void)cd_strset_add(&b->write_raw, raw);
 	plan_add(b, canon, e->access, type, CD_ORIGIN_ENTRY, (int)idx,
 		 cd_xasprintf("entry %zu (%s, %s)", idx, label, cd_access_name(e->access)));
 	return 0;
@@ -610,9 +728,9 @@ static int protect_git_target(struct builder *b, const char *dir, const char *ta
 	if (r < 0)
 		return r;
 	*ret_canon = cd_xstrdup(canon);
-	if (lookup(b->plan, canon))
+	if (blookup(b, canon))
 		return 0; /* an entry already decides it */
-	if (cd_plan_access(b->plan, canon, NULL) != CD_ACCESS_WRITE)
+	if (baccess(b, canon, NULL) != CD_ACCESS_WRITE)
 		return 0; /* not writable anyway */
 	plan_add(b, canon, CD_ACCESS_READ, type, CD_ORIGIN_GITDIR, -1,
 		 cd_xasprintf("%s named by %s", what, dir));
@@ -674,10 +792,7 @@ static int protect_gitfile(struct builder *b, const char *dotgit, char **ret_git
 /* Does a write entry name q itself (before canonicalisation)? */
 static bool named_by_write_entry(const struct builder *b, const char *q)
 {
-	for (size_t i = 0; i < b->n_bound; i++)
-		if (b->bound[i].write_entry && cd_streq(b->bound[i].raw, q))
-			return true;
-	return false;
+	return cd_strset_has(&b->write_raw, q);
 }
 
 /*
@@ -688,20 +803,37 @@ static bool named_by_write_entry(const struct builder *b, const char *q)
 static bool writable(const struct builder *b, const char *path)
 {
 	const struct cd_plan_path *rule = NULL;
-	return cd_plan_access(b->plan, path, &rule) == CD_ACCESS_WRITE && rule &&
-	       !cd_streq(rule->path, "/");
+	return baccess(b, path, &rule) == CD_ACCESS_WRITE && rule && !cd_streq(rule->path, "/");
 }
 
-/* Some plan path strictly below dir is writable. */
-static bool writable_below(const struct builder *b, const char *dir)
+/*
+ * Some plan path strictly below dir is writable. Asked for every directory
+ * the nested-repository scan meets: the directories above writable paths
+ * are collected once (again after a writable path was added), so that each
+ * question is a lookup rather than a walk of the whole plan.
+ */
+static bool writable_below(struct builder *b, const char *dir)
 {
-	for (size_t i = 0; i < b->plan->n_paths; i++) {
-		const struct cd_plan_path *pp = &b->plan->paths[i];
-		if (pp->access == CD_ACCESS_WRITE && !cd_streq(pp->path, dir) &&
-		    cd_path_is_beneath(pp->path, dir))
-			return true;
+	if (b->above_writable_stale || !b->above_writable.cap) {
+		cd_strset_done(&b->above_writable);
+		for (size_t i = 0; i < b->plan->n_paths; i++) {
+			const struct cd_plan_path *pp = &b->plan->paths[i];
+			if (pp->access != CD_ACCESS_WRITE || cd_streq(pp->path, "/"))
+				continue;
+			char *up = cd_path_parent(pp->path);
+			/* Above it, up to / (or where an earlier path's walk went already). */
+			while (cd_strset_add(&b->above_writable, up) && !cd_streq(up, "/")) {
+				char *next = cd_path_parent(up);
+				free(up);
+				up = next;
+			}
+			free(up);
+		}
+		b->above_writable_stale = false;
+		/* Not empty, so that it is not rebuilt at each question. */
+		(void)cd_strset_add(&b->above_writable, "");
 	}
-	return false;
+	return cd_strset_has(&b->above_writable, dir);
 }
 
 /*
@@ -777,7 +909,7 @@ static int protect_names(struct builder *b, const char *dir, const char *why)
 	for (size_t k = 0; r >= 0 && cd_protected_names[k]; k++) {
 		char *q = cd_path_join(dir, cd_protected_names[k]);
 		/* An entry naming it (write: exempt; read/deny: already a carve-out) decides. */
-		const struct cd_plan_path *named = lookup(b->plan, q);
+		const struct cd_plan_path *named = blookup(b, q);
 		if (named || named_by_write_entry(b, q)) {
 			/*
 			 * ...but a read or deny entry on .git (the workspace-write
@@ -823,47 +955,46 @@ static int protect_names(struct builder *b, const char *dir, const char *why)
 static int protect_metadata(struct builder *b)
 {
 	char **anchors = NULL; /* writable directories whose names are protected */
-	char **done = NULL;    /* directories whose names are protected */
+	size_t n_anchors = 0;
+	struct cd_strset done = { 0 }; /* directories whose names are protected */
 	int r = 0;
 
-	/* Snapshot: protecting adds paths to the plan while we walk. */
+	/* Snapshot, in order: protecting adds paths to the plan while we walk. */
+	plan_sort(b);
 	for (size_t i = 0; i < b->plan->n_paths; i++) {
 		const struct cd_plan_path *pp = &b->plan->paths[i];
 		if (pp->access == CD_ACCESS_WRITE && !cd_streq(pp->path, "/") &&
 		    pp->type == CD_FT_DIR)
-			cd_strv_push(&anchors, pp->path);
+			cd_strv_append_take(&anchors, &n_anchors, cd_xstrdup(pp->path));
 	}
 	for (size_t w = 0; r >= 0 && anchors && anchors[w]; w++) {
 		char *why = cd_xasprintf("protected metadata under writable %s", anchors[w]);
 		r = protect_names(b, anchors[w], why);
 		free(why);
-		cd_strv_push(&done, anchors[w]);
+		(void)cd_strset_add(&done, anchors[w]);
 	}
 	/* A workspace root writable through a wider entry (say /tmp) is not a plan path. */
 	for (size_t i = 0; r >= 0 && i < b->n_roots; i++) {
 		const char *root = b->roots[i];
-		if (lookup(b->plan, root) || !writable(b, root))
+		if (blookup(b, root) || !writable(b, root))
 			continue;
 		char *why =
 			cd_xasprintf("protected metadata under writable workspace root %s", root);
 		r = protect_names(b, root, why);
 		free(why);
-		cd_strv_push(&anchors, root);
-		cd_strv_push(&done, root);
+		cd_strv_append_take(&anchors, &n_anchors, cd_xstrdup(root));
+		(void)cd_strset_add(&done, root);
 	}
 	for (size_t w = 0; r >= 0 && anchors && anchors[w]; w++) {
 		char *dir = cd_path_parent(anchors[w]);
 		while (r >= 0 && !cd_streq(dir, "/")) {
-			bool seen = false;
-			for (size_t k = 0; !seen && done && done[k]; k++)
-				seen = cd_streq(done[k], dir);
-			if (!seen && writable(b, dir)) {
+			if (!cd_strset_has(&done, dir) && writable(b, dir)) {
 				char *why = cd_xasprintf("protected metadata above writable %s, "
 							 "where repository discovery looks",
 							 anchors[w]);
 				r = protect_names(b, dir, why);
 				free(why);
-				cd_strv_push(&done, dir);
+				(void)cd_strset_add(&done, dir);
 			}
 			char *up = cd_path_parent(dir);
 			free(dir);
@@ -872,7 +1003,7 @@ static int protect_metadata(struct builder *b)
 		free(dir);
 	}
 	cd_strv_free(anchors);
-	cd_strv_free(done);
+	cd_strset_done(&done);
 	return r;
 }
 
@@ -919,7 +1050,7 @@ static int scan_entry(void *arg, const char *name, enum cd_file_type type)
 	if (type != CD_FT_DIR)
 		return 0; /* symlinks are not followed */
 	char *path = cd_path_join(cur->path, name);
-	const struct cd_plan_path *pp = lookup(b->plan, path);
+	const struct cd_plan_path *pp = blookup(b, path);
 	bool w = pp ? pp->access == CD_ACCESS_WRITE : cur->writable;
 	/* Nothing the command can change lies in it. */
 	if (!w && !writable_below(b, path)) {
@@ -961,7 +1092,7 @@ static int protect_nested(struct scan *s, const char *dir, enum cd_file_type t)
 	char *q = cd_path_join(dir, ".git");
 	int r = 0;
 
-	if (lookup(b->plan, q) || named_by_write_entry(b, q)) {
+	if (blookup(b, q) || named_by_write_entry(b, q)) {
 		/* Protected already (the top of a writable path) or named by an entry. */
 	} else if (t == CD_FT_SYMLINK) {
 		r = fail(b, -EINVAL,
@@ -1136,7 +1267,7 @@ static int protect_gitlink(struct builder *b, const char *worktree, const char *
 		c += n;
 		if (*c == '/')
 			c++;
-		const struct cd_plan_path *pp = lookup(b->plan, cur.buf);
+		const struct cd_plan_path *pp = blookup(b, cur.buf);
 		if (pp && pp->access != CD_ACCESS_WRITE)
 			goto out; /* read-only or denied already: nothing can appear below */
 		enum cd_file_type t = CD_FT_MISSING;
@@ -1185,7 +1316,7 @@ static int protect_gitlink(struct builder *b, const char *worktree, const char *
 			goto out;
 		}
 	}
-	if (lookup(b->plan, q))
+	if (blookup(b, q))
 		goto out;
 	enum cd_file_type t = CD_FT_MISSING;
 	bool can = true;
@@ -1363,7 +1494,7 @@ static int check_symlinks(struct builder *b)
 		const struct bound *bd = &b->bound[i];
 		for (size_t k = 0; bd->links && bd->links[k]; k++) {
 			const struct cd_plan_path *rule = NULL;
-			if (cd_plan_access(b->plan, bd->links[k], &rule) == CD_ACCESS_WRITE)
+			if (baccess(b, bd->links[k], &rule) == CD_ACCESS_WRITE)
 				return fail(b, -EINVAL,
 					    "cannot bind %s: it crosses symlink %s inside writable "
 					    "root "
@@ -1398,6 +1529,9 @@ static void finish(struct cd_plan *plan)
 
 static void builder_done(struct builder *b)
 {
+	free(b->ix);
+	cd_strset_done(&b->above_writable);
+	cd_strset_done(&b->write_raw);
 	for (size_t i = 0; i < b->n_bound; i++)
 		bound_done(&b->bound[i]);
 	free(b->bound);
@@ -1507,8 +1641,11 @@ int cd_plan_build(const struct cd_profile *p, const struct cd_bind_input *in, st
 	r = check_symlinks(&b);
 	if (r < 0)
 		goto out;
+	plan_sort(&b);
 	finish(b.plan);
 out:
+	/* Sorted, also as far as a refused build got (explain shows it). */
+	plan_sort(&b);
 	if (!b.plan->notes)
 		b.plan->notes = cd_xcalloc(1, sizeof(char *));
 	builder_done(&b);

@@ -151,9 +151,21 @@ static char *strdup_or_null(const char *s)
 	return s ? cd_xstrdup(s) : NULL;
 }
 
+/*
+ * Room for one more entry. The array only grows here, to the next power of
+ * two, so its capacity is implied by n_entries: appending n entries costs
+ * O(n), not one reallocation (and maybe a copy) each.
+ */
+static void entries_grow(struct cd_profile *p)
+{
+	size_t n = p->n_entries;
+	if (n == 0 || (n & (n - 1)) == 0)
+		p->entries = cd_xreallocarray(p->entries, n ? 2 * n : 1, sizeof(*p->entries));
+}
+
 void cd_profile_add_entry(struct cd_profile *p, const struct cd_fs_entry *e)
 {
-	p->entries = cd_xreallocarray(p->entries, p->n_entries + 1, sizeof(*p->entries));
+	entries_grow(p);
 	struct cd_fs_entry *n = &p->entries[p->n_entries++];
 	*n = *e;
 	n->path = strdup_or_null(e->path);
@@ -745,8 +757,7 @@ static int conv_file_system(struct conv *c, const struct cd_json *fs, struct cd_
 		loc_pop(c, o2);
 		if (r >= 0) {
 			/* Ownership of the strings moves into the profile. */
-			p->entries =
-				cd_xreallocarray(p->entries, p->n_entries + 1, sizeof(*p->entries));
+			entries_grow(p);
 			p->entries[p->n_entries++] = e;
 		} else {
 			cd_fs_entry_done(&e);

@@ -266,6 +266,75 @@ void cd_strv_push_take(char ***v, char *s)
 	(*v)[n + 1] = NULL;
 }
 
+void *cd_grow_pow2(void *p, size_t n, size_t size)
+{
+	/* Full exactly when n is 0 or a power of two. */
+	if (n == 0 || (n & (n - 1)) == 0)
+		p = cd_xreallocarray(p, n ? 2 * n : 1, size);
+	return p;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+static char **strset_slot(char **slot, size_t cap, const char *s)
+{
+	size_t k = str_hash(s) & (cap - 1);
+	while (slot[k] && strcmp(slot[k], s) != 0)
+		k = (k + 1) & (cap - 1);
+	return &slot[k];
+}
+
+bool cd_strset_has(const struct cd_strset *set, const char *s)
+{
+	return set->cap && *strset_slot(set->slot, set->cap, s);
+}
+
+bool cd_strset_add(struct cd_strset *set, const char *s)
+{
+	if (2 * (set->n + 1) > set->cap) {
+		size_t cap = set->cap ? 2 * set->cap : 64;
+		char **slot = cd_xcalloc(cap, sizeof(*slot));
+		for (size_t i = 0; i < set->cap; i++)
+			if (set->slot[i])
+				*strset_slot(slot, cap, set->slot[i]) = set->slot[i];
+		free(set->slot);
+		set->slot = slot;
+		set->cap = cap;
+	}
+	char **p = strset_slot(set->slot, set->cap, s);
+	if (*p)
+		return false;
+	*p = cd_xstrdup(s);
+	set->n++;
+	return true;
+}
+
+void cd_strset_done(struct cd_strset *set)
+{
+	for (size_t i = 0; i < set->cap; i++)
+		free(set->slot[i]);
+	free(set->slot);
+	*set = (struct cd_strset){ 0 };
+}
+
+void cd_strv_append_take(char ***v, size_t *n, char *s)
+{
+	/* n strings and the NULL use n + 1 slots; the capacity is the next power of two. */
+	size_t used = *n + 1;
+	if (!*v)
+		*v = cd_xreallocarray(NULL, 2, sizeof(char *));
+	else if ((used & (used - 1)) == 0)
+		*v = cd_xreallocarray(*v, 2 * used, sizeof(char *));
+	(*v)[(*n)++] = s;
+	(*v)[*n] = NULL;
+}
+
 void cd_strv_push(char ***v, const char *s)
 {
 	cd_strv_push_take(v, cd_xstrdup(s));

@@ -80,6 +80,27 @@ size_t cd_strv_length(char *const *v);
 void cd_strv_push(char ***v, const char *s);
 /* Append s taking ownership. */
 void cd_strv_push_take(char ***v, char *s);
+/*
+ * Append s (taken) to *v, which holds *n strings: amortized O(1), where
+ * cd_strv_push counts the vector first (O(n) each). *v must only ever grow
+ * through this function (its capacity is implied by *n: powers of two).
+ */
+void cd_strv_append_take(char ***v, size_t *n, char *s);
+/*
+ * Room for one more element in an array of n (of size bytes each) that only
+ * grows through this function: amortized O(1) (powers of two). Returns p.
+ */
+void *cd_grow_pow2(void *p, size_t n, size_t size);
+
+/* A set of strings (open addressing; copies them). Zero-initialise; cd_strset_done frees. */
+struct cd_strset {
+	char **slot;
+	size_t cap, n;
+};
+/* Add a copy of s: true when it was not there yet. */
+bool cd_strset_add(struct cd_strset *set, const char *s);
+bool cd_strset_has(const struct cd_strset *set, const char *s);
+void cd_strset_done(struct cd_strset *set);
 char **cd_strv_free(char **v);
 
 /* Value of a hexadecimal digit (either case), or -1. */

@@ -405,7 +405,7 @@ struct walk_state {
 	struct dir_id *seen;
 	size_t n_seen, cap_seen; /* open addressing, cap a power of two */
 	struct walk_dir *queue;
-	size_t n_queue;
+	size_t n_queue, cap_queue;
 	struct cd_strbuf entries, errors;
 	size_t n_entries, n_errors, bytes;
 	bool truncated;
@@ -501,6 +501,7 @@ static int cmp_name(const void *a, const void *b)
 static int list_sorted(const char *path, char ***ret, size_t *n)
 {
 	DIR *d = opendir(path);
+	size_t cap = 0;
 	*ret = NULL;
 	*n = 0;
 	if (!d)
@@ -520,8 +521,13 @@ static int list_sorted(const char *path, char ***ret, size_t *n)
 		}
 		if (dot_or_dotdot(de->d_name))
 			continue;
-		cd_strv_push(ret, de->d_name);
-		(*n)++;
+		/* Doubling: a directory of n names costs O(n), not O(n^2) (cd_strv_push counts). */
+		if (*n + 2 > cap) {
+			cap = cap ? 2 * cap : 64;
+			*ret = cd_xreallocarray(*ret, cap, sizeof(**ret));
+		}
+		(*ret)[(*n)++] = cd_xstrdup(de->d_name);
+		(*ret)[*n] = NULL;
 	}
 	if (*n)
 		qsort(*ret, *n, sizeof(**ret), cmp_name);
@@ -542,7 +548,8 @@ static void op_walk(const struct cd_fs_req *q, struct cd_fs_res *r)
 		st.st_mode = 0;
 	if (S_ISDIR(st.st_mode)) {
 		seen_add(&w, st.st_dev, st.st_ino);
-		w.queue = cd_xcalloc(1, sizeof(*w.queue));
+		w.cap_queue = 64;
+		w.queue = cd_xcalloc(w.cap_queue, sizeof(*w.queue));
 		w.queue[w.n_queue++] = (struct walk_dir){ cd_xstrdup(q->path), 0 };
 	}
 	uint64_t listed = 0;
@@ -595,7 +602,10 @@ static void op_walk(const struct cd_fs_req *q, struct cd_fs_res *r)
 				free(child);
 				continue;
 			}
-			w.queue = cd_xreallocarray(w.queue, w.n_queue + 1, sizeof(*w.queue));
+			if (w.n_queue == w.cap_queue) {
+				w.cap_queue = 2 * w.cap_queue;
+				w.queue = cd_xreallocarray(w.queue, w.cap_queue, sizeof(*w.queue));
+			}
 			w.queue[w.n_queue++] = (struct walk_dir){ child, cur.depth + 1 };
 		}
 		cd_strv_free(names);

@@ -117,39 +117,6 @@ static int get_u64_required(const struct cd_json *obj, const char *key, const ch
 	return 0;
 }
 
-/*
- * Bind params.sandbox when present. *ret_lp stays NULL when the operation
- * runs directly: no context, or one that does not restrict the file system
- * (reference: only restricted profiles without full-disk write use the
- * helper). -1 after replying with the error.
- */
-static int bind_sandbox(struct cd_conn *c, const char *id, const struct cd_json *params,
-			struct cd_cli_bound *b, const struct cd_linux_plan **ret_lp)
-{
-	const struct cd_json *sandbox = cd_json_get(params, "sandbox");
-	char *err = NULL;
-	*ret_lp = NULL;
-	if (!sandbox || sandbox->type == CD_JSON_NULL)
-		return 0;
-	/* No params cwd: the server's own, for permissions that need none. */
-	struct cd_server *s = c->server;
-	int rr = cd_server_hidden(s, &err);
-	if (rr == 0)
-		rr = cd_intent_bind(sandbox, NULL, false, &s->host, &s->fs_lopts, b, &err);
-	if (rr < 0) {
-		cd_conn_error(c, id,
-			      rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS,
-			      err);
-		free(err);
-		return -1;
-	}
-	const struct cd_linux_plan *lp = b->lp;
-	if (lp && lp->sandboxed && !lp->plan->fs_unrestricted &&
-	    lp->plan->type == CD_PROFILE_MANAGED)
-		*ret_lp = lp;
-	return 0;
-}
-
 static void reply_res(struct cd_conn *c, const char *id, struct cd_fs_res *r)
 {
 	if (r->code)
@@ -219,9 +186,12 @@ static void advise_huge(char *p, size_t n)
 /* ---- fs requests off the loop ------------------------------------------- */
 
 /*
- * A request is performed on a worker thread (workq.h), or, when it is cheap
- * (see cheap_op), on the loop at its turn, so that a copy of GiBs, a
- * recursive remove or a sandboxed helper does not stall every other client.
+ * A request is performed on a worker thread (workq.h), its sandbox context
+ * bound there too, so that a copy of GiBs, a recursive remove, a sandboxed
+ * helper, the binding's scan of a workspace, or any system call on a hung
+ * network file system does not stall every other client. (Only an
+ * fs/readBlock or fs/close queued behind its fs/open runs on the loop at
+ * its turn; fs/readBlock on an open stream reads on the loop, see below.)
  *
  * Each connection has a FIFO of jobs (struct cd_fs_queue) of which only the
  * head runs: its fs requests are performed and answered in the order they
@@ -250,7 +220,20 @@ struct fs_job {
 	bool offload;			    /* on a worker; else on the loop at its turn */
 	struct cd_fs_req q;
 	struct cd_fs_res r;
-	struct cd_cli_bound b; /* owns lp */
+	/*
+	 * The sandbox context (in msg, the request's tree, owned), bound on
+	 * the worker with a copy of the server's options: b owns lp.
+	 */
+	struct cd_json *msg;
+	const struct cd_json *sandbox;
+	bool has_sandbox;
+	/* fs/writeFile: dataBase64 (in msg), decoded on the worker into q.data. */
+	const struct cd_json *b64;
+	size_t bytes; /* the data it holds, for the queue's cap */
+	const struct cd_linux_host *host;
+	struct cd_linux_opts lopts;
+	struct cd_hidden_path hidden[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
+	struct cd_cli_bound b;
 	const struct cd_linux_plan *lp;
 	char hid[FS_MAX_HANDLE_ID]; /* fs/open: the handle's id */
 	size_t hid_len;
@@ -285,16 +268,6 @@ static struct fs_job *running_jobs;
 
 static struct cd_fs_handle *find_handle(struct cd_conn *c, const char *s, size_t len);
 static void open_finish(struct cd_conn *c, const char *id, const char *hid, size_t hid_len, int fd);
-
-/*
- * Unsandboxed metadata, canonical paths, mkdir and open cost a few system
- * calls: a worker's round trip would cost them more than it saves.
- */
-static bool cheap_op(enum cd_fs_op op)
-{
-	return op == CD_FS_METADATA || op == CD_FS_CANONICALIZE || op == CD_FS_MKDIR ||
-	       op == CD_FS_OPEN;
-}
 
 static struct fs_job *job_new(struct cd_conn *c, const char *id)
 {
@@ -366,7 +339,35 @@ static void job_free(struct fs_job *j)
 	free(j->broken);
 	free(j->params);
 	free(j->hook_key);
+	cd_json_free(j->msg);
 	free(j);
+}
+
+/*
+ * Bind the request's sandbox context (on the worker: binding resolves
+ * paths, scans workspace roots for nested repositories and reads git
+ * indexes, which may take long or, on a hung mount, forever). j->lp stays
+ * NULL when the operation runs directly: a context that does not restrict
+ * the file system (reference: only restricted profiles without full-disk
+ * write use the helper). -1 with the refusal in j->r.
+ */
+static int bind_sandbox(struct fs_job *j)
+{
+	char *err = NULL;
+	/* No params cwd: the server's own, for permissions that need none. */
+	int rr = cd_intent_bind(j->sandbox, NULL, false, j->host, &j->lopts, &j->b, &err);
+	if (rr < 0) {
+		cd_fs_res_error(
+			&j->r, rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS,
+			"%s", err);
+		free(err);
+		return -1;
+	}
+	const struct cd_linux_plan *lp = j->b.lp;
+	if (lp && lp->sandboxed && !lp->plan->fs_unrestricted &&
+	    lp->plan->type == CD_PROFILE_MANAGED)
+		j->lp = lp;
+	return 0;
 }
 
 /*
@@ -607,8 +608,24 @@ static void job_run(struct cd_work *w)
 	if (j->hook_key && cd_testhook_holds(job_method(j)))
 		cd_testhook_hold(j->hook_key, job_method(j), &j->cancel);
 	job_event(j, "fs-run");
+	bool refused = false;
+	/* A 64 MiB message's data takes tens of ms to decode: here, not on the loop. */
+	if (j->b64 &&
+	    cd_base64_decode(j->b64->u.str.s, j->b64->u.str.len, &j->q.data, &j->q.data_len) < 0) {
+		cd_fs_res_error(
+			&j->r, CD_RPC_INVALID_REQUEST,
+			"fs/writeFile requires valid base64 dataBase64: invalid base64 input");
+		refused = true;
+	}
+	refused = refused || (j->sandbox && bind_sandbox(j) < 0);
+	/* The request's tree is read: freed here too (a large one takes ms). */
+	j->b64 = j->sandbox = NULL;
+	j->msg = cd_json_free(j->msg);
 	j->q.sandboxed = j->lp != NULL;
-	if (j->lp)
+	j->sb.lp = j->lp;
+	if (refused)
+		;
+	else if (j->lp)
 		cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
 	else
 		cd_fs_do(&j->q, &j->r);
@@ -644,24 +661,17 @@ static void job_reply(struct cd_conn *c, struct fs_job *j)
 	}
 }
 
-/* A job that is not offloaded, at its turn. */
+/* A job that is not offloaded (an fs/readBlock or fs/close behind its fs/open), at its turn. */
 static void run_on_loop(struct cd_conn *c, struct fs_job *j)
 {
-	if (j->method) {
-		static const struct cd_json_limits lim = { .max_bytes = 4096, .max_values = 16 };
-		struct cd_json *v = NULL;
-		struct cd_json_error jerr;
-		memset(&jerr, 0, sizeof(jerr));
-		/* Text this file wrote: it parses. */
-		if (cd_json_parse(j->params, strlen(j->params), &lim, &v, &jerr) == 0)
-			j->method(c, j->id, v);
-		cd_json_free(v);
-		return;
-	}
-	j->q.sandboxed = false;
-	job_event(j, "fs-run");
-	cd_fs_do(&j->q, &j->r);
-	job_reply(c, j);
+	static const struct cd_json_limits lim = { .max_bytes = 4096, .max_values = 16 };
+	struct cd_json *v = NULL;
+	struct cd_json_error jerr;
+	memset(&jerr, 0, sizeof(jerr));
+	/* Text this file wrote: it parses. */
+	if (cd_json_parse(j->params, strlen(j->params), &lim, &v, &jerr) == 0)
+		j->method(c, j->id, v);
+	cd_json_free(v);
 }
 
 static void queue_pop(struct cd_fs_queue *fq)
@@ -671,7 +681,7 @@ static void queue_pop(struct cd_fs_queue *fq)
 	if (!fq->head)
 		fq->tail = NULL;
 	fq->n--;
-	fq->bytes -= j->q.data_len;
+	fq->bytes -= j->bytes;
 }
 
 static void running_add(struct fs_job *j)
@@ -791,8 +801,7 @@ static void enqueue(struct cd_conn *c, struct fs_job *j)
 	struct cd_fs_queue *fq = c->fs_queue;
 	if (!fq)
 		fq = c->fs_queue = cd_xcalloc(1, sizeof(*fq));
-	if (fq->n >= FS_QUEUE_MAX ||
-	    (fq->n > 0 && fq->bytes + j->q.data_len > FS_QUEUE_MAX_BYTES)) {
+	if (fq->n >= FS_QUEUE_MAX || (fq->n > 0 && fq->bytes + j->bytes > FS_QUEUE_MAX_BYTES)) {
 		char *msg =
 			cd_xasprintf("too many fs requests waiting on this connection (at most %d, "
 				     "with at most %u MiB of data): wait for their answers",
@@ -809,26 +818,58 @@ static void enqueue(struct cd_conn *c, struct fs_job *j)
 		fq->head = j;
 	fq->tail = j;
 	fq->n++;
-	fq->bytes += j->q.data_len;
+	fq->bytes += j->bytes;
 	if (j->hook_key)
 		cd_testhook_event("fs-queued %s method=%s ahead=%zu", j->hook_key, job_method(j),
 				  fq->n - 1);
 	pump(c);
 }
 
-/* Queue a decoded request (takes q and b); performed now when nothing is before it. */
-static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q, struct cd_cli_bound *b,
-		   const struct cd_linux_plan *lp, const char *hid, size_t hid_len)
+/*
+ * Queue a decoded request (takes q); performed when nothing is before it.
+ * With a sandbox context (in params), the request's tree is taken along.
+ */
+static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q,
+		   const struct cd_json *params, const char *hid, size_t hid_len)
 {
+	struct cd_server *s = c->server;
+	const struct cd_json *sandbox = cd_json_get(params, "sandbox");
+	char *err = NULL;
+	/* A few lstat and realpath of the server's own files: on the loop, as before binding did. */
+	if (sandbox && sandbox->type != CD_JSON_NULL && cd_server_hidden(s, &err) < 0) {
+		cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
+		free(err);
+		cd_fs_req_done(q);
+		return;
+	}
 	struct fs_job *j = job_new(c, id);
 	j->q = *q;
 	memset(q, 0, sizeof(*q));
-	j->b = *b;
-	memset(b, 0, sizeof(*b));
-	j->lp = lp;
-	if (lp)
-		cd_fs_sandboxed_init(&j->sb, lp, &c->server->fs_helper, &j->cancel);
-	j->offload = lp || !cheap_op(j->q.op);
+	if (j->q.op == CD_FS_WRITE_FILE) {
+		j->b64 = cd_json_get(params, "dataBase64");
+		j->bytes = j->b64->u.str.len / 4 * 3;
+	}
+	if (j->b64 || (sandbox && sandbox->type != CD_JSON_NULL)) {
+		j->msg = c->cur_msg;
+		c->cur_msg = NULL;
+	}
+	if (sandbox && sandbox->type != CD_JSON_NULL) {
+		j->sandbox = sandbox;
+		j->has_sandbox = true;
+		j->host = &s->host;
+		j->lopts = s->fs_lopts;
+		for (size_t i = 0; i < j->lopts.n_hidden; i++)
+			j->hidden[i] = j->lopts.hidden[i];
+		j->lopts.hidden = j->hidden;
+		/* Bound on the worker: sb.lp is set there, before the helper runs. */
+		cd_fs_sandboxed_init(&j->sb, NULL, &s->fs_helper, &j->cancel);
+	}
+	/*
+	 * Every operation runs on a worker, the cheap ones too (getMetadata,
+	 * canonicalize, createDirectory, open: a few system calls, about 20
+	 * us more there): on a hung network file system any of them blocks.
+	 */
+	j->offload = true;
 	if (hid) {
 		memcpy(j->hid, hid, hid_len);
 		j->hid_len = hid_len;
@@ -886,7 +927,7 @@ void cd_fs_server_stop(struct cd_server *s)
 		queue_release(c);
 	for (struct fs_job *j = running_jobs; j; j = j->run_next) {
 		atomic_store(&j->cancel, true);
-		if (j->lp)
+		if (j->has_sandbox)
 			cd_fs_sandboxed_cancel(&j->sb);
 	}
 	if (s->fs_workq) {
@@ -901,12 +942,9 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		      enum cd_fs_op op)
 {
 	struct cd_fs_req q = { .op = op };
-	struct cd_cli_bound b;
-	const struct cd_linux_plan *lp = NULL;
 	char *err = NULL;
 	const struct cd_json *v;
 
-	memset(&b, 0, sizeof(b));
 	if (cd_param_object(params, "params", &err) < 0)
 		goto invalid;
 	switch (op) {
@@ -921,12 +959,7 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		if (get_path(params, "path", &q.path, &err) < 0 ||
 		    cd_param_string(params, "dataBase64", "dataBase64", true, false, &v, &err) < 0)
 			goto invalid;
-		if (cd_base64_decode(v->u.str.s, v->u.str.len, &q.data, &q.data_len) < 0) {
-			cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-				      "fs/writeFile requires valid base64 dataBase64: invalid "
-				      "base64 input");
-			goto out;
-		}
+		/* Decoded on the worker (job_run), in the connection's order. */
 		break;
 	case CD_FS_MKDIR:
 		if (get_path(params, "path", &q.path, &err) < 0 ||
@@ -986,15 +1019,13 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 	case CD_FS_OP_COUNT:
 		abort();
 	}
-	if (bind_sandbox(c, id, params, &b, &lp) < 0)
-		goto out;
-	submit(c, id, &q, &b, lp, NULL, 0);
+	submit(c, id, &q, params, NULL, 0);
 	goto out;
 invalid:
 	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
 out:
 	free(err);
-	req_done(&q, &b);
+	cd_fs_req_done(&q);
 }
 
 #define FS_HANDLER(name, op)                                                       \
@@ -1096,13 +1127,10 @@ static void open_finish(struct cd_conn *c, const char *id, const char *hid, size
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	struct cd_fs_req q = { .op = CD_FS_OPEN };
-	struct cd_cli_bound b;
-	const struct cd_linux_plan *lp = NULL;
 	const struct cd_json *hid;
 	struct cd_fs_handle *oldest;
 	char *err = NULL;
 
-	memset(&b, 0, sizeof(b));
 	if (cd_param_object(params, "params", &err) < 0 ||
 	    cd_param_string(params, "handleId", "handleId", true, false, &hid, &err) < 0 ||
 	    get_path(params, "path", &q.path, &err) < 0) {
@@ -1116,13 +1144,11 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 	}
 	if (open_refused(c, id, hid->u.str.s, hid->u.str.len, &oldest))
 		goto out;
-	if (bind_sandbox(c, id, params, &b, &lp) < 0)
-		goto out;
 	/* Opened inside the confinement (when there is one), read outside. */
-	submit(c, id, &q, &b, lp, hid->u.str.s, hid->u.str.len);
+	submit(c, id, &q, params, hid->u.str.s, hid->u.str.len);
 out:
 	free(err);
-	req_done(&q, &b);
+	cd_fs_req_done(&q);
 }
 
 /*

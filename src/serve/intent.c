@@ -405,13 +405,19 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 
 /* ---- environment ---- */
 
-bool cd_env_pattern_match(const char *pattern, const char *name)
+/*
+ * The greedy matcher with one backtrack point: enough for '*' and '?'. It
+ * costs up to len(pattern) x len(name) steps, each counted in *steps, and
+ * stops (no match) once *steps passes limit.
+ */
+static bool pattern_match(const char *pattern, const char *name, uint64_t *steps, uint64_t limit)
 {
 	const char *p = pattern, *n = name;
 	const char *star = NULL, *resume = NULL;
 
-	/* Greedy with one backtrack point: enough for '*' and '?' only. */
 	while (*n) {
+		if (++*steps > limit)
+			return false;
 		if (*p == '*') {
 			star = p++;
 			resume = n;
@@ -431,19 +437,55 @@ bool cd_env_pattern_match(const char *pattern, const char *name)
 	return *p == '\0';
 }
 
-static bool name_matches_any(const struct cd_json *patterns, const char *name)
+bool cd_env_pattern_match(const char *pattern, const char *name)
 {
-	for (size_t i = 0; patterns && i < patterns->u.arr.n; i++) {
-		const struct cd_json *pat = patterns->u.arr.items[i];
-		if (!cd_json_string_has_nul(pat) && cd_env_pattern_match(pat->u.str.s, name))
-			return true;
-	}
-	return false;
+	uint64_t steps = 0;
+	return pattern_match(pattern, name, &steps, UINT64_MAX);
 }
+
+/* ---- a hash index of names (open addressing, FNV-1a) ---- */
+
+struct name_index {
+	size_t *slot; /* entry index + 1; 0 = empty */
+	size_t cap;   /* power of two, at least twice the entries */
+};
+
+static uint64_t name_hash(const char *s, size_t n, bool fold)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (fold && c >= 'A' && c <= 'Z')
+			c = (unsigned char)(c + 32);
+		h = (h ^ c) * 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static void index_done(struct name_index *x)
+{
+	free(x->slot);
+	*x = (struct name_index){ 0 };
+}
+
+/* Empty, with room for n names. */
+static void index_reset(struct name_index *x, size_t n)
+{
+	size_t cap = 16;
+	while (cap < 2 * n + 2)
+		cap *= 2;
+	free(x->slot);
+	x->slot = cd_xcalloc(cap, sizeof(*x->slot));
+	x->cap = cap;
+}
+
+/* ---- the child environment ---- */
 
 struct envv {
 	char **v; /* "NAME=VALUE", NULL-terminated */
-	size_t n;
+	size_t n, cap;
+	struct name_index ix; /* by name; stale while ix_stale */
+	bool ix_stale;
 };
 
 static size_t entry_name_len(const char *entry)
@@ -452,25 +494,177 @@ static size_t entry_name_len(const char *entry)
 	return eq ? (size_t)(eq - entry) : strlen(entry);
 }
 
-/* Set name to value, replacing an entry of the same (case-sensitive) name. */
+static bool same_name(const char *entry, const char *name, size_t name_len)
+{
+	return entry_name_len(entry) == name_len && !memcmp(entry, name, name_len);
+}
+
+/* The slot for name: its entry's, or the empty one where it would go. */
+static size_t *envv_slot(struct envv *e, const char *name, size_t name_len)
+{
+	size_t mask = e->ix.cap - 1;
+	for (size_t i = name_hash(name, name_len, false) & mask;; i = (i + 1) & mask) {
+		size_t *s = &e->ix.slot[i];
+		if (!*s || same_name(e->v[*s - 1], name, name_len))
+			return s;
+	}
+}
+
+static void envv_reindex(struct envv *e)
+{
+	index_reset(&e->ix, e->cap);
+	for (size_t i = 0; i < e->n; i++) {
+		size_t *s = envv_slot(e, e->v[i], entry_name_len(e->v[i]));
+		/* Names are unique: every entry was set through envv_set. */
+		*s = i + 1;
+	}
+	e->ix_stale = false;
+}
+
+/*
+ * Set name to value, replacing an entry of the same (case-sensitive) name:
+ * one hash lookup, so that merging n variables costs O(n), not O(n^2).
+ */
 static void envv_set(struct envv *e, const char *name, size_t name_len, const char *value)
 {
 	char *entry = cd_xasprintf("%.*s=%s", (int)name_len, name, value);
-	for (size_t i = 0; i < e->n; i++) {
-		if (entry_name_len(e->v[i]) == name_len && !memcmp(e->v[i], name, name_len)) {
-			free(e->v[i]);
-			e->v[i] = entry;
-			return;
-		}
+	if (e->n + 2 > e->cap) {
+		e->cap = e->cap ? 2 * e->cap : 64;
+		e->v = cd_xreallocarray(e->v, e->cap, sizeof(*e->v));
+		e->ix_stale = true;
 	}
-	e->v = cd_xreallocarray(e->v, e->n + 2, sizeof(*e->v));
+	if (e->ix_stale || !e->ix.slot)
+		envv_reindex(e);
+	size_t *s = envv_slot(e, name, name_len);
+	if (*s) {
+		free(e->v[*s - 1]);
+		e->v[*s - 1] = entry;
+		return;
+	}
+	*s = e->n + 1;
 	e->v[e->n++] = entry;
 	e->v[e->n] = NULL;
 }
 
+/*
+ * A list of patterns (envPolicy.exclude, includeOnly), sorted for matching
+ * many names: patterns without wildcards in a hash set (case-insensitive),
+ * patterns of only '*' and '?' as lengths, the rest tried one by one. The
+ * last kind costs patterns x names x pattern steps, which a client can make
+ * quadratic in the size of its request: the steps are counted against
+ * CD_ENV_MATCH_STEPS per request, and past it the request is refused.
+ */
+struct patterns {
+	const struct cd_json *list; /* the JSON array (strings) */
+	struct name_index literal;  /* of list items without '*' or '?', folded */
+	size_t min_len_star;	    /* a pattern of only '*'s and n '?'s: n; SIZE_MAX if none */
+	size_t *exact_len;	    /* patterns of only '?'s: their lengths, sorted */
+	size_t n_exact;
+	const char **wild; /* the others */
+	size_t n_wild;
+	uint64_t *steps; /* shared by the request's lists */
+	bool exhausted;	 /* the budget ran out */
+};
+
+static const struct cd_json *pattern_at(const struct patterns *ps, size_t i)
+{
+	return ps->list->u.arr.items[i];
+}
+
+static bool fold_eq(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+		if ((x >= 'A' && x <= 'Z' ? x + 32 : x) != (y >= 'A' && y <= 'Z' ? y + 32 : y))
+			return false;
+	}
+	return true;
+}
+
+/* The literal slot for name (folded): a list index + 1, or the empty slot. */
+static size_t *literal_slot(const struct patterns *ps, const char *name, size_t len)
+{
+	size_t mask = ps->literal.cap - 1;
+	for (size_t i = name_hash(name, len, true) & mask;; i = (i + 1) & mask) {
+		size_t *s = &ps->literal.slot[i];
+		if (!*s)
+			return s;
+		const struct cd_json *p = pattern_at(ps, *s - 1);
+		if (p->u.str.len == len && fold_eq(p->u.str.s, name, len))
+			return s;
+	}
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void patterns_init(struct patterns *ps, const struct cd_json *list, uint64_t *steps)
+{
+	size_t n = list ? list->u.arr.n : 0;
+	*ps = (struct patterns){ .list = list, .min_len_star = SIZE_MAX, .steps = steps };
+	index_reset(&ps->literal, n);
+	ps->exact_len = cd_xcalloc(n + 1, sizeof(*ps->exact_len));
+	ps->wild = cd_xcalloc(n + 1, sizeof(*ps->wild));
+	for (size_t i = 0; i < n; i++) {
+		const struct cd_json *p = pattern_at(ps, i);
+		const char *s = p->u.str.s;
+		size_t len = p->u.str.len, q = 0;
+		bool star = false, lit = false;
+		if (cd_json_string_has_nul(p))
+			continue; /* matches nothing */
+		for (size_t k = 0; k < len; k++) {
+			star = star || s[k] == '*';
+			q += s[k] == '?';
+			lit = lit || (s[k] != '*' && s[k] != '?');
+		}
+		if (!star && q == 0) {
+			size_t *slot = literal_slot(ps, s, len);
+			if (!*slot)
+				*slot = i + 1;
+		} else if (!lit && star) {
+			if (q < ps->min_len_star)
+				ps->min_len_star = q;
+		} else if (!lit) {
+			ps->exact_len[ps->n_exact++] = q;
+		} else {
+			ps->wild[ps->n_wild++] = s;
+		}
+	}
+	qsort(ps->exact_len, ps->n_exact, sizeof(*ps->exact_len), cmp_size);
+}
+
+static void patterns_done(struct patterns *ps)
+{
+	index_done(&ps->literal);
+	free(ps->exact_len);
+	free(ps->wild);
+}
+
+static bool patterns_match(struct patterns *ps, const char *name)
+{
+	size_t len = strlen(name);
+	if (*literal_slot(ps, name, len))
+		return true;
+	if (len >= ps->min_len_star)
+		return true;
+	if (ps->n_exact && bsearch(&len, ps->exact_len, ps->n_exact, sizeof(len), cmp_size))
+		return true;
+	for (size_t i = 0; i < ps->n_wild; i++) {
+		if (pattern_match(ps->wild[i], name, ps->steps, CD_ENV_MATCH_STEPS))
+			return true;
+		if (*ps->steps > CD_ENV_MATCH_STEPS) {
+			ps->exhausted = true;
+			return false;
+		}
+	}
+	return false;
+}
+
 /* Keep the entries whose name satisfies keep(). */
-static void envv_filter(struct envv *e, bool (*keep)(const char *name, const void *arg),
-			const void *arg)
+static void envv_filter(struct envv *e, bool (*keep)(const char *name, void *arg), void *arg)
 {
 	size_t w = 0;
 	for (size_t i = 0; i < e->n; i++) {
@@ -485,9 +679,10 @@ static void envv_filter(struct envv *e, bool (*keep)(const char *name, const voi
 	e->n = w;
 	if (e->v)
 		e->v[w] = NULL;
+	e->ix_stale = true;
 }
 
-static bool keep_core(const char *name, const void *arg)
+static bool keep_core(const char *name, void *arg)
 {
 	static const char *const core[] = { "PATH", "SHELL",  "TMPDIR",	  "TEMP",    "TMP", "HOME",
 					    "LANG", "LC_ALL", "LC_CTYPE", "LOGNAME", "USER" };
@@ -497,20 +692,30 @@ static bool keep_core(const char *name, const void *arg)
 	return false;
 }
 
-static bool keep_not_default_excluded(const char *name, const void *arg)
+static bool keep_not_default_excluded(const char *name, void *arg)
 {
 	return !cd_env_pattern_match("*KEY*", name) && !cd_env_pattern_match("*SECRET*", name) &&
 	       !cd_env_pattern_match("*TOKEN*", name);
 }
 
-static bool keep_not_matching(const char *name, const void *arg)
+static bool keep_not_matching(const char *name, void *arg)
 {
-	return !name_matches_any(arg, name);
+	return !patterns_match(arg, name);
 }
 
-static bool keep_matching(const char *name, const void *arg)
+static bool keep_matching(const char *name, void *arg)
 {
-	return name_matches_any(arg, name);
+	return patterns_match(arg, name);
+}
+
+/* A list's matching ran out of steps: the message for the refusal. */
+static int too_much_matching(const struct patterns *ps, const char *field, size_t names, char **err)
+{
+	*err = cd_xasprintf("`%s`: matching %zu wildcard patterns against %zu environment "
+			    "variables takes more than %llu steps; use fewer or simpler "
+			    "patterns",
+			    field, ps->n_wild, names, (unsigned long long)CD_ENV_MATCH_STEPS);
+	return -EINVAL;
 }
 
 /* An object of strings usable as variables: no NUL, names non-empty without '='. */
@@ -551,6 +756,13 @@ static void envv_overlay(struct envv *e, const struct cd_json *obj)
 		const struct cd_json_member *m = &obj->u.obj.members[i];
 		envv_set(e, m->key, m->key_len, m->value->u.str.s);
 	}
+}
+
+static void envv_done(struct envv *e)
+{
+	index_done(&e->ix);
+	cd_strv_free(e->v);
+	e->v = NULL;
 }
 
 int cd_env_build(const struct cd_json *env, const struct cd_json *policy, char *const *base,
@@ -619,14 +831,38 @@ int cd_env_build(const struct cd_json *env, const struct cd_json *policy, char *
 			envv_filter(&e, keep_core, NULL);
 		if (!ignore_defaults)
 			envv_filter(&e, keep_not_default_excluded, NULL);
-		envv_filter(&e, keep_not_matching, exclude);
+		uint64_t steps = 0;
+		struct patterns ps;
+		patterns_init(&ps, exclude, &steps);
+		size_t names = e.n;
+		envv_filter(&e, keep_not_matching, &ps);
+		bool exhausted = ps.exhausted;
+		if (exhausted)
+			r = too_much_matching(&ps, "envPolicy.exclude", names, err);
+		patterns_done(&ps);
+		if (exhausted) {
+			envv_done(&e);
+			return r;
+		}
 		envv_overlay(&e, set);
-		if (include_only->u.arr.n > 0)
-			envv_filter(&e, keep_matching, include_only);
+		if (include_only->u.arr.n > 0) {
+			patterns_init(&ps, include_only, &steps);
+			names = e.n;
+			envv_filter(&e, keep_matching, &ps);
+			exhausted = ps.exhausted;
+			if (exhausted)
+				r = too_much_matching(&ps, "envPolicy.includeOnly", names, err);
+			patterns_done(&ps);
+			if (exhausted) {
+				envv_done(&e);
+				return r;
+			}
+		}
 	}
 	envv_overlay(&e, env);
 	if (!e.v)
 		e.v = cd_xcalloc(1, sizeof(*e.v));
+	index_done(&e.ix);
 	*ret = e.v;
 	return 0;
 }

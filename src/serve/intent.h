@@ -103,10 +103,20 @@ int cd_param_cordon(const struct cd_json *params, struct cd_limits *ret, char **
 bool cd_env_pattern_match(const char *pattern, const char *name);
 
 /*
+ * envPolicy.exclude and includeOnly: the steps the wildcard patterns (those
+ * with '*' or '?' and something else) may take matching the variables of
+ * one request, a few hundred ms of CPU at most. Patterns without wildcards
+ * and patterns of wildcards alone cost one lookup per variable.
+ */
+#define CD_ENV_MATCH_STEPS (64ull * 1024 * 1024)
+
+/*
  * The child environment: env (an object of strings, required) and
  * env_policy (NULL/null: the child gets exactly env; else reference 8.1
  * over base, the server's own environment). *ret: NULL-terminated
- * "NAME=VALUE" strings (cd_strv_free).
+ * "NAME=VALUE" strings (cd_strv_free). Linear in the number of variables
+ * (a hash of names); wildcard matching is bounded by CD_ENV_MATCH_STEPS,
+ * past which the request is refused with a message that says so.
  */
 int cd_env_build(const struct cd_json *env, const struct cd_json *env_policy, char *const *base,
 		 char ***ret, char **err);

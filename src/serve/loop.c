@@ -45,8 +45,8 @@ struct cd_watch {
 	cd_loop_io_fn fn;
 	void *data;
 	bool deleted;
-	bool registered; /* epoll: currently in the epoll set */
-	struct cd_watch *prev, *next;
+	bool registered;	      /* epoll: currently in the epoll set */
+	struct cd_watch *prev, *next; /* l->watches, or l->dead_watches once deleted */
 };
 
 struct cd_timer {
@@ -64,7 +64,8 @@ struct cd_child_watch {
 	cd_loop_child_fn fn;
 	void *data;
 	bool deleted;
-	struct cd_child_watch *prev, *next;
+	struct cd_child_watch *prev, *next; /* l->children, or l->dead_children */
+	struct cd_child_watch *hnext;	    /* l->child_hash (live ones) */
 };
 
 struct cd_loop {
@@ -72,15 +73,24 @@ struct cd_loop {
 	bool quit;
 	bool dispatching;
 
-	struct cd_watch *watches; /* live and deleted-but-not-freed */
-	size_t n_deleted;
+	/*
+	 * Live watches; those deleted during a dispatch round wait in
+	 * dead_watches until it ends (pending events may still point at them),
+	 * so that freeing them costs what was deleted, not every watch.
+	 */
+	struct cd_watch *watches;
+	struct cd_watch *dead_watches;
 
 	struct cd_timer **heap;
 	size_t n_timers, cap_timers;
 	uint64_t timer_order;
 
-	struct cd_child_watch *children;
-	size_t n_dead_children;
+	struct cd_child_watch *children;      /* live */
+	struct cd_child_watch *dead_children; /* unwatched or reaped, freed after the round */
+	/* Live children by pid: an exited child is found without walking them all. */
+	struct cd_child_watch **child_hash;
+	size_t child_hash_cap, n_children;
+	size_t n_sigchld_children; /* live ones without a pidfd (the SIGCHLD path) */
 	/* SIGCHLD-path children may have exited: reap before sleeping. */
 	bool sigchld_pending;
 	bool sigchld_setup;
@@ -253,40 +263,27 @@ void cd_loop_del_fd(struct cd_loop *l, struct cd_watch *w)
 		(void)epoll_sync(l, w);
 #endif
 	l->pfds_dirty = true;
+	unlink_watch(l, w);
 	if (l->dispatching) {
-		l->n_deleted++;
+		w->prev = NULL;
+		w->next = l->dead_watches;
+		l->dead_watches = w;
 		return;
 	}
-	unlink_watch(l, w);
 	free(w);
 }
 
 static void free_deleted_watches(struct cd_loop *l)
 {
-	if (l->n_deleted) {
-		for (struct cd_watch *w = l->watches, *next; w; w = next) {
-			next = w->next;
-			if (w->deleted) {
-				unlink_watch(l, w);
-				free(w);
-			}
-		}
-		l->n_deleted = 0;
+	while (l->dead_watches) {
+		struct cd_watch *w = l->dead_watches;
+		l->dead_watches = w->next;
+		free(w);
 	}
-	if (l->n_dead_children) {
-		for (struct cd_child_watch *c = l->children, *next; c; c = next) {
-			next = c->next;
-			if (!c->deleted)
-				continue;
-			if (c->prev)
-				c->prev->next = c->next;
-			else
-				l->children = c->next;
-			if (c->next)
-				c->next->prev = c->prev;
-			free(c);
-		}
-		l->n_dead_children = 0;
+	while (l->dead_children) {
+		struct cd_child_watch *c = l->dead_children;
+		l->dead_children = c->next;
+		free(c);
 	}
 }
 
@@ -414,14 +411,74 @@ static void run_timers(struct cd_loop *l)
 
 /* ---- children ---- */
 
-static void child_done(struct cd_loop *l, struct cd_child_watch *c, int status)
+static size_t pid_bucket(const struct cd_loop *l, pid_t pid)
 {
+	return ((size_t)pid * 2654435761u) & (l->child_hash_cap - 1);
+}
+
+static void child_link(struct cd_loop *l, struct cd_child_watch *c)
+{
+	if (l->n_children + 1 > l->child_hash_cap / 2) {
+		size_t cap = l->child_hash_cap ? 2 * l->child_hash_cap : 64;
+		struct cd_child_watch **old = l->child_hash;
+		size_t old_cap = l->child_hash_cap;
+		l->child_hash = cd_xcalloc(cap, sizeof(*l->child_hash));
+		l->child_hash_cap = cap;
+		for (size_t i = 0; i < old_cap; i++) {
+			for (struct cd_child_watch *x = old[i], *next; x; x = next) {
+				next = x->hnext;
+				size_t b = pid_bucket(l, x->pid);
+				x->hnext = l->child_hash[b];
+				l->child_hash[b] = x;
+			}
+		}
+		free(old);
+	}
+	size_t b = pid_bucket(l, c->pid);
+	c->hnext = l->child_hash[b];
+	l->child_hash[b] = c;
+	c->prev = NULL;
+	c->next = l->children;
+	if (l->children)
+		l->children->prev = c;
+	l->children = c;
+	l->n_children++;
+	if (!c->fdw)
+		l->n_sigchld_children++;
+}
+
+/* Out of the live list and the hash, into dead_children (freed after the round). */
+static void child_retire(struct cd_loop *l, struct cd_child_watch *c)
+{
+	c->deleted = true;
+	for (struct cd_child_watch **pp = &l->child_hash[pid_bucket(l, c->pid)]; *pp;
+	     pp = &(*pp)->hnext) {
+		if (*pp == c) {
+			*pp = c->hnext;
+			break;
+		}
+	}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->children = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	l->n_children--;
+	if (!c->fdw)
+		l->n_sigchld_children--;
 	if (c->fdw) {
 		cd_loop_del_fd(l, c->fdw);
 		c->fdw = NULL;
 	}
-	c->deleted = true;
-	l->n_dead_children++;
+	c->prev = NULL;
+	c->next = l->dead_children;
+	l->dead_children = c;
+}
+
+static void child_done(struct cd_loop *l, struct cd_child_watch *c, int status)
+{
+	child_retire(l, c);
 	c->fn(l, c->pid, status, c->data);
 }
 
@@ -441,8 +498,10 @@ static void reap_one(struct cd_loop *l, struct cd_child_watch *c)
 
 static struct cd_child_watch *find_child_watch(struct cd_loop *l, pid_t pid)
 {
-	for (struct cd_child_watch *c = l->children; c; c = c->next)
-		if (!c->deleted && c->pid == pid)
+	if (!l->child_hash_cap)
+		return NULL;
+	for (struct cd_child_watch *c = l->child_hash[pid_bucket(l, pid)]; c; c = c->hnext)
+		if (c->pid == pid)
 			return c;
 	return NULL;
 }
@@ -453,9 +512,17 @@ static struct cd_child_watch *find_child_watch(struct cd_loop *l, pid_t pid)
  * its watch now (its callback gets the status), as waitid(P_ALL) would
  * otherwise report that same zombie again and hide the ones behind it.
  */
+/* Children reaped per round: 10,000 that exit at once must not hold the loop for all of them. */
+#define REAPS_PER_ROUND 64
+
 static void reap_orphans(struct cd_loop *l)
 {
-	for (;;) {
+	for (unsigned n = 0;; n++) {
+		if (n == REAPS_PER_ROUND) {
+			/* The rest in the next round, after the other events. */
+			l->sigchld_pending = true;
+			return;
+		}
 		siginfo_t si;
 		memset(&si, 0, sizeof(si));
 		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0) {
@@ -485,9 +552,24 @@ static void reap_orphans(struct cd_loop *l)
 static void reap_sigchld_children(struct cd_loop *l)
 {
 	l->sigchld_pending = false;
-	for (struct cd_child_watch *c = l->children; c; c = c->next)
-		if (!c->deleted && !c->fdw)
-			reap_one(l, c);
+	/*
+	 * Only the children without a pidfd need a look (with epoll and
+	 * pidfds, none). Their pids first: a callback may unwatch others.
+	 */
+	if (l->n_sigchld_children) {
+		size_t n = 0;
+		pid_t *pids = cd_xreallocarray(NULL, l->n_sigchld_children, sizeof(*pids));
+		for (struct cd_child_watch *c = l->children; c && n < l->n_sigchld_children;
+		     c = c->next)
+			if (!c->fdw)
+				pids[n++] = c->pid;
+		for (size_t i = 0; i < n && !l->quit; i++) {
+			struct cd_child_watch *c = find_child_watch(l, pids[i]);
+			if (c && !c->fdw)
+				reap_one(l, c);
+		}
+		free(pids);
+	}
 	if (l->reap_orphans && !l->quit)
 		reap_orphans(l);
 }
@@ -627,10 +709,7 @@ struct cd_child_watch *cd_loop_watch_child(struct cd_loop *l, pid_t pid, int pid
 		/* It may have exited before SIGCHLD was being watched. */
 		l->sigchld_pending = true;
 	}
-	c->next = l->children;
-	if (l->children)
-		l->children->prev = c;
-	l->children = c;
+	child_link(l, c);
 	return c;
 }
 
@@ -651,12 +730,7 @@ void cd_loop_unwatch_child(struct cd_loop *l, struct cd_child_watch *c)
 {
 	if (!c || c->deleted)
 		return;
-	if (c->fdw) {
-		cd_loop_del_fd(l, c->fdw);
-		c->fdw = NULL;
-	}
-	c->deleted = true;
-	l->n_dead_children++;
+	child_retire(l, c);
 	if (!l->dispatching)
 		free_deleted_watches(l);
 }
@@ -707,10 +781,12 @@ void cd_loop_free(struct cd_loop *l)
 		next = c->next;
 		free(c);
 	}
+	free(l->child_hash);
 	for (struct cd_watch *w = l->watches, *next; w; w = next) {
 		next = w->next;
 		free(w);
 	}
+	free_deleted_watches(l);
 	for (size_t i = 0; i < l->n_timers; i++)
 		free(l->heap[i]);
 	free(l->heap);

@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/pathuri.h"
 #include "serve/fs.h"
 #include "serve/intent.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
+#include "serve/workq.h"
 #include "shared/log.h"
 
 extern char **environ;
@@ -146,15 +148,13 @@ static int get_argv(const struct cd_json *params, char ***ret, char **err)
 	char **argv = cd_xcalloc(v->u.arr.n + 1, sizeof(*argv));
 	for (size_t i = 0; i < v->u.arr.n; i++) {
 		const struct cd_json *a = v->u.arr.items[i];
-		char name[32];
-		snprintf(name, sizeof(name), "argv[%zu]", i);
-		if (a->type != CD_JSON_STRING) {
-			*err = cd_param_invalid(a, "a string", name);
-			cd_strv_free(argv);
-			return -EINVAL;
-		}
-		if (cd_json_string_has_nul(a)) {
-			*err = cd_xasprintf("`%s` contains a NUL byte", name);
+		if (a->type != CD_JSON_STRING || cd_json_string_has_nul(a)) {
+			char name[32];
+			snprintf(name, sizeof(name), "argv[%zu]", i);
+			if (a->type != CD_JSON_STRING)
+				*err = cd_param_invalid(a, "a string", name);
+			else
+				*err = cd_xasprintf("`%s` contains a NUL byte", name);
 			cd_strv_free(argv);
 			return -EINVAL;
 		}
@@ -238,17 +238,228 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 	cd_strbuf_append(sb, "}}");
 }
 
+/*
+ * process/start in two halves. On the loop, the request is checked (its
+ * params but env and sandbox), its process id taken (a second start of it
+ * is refused from now on) and the connection's later requests held back,
+ * as behind a long poll, so that they are still answered in order. On a
+ * worker (cd_server_prep_workq): the child environment, whose patterns can cost up
+ * to CD_ENV_MATCH_STEPS, and the binding of the sandbox intent, which
+ * resolves paths, scans each workspace root for nested repositories (up to
+ * ~0.5 s at its bounds) and reads git indexes, any of which would stall
+ * every client on the loop (and hang it on a hung network mount); also a
+ * look at the cwd and the program's path, so that a mount that hangs there
+ * holds a worker rather than the spawn below. Back on the loop: the spawn
+ * (cd_spawn is not reentrant), the answer, and the next requests.
+ */
+/* At shutdown, how long running preparations get to finish. */
+#define START_STOP_MS 2000
+
+struct cd_start {
+	struct cd_work work; /* first: the pool hands this back */
+	struct cd_server *server;
+	struct cd_conn *conn;	 /* answers here; NULL once it ended */
+	struct cd_pentry *entry; /* the reserved id; NULL once its session ended */
+	char *id;		 /* the request's id, JSON text */
+	char *gone_why;		 /* the connection was evicted: its error */
+	/* owned: params point into it; freed on the worker once read (a large tree takes ms) */
+	struct cd_json *msg;
+	const struct cd_json *env, *env_policy, *sandbox;
+	char **argv, *cwd, *arg0;
+	bool tty, pipe_stdin, enforce, has_sandbox;
+	struct cd_limits asked; /* params.cordon.limits */
+	/* The server's options with their own copy of the hidden files (see cd_server_hidden). */
+	struct cd_linux_opts lopts;
+	struct cd_hidden_path hidden[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
+	/* The worker's results. */
+	char **envp;
+	struct cd_cli_bound b;
+	char *err;	       /* a refusal: -32602 */
+	struct cd_start *next; /* starts_running */
+};
+
+/* Handed to the pool and not completed (loop thread only). */
+static struct cd_start *starts_running;
+
+static void start_free(struct cd_start *st)
+{
+	for (struct cd_start **pp = &starts_running; *pp; pp = &(*pp)->next) {
+		if (*pp == st) {
+			*pp = st->next;
+			break;
+		}
+	}
+	cd_cli_bound_done(&st->b);
+	cd_strv_free(st->argv);
+	cd_strv_free(st->envp);
+	cd_json_free(st->msg);
+	free(st->cwd);
+	free(st->arg0);
+	free(st->id);
+	free(st->gone_why);
+	free(st->err);
+	free(st);
+}
+
+/* Look at path (stat): a hung mount on the way blocks here, on the worker. */
+static void touch(const char *path)
+{
+	struct stat st;
+	(void)stat(path, &st);
+}
+
+/* The program's path as the child's PATH search will try it (see spawn.h). */
+static void touch_program(const char *file, char *const *envp)
+{
+	if (strchr(file, '/')) {
+		touch(file);
+		return;
+	}
+	const char *path = NULL;
+	for (char *const *e = envp; e && *e; e++)
+		if (!strncmp(*e, "PATH=", 5))
+			path = *e + 5;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	struct stat st;
+	for (const char *p = path;;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		char *cand = cd_xasprintf("%.*s%s%s", (int)n, p, n ? "/" : "", file);
+		bool found = stat(cand, &st) == 0;
+		free(cand);
+		if (found || !colon)
+			break;
+		p = colon + 1;
+	}
+}
+
+/* On a worker: nothing here touches the loop, the connection or the session. */
+static void start_run(struct cd_work *w)
+{
+	struct cd_start *st = (struct cd_start *)w;
+	struct cd_server *s = st->server;
+	struct cd_intent_limits lim = {
+		.asked = &st->asked,
+		.defaults = &s->opts.default_limits,
+		.max = &s->opts.max_limits,
+	};
+	int r = cd_env_build(st->env, st->env_policy, environ, &st->envp, &st->err);
+	if (r >= 0 && st->sandbox)
+		r = cd_intent_bind_limited(st->sandbox, st->cwd, st->enforce, &s->host, &st->lopts,
+					   &lim, &st->b, &st->err);
+	else if (r >= 0)
+		/* Without a sandbox, a plan of the limits alone (or none). */
+		r = cd_intent_limits_only(&s->host, &st->lopts, &lim, &st->b, &st->err);
+	st->env = st->env_policy = st->sandbox = NULL;
+	st->msg = cd_json_free(st->msg);
+	if (r < 0)
+		return;
+	touch(st->cwd);
+	touch_program(st->argv[0], st->envp);
+}
+
+/* On the loop: spawn and answer, or answer the refusal; then the requests behind it. */
+static void start_done(struct cd_work *w)
+{
+	struct cd_start *st = (struct cd_start *)w;
+	struct cd_conn *c = st->conn;
+	struct cd_pentry *e = st->entry;
+	struct cd_server *s = st->server;
+	int code = CD_RPC_INVALID_PARAMS;
+	char *err = NULL;
+
+	if (c)
+		c->start = NULL;
+	if (e)
+		e->starting = NULL;
+	if (!w->ran || s->stopping) {
+		err = cd_xstrdup("the server is shutting down");
+		code = CD_RPC_INTERNAL;
+	} else if (e && e->session->ending) {
+		err = cd_xstrdup("the session ended");
+		code = CD_RPC_INVALID_REQUEST;
+	} else if (st->err) {
+		err = st->err;
+		st->err = NULL;
+	}
+	if (err) {
+		if (e)
+			cd_session_unreserve(e);
+	} else if (e) {
+		struct cd_proc_opts po = {
+			.argv = st->argv,
+			/*
+			 * The source says a sandboxed arg0 is lost to the
+			 * wrapper, but the released binary keeps it, and cordon
+			 * has no wrapper program in between: keep it in both cases.
+			 */
+			.arg0 = st->arg0,
+			.envp = st->envp,
+			.cwd = st->cwd,
+			.tty = st->tty,
+			.pipe_stdin = st->pipe_stdin && !st->tty,
+			.lp = st->b.lp, /* without a sandbox: the limits' plan, or none */
+			.init = &s->init,
+		};
+		if (cd_session_start(e, &po, &code, &err) < 0) {
+			cd_log_debug("serve: process %s: %s", st->argv[0], err);
+			e = NULL;
+		} else {
+			cd_log_debug("serve: started process %s (pid %d, %s)", e->id,
+				     (int)cd_proc_pid(e->proc),
+				     cd_proc_is_sandboxed(e->proc) ? "sandboxed" : "unsandboxed");
+			for (char **d = st->b.lp ? st->b.lp->degraded : NULL; d && *d; d++)
+				cd_log_debug("serve: process %s: %s", e->id, *d);
+		}
+	}
+	if (c && !c->freed) {
+		if (err) {
+			cd_conn_error(c, st->id, code, err);
+		} else if (e) {
+			struct cd_strbuf sb = { 0 };
+			append_start_result(&sb, e, &st->b, st->has_sandbox);
+			reply_sb(c, st->id, &sb);
+		}
+		cd_conn_schedule_process(c);
+	}
+	free(err);
+	start_free(st);
+}
+
+void cd_start_orphan(struct cd_start *st)
+{
+	st->entry = NULL;
+}
+
+void cd_start_conn_gone(struct cd_start *st, const char *why)
+{
+	struct cd_conn *c = st->conn;
+	if (!c)
+		return;
+	if (why && !c->freed)
+		cd_conn_error(c, st->id, CD_RPC_INVALID_REQUEST, why);
+	c->start = NULL;
+	st->conn = NULL;
+}
+
+void cd_start_server_stop(struct cd_server *s)
+{
+	if (s->prep_workq) {
+		(void)cd_workq_free(s->prep_workq, START_STOP_MS);
+		s->prep_workq = NULL;
+	}
+}
+
 static void m_start(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	struct cd_server *s = c->server;
 	struct cd_session *se = c->session;
-	const struct cd_json *pid, *cwd_v, *env, *env_policy, *arg0, *sandbox, *proxy;
+	const struct cd_json *pid, *cwd_v, *env, *arg0, *proxy;
 	bool tty, pipe_stdin, enforce;
-	char **argv = NULL, **envp = NULL, *cwd = NULL, *err = NULL;
-	struct cd_cli_bound b;
+	char **argv = NULL, *cwd = NULL, *err = NULL;
 	struct cd_limits asked;
 
-	memset(&b, 0, sizeof(b));
 	if (cd_param_object(params, "struct ExecParams", &err) < 0 ||
 	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0 ||
 	    get_argv(params, &argv, &err) < 0 ||
@@ -265,8 +476,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 		err = cd_param_missing("env");
 		goto invalid;
 	}
-	env_policy = cd_json_get(params, "envPolicy");
-	sandbox = cd_json_get(params, "sandbox");
+	const struct cd_json *sandbox = cd_json_get(params, "sandbox");
 	if (sandbox && sandbox->type == CD_JSON_NULL)
 		sandbox = NULL;
 	proxy = cd_json_get(params, "networkProxy");
@@ -293,10 +503,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 		err = cd_xstrdup("`arg0` contains a NUL byte");
 		goto invalid;
 	}
-	if (cd_env_build(env, env_policy, environ, &envp, &err) < 0)
-		goto invalid;
 
-	if (cd_session_find(se, pid->u.str.s, pid->u.str.len)) {
+	if (cd_session_has(se, pid->u.str.s, pid->u.str.len)) {
 		struct cd_strbuf sb = { 0 };
 		cd_strbuf_append(&sb, "process ");
 		cd_strbuf_append_n(&sb, pid->u.str.s, strnlen(pid->u.str.s, pid->u.str.len));
@@ -311,59 +519,54 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 					     s->opts.max_processes));
 		goto out;
 	}
+	/* A few lstat and realpath of the server's own files: on the loop, before the id is taken. */
 	if (sandbox && cd_server_hidden(s, &err) < 0)
 		goto invalid;
-	struct cd_intent_limits lim = {
-		.asked = &asked,
-		.defaults = &s->opts.default_limits,
-		.max = &s->opts.max_limits,
-	};
-	if (sandbox && cd_intent_bind_limited(sandbox, cwd, enforce, &s->host, &s->opts.lopts, &lim,
-					      &b, &err) < 0)
-		goto invalid;
-	if (!sandbox && cd_intent_limits_only(&s->host, &s->opts.lopts, &lim, &b, &err) < 0)
-		goto invalid;
 
-	struct cd_proc_opts po = {
-		.argv = argv,
-		/*
-		 * The source says a sandboxed arg0 is lost to the wrapper, but
-		 * the released binary keeps it, and cordon has no wrapper
-		 * program in between: keep it in both cases.
-		 */
-		.arg0 = arg0 ? arg0->u.str.s : NULL,
-		.envp = envp,
-		.cwd = cwd,
-		.tty = tty,
-		.pipe_stdin = pipe_stdin && !tty,
-		/* Without a sandbox, a plan of the limits alone (or none). */
-		.lp = b.lp,
-		.init = &s->init,
-	};
-	int code = 0;
-	struct cd_pentry *e = cd_session_start(se, pid->u.str.s, pid->u.str.len, &po, &code, &err);
-	if (!e) {
-		cd_log_debug("serve: process %s: %s", pid->u.str.s, err);
-		cd_conn_error(c, id, code, err);
-		free(err);
-		goto out;
+	struct cd_start *st = cd_xcalloc(1, sizeof(*st));
+	st->server = s;
+	st->id = cd_xstrdup(id);
+	st->msg = c->cur_msg;
+	c->cur_msg = NULL;
+	st->env = env;
+	st->env_policy = cd_json_get(params, "envPolicy");
+	st->sandbox = sandbox;
+	st->has_sandbox = st->sandbox != NULL;
+	st->argv = argv;
+	st->cwd = cwd;
+	argv = NULL;
+	cwd = NULL;
+	st->arg0 = arg0 ? cd_xstrdup(arg0->u.str.s) : NULL;
+	st->tty = tty;
+	st->pipe_stdin = pipe_stdin;
+	st->enforce = enforce;
+	st->asked = asked;
+	st->lopts = s->opts.lopts;
+	for (size_t i = 0; i < st->lopts.n_hidden; i++)
+		st->hidden[i] = st->lopts.hidden[i];
+	st->lopts.hidden = st->hidden;
+	st->work.run = start_run;
+	st->work.done = start_done;
+
+	st->entry = cd_session_reserve(se, pid->u.str.s, pid->u.str.len);
+	st->entry->starting = st;
+	st->conn = c;
+	c->start = st;
+	st->next = starts_running;
+	starts_running = st;
+	struct cd_workq *q = cd_server_prep_workq(s);
+	if (!q || cd_workq_submit(q, &st->work) < 0) {
+		/* No worker could be had: prepared here, as before there were any. */
+		start_run(&st->work);
+		st->work.ran = true;
+		start_done(&st->work);
 	}
-	cd_log_debug("serve: started process %s (pid %d, %s)", e->id, (int)cd_proc_pid(e->proc),
-		     cd_proc_is_sandboxed(e->proc) ? "sandboxed" : "unsandboxed");
-	for (char **d = b.lp ? b.lp->degraded : NULL; d && *d; d++)
-		cd_log_debug("serve: process %s: %s", e->id, *d);
-
-	struct cd_strbuf sb = { 0 };
-	append_start_result(&sb, e, &b, sandbox != NULL);
-	reply_sb(c, id, &sb);
 	goto out;
 
 invalid:
 	invalid_params(c, id, err);
 out:
-	cd_cli_bound_done(&b);
 	cd_strv_free(argv);
-	cd_strv_free(envp);
 	free(cwd);
 }
 

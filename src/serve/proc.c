@@ -120,6 +120,7 @@ struct cd_proc {
 
 	int busy;
 	bool free_pending;
+	bool free_async; /* cd_proc_free_async: the loop reaps it later */
 };
 
 const char *cd_stream_name(enum cd_stream s)
@@ -932,6 +933,80 @@ void cd_proc_terminate(struct cd_proc *p, bool *running)
 
 /* ---- free ---- */
 
+/*
+ * A process freed (cd_proc_free_async) before it was reaped: killed, then
+ * reaped by the loop when it has exited, and only then its sandbox's
+ * finish hooks run and it leaves the registry of sandboxes, as a waiting
+ * cd_proc_free would have done, without holding the loop meanwhile.
+ */
+struct zombie {
+	struct cd_loop *loop;
+	pid_t pid;
+	struct cd_child *child;
+	struct cd_sandbox_entry *known;
+	struct cd_child_watch *cw;
+	struct zombie *prev, *next;
+};
+
+static struct zombie *zombies; /* loop thread only */
+
+static void zombie_release(struct zombie *z)
+{
+	if (z->prev)
+		z->prev->next = z->next;
+	else
+		zombies = z->next;
+	if (z->next)
+		z->next->prev = z->prev;
+	z->known = cd_sandboxes_remove(z->known);
+	z->child = cd_child_free(z->child);
+	free(z);
+}
+
+static void on_zombie(struct cd_loop *l, pid_t pid, int status, void *data)
+{
+	struct zombie *z = data;
+	z->cw = NULL;
+	zombie_release(z);
+}
+
+/* Hand p's child to the loop (it was killed): false when it cannot be watched. */
+static bool zombie_add(struct cd_proc *p)
+{
+	struct zombie *z = cd_xcalloc(1, sizeof(*z));
+	z->loop = p->loop;
+	z->pid = p->pid;
+	z->cw = cd_loop_watch_child(p->loop, p->pid, cd_child_pidfd(p->child), on_zombie, z);
+	if (!z->cw) {
+		free(z);
+		return false;
+	}
+	z->child = p->child;
+	z->known = p->known;
+	p->child = NULL;
+	p->known = NULL;
+	z->next = zombies;
+	if (zombies)
+		zombies->prev = z;
+	zombies = z;
+	return true;
+}
+
+void cd_proc_reap_zombies(void)
+{
+	while (zombies) {
+		struct zombie *z = zombies;
+		cd_loop_unwatch_child(z->loop, z->cw);
+		z->cw = NULL;
+		int status;
+		pid_t r;
+		do
+			r = waitpid(z->pid, &status, 0);
+		while (r < 0 && errno == EINTR);
+		zombie_release(z);
+	}
+}
+
 static void proc_destroy(struct cd_proc *p)
 {
 	if (p->cw) {
@@ -941,6 +1016,10 @@ static void proc_destroy(struct cd_proc *p)
 	if (!p->reaped) {
 		(void)kill(-p->pid, SIGKILL);
 		(void)kill(p->pid, SIGKILL);
+	}
+	if (!p->reaped && p->free_async && zombie_add(p)) {
+		p->reaped = true;
+	} else if (!p->reaped) {
 		int status;
 		pid_t r;
 		do
@@ -976,6 +1055,13 @@ static void proc_destroy(struct cd_proc *p)
 	free(p->ring.buf);
 	free(p->ring.d);
 	free(p);
+}
+
+struct cd_proc *cd_proc_free_async(struct cd_proc *p)
+{
+	if (p)
+		p->free_async = true;
+	return cd_proc_free(p);
 }
 
 struct cd_proc *cd_proc_free(struct cd_proc *p)

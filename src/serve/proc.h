@@ -155,6 +155,15 @@ void cd_proc_terminate(struct cd_proc *p, bool *running);
  * no further events fire).
  */
 struct cd_proc *cd_proc_free(struct cd_proc *p);
+/*
+ * The same without waiting: a process still running is killed and reaped
+ * later by the loop (its sandbox's finish hooks then run), so that ending
+ * thousands of processes, or one stuck in the kernel on a hung file system,
+ * does not hold the loop. NULL-safe.
+ */
+struct cd_proc *cd_proc_free_async(struct cd_proc *p);
+/* Shutdown, once the loop no longer runs: wait for those and finish them. */
+void cd_proc_reap_zombies(void);
 
 /*
  * The sandboxDenied heuristic (reference 8.4), pure: true when sandboxed,

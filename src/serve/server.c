@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "serve/sandboxes.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
+#include "serve/workq.h"
 #include "shared/log.h"
 #include "spawn.h"
 
@@ -109,7 +111,7 @@ void cd_session_detach(struct cd_session *se, struct cd_conn *c)
 		 * Still answering a long poll or fs requests: the answers (or
 		 * the eviction, if the session is resumed elsewhere) come later.
 		 */
-		if ((c->pending || cd_fs_conn_busy(c)) && !c->freed)
+		if ((c->pending || c->start || cd_fs_conn_busy(c)) && !c->freed)
 			se->linger = c;
 		/* Nobody reads now: the processes record into their rings instead. */
 		cd_session_pause_output(se, false);
@@ -142,6 +144,10 @@ void cd_session_attach(struct cd_session *se, struct cd_conn *c)
 				      "session has been resumed by another connection");
 			cd_pending_drop(old);
 		}
+		/* A start in flight still starts its process, in the session; no answer. */
+		if (old->start)
+			cd_start_conn_gone(old->start,
+					   "session has been resumed by another connection");
 		old->session = NULL;
 		cd_conn_close(old, "connection evicted after session resume");
 	}
@@ -152,7 +158,7 @@ static struct cd_pentry **bucket_of(struct cd_session *se, const char *id, size_
 	return &se->buckets[hash_id(id, len) & (se->n_buckets - 1)];
 }
 
-struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len)
+static struct cd_pentry *find_entry(struct cd_session *se, const char *id, size_t len)
 {
 	if (!se)
 		return NULL;
@@ -160,6 +166,17 @@ struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t 
 		if (e->id_len == len && !memcmp(e->id, id, len))
 			return e;
 	return NULL;
+}
+
+struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len)
+{
+	struct cd_pentry *e = find_entry(se, id, len);
+	return e && e->proc ? e : NULL;
+}
+
+bool cd_session_has(struct cd_session *se, const char *id, size_t len)
+{
+	return find_entry(se, id, len) != NULL;
 }
 
 static void table_insert(struct cd_session *se, struct cd_pentry *e)
@@ -199,21 +216,70 @@ static void table_remove(struct cd_session *se, struct cd_pentry *e)
 static void entry_free(struct cd_pentry *e)
 {
 	struct cd_loop *l = e->session->server->loop;
+	if (e->starting)
+		cd_start_orphan(e->starting);
 	if (e->retention)
 		cd_loop_cancel_timer(l, e->retention);
-	cd_proc_free(e->proc);
+	/* While the loop runs, a process still running is reaped later, not waited for. */
+	if (e->session->server->stopping)
+		cd_proc_free(e->proc);
+	else
+		cd_proc_free_async(e->proc);
 	free(e->id);
 	free(e->id_json);
 	free(e);
 }
 
+/* Processes of an ended session freed per loop iteration (each kill and close costs ~50 us). */
+#define SESSION_DRAIN 256
+
+/* Free up to max entries of an ended session; true once it is empty (then it is freed). */
+static bool session_drain(struct cd_session *se, size_t max)
+{
+	for (size_t n = 0; n < max && se->n_procs > 0;) {
+		struct cd_pentry **b = &se->buckets[se->drain_bucket];
+		if (!*b) {
+			se->drain_bucket++;
+			continue;
+		}
+		struct cd_pentry *e = *b;
+		*b = e->next;
+		se->n_procs--;
+		entry_free(e);
+		n++;
+	}
+	if (se->n_procs > 0)
+		return false;
+	struct cd_server *s = se->server;
+	for (struct cd_session **pp = &s->draining; *pp; pp = &(*pp)->drain_next) {
+		if (*pp == se) {
+			*pp = se->drain_next;
+			break;
+		}
+	}
+	if (se->drain)
+		cd_loop_cancel_timer(s->loop, se->drain);
+	free(se->buckets);
+	free(se);
+	return true;
+}
+
+static void on_drain(struct cd_loop *l, void *data)
+{
+	struct cd_session *se = data;
+	se->drain = NULL;
+	if (!session_drain(se, SESSION_DRAIN))
+		se->drain = cd_loop_add_timer(l, 0, on_drain, se);
+}
+
 void cd_session_free(struct cd_session *se)
 {
-	if (!se)
+	if (!se || se->ending)
 		return;
 	struct cd_server *s = se->server;
 	if (se->ttl)
 		cd_loop_cancel_timer(s->loop, se->ttl);
+	se->ttl = NULL;
 	/* A connection still answering a long poll of this session: the entry goes away. */
 	for (struct cd_conn *c = s->conns; c; c = c->next) {
 		if (c->session != se)
@@ -230,21 +296,26 @@ void cd_session_free(struct cd_session *se)
 	if (se->next)
 		se->next->prev = se->prev;
 	s->n_sessions--;
-	for (size_t i = 0; i < se->n_buckets; i++) {
-		for (struct cd_pentry *e = se->buckets[i], *next; e; e = next) {
-			next = e->next;
-			entry_free(e);
-		}
-	}
-	free(se->buckets);
-	free(se);
+	se->conn = se->linger = NULL;
+	se->ending = true;
+	se->drain_next = s->draining;
+	s->draining = se;
+	if (!session_drain(se, s->stopping ? SIZE_MAX : SESSION_DRAIN))
+		se->drain = cd_loop_add_timer(s->loop, 0, on_drain, se);
+}
+
+void cd_session_drain_all(struct cd_server *s)
+{
+	while (s->draining)
+		(void)session_drain(s->draining, SIZE_MAX);
 }
 
 void cd_session_pause_output(struct cd_session *se, bool paused)
 {
 	for (size_t i = 0; se && i < se->n_buckets; i++)
 		for (struct cd_pentry *e = se->buckets[i]; e; e = e->next)
-			cd_proc_pause_output(e->proc, paused);
+			if (e->proc)
+				cd_proc_pause_output(e->proc, paused);
 }
 
 /* ---- process events ---- */
@@ -367,12 +438,10 @@ static void on_closed(struct cd_proc *p, uint64_t seq, void *data)
 	check_pending(e);
 }
 
-struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t id_len,
-				   const struct cd_proc_opts *o, int *ret_code, char **err)
+struct cd_pentry *cd_session_reserve(struct cd_session *se, const char *id, size_t id_len)
 {
 	struct cd_pentry *e = cd_xcalloc(1, sizeof(*e));
 	struct cd_strbuf sb = { 0 };
-	struct cd_spawn_error serr;
 
 	e->session = se;
 	e->id = cd_xmalloc(id_len + 1);
@@ -382,6 +451,21 @@ struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t
 	cd_strbuf_append_json_string(&sb, id, id_len);
 	e->id_json_len = sb.len;
 	e->id_json = cd_strbuf_steal(&sb);
+	table_insert(se, e);
+	return e;
+}
+
+void cd_session_unreserve(struct cd_pentry *e)
+{
+	e->starting = NULL;
+	table_remove(e->session, e);
+	entry_free(e);
+}
+
+int cd_session_start(struct cd_pentry *e, const struct cd_proc_opts *o, int *ret_code, char **err)
+{
+	struct cd_session *se = e->session;
+	struct cd_spawn_error serr;
 
 	struct cd_proc_events ev = {
 		.data = e,
@@ -395,15 +479,13 @@ struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t
 	if (r < 0) {
 		*ret_code = CD_RPC_INTERNAL;
 		*err = cd_xstrdup(serr.msg[0] ? serr.msg : strerror(-r));
-		free(e->id);
-		free(e->id_json);
-		free(e);
-		return NULL;
+		e->proc = NULL;
+		cd_session_unreserve(e);
+		return -1;
 	}
-	table_insert(se, e);
 	if (se->conn && se->conn->output_paused)
 		cd_proc_pause_output(e->proc, true);
-	return e;
+	return 0;
 }
 
 /* ---- process/read and long polls ---- */
@@ -700,6 +782,21 @@ int cd_server_hidden(struct cd_server *s, char **reterr)
 
 /* ---- lifecycle ---- */
 
+/*
+ * Started as needed: one is what the loop usually has to hand over at a
+ * time. Four, so that a few bindings stuck on a hung mount (each holds its
+ * worker until the mount answers) leave the other clients' starts and
+ * large messages a worker.
+ */
+#define PREP_WORKERS 4
+
+struct cd_workq *cd_server_prep_workq(struct cd_server *s)
+{
+	if (!s->prep_workq)
+		s->prep_workq = cd_workq_new(s->loop, PREP_WORKERS);
+	return s->prep_workq;
+}
+
 void cd_server_stop(struct cd_server *s)
 {
 	s->stopping = true;
@@ -816,6 +913,21 @@ int cd_serve(const struct cd_serve_opts *o)
 	cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &srv.host);
 	/* Where the limits of a process/start would go (a few reads, nothing made). */
 	cd_linux_probe_limits(&srv.host.lim);
+	/*
+	 * Large messages are parsed, decoded and freed on worker threads,
+	 * whose allocations live in arenas of their own: with glibc's sliding
+	 * mmap threshold (raised to the size of each large block freed, up to
+	 * 32 MiB), an 11 MB string came from such an arena and stayed in the
+	 * server's RSS once freed (six 8 MiB fs/writeFiles of clients that
+	 * left: +58 MiB; malloc_trim does not reach the top of a thread's
+	 * arena). A fixed threshold keeps every block of 4 MiB and more in a
+	 * mapping of its own, given back to the kernel when freed. Not lower:
+	 * at 256 KiB the relay of output, whose buffers are of 1-2 MiB, was
+	 * twice as slow.
+	 */
+#ifdef M_MMAP_THRESHOLD
+	(void)mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+#endif
 	srv.env_info = build_env_info();
 
 	/*
@@ -913,6 +1025,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	cd_admit_stop(&srv);
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
+	cd_start_server_stop(&srv);
 
 	/* Every connection is over: abandon the long polls, then end every process. */
 	for (struct cd_conn *c = srv.conns; c; c = c->next)
@@ -924,6 +1037,9 @@ int cd_serve(const struct cd_serve_opts *o)
 		se->conn = NULL;
 		cd_session_free(se);
 	}
+	/* And those ended while the loop ran: not all freed, or not reaped yet. */
+	cd_session_drain_all(&srv);
+	cd_proc_reap_zombies();
 	/*
 	 * What left its process group and came back to us as an orphan was
 	 * started by us too: it does not outlive the server. (As pid 1 the

@@ -163,6 +163,8 @@ struct cd_session;
 struct cd_conn;
 struct cd_workq;
 struct cd_admit;
+struct cd_start;
+struct cd_parse;
 
 /* One process of a session: the table entry around a struct cd_proc. */
 struct cd_pentry {
@@ -172,8 +174,13 @@ struct cd_pentry {
 	size_t id_len;
 	char *id_json; /* the id as a JSON string literal, ready to paste */
 	size_t id_json_len;
-	struct cd_proc *proc;
+	struct cd_proc *proc;	    /* NULL while starting */
 	struct cd_timer *retention; /* armed once closed: removes the entry */
+	/*
+	 * A process/start accepted and being prepared off the loop (methods.c):
+	 * the id is taken, the process does not exist yet.
+	 */
+	struct cd_start *starting;
 };
 
 struct cd_session {
@@ -186,6 +193,14 @@ struct cd_session {
 	struct cd_pentry **buckets;
 	size_t n_buckets; /* power of two */
 	size_t n_procs;
+	/*
+	 * Ended (cd_session_free): out of the registry, its processes freed a
+	 * slice per loop iteration (drain), on the server's draining list.
+	 */
+	bool ending;
+	struct cd_timer *drain;
+	size_t drain_bucket;
+	struct cd_session *drain_next;
 };
 
 /* A long-poll process/read waiting for its process or its deadline. */
@@ -216,6 +231,7 @@ struct cd_conn {
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */
+	struct cd_parse *parsing;   /* a large message parsed off the loop: the rest waits */
 	bool evicted;		    /* its session was resumed by another connection */
 	bool freed;		    /* cd_conn_close ran: the free is scheduled */
 
@@ -241,7 +257,11 @@ struct cd_conn {
 	size_t out_off; /* bytes of out already written */
 
 	struct cd_pending_read *pending;
+	/* A process/start being prepared off the loop: the requests behind it wait. */
+	struct cd_start *start;
 	struct cd_timer *resume; /* deferred line processing after a long poll ended */
+	/* The message being handled (handle_line): a handler may take it (owned). */
+	struct cd_json *cur_msg;
 
 	struct cd_fs_handle *fs_handles; /* fs/open streams (fs.c) */
 	size_t n_fs_handles;
@@ -268,11 +288,17 @@ struct cd_server {
 	unsigned long next_serial;
 	struct cd_session *sessions;
 	unsigned n_sessions;
+	struct cd_session *draining; /* ended sessions whose processes are being freed */
 	int listen_fd;
 	struct cd_watch *listen_watch;
 	char *unix_bound;	   /* the socket path we created (removed at exit) */
 	struct cd_workq *fs_workq; /* fs.c's worker threads, started on first use */
 	struct cd_admit *admit;	   /* admit.c: TCP clients judged off the loop */
+	/*
+	 * Work of the loop's own done elsewhere (cd_server_prep_workq): parsing
+	 * large messages (conn.c), process/start's env and binding (methods.c).
+	 */
+	struct cd_workq *prep_workq;
 	/* cordon-init, the init of every sandboxed process's pid namespace (opts.lopts names it). */
 	struct cd_program init;
 	/* cordon-fs-helper, which performs sandboxed fs requests (fs.c), and their plans' options. */
@@ -294,17 +320,32 @@ struct cd_server {
 /* server.c */
 /* A new session in the registry, attached to c; NULL when the registry is full. */
 struct cd_session *cd_session_new(struct cd_server *s, struct cd_conn *c);
-/* Remove from the registry and end every process. */
+/*
+ * Remove from the registry and end every process: while the loop runs, a
+ * slice at a time (SESSION_DRAIN in server.c), so that a session of 10,000
+ * processes does not hold the loop; at shutdown, all at once.
+ */
 void cd_session_free(struct cd_session *se);
+/* Shutdown: finish the sessions still being drained. */
+void cd_session_drain_all(struct cd_server *s);
 struct cd_session *cd_session_lookup(struct cd_server *s, const char *id, size_t len);
 /* Attach a detached session to c (cancels its TTL, evicts a lingering connection). */
 void cd_session_attach(struct cd_session *se, struct cd_conn *c);
 /* c no longer drives se: notifications stop, the TTL starts (stdio: nothing). */
 void cd_session_detach(struct cd_session *se, struct cd_conn *c);
+/* A started process by id (NULL also while it is being started). */
 struct cd_pentry *cd_session_find(struct cd_session *se, const char *id, size_t len);
-/* Start a process; on failure returns NULL and *err holds the message (the caller frees). */
-struct cd_pentry *cd_session_start(struct cd_session *se, const char *id, size_t id_len,
-				   const struct cd_proc_opts *o, int *ret_code, char **err);
+/* Whether the id is taken: a process started or being started. */
+bool cd_session_has(struct cd_session *se, const char *id, size_t len);
+/* Take id for a process about to be started (counts against --max-processes). */
+struct cd_pentry *cd_session_reserve(struct cd_session *se, const char *id, size_t id_len);
+/* Give a reserved id back (its start failed or was dropped); frees e. */
+void cd_session_unreserve(struct cd_pentry *e);
+/*
+ * Start the process of a reserved entry. 0; or -1 with *err the message
+ * (the caller frees) and *ret_code the JSON-RPC code, the entry freed.
+ */
+int cd_session_start(struct cd_pentry *e, const struct cd_proc_opts *o, int *ret_code, char **err);
 /* Stop or resume reading every process's output (back-pressure). */
 void cd_session_pause_output(struct cd_session *se, bool paused);
 /* Answer a long poll now if it can be answered; true when answered (p is freed then). */
@@ -316,6 +357,11 @@ void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
 		   const struct cd_proc_read *r);
 /* The conditions under which a read returns without waiting (reference 2.4). */
 bool cd_read_is_ready(const struct cd_proc_read *r, uint64_t after_seq);
+/*
+ * The pool of workers for the loop's own heavy steps (started on first
+ * use), or NULL when none can be had: the caller then does the work itself.
+ */
+struct cd_workq *cd_server_prep_workq(struct cd_server *s);
 /* End the server (connection gone, signal): quits the loop. */
 void cd_server_stop(struct cd_server *s);
 /*
@@ -440,6 +486,16 @@ static inline void cd_json_write_cstr(struct cd_strbuf *sb, const char *s)
 size_t cd_fmt_u64(char *buf, uint64_t v);
 
 /* methods.c */
+/* The entry of a start in flight is gone (its session ended): the start is dropped. */
+void cd_start_orphan(struct cd_start *st);
+/*
+ * The connection of a start in flight no longer answers it (it ends, or
+ * its session was resumed elsewhere: why, the error it gets then, or
+ * NULL): the process still starts, unanswered, in its session.
+ */
+void cd_start_conn_gone(struct cd_start *st, const char *why);
+/* Shutdown: wait for the preparations running (at most 2 s), drop the others. */
+void cd_start_server_stop(struct cd_server *s);
 /* One request: id is the JSON text of the id; params may be NULL (missing). */
 void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
 			const struct cd_json *params);

@@ -24,6 +24,7 @@ struct cd_workq {
 	pthread_cond_t wake;   /* a job was queued, or stop */
 	pthread_cond_t exited; /* a worker ended (cd_workq_free waits on it) */
 	struct cd_work *todo, **todo_tail;
+	size_t n_todo; /* jobs in todo */
 	struct cd_work *done, **done_tail;
 	unsigned max_threads, n_threads, n_idle, n_running;
 	unsigned n_started; /* entries of threads[] */
@@ -50,6 +51,7 @@ static void *worker(void *arg)
 			break;
 		struct cd_work *w = q->todo;
 		q->todo = w->next;
+		q->n_todo--;
 		if (!q->todo)
 			q->todo_tail = &q->todo;
 		q->n_idle--;
@@ -141,10 +143,7 @@ static int start_thread(struct cd_workq *q)
 bool cd_workq_can_start(struct cd_workq *q)
 {
 	pthread_mutex_lock(&q->lock);
-	size_t queued = 0;
-	for (struct cd_work *t = q->todo; t; t = t->next)
-		queued++;
-	bool r = q->n_idle > queued || q->n_started < q->max_threads;
+	bool r = q->n_idle > q->n_todo || q->n_started < q->max_threads;
 	pthread_mutex_unlock(&q->lock);
 	return r;
 }
@@ -155,10 +154,7 @@ int cd_workq_submit(struct cd_workq *q, struct cd_work *w)
 	w->ran = false;
 	pthread_mutex_lock(&q->lock);
 	/* One more thread when every one is busy (queued jobs count as busy). */
-	size_t queued = 0;
-	for (struct cd_work *t = q->todo; t; t = t->next)
-		queued++;
-	if (q->n_idle <= queued && q->n_started < q->max_threads) {
+	if (q->n_idle <= q->n_todo && q->n_started < q->max_threads) {
 		r = start_thread(q);
 		if (r < 0 && q->n_threads > 0)
 			r = 0; /* the others will get to it */
@@ -167,6 +163,7 @@ int cd_workq_submit(struct cd_workq *q, struct cd_work *w)
 	}
 	if (r == 0) {
 		push(&q->todo_tail, w);
+		q->n_todo++;
 		pthread_cond_signal(&q->wake);
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -184,6 +181,7 @@ bool cd_workq_cancel(struct cd_workq *q, struct cd_work *w)
 		if (q->todo_tail == &w->next)
 			q->todo_tail = pp;
 		w->next = NULL;
+		q->n_todo--;
 		found = true;
 		break;
 	}
@@ -213,6 +211,7 @@ int cd_workq_free(struct cd_workq *q, unsigned timeout_ms)
 		push(&q->done_tail, w);
 	}
 	q->todo_tail = &q->todo;
+	q->n_todo = 0;
 	pthread_cond_broadcast(&q->wake);
 	int r = 0;
 	while (q->n_threads > 0 && r == 0)

@@ -15,6 +15,7 @@
 #include "fuzz.h"
 #include "serve-stubs.h"
 #include "serve/fs.h"
+#include "serve/workq.h"
 
 /* Turns of the loop one feed may take before it counts as a busy loop. */
 #define MAX_TURNS 100000
@@ -288,6 +289,23 @@ bool cd_fs_conn_busy(const struct cd_conn *c)
 
 void cd_fs_conn_release(struct cd_conn *c)
 {
+}
+
+/* No workers: large messages are parsed where they come in. */
+struct cd_workq *cd_server_prep_workq(struct cd_server *s)
+{
+	return NULL;
+}
+
+int cd_workq_submit(struct cd_workq *q, struct cd_work *w)
+{
+	fuzz_assert(!q);
+	return -ENOSYS;
+}
+
+void cd_start_conn_gone(struct cd_start *st, const char *why)
+{
+	fuzz_assert(!st);
 }
 
 void cd_pending_drop(struct cd_conn *c)

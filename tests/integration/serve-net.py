@@ -969,6 +969,8 @@ def fs_handles_released():
             fh.write(b"x" * 4096)
         a = s.connect()
         sid = a.handshake()["sessionId"]
+        # The fs workers (and their eventfd) start with the first fs request.
+        a.request("fs/getMetadata", {"path": uri(f)})
         base = fd_count(s.server_pid)
         for i in range(128):
             r = a.request("fs/open", {"path": uri(f), "handleId": "h%d" % i})

@@ -281,6 +281,49 @@ START_TEST(test_expand_match_limit)
 }
 END_TEST
 
+/*
+ * A component pattern costs up to its length times each name's: counted
+ * over the plan, and refused past CD_GLOB_MAX_STEPS rather than run for
+ * hours (a component of 100,000 '*' against each of 2,000 names), and so
+ * does a long character class.
+ */
+START_TEST(test_expand_step_limit)
+{
+	char path[300], name[260];
+	memset(name, 'a', 250);
+	for (int i = 0; i < 2000; i++) {
+		snprintf(name + 250, sizeof(name) - 250, "%04d", i);
+		snprintf(path, sizeof(path), "/s/%s", name);
+		cd_fakefs_file(fs, path, NULL);
+	}
+	struct cd_strbuf pat = { 0 };
+	cd_strbuf_append(&pat, "/s/");
+	for (int i = 0; i < 100000; i++)
+		cd_strbuf_append_c(&pat, '*');
+	cd_strbuf_append(&pat, "b");
+	ck_assert_int_eq(expand(pat.buf, 0), -E2BIG);
+	ck_assert_ptr_nonnull(strstr(err, "takes more than 134217728 steps"));
+	ck_assert_uint_gt(budget.steps, CD_GLOB_MAX_STEPS);
+	cd_strbuf_done(&pat);
+	free(err);
+	err = NULL;
+	budget.steps = 0;
+	cd_strbuf_append(&pat, "/s/a[");
+	for (int i = 0; i < 100000; i++)
+		cd_strbuf_append_c(&pat, 'x');
+	cd_strbuf_append(&pat, "]*");
+	ck_assert_int_eq(expand(pat.buf, 0), -E2BIG);
+	ck_assert_ptr_nonnull(strstr(err, "takes more than 134217728 steps"));
+	cd_strbuf_done(&pat);
+	/* An ordinary pattern over the same names costs little. */
+	free(err);
+	err = NULL;
+	budget.steps = 0;
+	ck_assert_int_eq(expand("/s/a*9", 0), 0);
+	ck_assert_uint_lt(budget.steps, 2000 * 300);
+}
+END_TEST
+
 static Suite *glob_suite(void)
 {
 	Suite *s = suite_create("glob");
@@ -301,6 +344,7 @@ static Suite *glob_suite(void)
 	tcase_add_test(tc, test_expand_symlinks_skipped);
 	tcase_add_test(tc, test_expand_depth);
 	tcase_add_test(tc, test_expand_match_limit);
+	tcase_add_test(tc, test_expand_step_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -495,6 +495,44 @@ START_TEST(test_bind_cwd_canonical)
 }
 END_TEST
 
+/*
+ * Many entries, in reverse order and repeated: sorted, one path each, the
+ * tie rule as if each had been added in turn (deny > write > read, the
+ * first on equal access). Entries are appended and sorted once, not
+ * inserted one by one (20,000 took seconds).
+ */
+START_TEST(test_bind_many_entries)
+{
+	enum {
+		N = 20000
+	};
+	char path[64];
+	for (int i = N - 1; i >= 0; i--) {
+		snprintf(path, sizeof(path), "/home/u/other/e%05d", i);
+		add_path(path, CD_ACCESS_READ);
+	}
+	/* e00007: read, then write, then read again: write wins, from the second entry. */
+	add_path("/home/u/other/e00007", CD_ACCESS_WRITE);
+	add_path("/home/u/other/e00007", CD_ACCESS_READ);
+	/* e00009: deny wins over an earlier read. */
+	add_path("/home/u/other/e00009", CD_ACCESS_DENY);
+	/* e00011: read twice: the first entry stays. */
+	add_path("/home/u/other/e00011", CD_ACCESS_READ);
+	build_ok();
+	size_t n = 0;
+	for (size_t i = 0; i < plan->n_paths; i++)
+		n += cd_startswith(plan->paths[i].path, "/home/u/other/e");
+	ck_assert_uint_eq(n, N);
+	ck_assert_int_eq(get("/home/u/other/e00007")->access, CD_ACCESS_WRITE);
+	ck_assert_int_eq(get("/home/u/other/e00007")->entry_index, N);
+	ck_assert_int_eq(get("/home/u/other/e00009")->access, CD_ACCESS_DENY);
+	ck_assert_int_eq(get("/home/u/other/e00009")->entry_index, N + 2);
+	ck_assert_int_eq(get("/home/u/other/e00011")->access, CD_ACCESS_READ);
+	ck_assert_int_eq(get("/home/u/other/e00011")->entry_index, N - 1 - 11);
+	ck_assert_ptr_eq(cd_plan_find(plan, "/home/u/other/e19999"), get("/home/u/other/e19999"));
+}
+END_TEST
+
 START_TEST(test_bind_dev_null)
 {
 	add_special(CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
@@ -1668,6 +1706,7 @@ static Suite *plan_suite(void)
 	tcase_add_test(tc, test_bind_input_errors);
 	tcase_add_test(tc, test_bind_cwd_canonical);
 	tcase_add_test(tc, test_bind_dev_null);
+	tcase_add_test(tc, test_bind_many_entries);
 	tcase_add_test(tc, test_bind_errors_propagate);
 	suite_add_tcase(s, tc);
 
