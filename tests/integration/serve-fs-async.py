@@ -139,12 +139,15 @@ def run(tag, base, big):
         os.unlink(dst)
 
         # 3. A sandboxed copy (in a helper): the others are answered meanwhile.
+        # Three names of the big file, so that it outlasts the checks.
         sbig = os.path.join(ws, "sbig")
-        os.link(big, sbig)
+        os.makedirs(sbig)
+        for k in range(3):
+            os.link(big, os.path.join(sbig, "f%d" % k))
         sb = ctx(ws)
         cid = a.send_request("fs/copy", {"sourcePath": uri(sbig),
                                          "destinationPath": uri(os.path.join(ws, "sbig.copy")),
-                                         "recursive": False, "sandbox": sb})
+                                         "recursive": True, "sandbox": sb})
         time.sleep(0.3)
         r, dt = timed(b.request, "fs/getMetadata", {"path": uri(small)})
         t.ok("result" in r and dt < BOUND,
@@ -155,10 +158,10 @@ def run(tag, base, big):
         t.ok(not a.has_id(cid), "[%s] (the sandboxed copy was still running)" % tag)
         r = a.wait_id(cid)
         t.ok(r is not None and r.get("result") == {} and
-             os.path.getsize(os.path.join(ws, "sbig.copy")) == BIG_MB * MIB,
+             os.path.getsize(os.path.join(ws, "sbig.copy", "f2")) == BIG_MB * MIB,
              "[%s] the sandboxed copy completes" % tag, r)
-        os.unlink(os.path.join(ws, "sbig.copy"))
-        os.unlink(sbig)
+        shutil.rmtree(os.path.join(ws, "sbig.copy"))
+        shutil.rmtree(sbig)
 
         # 4. Order: pipelined writes and reads of one file, and a read of a queued open.
         f = os.path.join(ws, "ordered")
@@ -301,14 +304,20 @@ def gone_clients(kind, base, big):
             return
 
         # 2. Jobs of clients that left before a worker was free are never
-        # performed, and their data is not kept: every worker busy copying,
-        # clients send 8 MiB writeFiles and close.
+        # performed, and their data is not kept: every worker busy copying
+        # (three names of the big file each, so that the copies outlast the
+        # clients below even on a fast disk), clients send 8 MiB writeFiles
+        # and close.
         busy = []
+        tree = os.path.join(d, "tree")
+        os.makedirs(tree)
+        for k in range(3):
+            os.link(big, os.path.join(tree, "f%d" % k))
         for k in range(4):
             c = fresh(srv)
-            i = c.send_request("fs/copy", {"sourcePath": uri(big),
+            i = c.send_request("fs/copy", {"sourcePath": uri(tree),
                                            "destinationPath": uri(os.path.join(d, "busy%d" % k)),
-                                           "recursive": False})
+                                           "recursive": True})
             busy.append((c, i))
         time.sleep(0.3)
         rss0 = rss_kb(pid)
@@ -333,7 +342,8 @@ def gone_clients(kind, base, big):
         for c, _ in busy:
             c.drop()
         for k in range(4):
-            os.unlink(os.path.join(d, "busy%d" % k))
+            shutil.rmtree(os.path.join(d, "busy%d" % k), ignore_errors=True)
+        shutil.rmtree(tree, ignore_errors=True)
 
         # 3. A client that leaves mid-copy: its session can be resumed at once,
         # not when the copy ends.
