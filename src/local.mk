@@ -15,7 +15,7 @@ cordon_common_sources = \
 	src/serve/fs.c src/serve/fs.h src/serve/fs-ops.c src/serve/fs-ops.h \
 	src/serve/fs-helper.c src/serve/fs-helper.h src/serve/listen.c \
 	src/serve/peer.c src/serve/peer.h src/serve/sandboxes.c src/serve/sandboxes.h \
-	src/serve/workq.c src/serve/workq.h \
+	src/serve/workq.c src/serve/workq.h src/serve/budget.c src/serve/budget.h \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h
 cordon_SOURCES = $(cordon_common_sources)

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "serve/budget.h"
 #include "serve/fs.h"
 #include "serve/server.h"
 #include "shared/log.h"
@@ -47,9 +48,13 @@
 /* One maximal line, its "\r\n" included. */
 #define IN_CAP	    ((size_t)CD_SERVE_MAX_LINE + 2)
 #define IN_READ_MIN (64 * 1024)
+/* Above this, an emptied inbound buffer is freed rather than kept. */
+#define IN_KEEP_CAP (1024 * 1024)
 #define OUT_COMPACT (1024 * 1024)
 /* Above this, an emptied outbound buffer is freed rather than kept. */
 #define OUT_KEEP_CAP (4 * 1024 * 1024)
+/* However many connections share the budget, each may queue this much. */
+#define QUEUE_FLOOR (1024 * 1024)
 
 static void flush(struct cd_conn *c);
 static void update_in_watch(struct cd_conn *c);
@@ -93,6 +98,7 @@ void cd_conn_out_commit(struct cd_conn *c, size_t n)
 	if (c->out_broken)
 		return; /* nobody reads: drop it */
 	c->out.len += n;
+	c->out_committed += n;
 	c->out.buf[c->out.len] = '\0';
 }
 
@@ -108,6 +114,47 @@ size_t cd_conn_out_queued(const struct cd_conn *c)
 		return out_queued(c) + cd_ws_queued(c);
 #endif
 	return out_queued(c);
+}
+
+uint64_t cd_conn_delivered(const struct cd_conn *c)
+{
+	uint64_t d = c->out_consumed;
+#ifdef CD_WEBSOCKET
+	/* Moved into wslay is not sent yet: what it and the socket buffer hold comes off. */
+	if (c->ws) {
+		size_t q = cd_ws_queued(c);
+		d = d > q ? d - q : 0;
+	}
+#endif
+	return d;
+}
+
+/*
+ * The connection's cap: --max-queued-bytes, or its share of the budget
+ * when that is less. The share is what the rest of the server's memory
+ * (retained output, fs data, inbound buffers, everything but the queues)
+ * leaves of --max-memory, split evenly among the connections, never below
+ * QUEUE_FLOOR. Computed afresh at each change of the queue: a connection
+ * that comes or goes moves the others' caps at their next write.
+ */
+static void update_cap(struct cd_conn *c)
+{
+	size_t max = c->server->opts.max_queued_bytes;
+	size_t limit = cd_mem_limit();
+	size_t q = cd_mem_used_kind(CD_MEM_QUEUED), t = cd_mem_used();
+	size_t others = t > q ? t - q : 0;
+	size_t avail = limit > others ? limit - others : 0;
+	size_t share = avail / (c->server->n_live ? c->server->n_live : 1);
+	if (share < QUEUE_FLOOR)
+		share = QUEUE_FLOOR;
+	c->out_cap = share < max ? share : max;
+}
+
+/* Charge the budget with what the connection holds now. */
+static void account(struct cd_conn *c)
+{
+	cd_mem_set(CD_MEM_QUEUED, &c->mem_queued, c->freed ? 0 : cd_conn_out_queued(c));
+	cd_mem_set(CD_MEM_INBOUND, &c->mem_inbound, c->freed ? 0 : c->in_cap);
 }
 
 static void on_stall(struct cd_loop *l, void *data)
@@ -129,8 +176,19 @@ static void on_stall(struct cd_loop *l, void *data)
 static void update_backpressure(struct cd_conn *c, bool progress)
 {
 	size_t q = cd_conn_out_queued(c);
+	account(c);
+	update_cap(c);
+	if (progress && c->session && c->session->conn == c)
+		cd_session_delivered(c->session);
 	if (!c->output_paused && q > c->out_cap) {
 		c->output_paused = true;
+		if (c->out_cap < c->server->opts.max_queued_bytes) {
+			cd_mem_note_pressure();
+			cd_log_debug(
+				"serve: connection %lu (%s): %zu bytes queued, over its share of "
+				"the memory budget (%zu of %zu in use): output paused",
+				c->serial, c->peer, q, cd_mem_used(), cd_mem_limit());
+		}
 		cd_session_pause_output(c->session, true);
 	} else if (c->output_paused && q <= c->out_cap / 2) {
 		c->output_paused = false;
@@ -140,13 +198,16 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 		return;
 	/*
 	 * The timer runs for as long as back-pressure is on, from over the cap
-	 * down to half of it: a client that read a little and then stopped
-	 * leaves the queue in between, paused, and would otherwise hold its
-	 * session's processes blocked for good.
-	 * Lent: the queue cannot drain, and the worker hands a slow client's
-	 * answer back within a second (fs.c); the timer then runs as usual.
+	 * down to half of it, or while processes of the session are held
+	 * (lossless mode: their output waits for this client to take what is
+	 * queued): a client that read a little and then stopped leaves the
+	 * queue in between, and would otherwise hold its session's processes
+	 * blocked for good.
+	 * Lent: the queue cannot drain; the worker's answer has a timer of its
+	 * own (fs.c), and this one runs as usual once it is out.
 	 */
-	if (c->output_paused && !c->out_lent) {
+	bool held = c->session && c->session->conn == c && c->session->n_held > 0 && q > 0;
+	if ((c->output_paused || held) && !c->out_lent) {
 		if (c->stall && progress) {
 			cd_loop_cancel_timer(c->server->loop, c->stall);
 			c->stall = NULL;
@@ -183,6 +244,7 @@ void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap)
 		cd_strbuf_done(&c->out);
 		c->out = (struct cd_strbuf){ .buf = buf, .len = len, .cap = cap };
 		c->out_off = 0;
+		c->out_committed += len;
 		buf[len] = '\0';
 	} else {
 		memcpy(cd_conn_out_reserve(c, len), buf, len);
@@ -194,19 +256,33 @@ void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap)
 
 int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending)
 {
-	if (c->kind == CD_CONN_WS || c->out_broken || c->freed || c->closing || c->out_lent)
+	if (c->out_broken || c->freed || c->closing || c->out_lent)
 		return -1;
 	/* Its own descriptor: the connection may close its own while the worker writes. */
 	int fd = fcntl(c->out_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
 	if (fd < 0)
 		return -1;
 	size_t n = out_queued(c);
-	*pending = c->out;
-	if (n && c->out_off)
-		memmove(pending->buf, pending->buf + c->out_off, n);
-	pending->len = n;
+#ifdef CD_WEBSOCKET
+	if (c->ws) {
+		cd_strbuf_done(pending);
+		if (cd_ws_take_pending(c, pending) < 0) {
+			close(fd);
+			return -1;
+		}
+		cd_strbuf_done(&c->out);
+	} else
+#endif
+	{
+		cd_strbuf_done(pending);
+		*pending = c->out;
+		if (n && c->out_off)
+			memmove(pending->buf, pending->buf + c->out_off, n);
+		pending->len = n;
+	}
 	c->out = (struct cd_strbuf){ 0 };
 	c->out_off = 0;
+	c->out_consumed += n; /* the worker writes them first */
 	c->out_lent = true;
 	out_watch(c, false);
 	update_backpressure(c, n > 0);
@@ -224,6 +300,13 @@ void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf 
 		connection_gone(c, broken);
 		return;
 	}
+#ifdef CD_WEBSOCKET
+	if (c->ws && rest && rest->len) {
+		/* Raw frames: before whatever wslay sends next. */
+		cd_ws_give_back(c, rest->buf, rest->len);
+		cd_strbuf_done(rest);
+	}
+#endif
 	if (rest && rest->len) {
 		/* It goes first: it continues what the worker wrote. */
 		struct cd_strbuf sb = *rest;
@@ -338,6 +421,7 @@ static int write_queued(struct cd_conn *c)
 		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
 		if (w > 0) {
 			c->out_off += (size_t)w;
+			c->out_consumed += (size_t)w;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -391,9 +475,10 @@ void cd_conn_out_push(struct cd_conn *c)
 		return;
 	while (out_queued(c) > 0) {
 		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
-		if (w > 0)
+		if (w > 0) {
 			c->out_off += (size_t)w;
-		else if (w < 0 && errno == EAGAIN && !c->pipe_grown)
+			c->out_consumed += (size_t)w;
+		} else if (w < 0 && errno == EAGAIN && !c->pipe_grown)
 			grow_pipe(c);
 		else if (!(w < 0 && errno == EINTR))
 			break;
@@ -764,8 +849,15 @@ void cd_conn_process(struct cd_conn *c)
 		}
 		break;
 	}
-	if (c->in_start == c->in_len)
+	if (c->in_start == c->in_len) {
 		c->in_start = c->in_len = c->in_scan = 0;
+		/* A large message is handled: its buffer goes rather than stay resident. */
+		if (c->in_cap > IN_KEEP_CAP) {
+			free(c->in_buf);
+			c->in_buf = NULL;
+			c->in_cap = 0;
+		}
+	}
 	c->batch--;
 	update_in_watch(c);
 	cd_conn_kick(c);
@@ -913,6 +1005,7 @@ struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_conns++;
+	s->n_live++;
 #ifdef CD_WEBSOCKET
 	if (kind == CD_CONN_WS)
 		c->ws = cd_ws_new(c);
@@ -966,7 +1059,10 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 	}
 	c->freed = true;
 	c->closing = true;
+	c->server->n_live--;
+	cd_listen_handshake_done(c);
 	quiesce(c);
+	account(c); /* freed: nothing it holds counts any more */
 	if (c->session) {
 		struct cd_session *se = c->session;
 		/* Detaching also resumes the output this connection's back-pressure paused. */
@@ -988,6 +1084,10 @@ void cd_conn_free(struct cd_conn *c)
 	quiesce(c);
 	if (c->reaper)
 		cd_loop_cancel_timer(s->loop, c->reaper);
+	if (!c->freed) {
+		s->n_live--;
+		cd_listen_handshake_done(c);
+	}
 	if (c->session && (c->session->conn == c || c->session->linger == c))
 		cd_session_detach(c->session, c);
 	if (c->prev)
@@ -1011,5 +1111,10 @@ void cd_conn_free(struct cd_conn *c)
 	cd_fs_conn_release(c);
 	free(c->in_buf);
 	cd_strbuf_done(&c->out);
+	cd_mem_set(CD_MEM_QUEUED, &c->mem_queued, 0);
+	cd_mem_set(CD_MEM_INBOUND, &c->mem_inbound, 0);
 	free(c);
+	/* Its descriptors are free: a listener that ran out may accept again. */
+	if (s->accept_paused)
+		cd_listen_resume(s);
 }
