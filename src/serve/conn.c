@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,10 +32,12 @@
  * unless a batch is open (a run of requests: one write at the end) or the
  * pipe was full (then the loop watches stdout and writes when it drains, so
  * everything queued in between goes out in one write). A client that does
- * not read makes the queue grow: beyond the connection's cap
- * (--max-queued-bytes) no further requests are handled and the processes'
- * output is no longer read (their pipes fill and they block) until the
- * queue is down to half the cap. The replies of requests and the
+ * not read makes the queue grow: beyond the connection's cap no further
+ * requests are handled and the processes' output is no longer read (their
+ * pipes fill and they block) until the queue is down to half the cap. The
+ * cap is --max-queued-bytes, or the connection's share of the server's
+ * memory budget when that is less (update_cap); and while the server is
+ * over its budget no queue grows past 256 KiB. The replies of requests and the
  * exit/close events still queue, bounded by what one request or one
  * process can add. A network connection that takes nothing for
  * --stall-timeout while back-pressure is on (from over its cap until down
@@ -53,8 +57,10 @@
 #define OUT_COMPACT (1024 * 1024)
 /* Above this, an emptied outbound buffer is freed rather than kept. */
 #define OUT_KEEP_CAP (4 * 1024 * 1024)
+/* Held processes whose output is all in the kernel: how often to look whether the peer read it. */
+#define UNREAD_POLL_MS 10
 /* However many connections share the budget, each may queue this much. */
-#define QUEUE_FLOOR (1024 * 1024)
+#define QUEUE_FLOOR (256 * 1024)
 
 static void flush(struct cd_conn *c);
 static void update_in_watch(struct cd_conn *c);
@@ -116,17 +122,57 @@ size_t cd_conn_out_queued(const struct cd_conn *c)
 	return out_queued(c);
 }
 
+/*
+ * Lossless mode (proc.h): how far the client has taken the stream, as far
+ * as the server can tell: what left the queue, less what wslay still holds
+ * and what the kernel still holds for the peer (SIOCOUTQ, as of the last
+ * write: a unix socket's peer has not read it; on TCP it is unacknowledged,
+ * and what the peer's kernel took but its reader did not is beyond sight:
+ * the 1 MiB kept besides covers that).
+ */
 uint64_t cd_conn_delivered(const struct cd_conn *c)
 {
+	if (c->delivered_frozen)
+		return c->delivered_final;
 	uint64_t d = c->out_consumed;
+	size_t q = c->kernel_unread;
 #ifdef CD_WEBSOCKET
-	/* Moved into wslay is not sent yet: what it and the socket buffer hold comes off. */
-	if (c->ws) {
-		size_t q = cd_ws_queued(c);
-		d = d > q ? d - q : 0;
-	}
+	if (c->ws)
+		q += cd_ws_queued(c);
 #endif
-	return d;
+	return d > q ? d - q : 0;
+}
+
+/*
+ * What the kernel holds unread for the peer (lossless sessions only: one
+ * ioctl per write). It only goes down while the peer is there: a peer that
+ * closed or reset the connection makes the kernel drop what it held, which
+ * the peer never read.
+ */
+static void note_kernel_unread(struct cd_conn *c)
+{
+	int n = 0;
+	if (c->kind == CD_CONN_STDIO || !c->session || !c->session->lossless || c->out_lent)
+		return;
+	size_t now = ioctl(c->out_fd, SIOCOUTQ, &n) == 0 && n > 0 ? (size_t)n : 0;
+	if (now < c->kernel_unread) {
+		struct pollfd p = { .fd = c->out_fd, .events = POLLRDHUP };
+		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return;
+	}
+	c->kernel_unread = now;
+}
+
+static void on_unread_poll(struct cd_loop *l, void *data)
+{
+	struct cd_conn *c = data;
+	size_t before = c->kernel_unread;
+	c->unread_poll = NULL;
+	note_kernel_unread(c);
+	if (c->kernel_unread < before)
+		cd_conn_out_progress(c); /* the peer read: held processes may go on */
+	else
+		cd_conn_kick(c);
 }
 
 /*
@@ -157,6 +203,21 @@ static void account(struct cd_conn *c)
 	cd_mem_set(CD_MEM_INBOUND, &c->mem_inbound, c->freed ? 0 : c->in_cap);
 }
 
+void cd_conn_abort(struct cd_conn *c, const char *why)
+{
+	/*
+	 * What the kernel still holds for this client goes with it (a reset,
+	 * not a FIN stuck behind data nobody reads): the client sees at once
+	 * that it was dropped, and the socket's buffers are freed.
+	 */
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	if (c->kind == CD_CONN_WS)
+		(void)setsockopt(c->in_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	c->out_broken = true;
+	c->out.len = c->out_off = 0;
+	connection_gone(c, why);
+}
+
 static void on_stall(struct cd_loop *l, void *data)
 {
 	struct cd_conn *c = data;
@@ -164,7 +225,7 @@ static void on_stall(struct cd_loop *l, void *data)
 	cd_log_warn("serve: connection %lu (%s): the client read nothing for %u ms with %zu "
 		    "bytes queued: dropping it",
 		    c->serial, c->peer, c->server->opts.stall_ms, cd_conn_out_queued(c));
-	connection_gone(c, "stalled");
+	cd_conn_abort(c, "stalled");
 }
 
 /*
@@ -180,9 +241,25 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 	update_cap(c);
 	if (progress && c->session && c->session->conn == c)
 		cd_session_delivered(c->session);
-	if (!c->output_paused && q > c->out_cap) {
+	/*
+	 * Processes held for a client whose output all went to the kernel:
+	 * no write will come to say when the peer has read it, so look again
+	 * every UNREAD_POLL_MS while that lasts.
+	 */
+	bool waiting = c->session && c->session->conn == c && c->session->n_held > 0 && q == 0 &&
+		       c->kernel_unread > 0 && !c->freed;
+	if (waiting && !c->unread_poll)
+		c->unread_poll =
+			cd_loop_add_timer(c->server->loop, UNREAD_POLL_MS, on_unread_poll, c);
+	/*
+	 * Over the whole budget, every queue past QUEUE_FLOOR stops growing
+	 * too: shares computed when there were fewer connections (or less
+	 * retained output) do not add up past the limit.
+	 */
+	bool over_budget = cd_mem_used() > cd_mem_limit();
+	if (!c->output_paused && (q > c->out_cap || (over_budget && q > QUEUE_FLOOR))) {
 		c->output_paused = true;
-		if (c->out_cap < c->server->opts.max_queued_bytes) {
+		if (c->out_cap < c->server->opts.max_queued_bytes || q <= c->out_cap) {
 			cd_mem_note_pressure();
 			cd_log_debug(
 				"serve: connection %lu (%s): %zu bytes queued, over its share of "
@@ -190,7 +267,8 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 				c->serial, c->peer, q, cd_mem_used(), cd_mem_limit());
 		}
 		cd_session_pause_output(c->session, true);
-	} else if (c->output_paused && q <= c->out_cap / 2) {
+	} else if (c->output_paused && q <= c->out_cap / 2 &&
+		   (!over_budget || q <= QUEUE_FLOOR / 2)) {
 		c->output_paused = false;
 		cd_session_pause_output(c->session, false);
 	}
@@ -206,7 +284,8 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 	 * Lent: the queue cannot drain; the worker's answer has a timer of its
 	 * own (fs.c), and this one runs as usual once it is out.
 	 */
-	bool held = c->session && c->session->conn == c && c->session->n_held > 0 && q > 0;
+	bool held = c->session && c->session->conn == c && c->session->n_held > 0 &&
+		    (q > 0 || c->kernel_unread > 0);
 	if ((c->output_paused || held) && !c->out_lent) {
 		if (c->stall && progress) {
 			cd_loop_cancel_timer(c->server->loop, c->stall);
@@ -524,6 +603,7 @@ static void flush(struct cd_conn *c)
 	}
 	if (c->freed)
 		return;
+	note_kernel_unread(c);
 	if (out_queued(c) == 0) {
 		c->out.len = c->out_off = 0;
 		/* A large answer (fs/readFile) must not stay resident once sent. */
@@ -1030,7 +1110,9 @@ static void quiesce(struct cd_conn *c)
 		cd_loop_cancel_timer(l, c->resume);
 	if (c->stall)
 		cd_loop_cancel_timer(l, c->stall);
-	c->in_pump = c->resume = c->stall = NULL;
+	if (c->unread_poll)
+		cd_loop_cancel_timer(l, c->unread_poll);
+	c->in_pump = c->resume = c->stall = c->unread_poll = NULL;
 	cd_pending_drop(c);
 }
 
@@ -1046,6 +1128,9 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 	if (c->freed)
 		return;
 	cd_log_debug("serve: connection %lu (%s) closed: %s", c->serial, c->peer, why);
+	/* What it writes from now on nobody may read: its session must not count it as delivered. */
+	c->delivered_final = cd_conn_delivered(c);
+	c->delivered_frozen = true;
 	/*
 	 * Whatever the socket takes now (an eviction's error reply, a close
 	 * frame); nothing while a worker writes an answer to it (cut now).

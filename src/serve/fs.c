@@ -769,7 +769,7 @@ static void on_park_stall(struct cd_loop *l, void *data)
 		    "fs/readFile answer to take: dropping it",
 		    c->serial, c->peer, c->server->opts.stall_ms);
 	/* Releases the queue, and this job with it. */
-	cd_conn_close(c, "stalled");
+	cd_conn_abort(c, "stalled");
 }
 
 /*

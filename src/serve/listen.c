@@ -347,15 +347,15 @@ static void out_of_descriptors(struct cd_server *s, int lfd, int e)
 		 e == ENFILE ? "the system's file table is full" : "the server is near its limit",
 		 (unsigned long long)s->nofile_limit);
 	for (;;) {
-		if (s->reserve_fd < 0)
-			s->reserve_fd = open_reserve();
-		if (s->reserve_fd < 0)
+		if (s->reserve_fd < 0 && (s->reserve_fd = open_reserve()) < 0)
 			break;
 		close(s->reserve_fd);
-		s->reserve_fd = -1;
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int ae = errno;
+		/* Taken back at once: its slot is what answers the next one. */
+		s->reserve_fd = fd < 0 ? open_reserve() : -1;
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			if (ae == EINTR || ae == ECONNABORTED)
 				continue;
 			break;
 		}

@@ -257,14 +257,18 @@ struct cd_conn {
 	struct cd_fs_readahead *fs_readahead; /* the next block of a stream (fs.c) */
 	struct cd_fs_queue *fs_queue;	      /* fs requests queued or running (fs.c) */
 
-	size_t out_cap;		 /* back-pressure above this many queued bytes (update_cap) */
-	size_t mem_queued;	 /* charged to the budget: the queue */
-	size_t mem_inbound;	 /* charged to the budget: in_buf */
-	uint64_t out_committed;	 /* bytes ever queued: the stream's position */
-	uint64_t out_consumed;	 /* bytes ever taken from the queue (written, or framed) */
-	struct cd_timer *stall;	 /* over the cap: nothing was written for stall_ms */
-	struct cd_timer *reaper; /* frees a closed connection from a fresh iteration */
-	struct cd_ws *ws;	 /* CD_CONN_WS */
+	size_t out_cap;		/* back-pressure above this many queued bytes (update_cap) */
+	size_t mem_queued;	/* charged to the budget: the queue */
+	size_t mem_inbound;	/* charged to the budget: in_buf */
+	uint64_t out_committed; /* bytes ever queued: the stream's position */
+	uint64_t out_consumed;	/* bytes ever taken from the queue (written, or framed) */
+	size_t kernel_unread;	/* lossless: SIOCOUTQ after the last write */
+	bool delivered_frozen;	/* closing: cd_conn_delivered is delivered_final */
+	uint64_t delivered_final;
+	struct cd_timer *unread_poll; /* lossless: looks at kernel_unread again */
+	struct cd_timer *stall;	      /* over the cap: nothing was written for stall_ms */
+	struct cd_timer *reaper;      /* frees a closed connection from a fresh iteration */
+	struct cd_ws *ws;	      /* CD_CONN_WS */
 };
 
 struct cd_server {
@@ -363,6 +367,8 @@ struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_
 void cd_conn_free(struct cd_conn *c);
 /* The connection is over: detach its session and free it from a fresh loop iteration. */
 void cd_conn_close(struct cd_conn *c, const char *why);
+/* A client that stopped reading is dropped: nothing more is written, the socket is reset. */
+void cd_conn_abort(struct cd_conn *c, const char *why);
 /* A complete inbound message (ws.c): queued, processed in order. */
 void cd_conn_push_message(struct cd_conn *c, const void *msg, size_t len);
 /* Bytes queued in the outbound queue and not yet written. */
