@@ -134,7 +134,12 @@ SERVE_TESTS = \
 	tests/integration/serve-net.py \
 	tests/integration/serve-loopback.py \
 	tests/integration/serve-selfconnect.py \
-	tests/integration/serve-lifecycle.py
+	tests/integration/serve-lifecycle.py \
+	tests/integration/serve-memory.py \
+	tests/integration/serve-resume.py \
+	tests/integration/serve-fds.py \
+	tests/integration/serve-fs-full.py \
+	tests/integration/serve-ws-load.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif

@@ -14,7 +14,8 @@ SCRIPTS="run-workspace-write.sh run-profiles.sh refusals.sh"
 # The server's guarantees that differ without root (subreapers instead of a pid
 # namespace, a user namespace for sandboxed processes).
 PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-isolation.py serve-fs.py \
-	serve-fs-readfile.py serve-net.py serve-loopback.py serve-selfconnect.py"
+	serve-fs-readfile.py serve-net.py serve-loopback.py serve-selfconnect.py serve-memory.py \
+	serve-resume.py serve-fds.py serve-fs-full.py serve-ws-load.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
