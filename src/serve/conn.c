@@ -313,26 +313,6 @@ void cd_conn_kick(struct cd_conn *c)
 		update_backpressure(c, false);
 }
 
-void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap)
-{
-	if (c->out_broken) {
-		free(buf);
-		return;
-	}
-	if (c->out.len == c->out_off) {
-		cd_strbuf_done(&c->out);
-		c->out = (struct cd_strbuf){ .buf = buf, .len = len, .cap = cap };
-		c->out_off = 0;
-		c->out_committed += len;
-		buf[len] = '\0';
-	} else {
-		memcpy(cd_conn_out_reserve(c, len), buf, len);
-		cd_conn_out_commit(c, len);
-		free(buf);
-	}
-	cd_conn_kick(c);
-}
-
 int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending)
 {
 	if (c->out_broken || c->freed || c->closing || c->out_lent)
@@ -368,7 +348,7 @@ int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending)
 	return fd;
 }
 
-void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf *rest)
+void cd_conn_out_return(struct cd_conn *c, const char *broken)
 {
 	if (!c->out_lent || c->freed)
 		return;
@@ -378,30 +358,6 @@ void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf 
 		c->out.len = c->out_off = 0;
 		connection_gone(c, broken);
 		return;
-	}
-#ifdef CD_WEBSOCKET
-	if (c->ws && rest && rest->len) {
-		/* Raw frames: before whatever wslay sends next. */
-		cd_ws_give_back(c, rest->buf, rest->len);
-		cd_strbuf_done(rest);
-	}
-#endif
-	if (rest && rest->len) {
-		/* It goes first: it continues what the worker wrote. */
-		struct cd_strbuf sb = *rest;
-		size_t q = out_queued(c);
-		*rest = (struct cd_strbuf){ 0 };
-		if (sb.len + q + 1 > sb.cap) {
-			sb.cap = sb.len + q + 1;
-			sb.buf = cd_xrealloc(sb.buf, sb.cap);
-		}
-		if (q)
-			memcpy(sb.buf + sb.len, c->out.buf + c->out_off, q);
-		sb.len += q;
-		sb.buf[sb.len] = '\0';
-		cd_strbuf_done(&c->out);
-		c->out = sb;
-		c->out_off = 0;
 	}
 	cd_conn_kick(c);
 }

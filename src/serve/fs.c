@@ -727,7 +727,7 @@ static void job_done(struct cd_work *w)
 		if (j->broken)
 			cd_log_warn("serve: connection %lu (%s): %s: ending the connection",
 				    c->serial, c->peer, j->broken);
-		cd_conn_out_return(c, j->broken, NULL);
+		cd_conn_out_return(c, j->broken);
 	}
 	if (!j->broken)
 		job_reply(c, j);

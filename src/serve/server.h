@@ -401,8 +401,6 @@ void cd_ws_close(struct cd_conn *c);
  * when the stream cannot be lent (not upgraded, closing, or broken).
  */
 int cd_ws_take_pending(struct cd_conn *c, struct cd_strbuf *raw);
-/* Raw bytes that must go before anything else (a worker left them unwritten). */
-void cd_ws_give_back(struct cd_conn *c, const char *p, size_t n);
 
 /* listen.c */
 /* Bind and listen (ws: TCP; unix: the socket), print the ws URL, write the pid file. */
@@ -427,12 +425,6 @@ void cd_conn_out_commit(struct cd_conn *c, size_t n);
  */
 void cd_conn_out_push(struct cd_conn *c);
 /*
- * Queue a complete line built elsewhere (fs/readFile, on a worker) and
- * flush, taking buf (malloc'ed, cap > len bytes). An empty queue adopts the
- * buffer itself: an answer of hundreds of MiB is not copied.
- */
-void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap);
-/*
  * Lend the stream to a worker that writes one whole answer to it itself
  * (fs/readFile): a dup of out_fd, with what the queue held unwritten
  * moved into *pending (on WebSocket as the raw frames it makes), which
@@ -442,12 +434,11 @@ void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap);
  */
 int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending);
 /*
- * The worker is through with the stream. broken: why the stream cannot go
- * on (the client is gone, or an answer was left unfinished), and the
- * connection ends. Else rest (taken, may be NULL or empty) is what the
- * worker left unwritten: it goes out first, then what queued meanwhile.
+ * The worker is through with the stream (its answer is all out). broken:
+ * why the stream cannot go on (the client is gone, or an answer was left
+ * unfinished), and the connection ends.
  */
-void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf *rest);
+void cd_conn_out_return(struct cd_conn *c, const char *broken);
 /* Best effort: a pipe to the client is grown to CD_SERVE_OUT_PIPE_SIZE (see conn.c). */
 void cd_out_grow_pipe(int fd);
 /* Flush now if allowed (not batching, not blocked); called after appends. */

@@ -62,7 +62,7 @@ struct cd_ws {
 	bool unbounded;	  /* cd_ws_take_pending: wbuf takes all wslay has */
 };
 
-/* Room for n more bytes in wbuf (past WS_WBUF only for cd_ws_take_pending and cd_ws_give_back). */
+/* Room for n more bytes in wbuf (past WS_WBUF only for cd_ws_take_pending). */
 static void wbuf_reserve(struct cd_ws *w, size_t n)
 {
 	if (w->wbuf_len + n <= w->wbuf_cap)
@@ -657,15 +657,6 @@ int cd_ws_take_pending(struct cd_conn *c, struct cd_strbuf *raw)
 		c->out_off += n + (nl ? 1 : 0);
 	}
 	return 0;
-}
-
-void cd_ws_give_back(struct cd_conn *c, const char *p, size_t n)
-{
-	struct cd_ws *w = c->ws;
-	wbuf_reserve(w, n);
-	memmove(w->wbuf + n, w->wbuf, w->wbuf_len);
-	memcpy(w->wbuf, p, n);
-	w->wbuf_len += n;
 }
 
 bool cd_ws_is_open(const struct cd_conn *c)
