@@ -40,6 +40,10 @@ enum {
 	OPT_ALLOW_LOCAL_GROUP,
 	OPT_DEFAULT_LIMITS,
 	OPT_MAX_LIMITS,
+	OPT_MAX_MEMORY,
+	OPT_DETACHED_OUTPUT,
+	OPT_RETENTION,
+	OPT_DURABLE_WRITES,
 };
 
 static const struct cd_cli_opt serve_opts[] = {
@@ -63,6 +67,10 @@ static const struct cd_cli_opt serve_opts[] = {
 	{ "allow-local-group", 0, true, OPT_ALLOW_LOCAL_GROUP },
 	{ "default-limits", 0, true, OPT_DEFAULT_LIMITS },
 	{ "max-limits", 0, true, OPT_MAX_LIMITS },
+	{ "max-memory", 0, true, OPT_MAX_MEMORY },
+	{ "detached-output", 0, true, OPT_DETACHED_OUTPUT },
+	{ "retention", 0, true, OPT_RETENTION },
+	{ "durable-writes", 0, false, OPT_DURABLE_WRITES },
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED },
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI },
 	{ NULL, 0, false, 0 },
@@ -77,7 +85,9 @@ static void serve_help(void)
 	       "                    [--allow-local-users] [--allow-local-group GROUP]\n"
 	       "                    [--unix-group GROUP] [--max-connections N]\n"
 	       "                    [--max-sessions N] [--max-queued-bytes SIZE]\n"
-	       "                    [--session-ttl TIME] [--ping-interval TIME]\n"
+	       "                    [--max-memory SIZE] [--detached-output pause|drop]\n"
+	       "                    [--session-ttl TIME] [--retention TIME]\n"
+	       "                    [--ping-interval TIME] [--durable-writes]\n"
 	       "                    [--stall-timeout TIME] [--pid-file FILE]\n"
 	       "                    [--allow-degraded=FEATURE] [--min-landlock-abi N]\n"
 	       "                    [--default-limits LIST] [--max-limits LIST]\n"
@@ -91,10 +101,12 @@ static void serve_help(void)
 	       "(-32602) before anything runs when that sandbox cannot be enforced.\n"
 	       "\n"
 	       "Methods: initialize (then the initialized notification), environment/info,\n"
-	       "environment/status, process/start, process/read (long poll with waitMs),\n"
-	       "process/write, process/signal, process/terminate, fs/*. Notifications:\n"
-	       "process/output, process/exited, process/closed. Closed processes are kept\n"
-	       "for 30 s. See cordon-protocol(7).\n"
+	       "environment/status, cordon/status (the server's memory budget, connections,\n"
+	       "processes and descriptors), process/start, process/read (long poll with\n"
+	       "waitMs), process/write, process/signal, process/terminate, fs/*.\n"
+	       "Notifications: process/output, process/exited, process/closed. Closed\n"
+	       "processes are kept for 30 s (--retention), and while their session can be\n"
+	       "resumed. See cordon-protocol(7).\n"
 	       "\n"
 	       "Transports:\n"
 	       "  stdio           one connection, one message per line; its end (or a line\n"
@@ -135,14 +147,28 @@ static void serve_help(void)
 	       "  --max-queued-bytes SIZE outbound bytes a connection may have queued before\n"
 	       "                          its processes' output and its requests wait\n"
 	       "                          (default 64M; K, M, G suffixes)\n"
+	       "  --max-memory SIZE       the server's memory budget for queued output,\n"
+	       "                          retained output and fs data in flight, shared\n"
+	       "                          by back-pressure (default: 1G, or an eighth of\n"
+	       "                          the RAM if less; reported by cordon/status)\n"
+	       "  --detached-output pause|drop  what a detached session's processes do once\n"
+	       "                          512 KiB of their output waits unread: pause\n"
+	       "                          (default: they block until the session is resumed\n"
+	       "                          or ends, and a resume loses nothing) or drop (they\n"
+	       "                          run on; output past the last 1 MiB is lost)\n"
 	       "  --session-ttl TIME      how long a detached session waits to be resumed\n"
 	       "                          (default 30s; TIME is N, Ns or Nms)\n"
+	       "  --retention TIME        how long a closed process stays readable (default\n"
+	       "                          30s; longer while its session is detached)\n"
 	       "  --ping-interval TIME    ws: a ping frame this often (default 30s)\n"
-	       "  --stall-timeout TIME    a connection under back-pressure (over\n"
-	       "                          --max-queued-bytes, until down to half) that takes\n"
+	       "  --stall-timeout TIME    a connection under back-pressure (over its cap,\n"
+	       "                          until down to half; its processes held for it; an\n"
+	       "                          fs/readFile answer waiting for it) that takes\n"
 	       "                          nothing for this long is dropped and its session\n"
 	       "                          detached (default 60s; not stdio)\n"
 	       "  --pid-file FILE         write the server's pid once listening; removed at exit\n"
+	       "  --durable-writes        fs/writeFile and fs/copy fsync each file (and its\n"
+	       "                          directory) before answering\n"
 	       "  --loop epoll|poll       event loop implementation (default epoll; also\n"
 	       "                          CORDON_LOOP=poll in the environment)\n"
 	       "  --max-processes N       processes per session, closed ones included until\n"
@@ -387,8 +413,8 @@ static int parse_duration_ms(const char *s, unsigned *ret)
 	return 0;
 }
 
-/* Bytes with an optional K, M or G (powers of 1024); at least 64 KiB. */
-static int parse_size(const char *s, size_t *ret)
+/* Bytes with an optional K, M or G (powers of 1024), within [min, max]. */
+static int parse_size_in(const char *s, uint64_t min, uint64_t max, size_t *ret)
 {
 	char num[32];
 	size_t n = strspn(s, "0123456789");
@@ -418,10 +444,16 @@ static int parse_size(const char *s, size_t *ret)
 	}
 	memcpy(num, s, n);
 	num[n] = '\0';
-	if (cd_parse_u64(num, &v) < 0 || v > (16ULL << 30) / mul || v * mul < 65536)
+	if (cd_parse_u64(num, &v) < 0 || v > max / mul || v * mul < min || v * mul > SIZE_MAX)
 		return -1;
 	*ret = (size_t)(v * mul);
 	return 0;
+}
+
+/* At least 64 KiB, at most 16 GiB. */
+static int parse_size(const char *s, size_t *ret)
+{
+	return parse_size_in(s, 65536, 16ULL << 30, ret);
 }
 
 /* The token: the file's first line, without its end; printable ASCII without spaces. */
@@ -649,10 +681,35 @@ int cd_cmd_serve(int argc, char **argv)
 				goto out;
 			}
 			break;
+		case OPT_MAX_MEMORY:
+			if (parse_size_in(arg, 16ULL << 20, 1ULL << 40, &o.max_memory) < 0) {
+				cd_cli_usage_error(a.cmd,
+						   "--max-memory: '%s' is not a size from 16M to "
+						   "1024G (N, NK, NM or NG)",
+						   arg);
+				goto out;
+			}
+			break;
+		case OPT_DETACHED_OUTPUT:
+			if (cd_streq(arg, "pause")) {
+				o.lossless = true;
+			} else if (cd_streq(arg, "drop")) {
+				o.lossless = false;
+			} else {
+				cd_cli_usage_error(
+					a.cmd, "--detached-output: '%s' is not pause or drop", arg);
+				goto out;
+			}
+			break;
+		case OPT_DURABLE_WRITES:
+			o.durable_writes = true;
+			break;
 		case OPT_SESSION_TTL:
+		case OPT_RETENTION:
 		case OPT_PING_INTERVAL:
 		case OPT_STALL_TIMEOUT: {
 			unsigned *dst = id == OPT_SESSION_TTL	  ? &o.session_ttl_ms
+					: id == OPT_RETENTION	  ? &o.retention_ms
 					: id == OPT_PING_INTERVAL ? &o.ping_ms
 								  : &o.stall_ms;
 			if (parse_duration_ms(arg, dst) < 0) {
@@ -660,6 +717,7 @@ int cd_cmd_serve(int argc, char **argv)
 						   "--%s: '%s' is not a duration (N or Ns seconds, "
 						   "Nms milliseconds; at most a day)",
 						   id == OPT_SESSION_TTL     ? "session-ttl"
+						   : id == OPT_RETENTION     ? "retention"
 						   : id == OPT_PING_INTERVAL ? "ping-interval"
 									     : "stall-timeout",
 						   arg);

@@ -16,7 +16,7 @@ cordon_common_sources = \
 	src/serve/fs-helper.c src/serve/fs-helper.h src/serve/listen.c \
 	src/serve/peer.c src/serve/peer.h src/serve/sandboxes.c src/serve/sandboxes.h \
 	src/serve/workq.c src/serve/workq.h src/serve/admit.c \
-	src/serve/testhook.c src/serve/testhook.h \
+	src/serve/testhook.c src/serve/testhook.h src/serve/budget.c src/serve/budget.h \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h
 cordon_SOURCES = $(cordon_common_sources)

@@ -80,7 +80,8 @@ tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_loop_LDADD = $(UNIT_LIBS)
 tests_unit_test_proc_SOURCES = tests/unit/test-proc.c tests/unit/unit.h src/serve/proc.c \
 	src/serve/proc.h src/serve/loop.c src/serve/loop.h src/serve/base64.c src/spawn.c src/init/init.c \
-	src/serve/sandboxes.c src/serve/sandboxes.h src/shared/log.c src/shared/fd-util.c
+	src/serve/sandboxes.c src/serve/sandboxes.h src/serve/budget.c src/serve/budget.h \
+	src/shared/log.c src/shared/fd-util.c
 tests_unit_test_proc_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_proc_LDADD = $(UNIT_LIBS)
 # ---- end of the serve engine unit tests ----
@@ -150,7 +151,12 @@ SERVE_TESTS = \
 	tests/integration/serve-admit.py \
 	tests/integration/serve-lifecycle.py \
 	tests/integration/serve-limits.py \
-	tests/integration/serve-stall.py
+	tests/integration/serve-stall.py \
+	tests/integration/serve-memory.py \
+	tests/integration/serve-resume.py \
+	tests/integration/serve-fds.py \
+	tests/integration/serve-fs-full.py \
+	tests/integration/serve-ws-load.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif

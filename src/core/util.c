@@ -81,7 +81,7 @@ char *cd_xasprintf(const char *fmt, ...)
 	return p;
 }
 
-static void strbuf_reserve(struct cd_strbuf *sb, size_t extra)
+void cd_strbuf_reserve(struct cd_strbuf *sb, size_t extra)
 {
 	if (extra > SIZE_MAX - sb->len - 1)
 		oom();
@@ -97,7 +97,7 @@ static void strbuf_reserve(struct cd_strbuf *sb, size_t extra)
 
 void cd_strbuf_append_n(struct cd_strbuf *sb, const char *s, size_t n)
 {
-	strbuf_reserve(sb, n);
+	cd_strbuf_reserve(sb, n);
 	memcpy(sb->buf + sb->len, s, n);
 	sb->len += n;
 	sb->buf[sb->len] = '\0';
@@ -122,7 +122,7 @@ void cd_strbuf_printf(struct cd_strbuf *sb, const char *fmt, ...)
 	va_end(aq);
 	if (n < 0)
 		oom();
-	strbuf_reserve(sb, (size_t)n);
+	cd_strbuf_reserve(sb, (size_t)n);
 	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
 	sb->len += (size_t)n;
 	va_end(ap);

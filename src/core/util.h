@@ -60,6 +60,8 @@ struct cd_strbuf {
 	size_t cap;
 };
 
+/* Room for extra more bytes (and the NUL) without another allocation. */
+void cd_strbuf_reserve(struct cd_strbuf *sb, size_t extra);
 void cd_strbuf_append(struct cd_strbuf *sb, const char *s);
 void cd_strbuf_append_n(struct cd_strbuf *sb, const char *s, size_t n);
 void cd_strbuf_append_c(struct cd_strbuf *sb, char c);

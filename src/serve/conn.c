@@ -4,14 +4,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "serve/budget.h"
 #include "serve/fs.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
@@ -31,10 +34,12 @@
  * unless a batch is open (a run of requests: one write at the end) or the
  * pipe was full (then the loop watches stdout and writes when it drains, so
  * everything queued in between goes out in one write). A client that does
- * not read makes the queue grow: beyond the connection's cap
- * (--max-queued-bytes) no further requests are handled and the processes'
- * output is no longer read (their pipes fill and they block) until the
- * queue is down to half the cap. The replies of requests and the
+ * not read makes the queue grow: beyond the connection's cap no further
+ * requests are handled and the processes' output is no longer read (their
+ * pipes fill and they block) until the queue is down to half the cap. The
+ * cap is --max-queued-bytes, or the connection's share of the server's
+ * memory budget when that is less (update_cap); and while the server is
+ * over its budget no queue grows past 256 KiB. The replies of requests and the
  * exit/close events still queue, bounded by what one request or one
  * process can add. A network connection that takes nothing for
  * --stall-timeout while back-pressure is on (from over its cap until down
@@ -49,9 +54,15 @@
 /* One maximal line, its "\r\n" included. */
 #define IN_CAP	    ((size_t)CD_SERVE_MAX_LINE + 2)
 #define IN_READ_MIN (64 * 1024)
+/* Above this, an emptied inbound buffer is freed rather than kept. */
+#define IN_KEEP_CAP (1024 * 1024)
 #define OUT_COMPACT (1024 * 1024)
 /* Above this, an emptied outbound buffer is freed rather than kept. */
 #define OUT_KEEP_CAP (4 * 1024 * 1024)
+/* Held processes whose output is all in the kernel: how often to look whether the peer read it. */
+#define UNREAD_POLL_MS 10
+/* However many connections share the budget, each may queue this much. */
+#define QUEUE_FLOOR (256 * 1024)
 
 static void flush(struct cd_conn *c);
 static void update_in_watch(struct cd_conn *c);
@@ -95,6 +106,7 @@ void cd_conn_out_commit(struct cd_conn *c, size_t n)
 	if (c->out_broken)
 		return; /* nobody reads: drop it */
 	c->out.len += n;
+	c->out_committed += n;
 	c->out.buf[c->out.len] = '\0';
 }
 
@@ -112,6 +124,102 @@ size_t cd_conn_out_queued(const struct cd_conn *c)
 	return out_queued(c);
 }
 
+/*
+ * Lossless mode (proc.h): how far the client has taken the stream, as far
+ * as the server can tell: what left the queue, less what wslay still holds
+ * and what the kernel still holds for the peer (SIOCOUTQ, as of the last
+ * write: a unix socket's peer has not read it; on TCP it is unacknowledged,
+ * and what the peer's kernel took but its reader did not is beyond sight:
+ * the 1 MiB kept besides covers that).
+ */
+uint64_t cd_conn_delivered(const struct cd_conn *c)
+{
+	if (c->delivered_frozen)
+		return c->delivered_final;
+	uint64_t d = c->out_consumed;
+	size_t q = c->kernel_unread;
+#ifdef CD_WEBSOCKET
+	if (c->ws)
+		q += cd_ws_queued(c);
+#endif
+	return d > q ? d - q : 0;
+}
+
+/*
+ * What the kernel holds unread for the peer (lossless sessions only: one
+ * ioctl per write). It only goes down while the peer is there: a peer that
+ * closed or reset the connection makes the kernel drop what it held, which
+ * the peer never read.
+ */
+static void note_kernel_unread(struct cd_conn *c)
+{
+	int n = 0;
+	if (c->kind == CD_CONN_STDIO || !c->session || !c->session->lossless || c->out_lent)
+		return;
+	size_t now = ioctl(c->out_fd, SIOCOUTQ, &n) == 0 && n > 0 ? (size_t)n : 0;
+	if (now < c->kernel_unread) {
+		struct pollfd p = { .fd = c->out_fd, .events = POLLRDHUP };
+		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return;
+	}
+	c->kernel_unread = now;
+}
+
+static void on_unread_poll(struct cd_loop *l, void *data)
+{
+	struct cd_conn *c = data;
+	size_t before = c->kernel_unread;
+	c->unread_poll = NULL;
+	note_kernel_unread(c);
+	if (c->kernel_unread < before)
+		cd_conn_out_progress(c); /* the peer read: held processes may go on */
+	else
+		cd_conn_kick(c);
+}
+
+/*
+ * The connection's cap: --max-queued-bytes, or its share of the budget
+ * when that is less. The share is what the rest of the server's memory
+ * (retained output, fs data, inbound buffers, everything but the queues)
+ * leaves of --max-memory, split evenly among the connections, never below
+ * QUEUE_FLOOR. Computed afresh at each change of the queue: a connection
+ * that comes or goes moves the others' caps at their next write.
+ */
+static void update_cap(struct cd_conn *c)
+{
+	size_t max = c->server->opts.max_queued_bytes;
+	size_t limit = cd_mem_limit();
+	size_t q = cd_mem_used_kind(CD_MEM_QUEUED), t = cd_mem_used();
+	size_t others = t > q ? t - q : 0;
+	size_t avail = limit > others ? limit - others : 0;
+	size_t share = avail / (c->server->n_live ? c->server->n_live : 1);
+	if (share < QUEUE_FLOOR)
+		share = QUEUE_FLOOR;
+	c->out_cap = share < max ? share : max;
+}
+
+/* Charge the budget with what the connection holds now. */
+static void account(struct cd_conn *c)
+{
+	cd_mem_set(CD_MEM_QUEUED, &c->mem_queued, c->freed ? 0 : cd_conn_out_queued(c));
+	cd_mem_set(CD_MEM_INBOUND, &c->mem_inbound, c->freed ? 0 : c->in_cap);
+}
+
+void cd_conn_abort(struct cd_conn *c, const char *why)
+{
+	/*
+	 * What the kernel still holds for this client goes with it (a reset,
+	 * not a FIN stuck behind data nobody reads): the client sees at once
+	 * that it was dropped, and the socket's buffers are freed.
+	 */
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	if (c->kind == CD_CONN_WS)
+		(void)setsockopt(c->in_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	c->out_broken = true;
+	c->out.len = c->out_off = 0;
+	connection_gone(c, why);
+}
+
 static void on_stall(struct cd_loop *l, void *data)
 {
 	struct cd_conn *c = data;
@@ -119,7 +227,7 @@ static void on_stall(struct cd_loop *l, void *data)
 	cd_log_warn("serve: connection %lu (%s): the client read nothing for %u ms with %zu "
 		    "bytes queued: dropping it",
 		    c->serial, c->peer, c->server->opts.stall_ms, cd_conn_out_queued(c));
-	connection_gone(c, "stalled");
+	cd_conn_abort(c, "stalled");
 }
 
 /*
@@ -131,10 +239,38 @@ static void on_stall(struct cd_loop *l, void *data)
 static void update_backpressure(struct cd_conn *c, bool progress)
 {
 	size_t q = cd_conn_out_queued(c);
-	if (!c->output_paused && q > c->out_cap) {
+	account(c);
+	update_cap(c);
+	if (progress && c->session && c->session->conn == c)
+		cd_session_delivered(c->session);
+	/*
+	 * Processes held for a client whose output all went to the kernel:
+	 * no write will come to say when the peer has read it, so look again
+	 * every UNREAD_POLL_MS while that lasts.
+	 */
+	bool waiting = c->session && c->session->conn == c && c->session->n_held > 0 && q == 0 &&
+		       c->kernel_unread > 0 && !c->freed;
+	if (waiting && !c->unread_poll)
+		c->unread_poll =
+			cd_loop_add_timer(c->server->loop, UNREAD_POLL_MS, on_unread_poll, c);
+	/*
+	 * Over the whole budget, every queue past QUEUE_FLOOR stops growing
+	 * too: shares computed when there were fewer connections (or less
+	 * retained output) do not add up past the limit.
+	 */
+	bool over_budget = cd_mem_used() > cd_mem_limit();
+	if (!c->output_paused && (q > c->out_cap || (over_budget && q > QUEUE_FLOOR))) {
 		c->output_paused = true;
+		if (c->out_cap < c->server->opts.max_queued_bytes || q <= c->out_cap) {
+			cd_mem_note_pressure();
+			cd_log_debug(
+				"serve: connection %lu (%s): %zu bytes queued, over its share of "
+				"the memory budget (%zu of %zu in use): output paused",
+				c->serial, c->peer, q, cd_mem_used(), cd_mem_limit());
+		}
 		cd_session_pause_output(c->session, true);
-	} else if (c->output_paused && q <= c->out_cap / 2) {
+	} else if (c->output_paused && q <= c->out_cap / 2 &&
+		   (!over_budget || q <= QUEUE_FLOOR / 2)) {
 		c->output_paused = false;
 		cd_session_pause_output(c->session, false);
 	}
@@ -142,13 +278,17 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 		return;
 	/*
 	 * The timer runs for as long as back-pressure is on, from over the cap
-	 * down to half of it: a client that read a little and then stopped
-	 * leaves the queue in between, paused, and would otherwise hold its
-	 * session's processes blocked for good.
-	 * Lent: the queue cannot drain, and the worker hands a slow client's
-	 * answer back within a second (fs.c); the timer then runs as usual.
+	 * down to half of it, or while processes of the session are held
+	 * (lossless mode: their output waits for this client to take what is
+	 * queued): a client that read a little and then stopped leaves the
+	 * queue in between, and would otherwise hold its session's processes
+	 * blocked for good.
+	 * Lent: the queue cannot drain; the worker's answer has a timer of its
+	 * own (fs.c), and this one runs as usual once it is out.
 	 */
-	if (c->output_paused && !c->out_lent) {
+	bool held = c->session && c->session->conn == c && c->session->n_held > 0 &&
+		    (q > 0 || c->kernel_unread > 0);
+	if ((c->output_paused || held) && !c->out_lent) {
 		if (c->stall && progress) {
 			cd_loop_cancel_timer(c->server->loop, c->stall);
 			c->stall = NULL;
@@ -175,47 +315,42 @@ void cd_conn_kick(struct cd_conn *c)
 		update_backpressure(c, false);
 }
 
-void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap)
-{
-	if (c->out_broken) {
-		free(buf);
-		return;
-	}
-	if (c->out.len == c->out_off) {
-		cd_strbuf_done(&c->out);
-		c->out = (struct cd_strbuf){ .buf = buf, .len = len, .cap = cap };
-		c->out_off = 0;
-		buf[len] = '\0';
-	} else {
-		memcpy(cd_conn_out_reserve(c, len), buf, len);
-		cd_conn_out_commit(c, len);
-		free(buf);
-	}
-	cd_conn_kick(c);
-}
-
 int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending)
 {
-	if (c->kind == CD_CONN_WS || c->out_broken || c->freed || c->closing || c->out_lent)
+	if (c->out_broken || c->freed || c->closing || c->out_lent)
 		return -1;
 	/* Its own descriptor: the connection may close its own while the worker writes. */
 	int fd = fcntl(c->out_fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
 	if (fd < 0)
 		return -1;
 	size_t n = out_queued(c);
-	*pending = c->out;
-	if (n && c->out_off)
-		memmove(pending->buf, pending->buf + c->out_off, n);
-	pending->len = n;
+#ifdef CD_WEBSOCKET
+	if (c->ws) {
+		cd_strbuf_done(pending);
+		if (cd_ws_take_pending(c, pending) < 0) {
+			close(fd);
+			return -1;
+		}
+		cd_strbuf_done(&c->out);
+	} else
+#endif
+	{
+		cd_strbuf_done(pending);
+		*pending = c->out;
+		if (n && c->out_off)
+			memmove(pending->buf, pending->buf + c->out_off, n);
+		pending->len = n;
+	}
 	c->out = (struct cd_strbuf){ 0 };
 	c->out_off = 0;
+	c->out_consumed += n; /* the worker writes them first */
 	c->out_lent = true;
 	out_watch(c, false);
 	update_backpressure(c, n > 0);
 	return fd;
 }
 
-void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf *rest)
+void cd_conn_out_return(struct cd_conn *c, const char *broken)
 {
 	if (!c->out_lent || c->freed)
 		return;
@@ -225,23 +360,6 @@ void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf 
 		c->out.len = c->out_off = 0;
 		connection_gone(c, broken);
 		return;
-	}
-	if (rest && rest->len) {
-		/* It goes first: it continues what the worker wrote. */
-		struct cd_strbuf sb = *rest;
-		size_t q = out_queued(c);
-		*rest = (struct cd_strbuf){ 0 };
-		if (sb.len + q + 1 > sb.cap) {
-			sb.cap = sb.len + q + 1;
-			sb.buf = cd_xrealloc(sb.buf, sb.cap);
-		}
-		if (q)
-			memcpy(sb.buf + sb.len, c->out.buf + c->out_off, q);
-		sb.len += q;
-		sb.buf[sb.len] = '\0';
-		cd_strbuf_done(&c->out);
-		c->out = sb;
-		c->out_off = 0;
 	}
 	cd_conn_kick(c);
 }
@@ -340,6 +458,7 @@ static int write_queued(struct cd_conn *c)
 		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
 		if (w > 0) {
 			c->out_off += (size_t)w;
+			c->out_consumed += (size_t)w;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -393,9 +512,10 @@ void cd_conn_out_push(struct cd_conn *c)
 		return;
 	while (out_queued(c) > 0) {
 		ssize_t w = write(c->out_fd, c->out.buf + c->out_off, out_queued(c));
-		if (w > 0)
+		if (w > 0) {
 			c->out_off += (size_t)w;
-		else if (w < 0 && errno == EAGAIN && !c->pipe_grown)
+			c->out_consumed += (size_t)w;
+		} else if (w < 0 && errno == EAGAIN && !c->pipe_grown)
 			grow_pipe(c);
 		else if (!(w < 0 && errno == EINTR))
 			break;
@@ -441,6 +561,7 @@ static void flush(struct cd_conn *c)
 	}
 	if (c->freed)
 		return;
+	note_kernel_unread(c);
 	if (out_queued(c) == 0) {
 		c->out.len = c->out_off = 0;
 		/* A large answer (fs/readFile) must not stay resident once sent. */
@@ -900,8 +1021,15 @@ void cd_conn_process(struct cd_conn *c)
 		}
 		break;
 	}
-	if (c->in_start == c->in_len)
+	if (c->in_start == c->in_len) {
 		c->in_start = c->in_len = c->in_scan = 0;
+		/* A large message is handled: its buffer goes rather than stay resident. */
+		if (c->in_cap > IN_KEEP_CAP) {
+			free(c->in_buf);
+			c->in_buf = NULL;
+			c->in_cap = 0;
+		}
+	}
 	c->batch--;
 	update_in_watch(c);
 	cd_conn_kick(c);
@@ -1049,6 +1177,7 @@ struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_conns++;
+	s->n_live++;
 #ifdef CD_WEBSOCKET
 	if (kind == CD_CONN_WS)
 		c->ws = cd_ws_new(c);
@@ -1077,7 +1206,9 @@ static void quiesce(struct cd_conn *c)
 		cd_loop_cancel_timer(l, c->resume);
 	if (c->stall)
 		cd_loop_cancel_timer(l, c->stall);
-	c->in_pump = c->resume = c->stall = NULL;
+	if (c->unread_poll)
+		cd_loop_cancel_timer(l, c->unread_poll);
+	c->in_pump = c->resume = c->stall = c->unread_poll = NULL;
 	cd_pending_drop(c);
 }
 
@@ -1094,6 +1225,9 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 		return;
 	cd_log_debug("serve: connection %lu (%s) closed: %s", c->serial, c->peer, why);
 	cd_testhook_event("conn-closed conn=%lu", c->serial);
+	/* What it writes from now on nobody may read: its session must not count it as delivered. */
+	c->delivered_final = cd_conn_delivered(c);
+	c->delivered_frozen = true;
 	/*
 	 * Whatever the socket takes now (an eviction's error reply, a close
 	 * frame); nothing while a worker writes an answer to it (cut now).
@@ -1107,7 +1241,10 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 	}
 	c->freed = true;
 	c->closing = true;
+	c->server->n_live--;
+	cd_listen_handshake_done(c);
 	quiesce(c);
+	account(c); /* freed: nothing it holds counts any more */
 	if (c->session) {
 		struct cd_session *se = c->session;
 		/* Detaching also resumes the output this connection's back-pressure paused. */
@@ -1135,6 +1272,10 @@ void cd_conn_free(struct cd_conn *c)
 	quiesce(c);
 	if (c->reaper)
 		cd_loop_cancel_timer(s->loop, c->reaper);
+	if (!c->freed) {
+		s->n_live--;
+		cd_listen_handshake_done(c);
+	}
 	if (c->session && (c->session->conn == c || c->session->linger == c))
 		cd_session_detach(c->session, c);
 	if (c->prev)
@@ -1164,5 +1305,10 @@ void cd_conn_free(struct cd_conn *c)
 	free(c->in_buf);
 	cd_strbuf_done(&c->out);
 	cd_testhook_event("conn-freed conn=%lu", c->serial);
+	cd_mem_set(CD_MEM_QUEUED, &c->mem_queued, 0);
+	cd_mem_set(CD_MEM_INBOUND, &c->mem_inbound, 0);
 	free(c);
+	/* Its descriptors are free: a listener that ran out may accept again. */
+	if (s->accept_paused)
+		cd_listen_resume(s);
 }

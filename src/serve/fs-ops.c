@@ -129,72 +129,270 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 }
 
 /*
- * A file opened for writing from scratch. Never blocks: a FIFO without a
- * reader fails (ENXIO) and anything but a regular file is refused
- * (EINVAL, "not a file"), so a FIFO planted by a sandboxed process cannot
- * hang the server. In a sandbox, a file with other hard links may be one
- * whose other name lies outside the allowed roots: then a new file is
- * made beside it (random name) and renamed over its real path when
- * finished (target_commit), so the other names keep the old contents. The
- * decision is taken on the opened descriptor, not on a name that could
- * change under us.
+ * Writes that lose nothing (fs/writeFile, and each file fs/copy makes). The
+ * new contents go to a new file beside the target (".NAME.cordon-XXXXXX",
+ * same directory, so same file system), which is renamed over the target
+ * only once complete (with --durable-writes, after an fsync of the file,
+ * and the directory is synced after): a full disk, an I/O error, a
+ * cancelled request leave the old file as it was and no partial file. The
+ * new file gets the old one's mode (without setuid and setgid) and owner;
+ * a new path gets the requested mode less the umask. The path is resolved
+ * first (symlinks, a dangling one included), so that the symlink stays
+ * and its target is what is replaced.
+ *
+ * In place, as before, where a new file cannot stand for the old one: a
+ * file with other hard links outside a sandbox (they keep sharing its
+ * contents), one whose owner cannot be given to the new file, one that is
+ * a mount point (a bind-mounted file), or when the directory takes no new
+ * file (a sandbox that may write the file but not create files beside
+ * it). In a sandbox, a file with other hard links is never written in
+ * place: the other names may lie outside the allowed roots, and keep the
+ * old contents.
+ *
+ * Never blocks: anything but a regular file is refused (EINVAL, "not a
+ * file"; a directory: EISDIR) before it is opened, so a FIFO planted by a
+ * sandboxed process cannot hang the server.
  */
 struct target {
 	int fd;
 	char *tmp;  /* the new file, or NULL when writing in place */
 	char *real; /* where tmp goes */
+	bool durable;
 };
 
-static int target_open(const char *path, mode_t mode, bool sandboxed, struct target *t)
+/* The process's umask, read without changing it (umask() is not thread-safe to query). */
+static mode_t current_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	unsigned m = 022;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &m) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (mode_t)m & 0777;
+}
+
+/*
+ * Where a write to path lands: the canonical path of the file it names,
+ * following symlinks, a dangling one included (its target, in a directory
+ * that exists). NULL with errno set.
+ */
+static char *resolve_target(const char *path)
+{
+	char *cur = cd_xstrdup(path);
+	for (int hops = 0; hops < 40; hops++) {
+		char *real = realpath(cur, NULL);
+		if (real) {
+			free(cur);
+			return real;
+		}
+		if (errno != ENOENT)
+			break;
+		struct stat st;
+		char *slash = strrchr(cur, '/');
+		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode)) {
+			/* Missing: its directory's canonical path and the name. */
+			if (!slash || !slash[1]) {
+				errno = ENOENT;
+				break;
+			}
+			char *dir = slash == cur ? cd_xstrdup("/")
+						 : cd_xstrndup(cur, (size_t)(slash - cur));
+			char *rdir = realpath(dir, NULL);
+			free(dir);
+			char *r = rdir ? cd_path_join(rdir, slash + 1) : NULL;
+			free(rdir);
+			free(cur);
+			return r;
+		}
+		char buf[PATH_MAX];
+		ssize_t n = readlink(cur, buf, sizeof(buf) - 1);
+		if (n < 0)
+			break;
+		buf[n] = '\0';
+		char *next;
+		if (buf[0] == '/' || !slash)
+			next = cd_xstrdup(buf);
+		else {
+			char *dir = cd_xstrndup(cur, (size_t)(slash - cur) + 1);
+			next = cd_xasprintf("%s%s", dir, buf);
+			free(dir);
+		}
+		free(cur);
+		cur = next;
+		errno = ELOOP;
+	}
+	int e = errno;
+	free(cur);
+	errno = e;
+	return NULL;
+}
+
+/* The old way: open the file itself, truncated. */
+static int target_open_in_place(const char *path, mode_t mode, struct target *t)
 {
 	struct stat st;
-	*t = (struct target){ .fd = -1 };
 	int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		int e = errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) < 0) {
+		int e = S_ISREG(st.st_mode) ? errno : EINVAL;
 		close(fd);
-		return S_ISREG(st.st_mode) ? -e : -EINVAL;
-	}
-	if (!sandboxed || st.st_nlink <= 1) {
-		if (ftruncate(fd, 0) < 0) {
-			int e = errno;
-			close(fd);
-			return -e;
-		}
-		t->fd = fd;
-		return 0;
-	}
-	close(fd);
-	t->real = realpath(path, NULL);
-	if (!t->real)
-		return -errno;
-	t->tmp = cd_xasprintf("%s.cordon-XXXXXX", t->real);
-	t->fd = mkostemp(t->tmp, O_CLOEXEC);
-	if (t->fd < 0 || fchmod(t->fd, st.st_mode & 0777) < 0) {
-		int e = errno;
-		if (t->fd >= 0) {
-			close(t->fd);
-			(void)unlink(t->tmp);
-		}
-		free(t->tmp);
-		free(t->real);
-		*t = (struct target){ .fd = -1 };
 		return -e;
 	}
+	t->fd = fd;
 	return 0;
+}
+
+static int target_open(const char *path, mode_t mode, bool sandboxed, bool durable,
+		       struct target *t)
+{
+	struct stat st, dst;
+	*t = (struct target){ .fd = -1, .durable = durable };
+	bool exists = stat(path, &st) == 0;
+	if (!exists && errno != ENOENT)
+		return -errno;
+	if (exists && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (exists && !S_ISREG(st.st_mode))
+		return -EINVAL;
+	bool linked = exists && st.st_nlink > 1;
+	if (linked && !sandboxed)
+		return target_open_in_place(path, mode, t);
+	char *real = resolve_target(path);
+	if (!real)
+		return -errno;
+	const char *slash = strrchr(real, '/');
+	char *dir = slash == real ? cd_xstrdup("/") : cd_xstrndup(real, (size_t)(slash - real));
+	const char *name = slash + 1;
+	/* A mount point (a file bound from elsewhere) cannot be renamed over. */
+	bool mounted = exists && (stat(dir, &dst) < 0 || dst.st_dev != st.st_dev);
+	int fd = -1, e = 0;
+	char *tmp = NULL;
+	if (!mounted) {
+		tmp = cd_xasprintf("%s/.%.200s.cordon-XXXXXX", dir, name);
+		fd = mkostemp(tmp, O_CLOEXEC);
+		e = fd < 0 ? errno : 0;
+	}
+	if (fd >= 0 && exists) {
+		/* The old file's mode and owner (a fchown that changes nothing is skipped). */
+		if (fchmod(fd, st.st_mode & 0777 & ~(mode_t)(S_ISUID | S_ISGID)) < 0 ||
+		    ((st.st_uid != geteuid() || st.st_gid != getegid()) &&
+		     fchown(fd, st.st_uid, st.st_gid) < 0))
+			e = EPERM;
+	} else if (fd >= 0) {
+		if (fchmod(fd, mode & 0777 & ~current_umask()) < 0)
+			e = errno;
+	}
+	free(dir);
+	if (fd >= 0 && e) {
+		close(fd);
+		(void)unlink(tmp);
+		fd = -1;
+	}
+	if (fd >= 0) {
+		t->fd = fd;
+		t->tmp = tmp;
+		t->real = real;
+		return 0;
+	}
+	free(tmp);
+	free(real);
+	/*
+	 * No file beside it: a full disk or quota is the error (writing in
+	 * place is what would lose the old contents); a directory that takes
+	 * no new file, an owner that cannot be kept, a mount point: in place,
+	 * unless other hard links forbid it in a sandbox.
+	 */
+	if (e == ENOSPC || e == EDQUOT || e == EIO)
+		return -e;
+	if (linked)
+		return -(e ? e : EBUSY);
+	return target_open_in_place(path, mode, t);
+}
+
+/* Write all of p at the file's offset off. */
+static int pwrite_all(int fd, const unsigned char *p, size_t n, off_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		off += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Copy the contents of in into out in place (a rename that cannot be done: EBUSY). */
+static int copy_into(int in, const char *path)
+{
+	struct target t = { .fd = -1 };
+	int r = target_open_in_place(path, 0666, &t);
+	unsigned char buf[64 * 1024];
+	off_t off = 0;
+	while (r == 0) {
+		ssize_t n = pread(in, buf, sizeof(buf), off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : 0;
+			break;
+		}
+		r = pwrite_all(t.fd, buf, (size_t)n, off);
+		off += n;
+	}
+	if (t.fd >= 0 && close(t.fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = fsync(fd) < 0 && errno != EINVAL ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/* fsync the directory holding path (its new entry). */
+static int sync_dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = !slash || slash == path ? cd_xstrdup("/")
+					    : cd_xstrndup(path, (size_t)(slash - path));
+	int r = sync_dir(dir);
+	free(dir);
+	return r;
 }
 
 /* Close the target; with r == 0 put a new file in place. Returns r or the first error. */
 static int target_commit(struct target *t, int r)
 {
+	bool renamed = false;
+	if (r == 0 && t->durable && fsync(t->fd) < 0)
+		r = -errno;
+	if (t->tmp && r == 0) {
+		if (rename(t->tmp, t->real) == 0)
+			renamed = true;
+		else if ((r = -errno) == -EBUSY)
+			/* A mount point after all (a bind mount within one file system). */
+			r = copy_into(t->fd, t->real);
+	}
 	if (close(t->fd) < 0 && r == 0)
 		r = -errno;
 	if (t->tmp) {
-		if (r == 0 && rename(t->tmp, t->real) < 0)
-			r = -errno;
-		if (r < 0)
+		if (renamed && t->durable)
+			r = sync_dir_of(t->real);
+		/* Not renamed: the new file goes, and the old one stays as it was. */
+		if (!renamed)
 			(void)unlink(t->tmp);
 		free(t->tmp);
 		free(t->real);
@@ -206,13 +404,13 @@ static int target_commit(struct target *t, int r)
 static void op_write_file(const struct cd_fs_req *q, struct cd_fs_res *r)
 {
 	struct target t;
-	int e = target_open(q->path, 0666, q->sandboxed, &t);
+	int e = target_open(q->path, 0666, q->sandboxed, q->durable, &t);
 	if (e == -EINVAL) {
 		cd_fs_res_error(r, CD_RPC_INVALID_REQUEST, "path `%s` is not a file", q->path);
 		return;
 	}
 	if (e == 0)
-		e = target_commit(&t, write_all(t.fd, q->data, q->data_len));
+		e = target_commit(&t, pwrite_all(t.fd, q->data, q->data_len, 0));
 	if (e)
 		cd_fs_res_errno(r, -e);
 	else
@@ -706,60 +904,132 @@ static int copy_symlink(const char *src, const char *dst)
 	return symlink(buf, dst) < 0 ? -errno : 0;
 }
 
-static int copy_regular(const char *src, const char *dst, mode_t mode, bool sandboxed)
+/* Copy [off, end) of in to the same offsets of out (end < 0: to EOF); *ret_end: where it ended. */
+static int copy_range(int in, int out, off_t off, off_t end, off_t *ret_end)
+{
+	/* On the stack: copies run on several worker threads at once. */
+	unsigned char buf[128 * 1024];
+	while (end < 0 || off < end) {
+		if (cd_fs_cancelled())
+			return -ECANCELED;
+		size_t want = sizeof(buf);
+		if (end >= 0 && (off_t)want > end - off)
+			want = (size_t)(end - off);
+		ssize_t n = pread(in, buf, want, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break; /* the end (it shrank meanwhile, or end < 0) */
+		int r = pwrite_all(out, buf, (size_t)n, off);
+		if (r < 0)
+			return r;
+		off += n;
+	}
+	*ret_end = off;
+	return 0;
+}
+
+/*
+ * Copy a regular file's contents into a new file. A file with holes
+ * (fewer blocks than its size says) keeps them: only its data segments
+ * (SEEK_DATA, SEEK_HOLE) are copied, and the size is set at the end. Any
+ * other file (procfs and sysfs ones report no size) is read to its end.
+ */
+static int copy_data(int in, int out)
+{
+	struct stat st;
+	off_t end = 0;
+	if (fstat(in, &st) < 0)
+		return -errno;
+	if (st.st_size == 0 || (off_t)st.st_blocks * 512 >= st.st_size)
+		return copy_range(in, out, 0, -1, &end);
+	for (off_t pos = 0; pos < st.st_size;) {
+		off_t data = lseek(in, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* a hole to the end */
+		if (data < 0)  /* no SEEK_DATA here after all */
+			return copy_range(in, out, pos, -1, &end);
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		int r = copy_range(in, out, data, hole < 0 ? -1 : hole, &end);
+		if (r < 0)
+			return r;
+		if (hole < 0 || end < hole)
+			break; /* read to its end */
+		pos = hole;
+	}
+	/* A trailing hole. */
+	return end < st.st_size && ftruncate(out, st.st_size) < 0 ? -errno : 0;
+}
+
+static int copy_regular(const char *src, const char *dst, mode_t mode, const struct cd_fs_req *q)
 {
 	int in = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
 	struct target t;
-	int r = target_open(dst, mode & 0777, sandboxed, &t);
+	int r = target_open(dst, mode & 0777, q->sandboxed, q->durable, &t);
 	if (r < 0) {
 		close(in);
 		return r;
 	}
-	int out = t.fd;
-	/* On the stack: copies run on several worker threads at once. */
-	unsigned char buf[128 * 1024];
-	for (;;) {
-		if (cd_fs_cancelled()) {
-			r = -ECANCELED;
-			break;
-		}
-		ssize_t n = read(in, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		r = write_all(out, buf, (size_t)n);
-		if (r < 0)
-			break;
-	}
+	r = copy_data(in, t.fd);
 	close(in);
 	return target_commit(&t, r);
 }
 
-static int copy_tree(const char *src, const char *dst, unsigned depth, bool sandboxed)
+/*
+ * A recursive copy is not one operation: each file lands whole (see
+ * target_open), but a failure midway leaves what was copied before it.
+ * What that is goes into the error message.
+ */
+struct copy_stats {
+	unsigned long files, dirs, links;
+	char *failed; /* the source path the copy stopped at */
+};
+
+static int copy_dir(const char *src, const char *dst, unsigned depth, const struct cd_fs_req *q,
+		    struct copy_stats *cs);
+
+static int copy_tree(const char *src, const char *dst, unsigned depth, const struct cd_fs_req *q,
+		     struct copy_stats *cs)
 {
 	struct stat st;
-	if (lstat(src, &st) < 0)
-		return -errno;
-	if (S_ISLNK(st.st_mode))
-		return copy_symlink(src, dst);
-	if (S_ISREG(st.st_mode))
-		return copy_regular(src, dst, st.st_mode, sandboxed);
-	if (!S_ISDIR(st.st_mode))
-		return 0; /* special files are skipped inside a recursive copy */
-	if (depth > 4096)
-		return -ELOOP;
-	if (mkdir(dst, st.st_mode & 07777) < 0 && errno != EEXIST)
-		return -errno;
+	int r = 0;
+	if (lstat(src, &st) < 0) {
+		r = -errno;
+	} else if (S_ISLNK(st.st_mode)) {
+		r = copy_symlink(src, dst);
+		cs->links += r == 0;
+	} else if (S_ISREG(st.st_mode)) {
+		r = copy_regular(src, dst, st.st_mode, q);
+		cs->files += r == 0;
+	} else if (S_ISDIR(st.st_mode)) {
+		if (depth > 4096)
+			r = -ELOOP;
+		else if (mkdir(dst, st.st_mode & 07777) == 0)
+			cs->dirs++;
+		else if (errno != EEXIST)
+			r = -errno;
+		/* There already: a copy into an existing directory merges. */
+		if (r == 0)
+			return copy_dir(src, dst, depth, q, cs);
+	}
+	/* Special files are skipped inside a recursive copy. */
+	if (r < 0 && !cs->failed)
+		cs->failed = cd_xstrdup(src);
+	return r;
+}
+
+static int copy_dir(const char *src, const char *dst, unsigned depth, const struct cd_fs_req *q,
+		    struct copy_stats *cs)
+{
 	char **names;
 	size_t n;
 	int r = list_sorted(src, &names, &n);
+	if (r < 0 && !cs->failed)
+		cs->failed = cd_xstrdup(src);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		if (cd_fs_cancelled()) {
 			r = -ECANCELED;
@@ -767,11 +1037,13 @@ static int copy_tree(const char *src, const char *dst, unsigned depth, bool sand
 		}
 		char *s = cd_path_join(src, names[i]);
 		char *d = cd_path_join(dst, names[i]);
-		r = copy_tree(s, d, depth + 1, sandboxed);
+		r = copy_tree(s, d, depth + 1, q, cs);
 		free(s);
 		free(d);
 	}
 	cd_strv_free(names);
+	if (r == 0 && q->durable)
+		r = sync_dir(dst); /* its new entries */
 	return r;
 }
 
@@ -820,16 +1092,34 @@ static void op_copy(const struct cd_fs_req *q, struct cd_fs_res *r)
 					"descendants");
 			return;
 		}
-		e = -copy_tree(q->path, q->dest, 0, q->sandboxed);
+		struct copy_stats cs = { 0 };
+		e = -copy_tree(q->path, q->dest, 0, q, &cs);
+		if (e && (cs.files || cs.dirs || cs.links)) {
+			/* Say what is left: the copy is not undone. */
+			cd_fs_res_errno(r, e);
+			cd_strbuf_printf(
+				&r->out,
+				"; the copy stopped at `%s`: what it made before is left in "
+				"`%s` (%lu file%s, %lu director%s, %lu symlink%s; no file "
+				"half written)",
+				cs.failed ? cs.failed : q->path, q->dest, cs.files,
+				cs.files == 1 ? "" : "s", cs.dirs, cs.dirs == 1 ? "y" : "ies",
+				cs.links, cs.links == 1 ? "" : "s");
+			free(cs.failed);
+			return;
+		}
+		free(cs.failed);
 	} else if (S_ISLNK(st.st_mode)) {
 		e = -copy_symlink(q->path, q->dest);
 	} else if (S_ISREG(st.st_mode)) {
-		e = -copy_regular(q->path, q->dest, st.st_mode, q->sandboxed);
+		e = -copy_regular(q->path, q->dest, st.st_mode, q);
 	} else {
 		cd_fs_res_error(r, CD_RPC_INVALID_REQUEST,
 				"fs/copy only supports regular files, directories, and symlinks");
 		return;
 	}
+	if (!e && q->durable)
+		e = -sync_dir_of(q->dest);
 	if (e)
 		cd_fs_res_errno(r, e);
 	else
@@ -926,6 +1216,7 @@ enum {
 	REQ_FOLLOW = 1u << 2,
 	REQ_PRUNE_HIDDEN = 1u << 3,
 	REQ_HAS_DEST = 1u << 4,
+	REQ_DURABLE = 1u << 5,
 };
 
 struct req_hdr {
@@ -950,7 +1241,7 @@ int cd_fs_req_send(int sock, const struct cd_fs_req *q)
 		.flags = (q->recursive ? REQ_RECURSIVE : 0) | (q->force ? REQ_FORCE : 0) |
 			 (q->walk.follow ? REQ_FOLLOW : 0) |
 			 (q->walk.prune_hidden ? REQ_PRUNE_HIDDEN : 0) |
-			 (q->dest ? REQ_HAS_DEST : 0),
+			 (q->dest ? REQ_HAS_DEST : 0) | (q->durable ? REQ_DURABLE : 0),
 		.path_len = (uint32_t)pl,
 		.dest_len = (uint32_t)dl,
 		.data_len = q->data_len,
@@ -996,6 +1287,7 @@ int cd_fs_req_recv(int sock, struct cd_fs_req *q)
 	q->op = (enum cd_fs_op)h.op;
 	q->recursive = h.flags & REQ_RECURSIVE;
 	q->force = h.flags & REQ_FORCE;
+	q->durable = h.flags & REQ_DURABLE;
 	q->walk = (struct cd_fs_walk_opts){
 		.max_depth = h.max_depth,
 		.max_dirs = h.max_dirs,

@@ -56,6 +56,7 @@ struct cd_fs_req {
 	size_t data_len;
 	bool recursive, force;
 	bool sandboxed; /* performed in the helper: what a sandbox may not read is not given out */
+	bool durable;	/* writes: fsync the file and its directory before answering */
 	struct cd_fs_walk_opts walk;
 };
 

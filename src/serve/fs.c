@@ -43,6 +43,7 @@
 #endif
 
 #include "core/pathuri.h"
+#include "serve/budget.h"
 #include "serve/fs-helper.h"
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
@@ -164,25 +165,6 @@ static void reply_b64(struct cd_conn *c, const char *id, const char *key, const 
 	cd_conn_kick(c);
 }
 
-/*
- * An answer built whole (over WebSocket, see read_file_answer) is encoded
- * into fresh memory: the queue is freed once a large answer is sent
- * (conn.c), so every big fs/readFile faults its whole answer in again, one
- * 4 KiB page at a time, and those faults took a third of the server's time,
- * more than reading and encoding. Transparent
- * huge pages on the 2 MiB-aligned part of it (a hint: nothing changes where
- * THP is off) made fs/readFile of 100 MiB 1.7x faster here. Prefaulting it
- * all (MADV_POPULATE_WRITE) on top gained nothing more.
- */
-#define HUGE_PAGE (2u * 1024 * 1024)
-static void advise_huge(char *p, size_t n)
-{
-	uintptr_t a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-	uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)(HUGE_PAGE - 1);
-	if (n >= 4 * HUGE_PAGE && e > a)
-		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-}
-
 /* ---- fs requests off the loop ------------------------------------------- */
 
 /*
@@ -211,6 +193,21 @@ static void advise_huge(char *p, size_t n)
  */
 typedef void (*fs_method_fn)(struct cd_conn *c, const char *id, const struct cd_json *params);
 
+struct rf_state {
+	bool ws;	    /* the stream is a WebSocket: the answer goes in frames */
+	bool started;	    /* the file was checked and the buffers made */
+	bool begun;	    /* the answer's head is produced: an error now cuts it */
+	bool eof;	    /* the file is read to its end */
+	bool done;	    /* the answer's tail is produced */
+	uint64_t total;	    /* bytes of the file read */
+	unsigned char *buf; /* RF_READ bytes of the file */
+	size_t buf_len, buf_off;
+	struct cd_strbuf pend; /* to write: what the connection had queued, then the answer */
+	size_t pend_off;
+	bool pipe_grown;
+	size_t charged; /* of the memory budget (files) */
+};
+
 struct fs_job {
 	struct cd_work work;		    /* first: the pool hands this back */
 	struct fs_job *next;		    /* the connection's queue */
@@ -237,17 +234,16 @@ struct fs_job {
 	const struct cd_linux_plan *lp;
 	char hid[FS_MAX_HANDLE_ID]; /* fs/open: the handle's id */
 	size_t hid_len;
-	/*
-	 * fs/readFile (see read_file_answer). rest: what the loop queues, the
-	 * answer built whole or, on a lent stream, what the worker left
-	 * unwritten (then it goes before anything queued meanwhile).
-	 */
-	struct cd_strbuf rest;
-	int out_fd;		     /* the connection's stream, lent (cd_conn_out_lend), or -1 */
-	struct cd_strbuf out_before; /* what the connection had queued: written first */
-	uint64_t lent_start;	     /* when the worker began to write (cd_loop_now_ms) */
-	bool pipe_grown;
-	bool answered;	     /* the whole answer went out, or is in rest */
+	/* fs/readFile: its answer, streamed by a worker (see stream_answer). */
+	int out_fd;	     /* the connection's stream, lent (cd_conn_out_lend), or -1 */
+	struct rf_state rf;  /* what is written next, and how far the file is read */
+	bool opened;	     /* the operation ran (the file is open): only the answer is left */
+	size_t data_charged; /* of the memory budget (files): fs/writeFile's data */
+	bool answered;	     /* the whole answer went out */
+	bool yielded; /* the worker gave up its turn: the client is slow, or it had its slice */
+	bool parked;  /* on the loop, waiting for the client to take more (park) */
+	struct cd_watch *park;	     /* parked: the stream's writability */
+	struct cd_timer *park_stall; /* parked: nothing taken for --stall-timeout */
 	char *broken;	     /* why the stream cannot go on, the answer cut or the client gone */
 	fs_method_fn method; /* an fs/readBlock or fs/close waiting for its fs/open... */
 	char *params;	     /* ...and its params, JSON text */
@@ -334,8 +330,10 @@ static void job_free(struct fs_job *j)
 	free(j->id);
 	if (j->out_fd >= 0)
 		close(j->out_fd);
-	cd_strbuf_done(&j->out_before);
-	cd_strbuf_done(&j->rest);
+	free(j->rf.buf);
+	cd_strbuf_done(&j->rf.pend);
+	cd_mem_set(CD_MEM_FILES, &j->rf.charged, 0);
+	cd_mem_set(CD_MEM_FILES, &j->data_charged, 0);
 	free(j->broken);
 	free(j->params);
 	free(j->hook_key);
@@ -371,233 +369,255 @@ static int bind_sandbox(struct fs_job *j)
 }
 
 /*
- * How long a worker writes an answer to a client itself (see
- * read_file_answer): while the client keeps up. A wait of LENT_WAIT_MS for
- * a full pipe or socket, or LENT_MAX_MS in all, and the rest is handed
- * back to the loop, which queues it like any other answer: a client that
- * reads slowly, or not at all, does not hold a worker and every other
- * connection's fs requests behind it.
+ * fs/readFile's answer, {"id":ID,"result":{"dataBase64":"..."}} and its
+ * newline, is written by a worker to the client itself, on every
+ * transport: the connection lends it the stream (cd_conn_out_lend), with
+ * what it had queued, which goes first. The file is read RF_READ bytes at
+ * a time and encoded in slices of B64_SLICE bytes (64 KiB of base64), each
+ * written as it is made: memory stays at one block and one slice whatever
+ * the size (charged to the budget), those stay in the cache, and the
+ * loop never copies the answer. On WebSocket, where a message may come in
+ * fragments (RFC 6455 5.4), the head and each slice go in a frame of their
+ * own (text, then continuation frames) and the tail in the last one; the
+ * client sees one message.
+ *
+ * A worker writes while the client keeps up. When the stream stays full
+ * for LENT_WAIT_MS, or after LENT_MAX_MS of writing, it gives its turn up
+ * (yielded): the loop waits for the stream to take more (park), and hands
+ * the job to the pool again, behind the others. A client that reads slowly,
+ * or not at all, holds no worker, and one that takes nothing for
+ * --stall-timeout is dropped. Until the answer is out nothing else is
+ * written to the stream: answers and notifications queue (and
+ * back-pressure applies as usual).
+ *
+ * An error before the head is produced is the request's error (r), as
+ * usual. After, the stream is in the middle of a message and cannot go
+ * on: j->broken says why and the connection ends (the file failed to
+ * read, grew past the cap, or the client went away).
  */
 #define LENT_WAIT_MS 100
 #define LENT_MAX_MS  1000
+/* A multiple of B64_SLICE: whole slices but the file's last. */
+#define RF_READ (4 * B64_SLICE)
+/* Frame header, JSON head and tail, beside a slice. */
+#define RF_EXTRA 128
+
+/* A WebSocket frame header (server to client: no mask); its length. */
+static size_t ws_frame_header(char *h, bool fin, unsigned opcode, uint64_t len)
+{
+	h[0] = (char)((fin ? 0x80 : 0) | opcode);
+	if (len < 126) {
+		h[1] = (char)len;
+		return 2;
+	}
+	if (len < 65536) {
+		h[1] = 126;
+		h[2] = (char)(len >> 8);
+		h[3] = (char)len;
+		return 4;
+	}
+	h[1] = 127;
+	for (int i = 0; i < 8; i++)
+		h[2 + i] = (char)(len >> (56 - 8 * i));
+	return 10;
+}
 
 /*
- * Write to the lent stream (on the worker). 0 when all of p went out;
- * -EAGAIN when the client is too slow (above), with *done what did go
- * out; another -errno when the stream failed or the job was cancelled
- * (the connection ended, the server stops).
+ * Append a piece of the answer to rf->pend: head (if not NULL), the
+ * encoding of data[0..n), tail (if not NULL); on WebSocket in one frame,
+ * the first (text) if it has the head, the last if it has the tail.
  */
-static int lent_write(struct fs_job *j, const char *p, size_t n, size_t *done)
+static void rf_put(struct rf_state *rf, const char *head, const unsigned char *data, size_t n,
+		   const char *tail)
 {
-	*done = 0;
-	while (*done < n) {
+	size_t hl = head ? strlen(head) : 0, tl = tail ? strlen(tail) : 0;
+	size_t len = hl + cd_base64_encoded_len(n) + tl;
+	struct cd_strbuf *sb = &rf->pend;
+	cd_strbuf_reserve(sb, len + 16);
+	char *p = sb->buf + sb->len;
+	if (rf->ws)
+		p += ws_frame_header(p, tail != NULL, head ? 0x1 : 0x0, len);
+	memcpy(p, head ? head : "", hl);
+	p += hl;
+	p += cd_base64_encode(data, n, p);
+	memcpy(p, tail ? tail : "", tl);
+	p += tl;
+	sb->len = (size_t)(p - sb->buf);
+	sb->buf[sb->len] = '\0';
+}
+
+/*
+ * Write what rf->pend holds (on the worker). 0 when it is all out;
+ * -EAGAIN when the worker should give its turn up (the stream stayed
+ * full for LENT_WAIT_MS, or it has written for LENT_MAX_MS since start);
+ * another -errno when the stream failed or the job was cancelled.
+ */
+static int rf_write(struct fs_job *j, uint64_t start)
+{
+	struct rf_state *rf = &j->rf;
+	while (rf->pend_off < rf->pend.len) {
 		if (cd_fs_cancelled())
 			return -ECANCELED;
-		ssize_t w = write(j->out_fd, p + *done, n - *done);
+		ssize_t w =
+			write(j->out_fd, rf->pend.buf + rf->pend_off, rf->pend.len - rf->pend_off);
 		if (w > 0) {
-			*done += (size_t)w;
+			rf->pend_off += (size_t)w;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && errno == EAGAIN && !j->pipe_grown) {
-			j->pipe_grown = true;
+		if (w < 0 && errno == EAGAIN && !rf->pipe_grown) {
+			rf->pipe_grown = true;
 			cd_out_grow_pipe(j->out_fd);
 			continue;
 		}
 		if (w < 0 && errno == EAGAIN) {
-			uint64_t spent = cd_loop_now_ms() - j->lent_start;
+			uint64_t spent = cd_loop_now_ms() - start;
 			if (spent >= LENT_MAX_MS)
 				return -EAGAIN;
 			int wait = LENT_WAIT_MS;
 			if (LENT_MAX_MS - spent < (uint64_t)wait)
 				wait = (int)(LENT_MAX_MS - spent);
 			struct pollfd pfd = { .fd = j->out_fd, .events = POLLOUT };
-			int rr = poll(&pfd, 1, wait);
-			if (rr == 0)
+			if (poll(&pfd, 1, wait) == 0)
 				return -EAGAIN;
 			continue;
 		}
 		return w < 0 ? -errno : -EIO;
 	}
+	rf->pend.len = rf->pend_off = 0;
 	return 0;
 }
 
 /*
- * Write p to the lent stream, after what the connection had queued (the
- * first time). false when it did not all go out: the stream failed
- * (j->broken says why), or the client is slow and j->rest holds, in
- * order, what did not go out (the loop writes it first, job_done).
+ * The file is open (r->fd): check it and make the buffers. false when the
+ * request fails instead (r holds the error).
  */
-static bool lent_send(struct fs_job *j, const char *p, size_t n)
+static bool rf_start(struct fs_job *j)
 {
-	size_t done = 0;
-	int e = 0;
-	if (j->out_before.len) {
-		e = lent_write(j, j->out_before.buf, j->out_before.len, &done);
-		if (e == -EAGAIN) {
-			j->rest = j->out_before;
-			j->out_before = (struct cd_strbuf){ 0 };
-			j->rest.len -= done;
-			memmove(j->rest.buf, j->rest.buf + done, j->rest.len);
-			if (n)
-				cd_strbuf_append_n(&j->rest, p, n);
-			return false;
-		}
-		cd_strbuf_done(&j->out_before);
+	struct rf_state *rf = &j->rf;
+	struct stat st;
+	rf->started = true;
+	if (fstat(j->r.fd, &st) < 0) {
+		cd_fs_res_errno(&j->r, errno);
+		return false;
 	}
-	if (e == 0 && n) {
-		e = lent_write(j, p, n, &done);
-		if (e == -EAGAIN) {
-			cd_strbuf_append_n(&j->rest, p + done, n - done);
-			return false;
-		}
+	if ((uint64_t)st.st_size > FS_MAX_READ_FILE) {
+		cd_fs_res_error(&j->r, CD_RPC_INVALID_REQUEST,
+				"file is too large to read: limit is %u bytes", FS_MAX_READ_FILE);
+		return false;
 	}
-	if (e == -ECANCELED)
-		j->broken = cd_xasprintf("an fs/readFile answer was cut (cancelled)");
-	else if (e < 0)
-		j->broken = cd_xasprintf("write failed: %s", strerror(-e));
-	return e == 0;
+	rf->buf = cd_xmalloc(RF_READ);
+	cd_strbuf_reserve(&rf->pend, cd_base64_encoded_len(B64_SLICE) + RF_EXTRA + strlen(j->id));
+	cd_mem_set(CD_MEM_FILES, &rf->charged, RF_READ + rf->pend.cap);
+	return true;
 }
 
-/*
- * fs/readFile's answer, {"id":ID,"result":{"dataBase64":"..."}} and its
- * newline, from the opened file (on a worker). The file is read in blocks
- * of a multiple of 3 bytes, each encoded straight into the output.
- *
- * On stdio and unix sockets the worker writes the answer to the client
- * itself (the connection lent it the stream), one 64 KiB slice at a time
- * as it is encoded: memory stays at a few slices whatever the size, and
- * those stay in the cache. Built whole instead, as over WebSocket, where a
- * frame holds one whole message, a 100 MiB answer is 140 MB of fresh
- * memory each time; once the worker moved the encoding off the loop
- * thread, the pages were faulted in on one CPU and freed on another, and
- * the zeroing of pages the host had taken back made one run in four 5x
- * slower (fs/readFile of 100 MiB: 1,400 or 280 MB/s; written here, 2,300
- * to 2,500 MB/s in every run, and the server's RSS does not grow).
- *
- * A client too slow for that (see LENT_WAIT_MS) gets the rest of the
- * answer built here and handed back (j->rest) for the loop to write first.
- *
- * An error before any of it is written is the request's error (r), as
- * usual. After, the stream is in the middle of a JSON line and cannot go
- * on: j->broken says why and the connection ends (the file failed to
- * read, grew past the cap, or the client went away).
- */
-static void read_file_answer(struct fs_job *j)
+/* Produce the next piece of the answer into rf->pend. false: an error (r, or j->broken). */
+static bool rf_next(struct fs_job *j)
 {
-	static const size_t block = 3 * 349525; /* just under 1 MiB */
-	static const char key[] = "\"result\":{\"dataBase64\":\"";
-	static const char tail[] = "\"}}\n";
-	struct cd_fs_res *r = &j->r;
-	bool lent = j->out_fd >= 0;
-	struct stat st;
-	if (fstat(r->fd, &st) < 0) {
-		cd_fs_res_errno(r, errno);
-		return;
-	}
-	size_t head = 7 + strlen(j->id) + sizeof(key) - 1;
-	size_t cap = head + sizeof(tail) + 64;
-	if ((uint64_t)st.st_size <= FS_MAX_READ_FILE)
-		cap += cd_base64_encoded_len(lent ? B64_SLICE : (size_t)st.st_size);
-	char *w = cd_xmalloc(cap);
-	unsigned char *buf = cd_xmalloc(block);
-	if (!lent)
-		advise_huge(w, cap);
-	size_t used = (size_t)sprintf(w, "{\"id\":%s,%s", j->id, key);
-	uint64_t total = (uint64_t)st.st_size;
-	bool begun = false;
-	int err = 0;
-	if (total > FS_MAX_READ_FILE)
-		goto too_large;
-	for (total = 0;;) {
+	struct rf_state *rf = &j->rf;
+	if (rf->buf_off == rf->buf_len && !rf->eof) {
 		size_t fill = 0;
-		while (fill < block) {
-			ssize_t n = read(r->fd, buf + fill, block - fill);
+		while (fill < RF_READ) {
+			ssize_t n = read(j->r.fd, rf->buf + fill, RF_READ - fill);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0 || cd_fs_cancelled()) {
-				err = n < 0 ? errno : ECANCELED;
-				goto fail;
+				int e = n < 0 ? errno : ECANCELED;
+				if (rf->begun)
+					j->broken =
+						cd_xasprintf("reading a file failed while its "
+							     "fs/readFile answer was written: %s",
+							     strerror(e));
+				else
+					cd_fs_res_errno(&j->r, e);
+				return false;
 			}
-			if (n == 0)
+			if (n == 0) {
+				rf->eof = true;
 				break;
+			}
 			fill += (size_t)n;
 		}
-		total += fill;
-		if (total > FS_MAX_READ_FILE)
-			goto too_large;
-		size_t done = 0;
-		while (lent && done < fill) {
-			size_t k = fill - done < B64_SLICE ? fill - done : B64_SLICE;
-			used += cd_base64_encode(buf + done, k, w + used);
-			done += k;
-			begun = true;
-			if (lent_send(j, w, used)) {
-				used = 0;
-				continue;
-			}
-			if (j->broken)
-				goto out;
-			/* Too slow: the rest of the answer goes to j->rest (built as unlent). */
-			lent = false;
-			free(w);
-			used = j->rest.len;
-			cap = j->rest.cap;
-			w = cd_strbuf_steal(&j->rest);
-			uint64_t more =
-				(uint64_t)st.st_size > total ? (uint64_t)st.st_size - total : 0;
-			size_t need = used + cd_base64_encoded_len(fill - done + (size_t)more) +
-				      sizeof(tail) + 64;
-			if (need > cap) {
-				cap = need;
-				w = cd_xrealloc(w, cap);
-			}
+		rf->buf_len = fill;
+		rf->buf_off = 0;
+		rf->total += fill;
+		if (rf->total > FS_MAX_READ_FILE) {
+			if (rf->begun)
+				j->broken = cd_xasprintf(
+					"a file grew past the %u bytes fs/readFile can "
+					"answer while its answer was written",
+					FS_MAX_READ_FILE);
+			else
+				cd_fs_res_error(&j->r, CD_RPC_INVALID_REQUEST,
+						"file is too large to read: limit is %u bytes",
+						FS_MAX_READ_FILE);
+			return false;
 		}
-		if (!lent && done < fill) {
-			if (used + cd_base64_encoded_len(fill - done) + sizeof(tail) > cap) {
-				/* The file grew since fstat: make room. */
-				cap = used + cd_base64_encoded_len(fill - done) + cap / 2 + 64;
-				w = cd_xrealloc(w, cap);
-			}
-			used += cd_base64_encode(buf + done, fill - done, w + used);
-		}
-		if (fill < block)
-			break;
 	}
-	memcpy(w + used, tail, sizeof(tail));
-	used += sizeof(tail) - 1;
-	free(buf);
-	if (lent) {
-		/* What does not go out now is in j->rest. */
-		(void)lent_send(j, w, used);
-		j->answered = !j->broken;
-		free(w);
+	size_t k = rf->buf_len - rf->buf_off < B64_SLICE ? rf->buf_len - rf->buf_off : B64_SLICE;
+	const char *tail = rf->ws ? "\"}}" : "\"}}\n";
+	char *head = NULL;
+	if (!rf->begun)
+		head = cd_xasprintf("{\"id\":%s,\"result\":{\"dataBase64\":\"", j->id);
+	bool last = rf->eof && rf->buf_off + k == rf->buf_len;
+	/* On WebSocket the tail has a frame of its own, unless that would be the only one. */
+	if (rf->ws && last && !head && k) {
+		rf_put(rf, NULL, rf->buf + rf->buf_off, k, NULL);
+		rf_put(rf, NULL, NULL, 0, tail);
 	} else {
-		/* The whole answer or, handed back, its rest. */
-		j->rest = (struct cd_strbuf){ .buf = w, .len = used, .cap = cap };
-		j->answered = true;
+		rf_put(rf, head, rf->buf + rf->buf_off, k, last ? tail : NULL);
 	}
-	return;
-too_large:
-	if (begun)
-		j->broken = cd_xasprintf("a file grew past the %u bytes fs/readFile can answer "
-					 "while its answer was written",
-					 FS_MAX_READ_FILE);
-	else
-		cd_fs_res_error(r, CD_RPC_INVALID_REQUEST,
-				"file is too large to read: limit is %u bytes", FS_MAX_READ_FILE);
-	goto out;
-fail:
-	if (begun)
-		j->broken = cd_xasprintf("reading a file failed while its fs/readFile answer "
-					 "was written: %s",
-					 strerror(err));
-	else
-		cd_fs_res_errno(r, err);
-out:
-	free(buf);
-	free(w);
+	free(head);
+	rf->begun = true;
+	rf->buf_off += k;
+	rf->done = last;
+	return true;
+}
+
+/*
+ * On the worker: write what is pending and go on with the answer until it
+ * is out (answered), the worker should give its turn up (yielded), or the
+ * stream cannot go on (broken). For an fs/readFile that failed, and any
+ * other request lent the stream, only what the connection had queued is
+ * written: the loop answers.
+ */
+static void stream_answer(struct fs_job *j)
+{
+	struct rf_state *rf = &j->rf;
+	uint64_t start = cd_loop_now_ms();
+	bool answer = j->q.op == CD_FS_READ_FILE && !j->r.code;
+	if (answer && !rf->started && !rf_start(j))
+		answer = false;
+	for (;;) {
+		int e = rf_write(j, start);
+		if (e == -EAGAIN) {
+			j->yielded = true;
+			return;
+		}
+		if (e < 0) {
+			j->broken = e == -ECANCELED
+					    ? cd_xasprintf("an fs/readFile answer was cut "
+							   "(cancelled)")
+					    : cd_xasprintf("write failed: %s", strerror(-e));
+			return;
+		}
+		if (!answer || j->r.code)
+			return;
+		if (rf->done) {
+			j->answered = true;
+			return;
+		}
+		if (cd_loop_now_ms() - start >= LENT_MAX_MS) {
+			j->yielded = true;
+			return;
+		}
+		if (!rf_next(j)) {
+			/* An error before the head: the loop answers it; what was queued went out. */
+			return;
+		}
+	}
 }
 
 /* On a worker. */
@@ -605,54 +625,54 @@ static void job_run(struct cd_work *w)
 {
 	struct fs_job *j = (struct fs_job *)w;
 	cd_fs_cur_cancel = &j->cancel;
-	if (j->hook_key && cd_testhook_holds(job_method(j)))
-		cd_testhook_hold(j->hook_key, job_method(j), &j->cancel);
-	job_event(j, "fs-run");
-	bool refused = false;
-	/* A 64 MiB message's data takes tens of ms to decode: here, not on the loop. */
-	if (j->b64 &&
-	    cd_base64_decode(j->b64->u.str.s, j->b64->u.str.len, &j->q.data, &j->q.data_len) < 0) {
-		cd_fs_res_error(
-			&j->r, CD_RPC_INVALID_REQUEST,
-			"fs/writeFile requires valid base64 dataBase64: invalid base64 input");
-		refused = true;
+	if (!j->opened) {
+		if (j->hook_key && cd_testhook_holds(job_method(j)))
+			cd_testhook_hold(j->hook_key, job_method(j), &j->cancel);
+		job_event(j, "fs-run");
+		bool refused = false;
+		/* A 64 MiB message's data takes tens of ms to decode: here, not on the loop. */
+		if (j->b64 && cd_base64_decode(j->b64->u.str.s, j->b64->u.str.len, &j->q.data,
+					       &j->q.data_len) < 0) {
+			cd_fs_res_error(&j->r, CD_RPC_INVALID_REQUEST,
+					"fs/writeFile requires valid base64 dataBase64: invalid "
+					"base64 input");
+			refused = true;
+		}
+		refused = refused || (j->sandbox && bind_sandbox(j) < 0);
+		/* The request's tree is read: freed here too (a large one takes ms). */
+		j->b64 = j->sandbox = NULL;
+		j->msg = cd_json_free(j->msg);
+		j->q.sandboxed = j->lp != NULL;
+		j->sb.lp = j->lp;
+		if (refused)
+			;
+		else if (j->lp)
+			cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
+		else
+			cd_fs_do(&j->q, &j->r);
+		j->opened = true;
 	}
-	refused = refused || (j->sandbox && bind_sandbox(j) < 0);
-	/* The request's tree is read: freed here too (a large one takes ms). */
-	j->b64 = j->sandbox = NULL;
-	j->msg = cd_json_free(j->msg);
-	j->q.sandboxed = j->lp != NULL;
-	j->sb.lp = j->lp;
-	if (refused)
-		;
-	else if (j->lp)
-		cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
-	else
-		cd_fs_do(&j->q, &j->r);
-	j->lent_start = cd_loop_now_ms();
-	if (j->q.op == CD_FS_READ_FILE && !j->r.code) {
-		bool lent = j->out_fd >= 0;
-		read_file_answer(j);
-		close(j->r.fd);
-		j->r.fd = -1;
-		/* How much of the answer was built in memory: handed back, not streamed. */
-		if (j->hook_key)
-			cd_testhook_event("fs-answer %s lent=%d rest=%zu cut=%d", j->hook_key, lent,
-					  j->rest.len, j->broken != NULL);
+	j->yielded = false;
+	if (j->out_fd >= 0)
+		stream_answer(j);
+	if (j->answered || j->broken || j->r.code) {
+		if (j->r.fd >= 0 && j->q.op == CD_FS_READ_FILE) {
+			close(j->r.fd);
+			j->r.fd = -1;
+		}
+		if (j->hook_key && j->q.op == CD_FS_READ_FILE)
+			cd_testhook_event("fs-answer %s lent=%d cut=%d", j->hook_key,
+					  j->out_fd >= 0, j->broken != NULL);
+	} else if (j->yielded && j->hook_key) {
+		cd_testhook_event("fs-yield %s method=%s", j->hook_key, job_method(j));
 	}
-	/* An error to answer (by the loop): what the connection had queued goes first. */
-	if (j->out_fd >= 0 && !j->answered && !j->broken)
-		(void)lent_send(j, NULL, 0);
 	cd_fs_cur_cancel = NULL;
 }
 
 static void job_reply(struct cd_conn *c, struct fs_job *j)
 {
 	if (j->answered) {
-		/* fs/readFile; on a lent stream cd_conn_out_return took the rest already. */
-		if (j->rest.len)
-			cd_conn_out_adopt(c, j->rest.buf, j->rest.len, j->rest.cap);
-		j->rest = (struct cd_strbuf){ 0 };
+		/* fs/readFile: the worker wrote it. */
 	} else if (j->q.op == CD_FS_OPEN && !j->r.code) {
 		open_finish(c, j->id, j->hid, j->hid_len, j->r.fd);
 		j->r.fd = -1;
@@ -706,6 +726,25 @@ static void running_remove(struct fs_job *j)
 
 static void pump(struct cd_conn *c);
 
+static void park(struct cd_conn *c, struct fs_job *j);
+static void job_done(struct cd_work *w);
+
+/* Hand a job that is already c's running one to the pool (again). */
+static void resubmit(struct cd_conn *c, struct fs_job *j)
+{
+	struct cd_server *s = c->server;
+	j->work.run = job_run;
+	j->work.done = job_done;
+	j->work.ran = false;
+	running_add(j);
+	if (!s->fs_workq || cd_workq_submit(s->fs_workq, &j->work) < 0) {
+		/* No worker could be had: performed here, as before there were any. */
+		job_run(&j->work);
+		j->work.ran = true;
+		job_done(&j->work);
+	}
+}
+
 /* On the loop, once the worker is through (or the pool dropped it at shutdown). */
 static void job_done(struct cd_work *w)
 {
@@ -718,6 +757,22 @@ static void job_done(struct cd_work *w)
 	}
 	if (!w->ran)
 		cd_fs_res_error(&j->r, CD_RPC_INTERNAL, "the server is shutting down");
+	/* The worker gave its turn up: the answer goes on once the client takes more. */
+	if (w->ran && j->yielded && !j->broken) {
+		park(c, j);
+		return;
+	}
+	/* fs/readFile opened while no worker was free to write at once: its answer goes now. */
+	if (w->ran && j->q.op == CD_FS_READ_FILE && !j->r.code && !j->broken && j->out_fd < 0) {
+		j->out_fd = cd_conn_out_lend(c, &j->rf.pend);
+		if (j->out_fd >= 0) {
+			j->rf.ws = c->kind == CD_CONN_WS;
+			resubmit(c, j);
+			return;
+		}
+		/* The connection ends: there is nobody to answer. */
+		cd_fs_res_error(&j->r, CD_RPC_INTERNAL, "the connection is ending");
+	}
 	/*
 	 * A batch, as for requests (cd_conn_process): the answers below are
 	 * flushed once, at the end. A flush that fails closes the connection
@@ -733,7 +788,7 @@ static void job_done(struct cd_work *w)
 		if (j->broken)
 			cd_log_warn("serve: connection %lu (%s): %s: ending the connection",
 				    c->serial, c->peer, j->broken);
-		cd_conn_out_return(c, j->broken, &j->rest);
+		cd_conn_out_return(c, j->broken);
 	}
 	if (!j->broken)
 		job_reply(c, j);
@@ -746,6 +801,56 @@ static void job_done(struct cd_work *w)
 	}
 	c->batch--;
 	cd_conn_kick(c);
+}
+
+static void unpark(struct cd_loop *l, struct fs_job *j)
+{
+	if (j->park)
+		cd_loop_del_fd(l, j->park);
+	if (j->park_stall)
+		cd_loop_cancel_timer(l, j->park_stall);
+	j->park = NULL;
+	j->park_stall = NULL;
+	j->parked = false;
+}
+
+static void on_park_out(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	struct fs_job *j = data;
+	unpark(l, j);
+	resubmit(j->conn, j);
+}
+
+static void on_park_stall(struct cd_loop *l, void *data)
+{
+	struct fs_job *j = data;
+	struct cd_conn *c = j->conn;
+	j->park_stall = NULL;
+	cd_log_warn("serve: connection %lu (%s): the client read nothing for %u ms with an "
+		    "fs/readFile answer to take: dropping it",
+		    c->serial, c->peer, c->server->opts.stall_ms);
+	/* Releases the queue, and this job with it. */
+	cd_conn_abort(c, "stalled");
+}
+
+/*
+ * The worker gave its turn up (stream_answer): wait on the loop for the
+ * stream to take more, then queue the job for a worker again. A network
+ * client that takes nothing for --stall-timeout is dropped; stdio waits.
+ */
+static void park(struct cd_conn *c, struct fs_job *j)
+{
+	struct cd_loop *l = c->server->loop;
+	j->parked = true;
+	j->park = cd_loop_add_fd(l, j->out_fd, CD_LOOP_OUT, on_park_out, j);
+	if (!j->park) {
+		/* Not pollable (a regular file): writing to it does not wait anyway. */
+		j->parked = false;
+		resubmit(c, j);
+		return;
+	}
+	if (c->kind != CD_CONN_STDIO)
+		j->park_stall = cd_loop_add_timer(l, c->server->opts.stall_ms, on_park_stall, j);
 }
 
 /* Start c's next fs request unless one runs. */
@@ -767,31 +872,20 @@ static void pump(struct cd_conn *c)
 		if (!s->fs_workq)
 			s->fs_workq = cd_workq_new(s->loop, FS_WORKERS);
 		/*
-		 * fs/readFile writes its answer itself (read_file_answer), if a
-		 * worker takes it at once: the stream is not held while it waits.
+		 * fs/readFile writes its answer itself (stream_answer), if a
+		 * worker takes it at once: the stream is not held while it waits
+		 * (else it is lent once the file is open, job_done).
 		 */
 		if (j->q.op == CD_FS_READ_FILE && s->fs_workq && cd_workq_can_start(s->fs_workq)) {
-			j->out_fd = cd_conn_out_lend(c, &j->out_before);
+			j->out_fd = cd_conn_out_lend(c, &j->rf.pend);
+			j->rf.ws = c->kind == CD_CONN_WS;
 		}
 		fq->running = true;
 		if (j->hook_key && s->fs_workq)
 			cd_testhook_event("fs-pool %s method=%s worker=%s", j->hook_key,
 					  job_method(j),
 					  cd_workq_can_start(s->fs_workq) ? "now" : "wait");
-		j->work.run = job_run;
-		j->work.done = job_done;
-		running_add(j);
-		if (!s->fs_workq || cd_workq_submit(s->fs_workq, &j->work) < 0) {
-			/* No worker could be had: performed here, as before there were any. */
-			if (j->out_fd >= 0) {
-				close(j->out_fd);
-				j->out_fd = -1;
-				cd_conn_out_return(c, NULL, &j->out_before);
-			}
-			job_run(&j->work);
-			j->work.ran = true;
-			job_done(&j->work);
-		}
+		resubmit(c, j);
 		return;
 	}
 }
@@ -848,6 +942,9 @@ static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q,
 	if (j->q.op == CD_FS_WRITE_FILE) {
 		j->b64 = cd_json_get(params, "dataBase64");
 		j->bytes = j->b64->u.str.len / 4 * 3;
+		j->q.durable = s->opts.durable_writes;
+		/* What it will hold once decoded (on the worker). */
+		cd_mem_set(CD_MEM_FILES, &j->data_charged, j->bytes);
 	}
 	if (j->b64 || (sandbox && sandbox->type != CD_JSON_NULL)) {
 		j->msg = c->cur_msg;
@@ -896,6 +993,10 @@ static void queue_release(struct cd_conn *c)
 			 * reconnect cannot pile jobs up past the per-connection caps.
 			 */
 			running_remove(j);
+			job_free_event(j, "fs-dropped");
+		} else if (j->parked) {
+			/* Its answer waits for the client: cut. */
+			unpark(c->server->loop, j);
 			job_free_event(j, "fs-dropped");
 		} else {
 			/*

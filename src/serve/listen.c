@@ -50,7 +50,13 @@
  * replaced; one that a live server still answers on is not.
  */
 
-#define BACKLOG 128
+/* The kernel caps it at net.core.somaxconn (4096 by default). */
+#define BACKLOG_MIN 128
+#define BACKLOG_MAX 65535
+/* Out of descriptors: listen again after this long (or when a connection ends). */
+#define FD_RETRY_MS 250
+/* ... and say so at most this often. */
+#define FD_LOG_MS 10000
 
 static struct stat unix_st; /* the socket we bound: removed at exit only if still it */
 
@@ -187,72 +193,192 @@ static void judge_owner(struct cd_server *s, int r, uid_t uid, char *refused, si
 		 (unsigned)uid, (unsigned)geteuid());
 }
 
-static void refuse_busy(struct cd_server *s, int fd)
+/* Read and drop what the peer has sent so far (a close with unread data resets the connection). */
+static void drain(int fd)
 {
-	/* ws: a plain HTTP answer that a client library can show; unix: just the close. */
-	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-				   "content-length: 0\r\nconnection: close\r\n\r\n";
-	if (s->opts.listen == CD_LISTEN_WS)
-		(void)send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	char buf[4096];
+	for (int i = 0; i < 4 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++)
+		;
+}
+
+/*
+ * Answer a connection that will not be served, at once, and close it.
+ * ws: a plain HTTP answer that a client library can show (status, and why
+ * in the body); what the request sent so far is read first, so that the
+ * close does not reset the connection before the answer is read (a request
+ * that comes later still may). unix: just the close.
+ */
+static void refuse_now(struct cd_server *s, int fd, const char *status, const char *why)
+{
+	char buf[1024];
+	if (s->opts.listen == CD_LISTEN_WS) {
+		drain(fd);
+		int n = snprintf(buf, sizeof(buf),
+				 "HTTP/1.1 %s\r\ncontent-type: text/plain; charset=utf-8\r\n"
+				 "content-length: %zu\r\nconnection: close\r\n\r\n%s",
+				 status, strlen(why), why);
+		if (n > 0 && (size_t)n < sizeof(buf))
+			(void)send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)shutdown(fd, SHUT_WR);
+		drain(fd);
+	}
 	close(fd);
 }
 
-static bool handshaking(const struct cd_conn *c)
+/*
+ * Whether n more descriptors can be had now (each is tried and given
+ * back): a connection is admitted only with room for its own, the lookups
+ * that judge its peer and its first requests.
+ */
+static bool fds_to_spare(int lfd, int n)
 {
-#ifdef CD_WEBSOCKET
-	return c->ws && !cd_ws_is_open(c);
-#else
-	return false;
-#endif
+	int fds[16];
+	int k = 0;
+	bool ok = true;
+	for (; k < n && k < (int)CD_ARRAY_SIZE(fds); k++) {
+		fds[k] = fcntl(lfd, F_DUPFD_CLOEXEC, 3);
+		if (fds[k] < 0) {
+			ok = false;
+			break;
+		}
+	}
+	while (k-- > 0)
+		close(fds[k]);
+	return ok;
+}
+
+/* A connection refused for --max-connections: said at most once per FD_LOG_MS, with a count. */
+static void note_busy(struct cd_server *s)
+{
+	uint64_t now = cd_loop_now_ms();
+	s->busy_refused++;
+	if (s->busy_logged_at && now - s->busy_logged_at < FD_LOG_MS)
+		return;
+	s->busy_logged_at = now;
+	cd_log_warn("serve: refusing connections: %u connections already (raise "
+		    "--max-connections); %lu refused so far",
+		    s->opts.max_connections, s->busy_refused);
+}
+
+/*
+ * WebSocket connections still in their HTTP handshake do not count against
+ * --max-connections (who never authenticates must not take the slots of
+ * those who do), but at most --max-connections + SPARE_HANDSHAKES of them
+ * wait at once: a burst of up to --max-connections connects is served
+ * whole, and past the limit a client is answered 503 (when it upgrades,
+ * ws.c, or at once when even the handshakes are full). Nobody's handshake
+ * is pushed out for a newcomer: one that is not complete within
+ * CD_SERVE_HANDSHAKE_MS is closed (ws.c), so what idle sockets can hold up
+ * is bounded by time. Peers known at accept to be refused (past the
+ * limits: 503; their owner, listen_ws: 403) wait apart: at most
+ * MAX_REFUSED of them wait for their request to be answered, and past
+ * that a new one is answered at once (its request possibly unread: the
+ * client may see the connection reset instead). So other local users
+ * cannot crowd out the server's own.
+ */
+#define SPARE_HANDSHAKES 64
+#define MAX_REFUSED	 256
+/* Descriptors a new connection must leave free (fds_to_spare). */
+#define FD_HEADROOM 8
+
+void cd_listen_handshake_done(struct cd_conn *c)
+{
+	struct cd_server *s = c->server;
+	if (c->handshake == CD_HANDSHAKE_ADMITTED)
+		s->n_handshakes--;
+	else if (c->handshake == CD_HANDSHAKE_REFUSED)
+		s->n_refused_handshakes--;
+	c->handshake = CD_HANDSHAKE_NONE;
 }
 
 unsigned cd_listen_established(const struct cd_server *s)
 {
-	unsigned n = 0;
-	for (const struct cd_conn *c = s->conns; c; c = c->next)
-		n += !c->freed && !handshaking(c);
-	return n;
+	return s->n_live - s->n_handshakes - s->n_refused_handshakes;
+}
+
+static void on_fd_retry(struct cd_loop *l, void *data);
+
+/* Listen again (a descriptor was freed, or FD_RETRY_MS passed). */
+void cd_listen_resume(struct cd_server *s)
+{
+	if (!s->accept_paused || s->listen_fd < 0 || s->stopping)
+		return;
+	if (s->fd_retry) {
+		cd_loop_cancel_timer(s->loop, s->fd_retry);
+		s->fd_retry = NULL;
+	}
+	s->accept_paused = false;
+	(void)cd_loop_mod_fd(s->loop, s->listen_watch, CD_LOOP_IN);
+}
+
+static void on_fd_retry(struct cd_loop *l, void *data)
+{
+	struct cd_server *s = data;
+	s->fd_retry = NULL;
+	cd_listen_resume(s);
+}
+
+static int open_reserve(void)
+{
+	return open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 /*
- * Connections still in their HTTP handshake do not count against
- * --max-connections (who never authenticates must not take the slots of
- * those who do); at most MAX_HANDSHAKES of them wait at once, and a new
- * one pushes out the one that has waited longest. A peer already known to
- * be refused (its owner, listen_ws) pushes out only its like: the oldest
- * refused one, or else itself; so other local users cannot crowd out the
- * handshakes of the server's own user. False: drop the newcomer.
+ * accept() failed for want of a descriptor (EMFILE, ENFILE). Left alone
+ * the listener stays readable and the loop would spin on it. Instead the
+ * connections waiting are answered: the reserve descriptor is given up for
+ * each in turn, so that it can be accepted and told why it is refused
+ * (ws: 503, "out of file descriptors"; unix: closed at once). Then the
+ * listener is not watched until a connection of ours ends or FD_RETRY_MS
+ * passed. Logged at most once per FD_LOG_MS, with a count.
  */
-#define MAX_HANDSHAKES 64
-
-static bool limit_handshakes(struct cd_server *s, bool newcomer_refused)
+static void out_of_descriptors(struct cd_server *s, int lfd, int e)
 {
-	struct cd_conn *oldest = NULL, *oldest_refused = NULL;
-	unsigned n = 0;
-
-	for (struct cd_conn *c = s->conns; c; c = c->next) {
-		if (!c->freed && handshaking(c)) {
-			n++;
-			oldest = c; /* the list is newest first */
-			if (c->refused[0])
-				oldest_refused = c;
+	char why[256];
+	snprintf(why, sizeof(why),
+		 "out of file descriptors: %s (the server's limit: %llu open files)\n",
+		 e == ENFILE ? "the system's file table is full" : "the server is near its limit",
+		 (unsigned long long)s->nofile_limit);
+	for (;;) {
+		if (s->reserve_fd < 0 && (s->reserve_fd = open_reserve()) < 0)
+			break;
+		close(s->reserve_fd);
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int ae = errno;
+		/* Taken back at once: its slot is what answers the next one. */
+		s->reserve_fd = fd < 0 ? open_reserve() : -1;
+		if (fd < 0) {
+			if (ae == EINTR || ae == ECONNABORTED)
+				continue;
+			break;
 		}
+		refuse_now(s, fd, "503 Service Unavailable", why);
+		s->fd_refused++;
 	}
-	if (n < MAX_HANDSHAKES || !oldest)
-		return true;
-	if (oldest_refused)
-		oldest = oldest_refused;
-	else if (newcomer_refused)
-		return false;
-	cd_log_debug("serve: connection %lu (%s): %u handshakes waiting: dropping the oldest%s",
-		     oldest->serial, oldest->peer, n, oldest_refused ? " refused one" : "");
-	cd_conn_close(oldest, "handshake pushed out");
-	return true;
+	s->fd_shortages++;
+	uint64_t now = cd_loop_now_ms();
+	if (!s->fd_logged_at || now - s->fd_logged_at >= FD_LOG_MS) {
+		cd_log_warn("serve: accept: %s: %s (limit %llu): not accepting until one is freed; "
+			    "%lu connection(s) refused so far. Raise the limit (ulimit -n, "
+			    "LimitNOFILE=) or lower --max-connections",
+			    strerror(e),
+			    e == ENFILE ? "the system's file table is full"
+					: "out of file descriptors",
+			    (unsigned long long)s->nofile_limit, s->fd_refused);
+		s->fd_logged_at = now;
+	}
+	if (!s->accept_paused) {
+		s->accept_paused = true;
+		(void)cd_loop_mod_fd(s->loop, s->listen_watch, 0);
+	}
+	if (!s->fd_retry)
+		s->fd_retry = cd_loop_add_timer(s->loop, FD_RETRY_MS, on_fd_retry, s);
 }
 
 static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 {
 	struct cd_server *s = data;
+	bool ws = s->opts.listen == CD_LISTEN_WS;
 
 	for (;;) {
 		struct sockaddr_storage ss;
@@ -261,6 +387,10 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EMFILE || errno == ENFILE) {
+				out_of_descriptors(s, lfd, errno);
+				return;
+			}
 			if (errno != EAGAIN)
 				cd_log_warn("serve: accept: %s", strerror(errno));
 			return;
@@ -269,16 +399,28 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 			close(fd);
 			continue;
 		}
-		if (cd_listen_established(s) >= s->opts.max_connections) {
-			cd_log_warn("serve: refusing a connection: %u connections already (raise "
-				    "--max-connections)",
-				    s->opts.max_connections);
-			refuse_busy(s, fd);
+		if (!fds_to_spare(lfd, FD_HEADROOM)) {
+			/* This one is answered; the rest wait until descriptors are freed. */
+			char why[200];
+			snprintf(why, sizeof(why),
+				 "out of file descriptors: the server is near its limit (%llu open "
+				 "files)\n",
+				 (unsigned long long)s->nofile_limit);
+			refuse_now(s, fd, "503 Service Unavailable", why);
+			s->fd_refused++;
+			out_of_descriptors(s, lfd, EMFILE);
+			return;
+		}
+		bool busy = cd_listen_established(s) >= s->opts.max_connections ||
+			    s->n_handshakes >= s->opts.max_connections + SPARE_HANDSHAKES;
+		if (busy && (!ws || s->n_refused_handshakes >= MAX_REFUSED)) {
+			note_busy(s);
+			refuse_now(s, fd, "503 Service Unavailable",
+				   "too many connections: raise --max-connections\n");
 			continue;
 		}
 		char peer[80], why[400];
-		if (s->opts.listen == CD_LISTEN_UNIX &&
-		    !unix_peer_allowed(s, fd, peer, sizeof(peer), why, sizeof(why))) {
+		if (!ws && !unix_peer_allowed(s, fd, peer, sizeof(peer), why, sizeof(why))) {
 			cd_log_warn("serve: refusing a unix socket connection from %s: %s", peer,
 				    why);
 			close(fd);
@@ -290,34 +432,47 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 		uint64_t inode = 0;
 		int owner_r = 1;
 		bool look = false;
-		if (s->opts.listen == CD_LISTEN_WS && s->opts.check_peer_sandbox &&
-		    (s->opts.check_peer_owner || cd_sandboxes_tcp_exposed())) {
+		if (busy) {
+			note_busy(s);
+			snprintf(refused, sizeof(refused),
+				 "too many connections (%u): raise --max-connections",
+				 s->opts.max_connections);
+		} else if (ws && s->opts.check_peer_sandbox &&
+			   (s->opts.check_peer_owner || cd_sandboxes_tcp_exposed())) {
 			owner_r = cd_peer_tcp_owner(fd, &owner, &inode);
 			if (s->opts.check_peer_owner)
 				judge_owner(s, owner_r, owner, refused, sizeof(refused));
 			if (!refused[0])
 				look = judge_sandbox(owner_r, owner, refused, sizeof(refused));
 		}
-		if (s->opts.listen == CD_LISTEN_WS && !limit_handshakes(s, refused[0] != '\0')) {
-			cd_log_debug("serve: dropping a refused connection: %u handshakes waiting",
-				     MAX_HANDSHAKES);
-			close(fd);
+		if (refused[0] && s->n_refused_handshakes >= MAX_REFUSED) {
+			cd_log_warn("serve: refusing a connection at once: %s", refused);
+			char body[sizeof(refused) + 1];
+			snprintf(body, sizeof(body), "%s\n", refused);
+			refuse_now(s, fd, "403 Forbidden", body);
 			continue;
 		}
 		int out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		if (out < 0) {
-			cd_log_warn("serve: refusing a connection: %s", strerror(errno));
+			int e = errno;
+			if (e == EMFILE || e == ENFILE) {
+				refuse_now(s, fd, "503 Service Unavailable",
+					   "out of file descriptors\n");
+				s->fd_refused++;
+				out_of_descriptors(s, lfd, e);
+				return;
+			}
+			cd_log_warn("serve: refusing a connection: %s", strerror(e));
 			close(fd);
 			continue;
 		}
-		if (s->opts.listen == CD_LISTEN_WS) {
+		if (ws) {
 			int one = 1;
 			/* Small messages (a reply, one notification) must not wait for Nagle. */
 			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		}
-		struct cd_conn *c = cd_conn_new(
-			s, s->opts.listen == CD_LISTEN_WS ? CD_CONN_WS : CD_CONN_UNIX, fd, out);
-		if (s->opts.listen == CD_LISTEN_WS)
+		struct cd_conn *c = cd_conn_new(s, ws ? CD_CONN_WS : CD_CONN_UNIX, fd, out);
+		if (ws)
 			format_addr(&ss, c->peer, sizeof(c->peer));
 		else
 			snprintf(c->peer, sizeof(c->peer), "%s", peer);
@@ -326,6 +481,14 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 			snprintf(c->peer + n, sizeof(c->peer) - n, " uid %u", (unsigned)owner);
 		}
 		memcpy(c->refused, refused, sizeof(refused));
+		c->refused_busy = busy;
+		if (ws) {
+			c->handshake = refused[0] ? CD_HANDSHAKE_REFUSED : CD_HANDSHAKE_ADMITTED;
+			if (refused[0])
+				s->n_refused_handshakes++;
+			else
+				s->n_handshakes++;
+		}
 		cd_log_debug("serve: connection %lu from %s", c->serial, c->peer);
 		if (look)
 			cd_admit_tcp(c, inode); /* held in its handshake until judged */
@@ -378,6 +541,13 @@ static int write_pid_file(struct cd_server *s)
 	return 0;
 }
 
+/* Room for a burst of --max-connections connects (the kernel caps it at somaxconn). */
+static int backlog(const struct cd_server *s)
+{
+	unsigned n = s->opts.max_connections + 64;
+	return n < BACKLOG_MIN ? BACKLOG_MIN : n > BACKLOG_MAX ? BACKLOG_MAX : (int)n;
+}
+
 /*
  * Fail closed before serving: if the kernel cannot name the owner of our
  * own listening socket, it will not name a peer's either, and every client
@@ -423,7 +593,7 @@ static int listen_ws(struct cd_server *s)
 	if (ss->ss_family == AF_INET6)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (const struct sockaddr *)ss, s->opts.ws_addr_len) < 0 ||
-	    listen(fd, BACKLOG) < 0) {
+	    listen(fd, backlog(s)) < 0) {
 		cd_log_error("serve: cannot listen on the --listen address: %s", strerror(errno));
 		close(fd);
 		return -1;
@@ -541,7 +711,7 @@ static int listen_unix(struct cd_server *s)
 	}
 	if (lstat(path, &unix_st) < 0 ||
 	    (s->opts.unix_group_set && chown(path, (uid_t)-1, s->opts.unix_group) < 0) ||
-	    chmod(path, mode) < 0 || listen(fd, BACKLOG) < 0) {
+	    chmod(path, mode) < 0 || listen(fd, backlog(s)) < 0) {
 		cd_log_error("serve: --listen unix:%s: %s", path, strerror(errno));
 		(void)unlink(path);
 		close(fd);
@@ -562,6 +732,8 @@ int cd_listen_start(struct cd_server *s)
 	 */
 	if (write_pid_file(s) < 0)
 		return -1;
+	/* The descriptor given up to answer a connection when there are none left. */
+	s->reserve_fd = open_reserve();
 	int r = s->opts.listen == CD_LISTEN_WS ? listen_ws(s) : listen_unix(s);
 	if (r < 0)
 		return -1;
@@ -578,6 +750,12 @@ void cd_listen_stop(struct cd_server *s)
 	if (s->listen_watch)
 		cd_loop_del_fd(s->loop, s->listen_watch);
 	s->listen_watch = NULL;
+	if (s->fd_retry)
+		cd_loop_cancel_timer(s->loop, s->fd_retry);
+	s->fd_retry = NULL;
+	if (s->reserve_fd >= 0)
+		close(s->reserve_fd);
+	s->reserve_fd = -1;
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	s->listen_fd = -1;

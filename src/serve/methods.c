@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/pathuri.h"
+#include "serve/budget.h"
 #include "serve/fs.h"
 #include "serve/intent.h"
 #include "serve/server.h"
@@ -50,11 +51,21 @@ static void invalid_request(struct cd_conn *c, const char *id, char *msg)
 	free(msg);
 }
 
+/* A processId in a message: up to its first NUL, at most CD_SERVE_MAX_PROCESS_ID bytes. */
+static void append_pid(struct cd_strbuf *sb, const struct cd_json *pid)
+{
+	size_t n = strnlen(pid->u.str.s, pid->u.str.len);
+	cd_strbuf_append_n(sb, pid->u.str.s,
+			   n < CD_SERVE_MAX_PROCESS_ID ? n : CD_SERVE_MAX_PROCESS_ID);
+	if (n > CD_SERVE_MAX_PROCESS_ID)
+		cd_strbuf_append(sb, "...");
+}
+
 static char *unknown_process(const struct cd_json *pid)
 {
 	struct cd_strbuf sb = { 0 };
 	cd_strbuf_append(&sb, "unknown process id ");
-	cd_strbuf_append_n(&sb, pid->u.str.s, strnlen(pid->u.str.s, pid->u.str.len));
+	append_pid(&sb, pid);
 	return cd_strbuf_steal(&sb);
 }
 
@@ -129,6 +140,39 @@ static void m_env_info(struct cd_conn *c, const char *id, const struct cd_json *
 static void m_env_status(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	reply_static(c, id, "{\"status\":\"ready\"}");
+}
+
+/*
+ * cordon/status (a cordon extension): the server's state, its memory
+ * budget and what holds it, the connections, sessions and processes, and
+ * whether it is short of descriptors.
+ */
+static void m_cordon_status(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	struct cd_server *s = c->server;
+	struct cd_strbuf sb = { 0 };
+	size_t procs = 0;
+	unsigned held = 0;
+	unsigned paused = 0;
+	for (struct cd_session *se = s->sessions; se; se = se->next) {
+		procs += se->n_procs;
+		held += se->n_held;
+	}
+	for (struct cd_conn *k = s->conns; k; k = k->next)
+		paused += !k->freed && k->output_paused;
+	cd_strbuf_printf(&sb, "{\"memory\":{\"limit\":%zu,\"used\":%zu,\"peak\":%zu",
+			 cd_mem_limit(), cd_mem_used(), cd_mem_peak());
+	for (int k = 0; k < CD_MEM_KIND_COUNT; k++)
+		cd_strbuf_printf(&sb, ",\"%s\":%zu", cd_mem_kind_name(k), cd_mem_used_kind(k));
+	cd_strbuf_printf(&sb,
+			 ",\"pressure\":%lu},\"connections\":%u,\"pausedConnections\":%u,"
+			 "\"sessions\":%u,\"processes\":%zu,\"heldProcesses\":%u,"
+			 "\"detachedOutput\":\"%s\",\"descriptors\":{\"limit\":%llu,"
+			 "\"acceptPaused\":%s,\"shortages\":%lu}}",
+			 cd_mem_pressure_count(), s->n_live, paused, s->n_sessions, procs, held,
+			 s->opts.lossless ? "pause" : "drop", (unsigned long long)s->nofile_limit,
+			 s->accept_paused ? "true" : "false", s->fd_shortages);
+	reply_sb(c, id, &sb);
 }
 
 /* ---- process/start ---- */
@@ -485,6 +529,13 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 		err = cd_xstrdup("argv must not be empty");
 		goto invalid;
 	}
+	/* It is repeated in every notification of the process: bounded. */
+	if (pid->u.str.len > CD_SERVE_MAX_PROCESS_ID) {
+		invalid_request(c, id,
+				cd_xasprintf("processId must not exceed %d bytes (it has %zu)",
+					     CD_SERVE_MAX_PROCESS_ID, pid->u.str.len));
+		goto out;
+	}
 	const char *why = NULL;
 	if (cd_pathuri_to_posix(cwd_v->u.str.s, cwd_v->u.str.len, &cwd, &why) < 0) {
 		struct cd_strbuf sb = { 0 };
@@ -507,7 +558,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	if (cd_session_has(se, pid->u.str.s, pid->u.str.len)) {
 		struct cd_strbuf sb = { 0 };
 		cd_strbuf_append(&sb, "process ");
-		cd_strbuf_append_n(&sb, pid->u.str.s, strnlen(pid->u.str.s, pid->u.str.len));
+		append_pid(&sb, pid);
 		cd_strbuf_append(&sb, " already exists");
 		invalid_request(c, id, cd_strbuf_steal(&sb));
 		goto out;
@@ -601,6 +652,8 @@ static void m_read(struct cd_conn *c, const char *id, const struct cd_json *para
 		return;
 	}
 	size_t max_bytes = max >= SIZE_MAX ? SIZE_MAX : (size_t)max;
+	/* The client has everything up to afterSeq: lossless mode need not keep it. */
+	cd_proc_ack(e->proc, after);
 	struct cd_proc_read r;
 	memset(&r, 0, sizeof(r));
 	cd_proc_read(e->proc, after, max_bytes, &r);
@@ -725,6 +778,7 @@ static const struct {
 	{ "initialize", NULL, m_initialize },
 	{ "environment/info", "environment info", m_env_info },
 	{ "environment/status", "environment status", m_env_status },
+	{ "cordon/status", "environment status", m_cordon_status },
 	{ "process/start", "exec", m_start },
 	{ "process/read", "exec", m_read },
 	{ "process/write", "exec", m_write },

@@ -11,7 +11,20 @@
  * bytes are left at the end, it starts at 0 instead. So the only per-byte
  * work on the output path is the kernel's copy. The store starts small and doubles up
  * to a bound that always fits the 1 MiB retention plus the wasted tail
- * and the next read, so only the retention rule ever evicts.
+ * and the next read, so only the retention rule ever evicts. Past its
+ * first 64 KiB the store grows only while the server's memory budget has
+ * room (budget.h): under pressure a process keeps a smaller window.
+ *
+ * Lossless mode (cd_proc_set_lossless): a chunk stays until the client
+ * has it, as far as the server can tell: the chunk's notification (or a
+ * process/read answer holding it) was written to the connection
+ * (cd_proc_chunk_sent and the delivered event), or the client asked for
+ * what follows it (cd_proc_ack). The ring keeps every such unacknowledged
+ * chunk and, besides, the last 1 MiB of acknowledged ones (what the kernel
+ * may still hold for a connection that breaks). Once HOLD_BYTES of output
+ * are unacknowledged, or the store cannot take the next read without
+ * dropping one, the streams are no longer read (the process is "held":
+ * its pipes fill and it blocks) until acknowledgements come.
  */
 #include "config.h"
 
@@ -22,12 +35,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "core/util.h"
+#include "serve/budget.h"
 #include "serve/proc.h"
 #include "serve/sandboxes.h"
 
@@ -48,9 +63,15 @@
 #define EXIT_GRACE_MS	 20
 /* Reads per readiness callback: bounded so one chatty process cannot starve the rest. */
 #define READS_PER_WAKEUP 4
+/* Lossless mode: held from this much unacknowledged output, released at half of it. */
+#define HOLD_BYTES  (512u * 1024u)
+#define HOLD_CHUNKS (RETAIN_CHUNKS / 2)
+/* ring_reserve: no room without dropping an unacknowledged chunk. */
+#define NO_ROOM SIZE_MAX
 
 struct desc {
 	uint64_t seq;
+	uint64_t pos; /* lossless: where its last sending ends in the connection's stream, or 0 */
 	uint32_t off;
 	uint32_t len;
 	enum cd_stream stream;
@@ -59,9 +80,18 @@ struct desc {
 struct ring {
 	unsigned char *buf;
 	size_t cap;
+	size_t charged; /* of the budget: cap */
 	struct desc *d; /* circular: d[(head + i) % dcap], i < n */
 	size_t dcap, head, n;
 	size_t bytes;
+	/*
+	 * The oldest acked_n chunks are acknowledged (always all of them but in
+	 * lossless mode); unacked: the bytes of the others. acked_seq: the
+	 * client has every chunk up to it (cd_proc_ack).
+	 */
+	size_t acked_n, unacked;
+	uint64_t acked_seq;
+	bool lossless;
 };
 
 struct write_id {
@@ -87,6 +117,7 @@ struct cd_proc {
 	bool sandboxed;
 	bool tty;
 	bool paused;
+	bool held; /* lossless: too much output unacknowledged (see the ring) */
 
 	struct pstream out[2];
 	size_t n_out;
@@ -145,14 +176,22 @@ static struct desc *ring_at(struct ring *r, size_t i)
 	return &r->d[(r->head + i) % r->dcap];
 }
 
+/* Charge the budget with the store and the descriptors. */
+static void ring_account(struct ring *r)
+{
+	cd_mem_set(CD_MEM_RETAINED, &r->charged, r->cap + r->dcap * sizeof(*r->d));
+}
+
+/* Only an acknowledged chunk is evicted (r->acked_n > 0). */
 static void ring_evict_oldest(struct ring *r)
 {
 	r->bytes -= r->d[r->head].len;
 	r->head = (r->head + 1) % r->dcap;
 	r->n--;
+	r->acked_n--;
 }
 
-/* Re-lay the store at a new capacity, oldest chunk first, without gaps. */
+/* Re-lay the store at a new capacity (at least its bytes), oldest chunk first, without gaps. */
 static void ring_grow_store(struct ring *r, size_t cap)
 {
 	unsigned char *nb = cd_xmalloc(cap);
@@ -166,9 +205,14 @@ static void ring_grow_store(struct ring *r, size_t cap)
 	free(r->buf);
 	r->buf = nb;
 	r->cap = cap;
+	ring_account(r);
 }
 
-/* Where the next read can put up to READ_MAX contiguous bytes. */
+/*
+ * Where the next read can put up to READ_MAX contiguous bytes: the store
+ * grows (within the budget past its first size) or its oldest acknowledged
+ * chunks go. NO_ROOM when only an unacknowledged chunk could make room.
+ */
 static size_t ring_reserve(struct ring *r)
 {
 	for (;;) {
@@ -186,10 +230,13 @@ static size_t ring_reserve(struct ring *r)
 		} else if (head - tail >= READ_MAX) {
 			return tail;
 		}
-		if (r->cap < STORE_MAX)
-			ring_grow_store(r, r->cap * 2 < STORE_MAX ? r->cap * 2 : STORE_MAX);
-		else
+		size_t grown = r->cap * 2 < STORE_MAX ? r->cap * 2 : STORE_MAX;
+		if (r->cap < STORE_MAX && cd_mem_room(grown - r->cap))
+			ring_grow_store(r, grown);
+		else if (r->acked_n > 0)
 			ring_evict_oldest(r);
+		else
+			return NO_ROOM;
 	}
 }
 
@@ -204,16 +251,61 @@ static void ring_push(struct ring *r, uint64_t seq, enum cd_stream s, size_t off
 		r->d = nd;
 		r->dcap = ncap;
 		r->head = 0;
+		ring_account(r);
 	}
 	struct desc *d = &r->d[(r->head + r->n) % r->dcap];
 	d->seq = seq;
+	d->pos = 0;
 	d->off = (uint32_t)off;
 	d->len = (uint32_t)len;
 	d->stream = s;
 	r->n++;
 	r->bytes += len;
-	while (r->n > 1 && (r->bytes > RETAIN_BYTES || r->n > RETAIN_CHUNKS))
+	if (r->lossless)
+		r->unacked += len;
+	else
+		r->acked_n++;
+	/* Retention: 1 MiB and 50,000 chunks, of acknowledged ones beside the rest. */
+	while (r->acked_n > 0 && r->n > 1 &&
+	       (r->bytes - r->unacked > RETAIN_BYTES || r->n > RETAIN_CHUNKS))
 		ring_evict_oldest(r);
+}
+
+/*
+ * Count as acknowledged the oldest chunks the client has: those up to
+ * acked_seq, and those sent on a connection that has written them out
+ * (delivered: its stream's position, 0 when no connection is attached).
+ */
+static void ring_advance(struct ring *r, uint64_t delivered)
+{
+	while (r->acked_n < r->n) {
+		const struct desc *d = ring_at(r, r->acked_n);
+		if (d->seq > r->acked_seq && !(d->pos && d->pos <= delivered))
+			break;
+		r->unacked -= d->len;
+		r->acked_n++;
+	}
+}
+
+/* The process has closed: nothing more comes, the store shrinks to what it retains. */
+static void ring_shrink(struct ring *r)
+{
+	if (r->bytes == 0) {
+		free(r->buf);
+		r->buf = NULL;
+		r->cap = 0;
+		ring_account(r);
+	} else if (r->bytes < r->cap) {
+		ring_grow_store(r, r->bytes);
+	}
+}
+
+static void ring_free(struct ring *r)
+{
+	free(r->buf);
+	free(r->d);
+	*r = (struct ring){ .charged = r->charged };
+	ring_account(r);
 }
 
 /* Index of the first retained chunk with seq > after (r->n if none). */
@@ -325,6 +417,7 @@ static void progress(struct cd_proc *p)
 		emit_exit(p);
 	if (p->exit_emitted && !p->closed_emitted && all_eof(p)) {
 		p->closed_emitted = true;
+		ring_shrink(&p->ring);
 		uint64_t seq = p->next_seq++;
 		if (p->ev.closed && !p->free_pending)
 			p->ev.closed(p, seq, p->ev.data);
@@ -360,14 +453,15 @@ static void update_watches(struct cd_proc *p)
 		struct pstream *s = &p->out[0];
 		if (!s->w)
 			return;
-		cd_loop_events ev =
-			(!s->eof && !p->paused ? CD_LOOP_IN : 0) | (want_out ? CD_LOOP_OUT : 0);
+		cd_loop_events ev = (!s->eof && !p->paused && !p->held ? CD_LOOP_IN : 0) |
+				    (want_out ? CD_LOOP_OUT : 0);
 		(void)cd_loop_mod_fd(p->loop, s->w, ev);
 		return;
 	}
 	for (size_t i = 0; i < p->n_out; i++)
 		if (p->out[i].w)
-			(void)cd_loop_mod_fd(p->loop, p->out[i].w, p->paused ? 0 : CD_LOOP_IN);
+			(void)cd_loop_mod_fd(p->loop, p->out[i].w,
+					     p->paused || p->held ? 0 : CD_LOOP_IN);
 	if (want_out && !p->stdin_w) {
 		p->stdin_w = cd_loop_add_fd(p->loop, p->stdin_fd, CD_LOOP_OUT, on_stdin, p);
 	} else if (!want_out && p->stdin_w) {
@@ -447,11 +541,43 @@ static void stream_eof(struct cd_proc *p, struct pstream *s)
 	progress(p);
 }
 
+static uint64_t delivered_pos(struct cd_proc *p)
+{
+	return p->ev.delivered ? p->ev.delivered(p, p->ev.data) : 0;
+}
+
+static bool over_hold(const struct ring *r, size_t bytes, size_t chunks)
+{
+	return r->unacked >= bytes || r->n - r->acked_n >= chunks;
+}
+
+static void set_held(struct cd_proc *p, bool held)
+{
+	if (p->held == held)
+		return;
+	p->held = held;
+	update_watches(p);
+	if (p->ev.held && !p->free_pending)
+		p->ev.held(p, held, p->ev.data);
+}
+
 static void read_stream(struct cd_proc *p, struct pstream *s)
 {
 	bool emitted = false;
-	for (int i = 0; i < READS_PER_WAKEUP && !s->eof && !p->free_pending && !p->paused; i++) {
+	for (int i = 0;
+	     i < READS_PER_WAKEUP && !s->eof && !p->free_pending && !p->paused && !p->held; i++) {
+		if (p->ring.lossless) {
+			ring_advance(&p->ring, delivered_pos(p));
+			if (over_hold(&p->ring, HOLD_BYTES, HOLD_CHUNKS)) {
+				set_held(p, true);
+				break;
+			}
+		}
 		size_t off = ring_reserve(&p->ring);
+		if (off == NO_ROOM) {
+			set_held(p, true);
+			break;
+		}
 		ssize_t n = read(s->fd, p->ring.buf + off, READ_MAX);
 		if (n > 0) {
 			for (size_t done = 0; done < (size_t)n;) {
@@ -605,6 +731,34 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/*
+ * Out of descriptors (EMFILE, ENFILE), the step that failed ("cannot
+ * create a pipe", "error socket") is not what the caller needs to know:
+ * say what ran out, and the way out, with that step after.
+ */
+static void say_what_ran_out(int r, struct cd_spawn_error *err)
+{
+	struct rlimit rl;
+	char step[128];
+	if (r != -EMFILE && r != -ENFILE)
+		return;
+	snprintf(step, sizeof(step), "%.127s", err->msg[0] ? err->msg : strerror(-r));
+	if (r == -ENFILE)
+		snprintf(err->msg, sizeof(err->msg),
+			 "cannot start the process: out of file descriptors: the system's file "
+			 "table is full (fs.file-max) (%s)",
+			 step);
+	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(err->msg, sizeof(err->msg),
+			 "cannot start the process: out of file descriptors: the server has "
+			 "reached its limit of %llu open files (RLIMIT_NOFILE); end some processes "
+			 "or connections, or raise the limit (ulimit -n, LimitNOFILE=) (%s)",
+			 (unsigned long long)rl.rlim_cur, step);
+	else
+		snprintf(err->msg, sizeof(err->msg),
+			 "cannot start the process: out of file descriptors (%s)", step);
+}
+
 int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct cd_proc_events *ev,
 		  struct cd_proc **ret, struct cd_spawn_error *err)
 {
@@ -733,6 +887,7 @@ int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct 
 fail_p:
 	err->exit_code = CD_EXIT_SETUP;
 	cd_proc_free(p);
+	say_what_ran_out(r, err);
 	return r;
 fail:
 	close_fd(&in_c);
@@ -741,6 +896,7 @@ fail:
 	close_fd(&in_p);
 	close_fd(&out_p);
 	close_fd(&err_p);
+	say_what_ran_out(r, err);
 	return r;
 }
 
@@ -882,6 +1038,76 @@ void cd_proc_pause_output(struct cd_proc *p, bool paused)
 		return;
 	p->paused = paused;
 	update_watches(p);
+}
+
+/* ---- lossless mode ---- */
+
+void cd_proc_set_lossless(struct cd_proc *p, bool on)
+{
+	struct ring *r = &p->ring;
+	if (r->lossless == on)
+		return;
+	r->lossless = on;
+	if (!on) {
+		r->acked_n = r->n;
+		r->unacked = 0;
+		set_held(p, false);
+	}
+}
+
+void cd_proc_chunks_sent(struct cd_proc *p, uint64_t first, uint64_t last, uint64_t pos)
+{
+	struct ring *r = &p->ring;
+	if (!r->lossless)
+		return;
+	for (size_t i = ring_find(r, first - 1); i < r->n; i++) {
+		struct desc *d = ring_at(r, i);
+		if (d->seq > last)
+			break;
+		d->pos = pos;
+	}
+}
+
+void cd_proc_recheck(struct cd_proc *p)
+{
+	struct ring *r = &p->ring;
+	if (!p->held)
+		return;
+	ring_advance(r, delivered_pos(p));
+	if (over_hold(r, HOLD_BYTES / 2, HOLD_CHUNKS / 2) || ring_reserve(r) == NO_ROOM)
+		return;
+	set_held(p, false);
+}
+
+void cd_proc_ack(struct cd_proc *p, uint64_t seq)
+{
+	struct ring *r = &p->ring;
+	if (!r->lossless || seq <= r->acked_seq)
+		return;
+	r->acked_seq = seq;
+	ring_advance(r, delivered_pos(p));
+	cd_proc_recheck(p);
+}
+
+void cd_proc_detached(struct cd_proc *p)
+{
+	struct ring *r = &p->ring;
+	if (!r->lossless)
+		return;
+	/* What the connection wrote out counts; its positions mean nothing to the next one. */
+	ring_advance(r, delivered_pos(p));
+	for (size_t i = r->acked_n; i < r->n; i++)
+		ring_at(r, i)->pos = 0;
+}
+
+uint64_t cd_proc_last_seq(const struct cd_proc *p)
+{
+	return p->next_seq - 1;
+}
+
+bool cd_proc_is_held(const struct cd_proc *p)
+{
+	return p->held;
 }
 
 /* ---- state and signals ---- */
@@ -1052,8 +1278,7 @@ static void proc_destroy(struct cd_proc *p)
 	free(p->id_buckets);
 	free(p->inq);
 	free(p->limit_reason);
-	free(p->ring.buf);
-	free(p->ring.d);
+	ring_free(&p->ring);
 	free(p);
 }
 

@@ -14,7 +14,10 @@
  *  - One sequence counter per process starting at 1, shared by output
  *    chunks, the exit event and the close event; close is always last.
  *  - Retained output: a ring of at most 1 MiB and 50,000 chunks; the oldest
- *    chunks are evicted.
+ *    chunks are evicted. Its store (up to 2 MiB) is charged to the server's
+ *    memory budget (budget.h) and grows past 64 KiB only while the budget
+ *    has room. In lossless mode (cd_proc_set_lossless) chunks the client
+ *    does not have yet are never evicted: the process is held instead.
  *  - Exit: 128+N for signal N. The exit event is emitted once the exit is
  *    known and either both output streams reached EOF or 20 ms have passed
  *    (trailing output); sandbox_denied is computed then (reference 8.4).
@@ -65,6 +68,13 @@ struct cd_proc_events {
 	void (*exited)(struct cd_proc *p, uint64_t seq, int exit_code, bool sandbox_denied,
 		       void *data);
 	void (*closed)(struct cd_proc *p, uint64_t seq, void *data);
+	/*
+	 * Lossless mode: how far the attached connection has written its
+	 * stream out (0 when none is attached; positions as given to
+	 * cd_proc_chunks_sent), and a change of the held state.
+	 */
+	uint64_t (*delivered)(struct cd_proc *p, void *data);
+	void (*held)(struct cd_proc *p, bool held, void *data);
 };
 
 struct cd_proc_opts {
@@ -131,6 +141,29 @@ void cd_proc_close_stdin(struct cd_proc *p);
  * Exit is still noticed; the exit event waits for EOF or the 20 ms grace.
  */
 void cd_proc_pause_output(struct cd_proc *p, bool paused);
+
+/*
+ * Lossless mode (off by default): chunks stay in the ring until the client
+ * has them, and the process is held (its output not read) once 512 KiB of
+ * output await acknowledgement or the ring cannot take more without
+ * dropping such a chunk. A chunk is acknowledged once its sending (the
+ * position where it ends in the connection's stream, cd_proc_chunks_sent)
+ * is delivered (events.delivered), or when the client has asked for what
+ * follows it (cd_proc_ack). Besides those, the last 1 MiB of acknowledged
+ * chunks is kept, as without the mode.
+ */
+void cd_proc_set_lossless(struct cd_proc *p, bool on);
+/* Chunks first..last (seqs) were queued to the attached connection, ending at pos. */
+void cd_proc_chunks_sent(struct cd_proc *p, uint64_t first, uint64_t last, uint64_t pos);
+/* The client has every chunk up to seq (a process/read with afterSeq = seq, or a release). */
+void cd_proc_ack(struct cd_proc *p, uint64_t seq);
+/* The connection went: what it wrote out counts, what it did not is unacknowledged again. */
+void cd_proc_detached(struct cd_proc *p);
+/* More was delivered: release the hold if the process is under half the threshold again. */
+void cd_proc_recheck(struct cd_proc *p);
+/* The last seq allocated (0: none yet). */
+uint64_t cd_proc_last_seq(const struct cd_proc *p);
+bool cd_proc_is_held(const struct cd_proc *p);
 
 bool cd_proc_is_exited(const struct cd_proc *p);
 bool cd_proc_is_closed(const struct cd_proc *p);

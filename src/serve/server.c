@@ -13,12 +13,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/pathuri.h"
 #include "sandbox/backend.h"
+#include "serve/budget.h"
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
 #include "serve/sandboxes.h"
@@ -80,6 +82,8 @@ struct cd_session *cd_session_new(struct cd_server *s, struct cd_conn *c)
 	s->n_sessions++;
 	se->conn = c;
 	cd_testhook_event("session-attached session=%s conn=%lu", se->id, c->serial);
+	/* stdio never detaches: its end is the server's. */
+	se->lossless = s->opts.lossless && s->opts.listen != CD_LISTEN_STDIO;
 	return se;
 }
 
@@ -101,11 +105,34 @@ static void on_ttl(struct cd_loop *l, void *data)
 	cd_session_free(se);
 }
 
+/* fn on each process of se; not on an id reserved by a process/start still being prepared. */
+static void for_each_entry(struct cd_session *se, void (*fn)(struct cd_pentry *e))
+{
+	for (size_t i = 0; i < se->n_buckets; i++)
+		for (struct cd_pentry *e = se->buckets[i], *next; e; e = next) {
+			next = e->next;
+			if (e->proc)
+				fn(e);
+		}
+}
+
+static void entry_detached(struct cd_pentry *e)
+{
+	cd_proc_detached(e->proc);
+}
+
 void cd_session_detach(struct cd_session *se, struct cd_conn *c)
 {
 	struct cd_server *s = se->server;
 
 	if (se->conn == c) {
+		/* Before the connection goes: what it wrote out is acknowledged. */
+		if (se->lossless)
+			for_each_entry(se, entry_detached);
+		if (se->replay) {
+			cd_loop_cancel_timer(s->loop, se->replay);
+			se->replay = NULL;
+		}
 		se->conn = NULL;
 		/*
 		 * Still answering a long poll or fs requests: the answers (or
@@ -125,9 +152,44 @@ void cd_session_detach(struct cd_session *se, struct cd_conn *c)
 	se->ttl = cd_loop_add_timer(s->loop, s->opts.session_ttl_ms, on_ttl, se);
 }
 
+static void on_retention(struct cd_loop *l, void *data);
+
+/* Resumed: a process forgotten meanwhile but kept (on_retention) gets its retention again. */
+static void entry_attached(struct cd_pentry *e)
+{
+	struct cd_server *s = e->session->server;
+	e->attach_seq = cd_proc_last_seq(e->proc);
+	if (e->expired) {
+		e->expired = false;
+		e->retention = cd_loop_add_timer(s->loop, s->opts.retention_ms, on_retention, e);
+	}
+}
+
+static void entry_replayed(struct cd_pentry *e)
+{
+	cd_proc_ack(e->proc, e->attach_seq);
+}
+
+/*
+ * --session-ttl after a resume: output from before it that the client has
+ * not asked for (process/read) is no longer kept for it, and processes
+ * held for it go on. A client that resumes reads what it missed at once.
+ */
+static void on_replay(struct cd_loop *l, void *data)
+{
+	struct cd_session *se = data;
+	se->replay = NULL;
+	if (se->n_held)
+		cd_log_debug("serve: session %s: output from before its resume not read within "
+			     "%u ms: no longer kept",
+			     se->id, se->server->opts.session_ttl_ms);
+	for_each_entry(se, entry_replayed);
+}
+
 void cd_session_attach(struct cd_session *se, struct cd_conn *c)
 {
 	struct cd_conn *old = se->linger;
+	struct cd_server *s = se->server;
 
 	if (se->ttl) {
 		cd_loop_cancel_timer(se->server->loop, se->ttl);
@@ -135,6 +197,9 @@ void cd_session_attach(struct cd_session *se, struct cd_conn *c)
 	}
 	se->conn = c;
 	se->linger = NULL;
+	for_each_entry(se, entry_attached);
+	if (se->lossless && !se->replay)
+		se->replay = cd_loop_add_timer(s->loop, s->opts.session_ttl_ms, on_replay, se);
 	cd_testhook_event("session-attached session=%s conn=%lu", se->id, c->serial);
 	if (old) {
 		/* Reference 1.7: the request in flight on the old connection fails, and it ends. */
@@ -220,6 +285,8 @@ static void entry_free(struct cd_pentry *e)
 		cd_start_orphan(e->starting);
 	if (e->retention)
 		cd_loop_cancel_timer(l, e->retention);
+	if (e->proc && cd_proc_is_held(e->proc))
+		e->session->n_held--;
 	/* While the loop runs, a process still running is reaped later, not waited for. */
 	if (e->session->server->stopping)
 		cd_proc_free(e->proc);
@@ -280,6 +347,9 @@ void cd_session_free(struct cd_session *se)
 	if (se->ttl)
 		cd_loop_cancel_timer(s->loop, se->ttl);
 	se->ttl = NULL;
+	if (se->replay)
+		cd_loop_cancel_timer(s->loop, se->replay);
+	se->replay = NULL;
 	/* A connection still answering a long poll of this session: the entry goes away. */
 	for (struct cd_conn *c = s->conns; c; c = c->next) {
 		if (c->session != se)
@@ -316,6 +386,40 @@ void cd_session_pause_output(struct cd_session *se, bool paused)
 		for (struct cd_pentry *e = se->buckets[i]; e; e = e->next)
 			if (e->proc)
 				cd_proc_pause_output(e->proc, paused);
+}
+
+static void entry_recheck(struct cd_pentry *e)
+{
+	cd_proc_recheck(e->proc);
+}
+
+void cd_session_delivered(struct cd_session *se)
+{
+	if (se->n_held)
+		for_each_entry(se, entry_recheck);
+}
+
+static uint64_t on_delivered(struct cd_proc *p, void *data)
+{
+	struct cd_pentry *e = data;
+	return e->session->conn ? cd_conn_delivered(e->session->conn) : 0;
+}
+
+static void on_held(struct cd_proc *p, bool held, void *data)
+{
+	struct cd_pentry *e = data;
+	struct cd_session *se = e->session;
+	if (held)
+		se->n_held++;
+	else
+		se->n_held--;
+	cd_log_debug("serve: process %s: %s", e->id,
+		     held ? (se->conn ? "output held until the client has what was sent"
+				      : "output held until the session is resumed")
+			  : "output read again");
+	/* The client's stall timer runs while the session's processes wait for it. */
+	if (held && se->conn)
+		cd_conn_kick(se->conn);
 }
 
 /* ---- process events ---- */
@@ -362,6 +466,7 @@ static void on_output(struct cd_proc *p, const struct cd_chunk *ch, void *data)
 		memcpy(q, "\"}}\n", 4);
 		q += 4;
 		cd_conn_out_commit(c, (size_t)(q - w));
+		cd_proc_chunks_sent(p, ch->seq, ch->seq, c->out_committed);
 		/* No flush yet: on_output_end writes the whole burst at once. */
 	}
 	check_pending(e);
@@ -411,7 +516,21 @@ static void on_exited(struct cd_proc *p, uint64_t seq, int exit_code, bool sandb
 static void on_retention(struct cd_loop *l, void *data)
 {
 	struct cd_pentry *e = data;
+	struct cd_session *se = e->session;
+	struct cd_server *s = se->server;
 	e->retention = NULL;
+	/*
+	 * Its session is detached: a client may still resume it and ask for
+	 * this process, so it stays until then (and gets its retention again),
+	 * or until the session ends.
+	 */
+	if (!se->conn && s->opts.listen != CD_LISTEN_STDIO && !s->stopping) {
+		e->expired = true;
+		cd_log_debug("serve: process %s: closed %u ms ago, kept while its session can be "
+			     "resumed",
+			     e->id, s->opts.retention_ms);
+		return;
+	}
 	cd_log_debug("serve: forgetting process %s", e->id);
 	table_remove(e->session, e);
 	entry_free(e);
@@ -432,9 +551,10 @@ static void on_closed(struct cd_proc *p, uint64_t seq, void *data)
 		cd_strbuf_done(&sb);
 		cd_conn_kick(c);
 	}
-	if (!e->retention)
-		e->retention = cd_loop_add_timer(e->session->server->loop, CD_SERVE_RETENTION_MS,
-						 on_retention, e);
+	if (!e->retention && !e->expired)
+		e->retention =
+			cd_loop_add_timer(e->session->server->loop,
+					  e->session->server->opts.retention_ms, on_retention, e);
 	check_pending(e);
 }
 
@@ -473,6 +593,8 @@ int cd_session_start(struct cd_pentry *e, const struct cd_proc_opts *o, int *ret
 		.output_end = on_output_end,
 		.exited = on_exited,
 		.closed = on_closed,
+		.delivered = on_delivered,
+		.held = on_held,
 	};
 	memset(&serr, 0, sizeof(serr));
 	int r = cd_proc_start(se->server->loop, o, &ev, &e->proc, &serr);
@@ -483,6 +605,7 @@ int cd_session_start(struct cd_pentry *e, const struct cd_proc_opts *o, int *ret
 		cd_session_unreserve(e);
 		return -1;
 	}
+	cd_proc_set_lossless(e->proc, se->lossless);
 	if (se->conn && se->conn->output_paused)
 		cd_proc_pause_output(e->proc, true);
 	return 0;
@@ -548,6 +671,9 @@ void cd_reply_read(struct cd_conn *c, const char *req_id, struct cd_pentry *e,
 		PUT(",\"sandboxDenied\":false}}\n");
 #undef PUT
 	cd_conn_out_commit(c, (size_t)(q - w));
+	if (r->n && c == e->session->conn)
+		cd_proc_chunks_sent(e->proc, r->chunks[0].seq, r->chunks[r->n - 1].seq,
+				    c->out_committed);
 	cd_conn_kick(c);
 }
 
@@ -809,6 +935,9 @@ void cd_serve_opts_init(struct cd_serve_opts *o)
 	o->max_connections = CD_SERVE_DEFAULT_MAX_CONNS;
 	o->max_sessions = CD_SERVE_DEFAULT_MAX_SESSIONS;
 	o->max_queued_bytes = CD_SERVE_OUT_QUEUE_CAP;
+	o->max_memory = cd_mem_default_limit();
+	o->lossless = true;
+	o->retention_ms = CD_SERVE_RETENTION_MS;
 	o->session_ttl_ms = CD_SERVE_DEFAULT_SESSION_TTL;
 	o->ping_ms = CD_SERVE_DEFAULT_PING;
 	o->stall_ms = CD_SERVE_DEFAULT_STALL;
@@ -882,8 +1011,12 @@ int cd_serve(const struct cd_serve_opts *o)
 	if (cd_testhook_init() < 0)
 		return 1;
 	srv.opts = *o;
+	cd_mem_set_limit(o->max_memory);
 	srv.sig_fd = -1;
 	srv.listen_fd = -1;
+	srv.reserve_fd = -1;
+	struct rlimit nofile;
+	srv.nofile_limit = getrlimit(RLIMIT_NOFILE, &nofile) == 0 ? nofile.rlim_cur : 0;
 	srv.init.fd = -1;
 	srv.fs_helper.fd = -1;
 	/*

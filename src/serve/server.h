@@ -45,11 +45,13 @@
 #include "serve/proc.h"
 
 /* Limits (reference 1.3, 1.4, 2.9). */
-#define CD_SERVE_MAX_LINE      (64u * 1024 * 1024)
-#define CD_SERVE_MAX_VALUES    262144
-#define CD_SERVE_MAX_DEPTH     512
-#define CD_SERVE_RETENTION_MS  30000
-#define CD_SERVE_OUT_QUEUE_CAP (64u * 1024 * 1024)
+#define CD_SERVE_MAX_LINE     (64u * 1024 * 1024)
+#define CD_SERVE_MAX_VALUES   262144
+#define CD_SERVE_MAX_DEPTH    512
+#define CD_SERVE_RETENTION_MS 30000
+/* At most this many bytes in a processId (a longer one is refused). */
+#define CD_SERVE_MAX_PROCESS_ID 1024
+#define CD_SERVE_OUT_QUEUE_CAP	(64u * 1024 * 1024)
 /* What a pipe to the client is grown to (see grow_pipe in conn.c). */
 #define CD_SERVE_OUT_PIPE_SIZE	   (1024 * 1024)
 #define CD_SERVE_DEFAULT_MAX_PROCS 256
@@ -111,6 +113,10 @@ struct cd_serve_opts {
 	unsigned max_connections;
 	unsigned max_sessions;
 	size_t max_queued_bytes; /* per connection */
+	size_t max_memory;	 /* the memory budget (budget.h) */
+	bool lossless;		 /* --detached-output=pause: lossless resume (server.c) */
+	unsigned retention_ms;	 /* a closed process is kept this long (at least) */
+	bool durable_writes;	 /* fs writes fsync'ed (fs-ops.c) */
 	unsigned session_ttl_ms; /* a detached session lives this long */
 	unsigned ping_ms;	 /* ws: a ping this often */
 	unsigned stall_ms;	 /* a connection over its queue cap that writes nothing this
@@ -181,6 +187,8 @@ struct cd_pentry {
 	 * the id is taken, the process does not exist yet.
 	 */
 	struct cd_start *starting;
+	bool expired;	     /* its retention ended while the session was detached */
+	uint64_t attach_seq; /* its last seq when the session was last attached */
 };
 
 struct cd_session {
@@ -201,6 +209,9 @@ struct cd_session {
 	struct cd_timer *drain;
 	size_t drain_bucket;
 	struct cd_session *drain_next;
+	bool lossless;		 /* its processes are held rather than lose output (server.c) */
+	unsigned n_held;	 /* processes held (cd_proc_is_held) */
+	struct cd_timer *replay; /* after a resume: output from before it stops being kept */
 };
 
 /* A long-poll process/read waiting for its process or its deadline. */
@@ -220,14 +231,23 @@ enum cd_conn_kind {
 
 struct cd_ws;
 
+/* Where a WebSocket connection is in its handshake (listen.c counts them). */
+enum cd_handshake {
+	CD_HANDSHAKE_NONE,     /* upgraded, or not WebSocket */
+	CD_HANDSHAKE_ADMITTED, /* waiting for its request; takes a --max-connections slot */
+	CD_HANDSHAKE_REFUSED,  /* its peer is refused (403 when its request comes) */
+};
+
 struct cd_conn {
 	struct cd_server *server;
 	struct cd_conn *prev, *next; /* the server's connections */
 	enum cd_conn_kind kind;
-	unsigned long serial;	    /* "connection N" in logs */
-	char peer[80];		    /* who it is, for logs */
-	char refused[512];	    /* ws: why its peer is not admitted (403), or empty */
-	bool judging;		    /* ws: its peer is being looked for in the sandboxes */
+	unsigned long serial; /* "connection N" in logs */
+	char peer[80];	      /* who it is, for logs */
+	char refused[512];    /* ws: why its peer is not admitted (403), or empty */
+	bool judging;	      /* ws: its peer is being looked for in the sandboxes */
+	enum cd_handshake handshake;
+	bool refused_busy;	    /* ws: refused because of --max-connections (503, not 403) */
 	struct cd_session *session; /* set by a successful initialize */
 	bool initialize_done;	    /* initialize succeeded */
 	bool initialized;	    /* the initialized notification arrived */
@@ -268,10 +288,18 @@ struct cd_conn {
 	struct cd_fs_readahead *fs_readahead; /* the next block of a stream (fs.c) */
 	struct cd_fs_queue *fs_queue;	      /* fs requests queued or running (fs.c) */
 
-	size_t out_cap;		 /* back-pressure above this many queued bytes */
-	struct cd_timer *stall;	 /* over the cap: nothing was written for stall_ms */
-	struct cd_timer *reaper; /* frees a closed connection from a fresh iteration */
-	struct cd_ws *ws;	 /* CD_CONN_WS */
+	size_t out_cap;		/* back-pressure above this many queued bytes (update_cap) */
+	size_t mem_queued;	/* charged to the budget: the queue */
+	size_t mem_inbound;	/* charged to the budget: in_buf */
+	uint64_t out_committed; /* bytes ever queued: the stream's position */
+	uint64_t out_consumed;	/* bytes ever taken from the queue (written, or framed) */
+	size_t kernel_unread;	/* lossless: SIOCOUTQ after the last write */
+	bool delivered_frozen;	/* closing: cd_conn_delivered is delivered_final */
+	uint64_t delivered_final;
+	struct cd_timer *unread_poll; /* lossless: looks at kernel_unread again */
+	struct cd_timer *stall;	      /* over the cap: nothing was written for stall_ms */
+	struct cd_timer *reaper;      /* frees a closed connection from a fresh iteration */
+	struct cd_ws *ws;	      /* CD_CONN_WS */
 };
 
 struct cd_server {
@@ -285,6 +313,18 @@ struct cd_server {
 	struct cd_watch *sig_watch;
 	struct cd_conn *conns;
 	unsigned n_conns;
+	unsigned n_live;		 /* connections not closed (n_conns: not yet freed) */
+	unsigned n_handshakes;		 /* of those, ws ones in their handshake... */
+	unsigned n_refused_handshakes;	 /* ...and ones whose peer is refused (listen.c) */
+	int reserve_fd;			 /* given up to answer a connection when out of fds */
+	bool accept_paused;		 /* out of descriptors: the listener is not watched */
+	struct cd_timer *fd_retry;	 /* listen again then */
+	unsigned long fd_shortages;	 /* accept() found no descriptor (times) */
+	unsigned long fd_refused;	 /* connections refused for it */
+	uint64_t fd_logged_at;		 /* when that was last logged */
+	unsigned long long nofile_limit; /* RLIMIT_NOFILE (soft) at start */
+	unsigned long busy_refused;	 /* connections refused for --max-connections */
+	uint64_t busy_logged_at;	 /* when that was last logged */
 	unsigned long next_serial;
 	struct cd_session *sessions;
 	unsigned n_sessions;
@@ -348,6 +388,8 @@ void cd_session_unreserve(struct cd_pentry *e);
 int cd_session_start(struct cd_pentry *e, const struct cd_proc_opts *o, int *ret_code, char **err);
 /* Stop or resume reading every process's output (back-pressure). */
 void cd_session_pause_output(struct cd_session *se, bool paused);
+/* The attached connection wrote more out: processes held in lossless mode may go on. */
+void cd_session_delivered(struct cd_session *se);
 /* Answer a long poll now if it can be answered; true when answered (p is freed then). */
 bool cd_pending_try_complete(struct cd_conn *c, bool deadline);
 /* Drop c's long poll, if any, unanswered (its deadline timer too). */
@@ -387,10 +429,14 @@ struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_
 void cd_conn_free(struct cd_conn *c);
 /* The connection is over: detach its session and free it from a fresh loop iteration. */
 void cd_conn_close(struct cd_conn *c, const char *why);
+/* A client that stopped reading is dropped: nothing more is written, the socket is reset. */
+void cd_conn_abort(struct cd_conn *c, const char *why);
 /* A complete inbound message (ws.c): queued, processed in order. */
 void cd_conn_push_message(struct cd_conn *c, const void *msg, size_t len);
 /* Bytes queued in the outbound queue and not yet written. */
 size_t cd_conn_out_queued(const struct cd_conn *c);
+/* The position in the outbound stream (out_committed) up to which everything was written. */
+uint64_t cd_conn_delivered(const struct cd_conn *c);
 /* The outbound queue made progress (ws.c): back-pressure and the stall timer. */
 void cd_conn_out_progress(struct cd_conn *c);
 /* Re-evaluate what the connection watches (after ws.c changed its wants). */
@@ -411,12 +457,18 @@ bool cd_ws_want_read(const struct cd_conn *c);
 bool cd_ws_is_open(const struct cd_conn *c);
 /* Queue a close frame (going away) and try to send it. */
 void cd_ws_close(struct cd_conn *c);
+/*
+ * For cd_conn_out_lend: everything wslay holds and the lines queued in
+ * c->out, as the raw frames they make, into raw (c->out is emptied). -1
+ * when the stream cannot be lent (not upgraded, closing, or broken).
+ */
+int cd_ws_take_pending(struct cd_conn *c, struct cd_strbuf *raw);
 
 /* listen.c */
 /* Bind and listen (ws: TCP; unix: the socket), print the ws URL, write the pid file. */
 int cd_listen_start(struct cd_server *s);
 void cd_listen_stop(struct cd_server *s);
-/* Connections that count against --max-connections (not those still in a ws handshake). */
+/* Connections past their handshake (ws), or all (unix). */
 unsigned cd_listen_established(const struct cd_server *s);
 
 /* admit.c */
@@ -428,6 +480,10 @@ unsigned cd_listen_established(const struct cd_server *s);
 void cd_admit_tcp(struct cd_conn *c, uint64_t inode);
 /* At shutdown, before cd_sandboxes_done: stop the look, drop what waits. */
 void cd_admit_stop(struct cd_server *s);
+/* c leaves its handshake (upgraded, or closed): it no longer counts as one. */
+void cd_listen_handshake_done(struct cd_conn *c);
+/* A descriptor was freed: accept again if out-of-descriptors paused it. */
+void cd_listen_resume(struct cd_server *s);
 /* Reply helpers: one complete JSON line each. */
 void cd_conn_result(struct cd_conn *c, const char *id, const char *result, size_t len);
 void cd_conn_error(struct cd_conn *c, const char *id, int code, const char *msg);
@@ -441,28 +497,20 @@ void cd_conn_out_commit(struct cd_conn *c, size_t n);
  */
 void cd_conn_out_push(struct cd_conn *c);
 /*
- * Queue a complete line built elsewhere (fs/readFile, on a worker) and
- * flush, taking buf (malloc'ed, cap > len bytes). An empty queue adopts the
- * buffer itself: an answer of hundreds of MiB is not copied.
- */
-void cd_conn_out_adopt(struct cd_conn *c, char *buf, size_t len, size_t cap);
-/*
- * Lend the byte stream to a worker that writes one whole answer to it
- * itself (fs/readFile on stdio and unix sockets): a dup of out_fd, with
- * what the queue held unwritten moved into *pending, which the worker
- * writes first. Until cd_conn_out_return nothing else is written: answers
- * and notifications queue (and back-pressure applies as usual). -1 when
- * the transport cannot (WebSocket: a frame holds one whole message) or
- * the connection is ending.
+ * Lend the stream to a worker that writes one whole answer to it itself
+ * (fs/readFile): a dup of out_fd, with what the queue held unwritten
+ * moved into *pending (on WebSocket as the raw frames it makes), which
+ * the worker writes first. Until cd_conn_out_return nothing else is
+ * written: answers and notifications queue (and back-pressure applies as
+ * usual). -1 when the connection is ending.
  */
 int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending);
 /*
- * The worker is through with the stream. broken: why the stream cannot go
- * on (the client is gone, or an answer was left unfinished), and the
- * connection ends. Else rest (taken, may be NULL or empty) is what the
- * worker left unwritten: it goes out first, then what queued meanwhile.
+ * The worker is through with the stream (its answer is all out). broken:
+ * why the stream cannot go on (the client is gone, or an answer was left
+ * unfinished), and the connection ends.
  */
-void cd_conn_out_return(struct cd_conn *c, const char *broken, struct cd_strbuf *rest);
+void cd_conn_out_return(struct cd_conn *c, const char *broken);
 /* Best effort: a pipe to the client is grown to CD_SERVE_OUT_PIPE_SIZE (see conn.c). */
 void cd_out_grow_pipe(int fd);
 /* Flush now if allowed (not batching, not blocked); called after appends. */

@@ -57,9 +57,22 @@ struct cd_ws {
 	struct cd_timer *handshake_timer;
 	struct cd_timer *ping_timer;
 	char *wbuf; /* frames wslay has "sent" that the socket has not taken yet */
-	size_t wbuf_len;
+	size_t wbuf_len, wbuf_cap;
 	bool wbuf_broken; /* a send failed: the peer is gone */
+	bool unbounded;	  /* cd_ws_take_pending: wbuf takes all wslay has */
 };
+
+/* Room for n more bytes in wbuf (past WS_WBUF only for cd_ws_take_pending). */
+static void wbuf_reserve(struct cd_ws *w, size_t n)
+{
+	if (w->wbuf_len + n <= w->wbuf_cap)
+		return;
+	size_t cap = w->wbuf_cap ? w->wbuf_cap : WS_WBUF;
+	while (cap < w->wbuf_len + n)
+		cap *= 2;
+	w->wbuf = cd_xrealloc(w->wbuf, cap);
+	w->wbuf_cap = cap;
+}
 
 /* Write out wbuf: 0 when empty, -EAGAIN when the socket is full, other -errno. */
 static int wbuf_flush(struct cd_conn *c)
@@ -258,11 +271,13 @@ static void handle_request(struct cd_conn *c)
 		http_reply(c, "401 Unauthorized", "www-authenticate: Bearer\r\n", NULL);
 		return;
 	}
-	/* Loopback without a token: the peer's owner, judged at accept (listen.c). */
+	/* Past --max-connections, or (loopback without a token) the peer's owner (listen.c). */
 	if (c->refused[0]) {
-		cd_log_warn("serve: connection %lu (%s): refused: %s", c->serial, c->peer,
-			    c->refused);
-		http_reply(c, "403 Forbidden", NULL, c->refused);
+		if (!c->refused_busy)
+			cd_log_warn("serve: connection %lu (%s): refused: %s", c->serial, c->peer,
+				    c->refused);
+		http_reply(c, c->refused_busy ? "503 Service Unavailable" : "403 Forbidden", NULL,
+			   c->refused);
 		return;
 	}
 	if (strcmp(r.method, "GET")) {
@@ -289,10 +304,11 @@ static void handle_request(struct cd_conn *c)
 		return;
 	}
 	if (cd_listen_established(c->server) >= c->server->opts.max_connections) {
-		cd_log_warn("serve: connection %lu (%s): refused: %u connections already (raise "
-			    "--max-connections)",
-			    c->serial, c->peer, c->server->opts.max_connections);
-		http_reply(c, "503 Service Unavailable", NULL, NULL);
+		cd_log_debug("serve: connection %lu (%s): refused: %u connections already (raise "
+			     "--max-connections)",
+			     c->serial, c->peer, c->server->opts.max_connections);
+		http_reply(c, "503 Service Unavailable", NULL,
+			   "too many connections: raise --max-connections");
 		return;
 	}
 	char acc[29], buf[256];
@@ -444,11 +460,17 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 	struct cd_conn *c = user;
 	struct cd_ws *w = c->ws;
 
+	if (w->unbounded) {
+		wbuf_reserve(w, len);
+		memcpy(w->wbuf + w->wbuf_len, data, len);
+		w->wbuf_len += len;
+		return (ssize_t)len;
+	}
 	if (w->wbuf_len + len > WS_WBUF && wbuf_flush(c) < 0 && w->wbuf_broken) {
 		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
 		return -1;
 	}
-	size_t room = WS_WBUF - w->wbuf_len;
+	size_t room = w->wbuf_len < WS_WBUF ? WS_WBUF - w->wbuf_len : 0;
 	if (room == 0) {
 		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
 		return -1;
@@ -495,6 +517,7 @@ static void on_ping(struct cd_loop *l, void *data)
 static bool open_frames(struct cd_conn *c)
 {
 	struct cd_ws *w = c->ws;
+	wbuf_reserve(w, WS_WBUF);
 	static const struct wslay_event_callbacks cb = {
 		.recv_callback = ws_recv,
 		.send_callback = ws_send,
@@ -507,6 +530,7 @@ static bool open_frames(struct cd_conn *c)
 	/* The largest message, as on stdio; beyond it wslay answers 1009 and stops reading. */
 	wslay_event_config_set_max_recv_msg_length(w->ctx, CD_SERVE_MAX_LINE);
 	w->open = true;
+	cd_listen_handshake_done(c);
 	w->ping_timer = cd_loop_add_timer(c->server->loop, c->server->opts.ping_ms, on_ping, c);
 	cd_log_debug("serve: connection %lu (%s): websocket open", c->serial, c->peer);
 	return true;
@@ -538,6 +562,7 @@ int cd_ws_flush(struct cd_conn *c)
 
 	if (!w->open) {
 		/* Nothing is framed before the upgrade; nothing can be queued either. */
+		c->out_consumed += c->out.len - c->out_off;
 		c->out_off = c->out.len;
 		return 0;
 	}
@@ -557,9 +582,13 @@ int cd_ws_flush(struct cd_conn *c)
 			if (wslay_event_queue_msg(w->ctx, &m) != 0)
 				return -EIO;
 			c->out_off += n + (nl ? 1 : 0);
+			c->out_consumed += n + (nl ? 1 : 0);
 		}
-		if (!wslay_event_get_write_enabled(w->ctx))
-			c->out_off = c->out.len; /* closed: nobody will read it */
+		if (!wslay_event_get_write_enabled(w->ctx)) {
+			/* closed: nobody will read it */
+			c->out_consumed += c->out.len - c->out_off;
+			c->out_off = c->out.len;
+		}
 		if (wslay_event_send(w->ctx) != 0)
 			return -EPIPE;
 		int r = wbuf_flush(c);
@@ -589,6 +618,48 @@ bool cd_ws_want_read(const struct cd_conn *c)
 	return wslay_event_get_read_enabled(w->ctx) && in_room(c);
 }
 
+int cd_ws_take_pending(struct cd_conn *c, struct cd_strbuf *raw)
+{
+	struct cd_ws *w = c->ws;
+	if (!w->open || w->wbuf_broken || !wslay_event_get_write_enabled(w->ctx))
+		return -1;
+	/* Everything wslay holds, framed as it would go to the socket. */
+	w->unbounded = true;
+	int r = wslay_event_send(w->ctx);
+	w->unbounded = false;
+	if (r != 0 || wslay_event_want_write(w->ctx))
+		return -1;
+	*raw = (struct cd_strbuf){ 0 };
+	cd_strbuf_append_n(raw, w->wbuf ? w->wbuf : "", w->wbuf_len);
+	w->wbuf_len = 0;
+	/* Then the lines queued behind, one text frame each. */
+	while (c->out_off < c->out.len) {
+		const char *p = c->out.buf + c->out_off;
+		const char *nl = memchr(p, '\n', c->out.len - c->out_off);
+		size_t n = nl ? (size_t)(nl - p) : c->out.len - c->out_off;
+		unsigned char h[10];
+		size_t hl = 2;
+		h[0] = 0x81;
+		if (n < 126) {
+			h[1] = (unsigned char)n;
+		} else if (n < 65536) {
+			h[1] = 126;
+			h[2] = (unsigned char)(n >> 8);
+			h[3] = (unsigned char)n;
+			hl = 4;
+		} else {
+			h[1] = 127;
+			for (int i = 0; i < 8; i++)
+				h[2 + i] = (unsigned char)((uint64_t)n >> (56 - 8 * i));
+			hl = 10;
+		}
+		cd_strbuf_append_n(raw, (const char *)h, hl);
+		cd_strbuf_append_n(raw, p, n);
+		c->out_off += n + (nl ? 1 : 0);
+	}
+	return 0;
+}
+
 bool cd_ws_is_open(const struct cd_conn *c)
 {
 	return c->ws && c->ws->open;
@@ -607,7 +678,6 @@ struct cd_ws *cd_ws_new(struct cd_conn *c)
 	struct cd_ws *w = cd_xcalloc(1, sizeof(*w));
 	w->c = c;
 	w->head = cd_xmalloc(CD_SERVE_MAX_HTTP_HEAD + 1);
-	w->wbuf = cd_xmalloc(WS_WBUF);
 	w->handshake_timer =
 		cd_loop_add_timer(c->server->loop, CD_SERVE_HANDSHAKE_MS, on_handshake_timeout, c);
 	return w;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "serve/budget.h"
 #include "serve/proc.h"
 
 static const enum cd_loop_kind kinds[] = { CD_LOOP_EPOLL, CD_LOOP_POLL };
@@ -362,6 +363,114 @@ START_TEST(test_chunk_count_cap)
 	ck_assert_uint_eq(rd.n, n_out < 50000 ? n_out : 50000);
 	free(rd.chunks);
 	cd_proc_free(p);
+	rec_done(&r);
+	cd_loop_free(l);
+}
+END_TEST
+
+/* ---- lossless mode and the memory budget ---- */
+
+static bool held_now;
+static unsigned held_events;
+
+static uint64_t no_delivery(struct cd_proc *p, void *data)
+{
+	return 0; /* no connection: only cd_proc_ack acknowledges */
+}
+
+static void on_held(struct cd_proc *p, bool held, void *data)
+{
+	held_now = held;
+	held_events += held;
+	if (held)
+		cd_loop_quit(cur_loop);
+}
+
+START_TEST(test_lossless_holds)
+{
+	/*
+	 * Nobody acknowledges: the process is held once 512 KiB wait, and
+	 * nothing is evicted meanwhile. Each acknowledgement lets it go on, and
+	 * all 5 MB arrive, every chunk kept until acknowledged.
+	 */
+	struct cd_loop *l = new_loop(_i);
+	size_t n = 5000000;
+	unsigned char *want = make_file(n);
+	char script[128];
+	snprintf(script, sizeof(script), "cat %s", tmpfile_path);
+	char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct cd_proc_opts o = { .argv = argv, .envp = test_env, .cwd = "/" };
+	struct rec r = { 0 };
+	struct cd_proc_events ev = {
+		.data = &r,
+		.output = on_output,
+		.exited = on_exited,
+		.closed = on_closed,
+		.delivered = no_delivery,
+		.held = on_held,
+	};
+	struct cd_proc *p = NULL;
+	struct cd_spawn_error err = { 0 };
+	held_now = false;
+	held_events = 0;
+	ck_assert_int_eq(cd_proc_start(l, &o, &ev, &p, &err), 0);
+	cd_proc_set_lossless(p, true);
+	ck_assert_msg(run_for(l, 10000), "not held in time");
+	ck_assert(held_now && cd_proc_is_held(p));
+	size_t got = r.data[CD_STREAM_STDOUT].len;
+	ck_assert_uint_ge(got, 512 * 1024);
+	ck_assert_uint_lt(got, 2 * 1024 * 1024);
+	/* Everything since seq 1 is still there. */
+	struct cd_proc_read rd;
+	cd_proc_read(p, 0, SIZE_MAX, &rd);
+	ck_assert_uint_eq(rd.chunks[0].seq, 1);
+	size_t kept = 0;
+	for (size_t i = 0; i < rd.n; i++)
+		kept += rd.chunks[i].len;
+	ck_assert_uint_eq(kept, got);
+	free(rd.chunks);
+	while (!r.closed) {
+		cd_proc_ack(p, cd_proc_last_seq(p));
+		ck_assert(!cd_proc_is_held(p));
+		ck_assert_msg(run_for(l, 10000), "no progress");
+	}
+	ck_assert_uint_ge(held_events, 5);
+	ck_assert_uint_eq(r.data[CD_STREAM_STDOUT].len, n);
+	ck_assert_int_eq(memcmp(r.data[CD_STREAM_STDOUT].buf, want, n), 0);
+	ck_assert_int_eq(r.exit_code, 0);
+	unlink(tmpfile_path);
+	free(want);
+	cd_proc_free(p);
+	rec_done(&r);
+	cd_loop_free(l);
+}
+END_TEST
+
+START_TEST(test_ring_budget)
+{
+	/*
+	 * A 256 KiB budget: the ring grows past its first 64 KiB only while
+	 * it has room, keeps a smaller window, and gives it all back.
+	 */
+	cd_mem_set_limit(256 * 1024);
+	struct cd_loop *l = new_loop(_i);
+	struct rec r = { 0 };
+	struct cd_proc *p = start(l, &r, false, false, "head -c 3000000 /dev/zero");
+	run_to_close(l, &r);
+	ck_assert_uint_eq(r.data[CD_STREAM_STDOUT].len, 3000000);
+	ck_assert_uint_le(cd_mem_peak(), 256 * 1024 + 64 * 1024);
+	struct cd_proc_read rd;
+	cd_proc_read(p, 0, SIZE_MAX, &rd);
+	size_t kept = 0;
+	for (size_t i = 0; i < rd.n; i++)
+		kept += rd.chunks[i].len;
+	free(rd.chunks);
+	ck_assert_uint_gt(kept, 0);
+	ck_assert_uint_le(kept, 256 * 1024);
+	/* Closed: the store shrank to what it keeps. */
+	ck_assert_uint_le(cd_mem_used_kind(CD_MEM_RETAINED), kept + 64 * 1024);
+	cd_proc_free(p);
+	ck_assert_uint_eq(cd_mem_used(), 0);
 	rec_done(&r);
 	cd_loop_free(l);
 }
@@ -798,6 +907,8 @@ static Suite *proc_suite(void)
 	tcase_add_loop_test(tc, test_5mb_complete, 0, n);
 	tcase_add_loop_test(tc, test_chunk_count_cap, 0, n);
 	tcase_add_loop_test(tc, test_max_bytes, 0, n);
+	tcase_add_loop_test(tc, test_lossless_holds, 0, n);
+	tcase_add_loop_test(tc, test_ring_budget, 0, n);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stdin");

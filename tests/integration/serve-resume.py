@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Lossless resume and closed processes kept while their session can be
+# resumed, over unix sockets and WebSocket:
+# - a client that drops in the middle of a process's output (having read
+#   some, or having stopped reading) resumes and reads every byte, in order
+#   and without a gap in the seqs: while detached, the process is held (its
+#   output is not read) instead of losing what does not fit the 1 MiB
+#   retention;
+# - with --detached-output=drop the process runs on and the reader sees a gap
+#   (the old behaviour, kept as an option);
+# - a resumed client that does not ask for what it missed releases the
+#   process after --session-ttl;
+# - a process that closes while its session is detached is kept past
+#   --retention until the session is resumed, then for --retention again.
+# Waits are on the server's own reports (cordon/status, its -v log). TAP.
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import Tap, cordon_usable, err_msg, unb64  # noqa: E402
+from netclient import NetServer  # noqa: E402
+
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+
+LINES = 400000  # 10.4 MB of output
+WANT = b"".join(b"%08d abcdefghijklmnop\n" % i for i in range(LINES))
+GEN = ["python3", "-c",
+       "import sys\nw = sys.stdout.write\n"
+       "for i in range(%d): w('%%08d abcdefghijklmnop\\n' %% i)" % LINES]
+
+
+def have_ws():
+    s = NetServer("ws")
+    try:
+        return s.ready
+    finally:
+        s.stop()
+
+
+def wait_status(obs, cond, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    st = None
+    while time.monotonic() < deadline:
+        st = obs.call("cordon/status")
+        if cond(st):
+            return st, True
+        time.sleep(0.05)
+    return st, False
+
+
+def wait_log(srv, text, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in srv.stderr_text():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def read_rest(c, pid, last, timeout=120.0):
+    """process/read from after last until closed: (bytes, gaps, closed, exit code)."""
+    got = bytearray()
+    gaps = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = c.call("process/read", {"processId": pid, "afterSeq": last, "waitMs": 2000},
+                   timeout=30)
+        for ch in r["chunks"]:
+            if ch["seq"] != last + 1:
+                gaps += 1
+            last = ch["seq"]
+            got += unb64(ch["chunk"])
+        if not r["chunks"]:
+            last = max(last, r["nextSeq"] - 1)
+        if r["closed"]:
+            return bytes(got), gaps, True, r["exitCode"]
+    return bytes(got), gaps, False, None
+
+
+def take_notifications(c, pid, upto):
+    """Read process/output notifications of pid until upto bytes: (bytes, last seq, gaps)."""
+    got = bytearray()
+    last = 0
+    gaps = 0
+    while len(got) < upto:
+        m = c.read_msg(30)
+        if m.get("method") != "process/output" or m["params"]["processId"] != pid:
+            continue
+        p = m["params"]
+        if p["seq"] != last + 1:
+            gaps += 1
+        last = p["seq"]
+        got += unb64(p["chunk"])
+    return got, last, gaps
+
+
+def resume(srv, sid):
+    c = srv.connect(timeout=10)
+    r = c.request("initialize", {"clientName": "back", "resumeSessionId": sid})
+    c.notify("initialized", {})
+    return c, r
+
+
+def lossless(kind, reading):
+    tag = "%s, %s" % (kind, "read some then dropped" if reading else "stopped reading")
+    srv = NetServer(kind)
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        obs = srv.connect(timeout=10)
+        obs.handshake()
+        a = srv.connect(timeout=10)
+        sid = a.handshake()["sessionId"]
+        r = a.start("gen", GEN)
+        got, last = bytearray(), 0
+        if reading:
+            got, last, gaps = take_notifications(a, "gen", 1000000)
+        else:
+            # It reads nothing: the process is held once 512 KiB wait for it.
+            st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= 1)
+            t.ok(ok, "[%s] a client that does not read holds its process back" % tag, st)
+        a.drop()
+        st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= 1)
+        t.ok(ok, "[%s] while detached the process is held, not run on" % tag, st)
+        b, r = resume(srv, sid)
+        t.ok(r.get("result", {}).get("sessionId") == sid, "[%s] the session resumes" % tag, r)
+        rest, gaps, closed, code = read_rest(b, "gen", last)
+        got += rest
+        t.ok(closed and code == 0 and gaps == 0 and bytes(got) == WANT,
+             "[%s] every byte arrives, in order, no seq missing (%d of %d bytes)"
+             % (tag, len(got), len(WANT)), "gaps %d closed %r code %r" % (gaps, closed, code))
+        b.drop()
+    finally:
+        srv.stop()
+
+
+def lossy(kind):
+    tag = "%s, --detached-output=drop" % kind
+    srv = NetServer(kind, args=["--detached-output", "drop", "-v"])
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        a = srv.connect(timeout=10)
+        sid = a.handshake()["sessionId"]
+        a.start("gen", GEN)
+        got, last, _ = take_notifications(a, "gen", 1000000)
+        a.drop()
+        t.ok(wait_log(srv, "process gen exited with 0", 120),
+             "[%s] detached, the process runs to its end" % tag)
+        b, r = resume(srv, sid)
+        # It ran on: far more than the 1 MiB kept came meanwhile.
+        rest, gaps, closed, code = read_rest(b, "gen", last)
+        t.ok(closed and code == 0 and gaps >= 1 and len(got) + len(rest) < len(WANT),
+             "[%s] the process runs on and the reader sees a gap" % tag,
+             "gaps %d, %d bytes" % (gaps, len(got) + len(rest)))
+        b.drop()
+    finally:
+        srv.stop()
+
+
+def released(kind):
+    tag = "%s, resumed but not read" % kind
+    srv = NetServer(kind, args=["--session-ttl", "1s"])
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        obs = srv.connect(timeout=10)
+        obs.handshake()
+        a = srv.connect(timeout=10)
+        sid = a.handshake()["sessionId"]
+        a.start("gen", GEN)
+        a.drop()
+        st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= 1)
+        t.ok(ok, "[%s] held while detached" % tag, st)
+        b, r = resume(srv, sid)
+        # Nothing read: after --session-ttl the process goes on; it closes.
+        res = b.wait_closed("gen", timeout=120)
+        t.ok(res.exit_code == 0, "[%s] released after --session-ttl, it runs to its end" % tag)
+        b.drop()
+    finally:
+        srv.stop()
+
+
+def kept_closed(kind):
+    tag = "%s, closed while detached" % kind
+    srv = NetServer(kind, args=["-v", "--retention", "200ms", "--session-ttl", "60s"])
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        a = srv.connect(timeout=10)
+        sid = a.handshake()["sessionId"]
+        a.run("echo", ["sh", "-c", "echo bye; exit 3"])
+        a.drop()
+        t.ok(wait_log(srv, "process echo: closed 200 ms ago, kept while its session can be "
+                           "resumed"),
+             "[%s] its retention ends while the session is detached: it is kept" % tag,
+             srv.stderr_text()[-1500:])
+        b, r = resume(srv, sid)
+        r = b.request("process/read", {"processId": "echo", "afterSeq": 0})
+        res = r.get("result", {})
+        out = b"".join(unb64(ch["chunk"]) for ch in res.get("chunks", []))
+        t.ok(res.get("closed") and res.get("exitCode") == 3 and out == b"bye\n",
+             "[%s] the resumed client reads its output and exit status" % tag, r)
+        t.ok(wait_log(srv, "forgetting process echo"),
+             "[%s] then it is forgotten after --retention" % tag)
+        r = b.request("process/read", {"processId": "echo", "afterSeq": 0})
+        t.ok("unknown process id" in err_msg(r), "[%s] and is unknown then" % tag, r)
+        b.drop()
+    finally:
+        srv.stop()
+
+
+kinds = ["unix"] + (["ws"] if have_ws() else [])
+if "ws" not in kinds:
+    t.skip("[ws] lossless resume", "built without WebSocket support")
+for kind in kinds:
+    for reading in (True, False):
+        t.guard("lossless %s" % kind, lossless, kind, reading)
+    t.guard("lossy %s" % kind, lossy, kind)
+    t.guard("released %s" % kind, released, kind)
+    t.guard("kept %s" % kind, kept_closed, kind)
+t.done()
