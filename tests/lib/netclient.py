@@ -125,6 +125,10 @@ class NetServer:
 
 
 class _SockConn(RpcMixin):
+    # How much one read takes from the socket (a test may lower it: what a
+    # client has read but not yet handled is lost if its connection drops).
+    recv_size = 1 << 20
+
     def _init_common(self):
         self.pending = []
         self.awaited = set()
@@ -149,7 +153,7 @@ class _SockConn(RpcMixin):
         if not r:
             return True
         try:
-            data = self.sock.recv(1 << 20)
+            data = self.sock.recv(self.recv_size)
         except BlockingIOError:
             return True
         except ConnectionResetError:
