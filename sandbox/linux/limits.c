@@ -4,10 +4,11 @@
  * makes the sandbox's cgroup and writes its limits; the child is born in it
  * (CLONE_INTO_CGROUP) or moves in, writes the limits of its own user
  * namespace (its inotify maximums) while it still has the capabilities
- * there, and sets its rlimits; when the command is done, the parent reads what the cgroup ran into (memory.events,
- * pids.events), kills whatever is left in it (cgroup.kill: the kernel's
- * last word on leftovers, daemons and escaped process groups included),
- * waits for it to be empty and removes it.
+ * there, and sets its rlimits; when the command is done, the parent reads
+ * what the cgroup ran into (memory.events, pids.events), kills whatever is
+ * left in it (cgroup.kill: the kernel's last word on leftovers, daemons and
+ * escaped process groups included), waits for it to be empty and removes
+ * it.
  */
 #include "config.h"
 
