@@ -101,6 +101,14 @@ struct cd_backend {
 	int (*exit_reason)(struct cd_backend_state *s, int exit_code, char *buf, size_t size);
 	/* Optional. Parent, after finish: a warning for the supervisor to log, or NULL. Owned. */
 	const char *(*warning)(struct cd_backend_state *s);
+	/*
+	 * Optional. Child, right after the namespaces backend's apply, while
+	 * the child still has every capability in the sandbox's new user
+	 * namespace (its maps written, nothing dropped yet): what belongs to
+	 * that namespace (its own inotify limits). Same rules as apply; a
+	 * failure is reported under the backend's name and last_step.
+	 */
+	int (*apply_in_userns)(struct cd_backend_state *s);
 };
 
 extern const struct cd_backend cd_backend_namespaces;
@@ -108,10 +116,12 @@ extern const struct cd_backend cd_backend_caps;
 extern const struct cd_backend cd_backend_landlock;
 extern const struct cd_backend cd_backend_seccomp;
 /*
- * Resource limits (sandbox/linux/limits.c): the sandbox's cgroup and its
- * rlimits, from lp->limits. Not in cd_backends[]: it applies to
- * unsandboxed plans too, so the spawner runs it on its own, after the
- * others (the rlimits last, so that no setup step trips over them).
+ * Resource limits (sandbox/linux/limits.c): the sandbox's cgroup, its
+ * rlimits and its user namespace's own limits, from lp->limits. Not in
+ * cd_backends[]: it applies to unsandboxed plans too, so the spawner runs
+ * it on its own: apply_in_userns right after the namespaces backend, apply
+ * after all the others (the rlimits last, so that no setup step trips
+ * over them).
  */
 extern const struct cd_backend cd_backend_limits;
 

@@ -32,7 +32,8 @@ const char cd_cli_policy_help[] =
 	"                          protected-metadata, pid-isolation, deny-masks,\n"
 	"                          file-attributes or nested-repositories; or a limit\n"
 	"                          that cannot be enforced here: tasks, memory (then\n"
-	"                          RLIMIT_AS per process), swap or cpu\n"
+	"                          RLIMIT_AS per process), swap, cpu,\n"
+	"                          inotify-instances or inotify-watches\n"
 	"  --min-landlock-abi N    refuse when the kernel's Landlock ABI is below N (default 1)\n"
 	"\n"
 	"Resource limits (over the profile's \"limits\"; refused when they cannot be\n"
@@ -45,7 +46,11 @@ const char cd_cli_policy_help[] =
 	"  --limit-open-files N    open files of each process\n"
 	"  --limit-file-size SIZE  the largest file a process may write\n"
 	"  --limit-core SIZE       the largest core dump (0: none)\n"
-	"  --private-tmp[=SIZE]    a private tmpfs on /tmp (default size 1G)\n";
+	"  --private-tmp[=SIZE]    a private tmpfs on /tmp (default size 1G)\n"
+	"  --limit-inotify-instances N\n"
+	"                          the whole sandbox's inotify instances (EMFILE past it)\n"
+	"  --limit-inotify-watches N\n"
+	"                          the whole sandbox's inotify watches (ENOSPC past it)\n";
 
 void cd_cli_policy_init(struct cd_cli_policy *p)
 {
@@ -134,16 +139,21 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 			p->lopts.degraded |= CD_DEGRADE_NESTED_REPOSITORIES;
 			return 0;
 		}
-		/* The limits that may be out of reach on a host: cgroups, RLIMIT_NPROC. */
+		/*
+		 * The limits that may be out of reach on a host: cgroups,
+		 * RLIMIT_NPROC, a user namespace of the sandbox's own.
+		 */
 		if (cd_streq(arg, "tasks") || cd_streq(arg, "memory") || cd_streq(arg, "swap") ||
-		    cd_streq(arg, "cpu")) {
+		    cd_streq(arg, "cpu") || cd_streq(arg, "inotify-instances") ||
+		    cd_streq(arg, "inotify-watches")) {
 			p->lopts.degraded_limits |= 1u << cd_limit_from_name(arg);
 			return 0;
 		}
 		cd_cli_usage_error(cmd,
 				   "--allow-degraded: unknown feature '%s' (protected-metadata, "
 				   "pid-isolation, deny-masks, file-attributes, "
-				   "nested-repositories, tasks, memory, swap or cpu)",
+				   "nested-repositories, tasks, memory, swap, cpu, "
+				   "inotify-instances or inotify-watches)",
 				   arg);
 		return -1;
 	case CD_OPT_MIN_LANDLOCK_ABI: {

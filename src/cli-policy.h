@@ -58,7 +58,9 @@ enum {
 	{ "limit-open-files", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_OPEN_FILES }, \
 	{ "limit-file-size", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_FILE_SIZE }, \
 	{ "limit-core", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_CORE }, \
-	{ "private-tmp", 0, CD_CLI_ARG_OPTIONAL, CD_OPT_LIMIT_BASE + CD_LIMIT_PRIVATE_TMP }
+	{ "private-tmp", 0, CD_CLI_ARG_OPTIONAL, CD_OPT_LIMIT_BASE + CD_LIMIT_PRIVATE_TMP }, \
+	{ "limit-inotify-instances", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_INOTIFY_INSTANCES }, \
+	{ "limit-inotify-watches", 0, true, CD_OPT_LIMIT_BASE + CD_LIMIT_INOTIFY_WATCHES }
 /* clang-format on */
 
 /* Help text for the POLICY OPTIONS, for the subcommands' --help. */

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli-policy.h"
 #include "shared/log.h"
@@ -124,11 +125,17 @@ static void print_limits(const struct cd_cli_bound *b, const struct cd_linux_pla
 	if (!p)
 		return;
 	printf("  limits:\n");
+	/* The names' column as wide as the longest name shown (11 at least). */
+	int width = 11;
+	for (int l = 0; l < CD_LIMIT_COUNT; l++)
+		if (cd_limits_has(&p->limits, (enum cd_limit)l) &&
+		    (int)strlen(cd_limit_info((enum cd_limit)l)->name) > width)
+			width = (int)strlen(cd_limit_info((enum cd_limit)l)->name);
 	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
 		if (!cd_limits_has(&p->limits, (enum cd_limit)l))
 			continue;
 		cleanup_free char *v = cd_limit_format((enum cd_limit)l, p->limits.v[l]);
-		printf("    %-11s %-10s %s\n", cd_limit_info((enum cd_limit)l)->name, v,
+		printf("    %-*s %-10s %s\n", width, cd_limit_info((enum cd_limit)l)->name, v,
 		       p->detail[l] ? p->detail[l] : "");
 	}
 	if (p->cgroup)

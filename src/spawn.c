@@ -290,6 +290,13 @@ static void child_apply(const struct child_ctx *c)
 		int r = b->apply(c->states[i]);
 		if (r < 0)
 			child_fail(c, CD_EXIT_SETUP, -r, b->name, backend_step(b, c->states[i]));
+		/* The user namespace's own limits, while its capabilities are ours. */
+		if (b == &cd_backend_namespaces && c->limits) {
+			r = cd_backend_limits.apply_in_userns(c->limits);
+			if (r < 0)
+				child_fail(c, CD_EXIT_SETUP, -r, cd_backend_limits.name,
+					   backend_step(&cd_backend_limits, c->limits));
+		}
 		if (b == &cd_backend_namespaces && c->restore_affinity &&
 		    sched_setaffinity(0, sizeof(c->affinity), &c->affinity) < 0)
 			child_fail(c, CD_EXIT_SETUP, errno, "restoring the CPU affinity", NULL);

@@ -2,11 +2,13 @@
 /*
  * The resource limits backend (backend.h: cd_backend_limits): the parent
  * makes the sandbox's cgroup and writes its limits; the child is born in it
- * (CLONE_INTO_CGROUP) or moves in, and sets its rlimits; when the command
- * is done, the parent reads what the cgroup ran into (memory.events,
- * pids.events), kills whatever is left in it (cgroup.kill: the kernel's
- * last word on leftovers, daemons and escaped process groups included),
- * waits for it to be empty and removes it.
+ * (CLONE_INTO_CGROUP) or moves in, writes the limits of its own user
+ * namespace (its inotify maximums) while it still has the capabilities
+ * there, and sets its rlimits; when the command is done, the parent reads
+ * what the cgroup ran into (memory.events, pids.events), kills whatever is
+ * left in it (cgroup.kill: the kernel's last word on leftovers, daemons and
+ * escaped process groups included), waits for it to be empty and removes
+ * it.
  */
 #include "config.h"
 
@@ -26,6 +28,7 @@
 #include "core/util.h"
 #include "sandbox/backend.h"
 #include "sandbox/linux/cgroup.h"
+#include "sandbox/linux/linux-util.h"
 
 /* How long finish waits for a killed cgroup to empty (a process stuck in D state). */
 #define EMPTY_WAIT_MS 5000
@@ -36,11 +39,21 @@ struct rl {
 	const char *name;
 };
 
+/* A file of /proc/sys/user to write in the sandbox's user namespace (plan->userns). */
+struct us {
+	char path[64];
+	char value[24];
+	char step[96]; /* "max_inotify_instances 64 in the sandbox's user namespace" */
+};
+
 struct cd_backend_state {
 	/* The plan's limits and how each is enforced (no owned strings). */
 	struct cd_limits_plan plan;
 	struct rl rl[CD_RLIM_COUNT];
 	size_t n_rl;
+	struct us us[2];
+	size_t n_us;
+	bool us_fail;  /* the test hook CORDON_TEST_DISABLE=userns-limits */
 	int parent_fd; /* O_PATH of the base the cgroup is in, or -1 */
 	int cg_fd;     /* the sandbox's cgroup, or -1 */
 	int procs_fd;  /* its cgroup.procs, for a child that moves in itself */
@@ -243,6 +256,25 @@ static int limits_prepare(const struct cd_linux_plan *lp, struct cd_backend_stat
 		s->n_rl++;
 	}
 
+	/*
+	 * The sysctls of /proc/sys/user are those of the writer's user
+	 * namespace: the plan asks them only of a sandbox with one of its own.
+	 */
+	if (p->n_userns && !(lp->sandboxed && lp->user_ns)) {
+		*reterr = cd_xstrdup("limits: the plan sets limits of the sandbox's user "
+				     "namespace, but the sandbox has none of its own");
+		r = -EINVAL;
+		goto fail;
+	}
+	for (size_t i = 0; i < p->n_userns && i < CD_ARRAY_SIZE(s->us); i++) {
+		struct us *u = &s->us[s->n_us++];
+		snprintf(u->path, sizeof(u->path), "/proc/sys/user/%s", p->userns[i].file);
+		snprintf(u->value, sizeof(u->value), "%s", p->userns[i].value);
+		snprintf(u->step, sizeof(u->step), "%s %s in the sandbox's user namespace",
+			 p->userns[i].file, p->userns[i].value);
+	}
+	s->us_fail = s->n_us && cd_linux_test_disabled("userns-limits");
+
 	if (p->cgroup) {
 		r = cd_cgroup_make(&s->parent_fd, &s->cg_fd, s->name, sizeof(s->name), reterr);
 		if (r < 0)
@@ -304,6 +336,36 @@ static int limits_apply(struct cd_backend_state *s)
 	return 0;
 }
 
+/*
+ * Child, with every capability in the sandbox's new user namespace: its
+ * own maximums. The kernel picks the set of /proc/sys/user by the writer's
+ * user namespace, whichever procfs it goes through; writing needs
+ * CAP_SYS_RESOURCE there, which the command will not have. System calls
+ * only.
+ */
+static int limits_apply_in_userns(struct cd_backend_state *s)
+{
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < s->n_us; i++) {
+		const struct us *u = &s->us[i];
+		size_t len = strlen(u->value);
+		s->step = u->step;
+		/* For the tests: a host that refuses the write (a read-only /proc/sys). */
+		if (s->us_fail)
+			return -EROFS;
+		int fd = open(u->path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		ssize_t n = write(fd, u->value, len);
+		int e = n < 0 ? errno : (size_t)n != len ? EIO : 0;
+		close(fd);
+		if (e)
+			return -e;
+	}
+	return 0;
+}
+
 static const char *limits_last_step(struct cd_backend_state *s)
 {
 	return s ? s->step : NULL;
@@ -332,6 +394,7 @@ const struct cd_backend cd_backend_limits = {
 	.name = "limits",
 	.prepare = limits_prepare,
 	.apply = limits_apply,
+	.apply_in_userns = limits_apply_in_userns,
 	.finish = limits_finish,
 	.destroy = limits_destroy,
 	.last_step = limits_last_step,

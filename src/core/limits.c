@@ -22,6 +22,8 @@
 
 /* cpu.max's period: the quota is a share of it (the kernel's default period). */
 #define CPU_PERIOD_US ((uint64_t)100000)
+/* What /proc/sys/user/max_inotify_* accept (an int, 0 to INT_MAX). */
+#define SYSCTL_INT_MAX ((uint64_t)2147483647)
 
 /* clang-format off */
 static const struct cd_limit_info limit_info[CD_LIMIT_COUNT] = {
@@ -34,6 +36,10 @@ static const struct cd_limit_info limit_info[CD_LIMIT_COUNT] = {
 	[CD_LIMIT_FILE_SIZE]   = { "file_size",   "file-size",   "file size",   CD_UNIT_BYTES,     0,   PIB },
 	[CD_LIMIT_CORE]        = { "core",        "core",        "core dump",   CD_UNIT_BYTES,     0,   PIB },
 	[CD_LIMIT_PRIVATE_TMP] = { "private_tmp", "private-tmp", "private /tmp", CD_UNIT_BYTES,    MIB, PIB },
+	[CD_LIMIT_INOTIFY_INSTANCES] = { "inotify_instances", "inotify-instances", "inotify instance",
+					 CD_UNIT_NUMBER, 0, SYSCTL_INT_MAX },
+	[CD_LIMIT_INOTIFY_WATCHES]   = { "inotify_watches", "inotify-watches", "inotify watch",
+					 CD_UNIT_NUMBER, 0, SYSCTL_INT_MAX },
 };
 
 static const char *const how_names[CD_LIMIT_HOW_COUNT] = {
@@ -43,6 +49,7 @@ static const char *const how_names[CD_LIMIT_HOW_COUNT] = {
 	[CD_LIMIT_HOW_RLIMIT_AS] = "rlimit-as",
 	[CD_LIMIT_HOW_MOUNT]     = "mount",
 	[CD_LIMIT_HOW_SKIPPED]   = "not-enforced",
+	[CD_LIMIT_HOW_USERNS]    = "userns",
 };
 
 static const char *const rlimit_names[CD_RLIM_COUNT] = {
@@ -277,10 +284,11 @@ int cd_limits_parse_list(const char *s, struct cd_limits *ret, char **reterr)
 		*eq = '\0';
 		int l = cd_limit_from_name(item);
 		if (l < 0) {
-			*reterr = cd_xasprintf(
-				"unknown limit '%s' (tasks, memory, swap, cpu, "
-				"cpu-time, open-files, file-size, core or private-tmp)",
-				item);
+			*reterr =
+				cd_xasprintf("unknown limit '%s' (tasks, memory, swap, cpu, "
+					     "cpu-time, open-files, file-size, core, private-tmp, "
+					     "inotify-instances or inotify-watches)",
+					     item);
 			return -EINVAL;
 		}
 		if (cd_limits_has(&seen, (enum cd_limit)l)) {
@@ -325,7 +333,7 @@ int cd_limits_from_json(const struct cd_json *v, struct cd_limits *ret, const ch
 			*reterr =
 				cd_xasprintf("unknown key \"%s\" (expected one of: tasks, memory, "
 					     "swap, cpu, cpu_time, open_files, file_size, core, "
-					     "private_tmp)",
+					     "private_tmp, inotify_instances, inotify_watches)",
 					     m->key);
 			return -EINVAL;
 		}
@@ -519,6 +527,13 @@ static void add_rl(struct cd_limits_plan *p, enum cd_rlimit res, uint64_t soft, 
 	p->rl[p->n_rl++] = (struct cd_rlimit_set){ .res = res, .soft = soft, .hard = hard };
 }
 
+static void add_userns(struct cd_limits_plan *p, const char *file, uint64_t v)
+{
+	struct cd_userns_write *w = &p->userns[p->n_userns++];
+	w->file = file;
+	snprintf(w->value, sizeof(w->value), "%" PRIu64, v);
+}
+
 static unsigned ctl_index(unsigned ctl)
 {
 	return ctl == CD_CG_PIDS ? 0 : ctl == CD_CG_MEMORY ? 1 : 2;
@@ -564,6 +579,37 @@ static const char *nproc_not_per_sandbox(const struct cd_limits_host *h,
 		return "this kernel (before Linux 5.14) counts RLIMIT_NPROC per user, not per "
 		       "user namespace";
 	return NULL;
+}
+
+/*
+ * Why a limit of the sandbox's user namespace (the inotify ones) cannot
+ * bound this sandbox, with the fix in *ret_fix; NULL when it can. Static
+ * strings.
+ */
+static const char *userns_why(const struct cd_limits_ctx *c, const char **ret_fix)
+{
+	if (c->own_userns) {
+		*ret_fix = NULL;
+		return NULL;
+	}
+	if (c->unsandboxed) {
+		*ret_fix = "use a profile with a sandbox";
+		return "the command runs without a sandbox, so in no user namespace of its own, "
+		       "and the kernel counts inotify instances and watches per user per user "
+		       "namespace: the count would be the user's on the whole host";
+	}
+	if (c->is_root) {
+		*ret_fix = "run cordon as an ordinary user, whose sandboxes get a user namespace "
+			   "of their own";
+		return "a sandbox of root's has no user namespace of its own, and the kernel "
+		       "counts inotify instances and watches per user per user namespace: the "
+		       "count would be every root process's on the host";
+	}
+	*ret_fix = "enable user namespaces (sysctl kernel.unprivileged_userns_clone=1 / "
+		   "user.max_user_namespaces > 0, or an AppArmor profile allowing userns)";
+	return "the sandbox has no user namespace of its own (user namespaces are unavailable "
+	       "here), and the kernel counts inotify instances and watches per user per user "
+	       "namespace: the count would be the user's on the whole host";
 }
 
 int cd_limits_plan_build(const struct cd_limits *asked, const struct cd_limits_host *host,
@@ -749,6 +795,36 @@ int cd_limits_plan_build(const struct cd_limits *asked, const struct cd_limits_h
 						    "namespace (the host's /tmp is out of sight)",
 						    val);
 			break;
+		case CD_LIMIT_INOTIFY_INSTANCES:
+		case CD_LIMIT_INOTIFY_WATCHES: {
+			bool inst = l == CD_LIMIT_INOTIFY_INSTANCES;
+			const char *file = inst ? "max_inotify_instances" : "max_inotify_watches";
+			const char *fix = NULL;
+			const char *no = userns_why(c, &fix);
+			if (!no) {
+				p->how[l] = CD_LIMIT_HOW_USERNS;
+				add_userns(p, file, v);
+				p->detail[l] = cd_xasprintf(
+					"%s %" PRIu64 " in the sandbox's own user namespace: "
+					"the inotify %s of the whole sandbox (%s then fails "
+					"with %s; nothing is killed); they count against the "
+					"user's own limit on the host too",
+					file, v, inst ? "instances" : "watches",
+					inst ? "inotify_init1" : "inotify_add_watch",
+					inst ? "EMFILE" : "ENOSPC");
+				break;
+			}
+			if (!degrade) {
+				cleanup_free char *both = cd_xasprintf("%s (fix: %s)", no, fix);
+				return refuse_limit(reterr, l, v, both, "it is then not enforced");
+			}
+			p->how[l] = CD_LIMIT_HOW_SKIPPED;
+			p->detail[l] = cd_xasprintf("NOT enforced (--allow-degraded=%s): %s",
+						    limit_info[l].name, no);
+			cd_strv_push_take(&p->degraded, cd_xasprintf("%s limit %s NOT enforced: %s",
+								     limit_info[l].what, val, no));
+			break;
+		}
 		case CD_LIMIT_COUNT:
 			break;
 		}

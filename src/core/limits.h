@@ -4,13 +4,14 @@
 /*
  * Resource limits of a sandbox, as data: what may be asked (tasks, memory,
  * swap, CPU quota and time, open files, file size, core dumps, a private
- * /tmp of a given size), how each is spelled (command-line values, the
- * policy's "limits" object, cordon serve's lists), how a server's defaults
- * and maximums combine with what a request asks, how each limit is
- * enforced on a host with given facts (the plan), and how a limit that
- * was reached is told to the caller. Pure and OS-free: the Linux side
- * (sandbox/linux/limits.c, cgroup.c) turns the plan into a cgroup and
- * rlimits, and reads back what happened.
+ * /tmp of a given size, inotify instances and watches), how each is
+ * spelled (command-line values, the policy's "limits" object, cordon
+ * serve's lists), how a server's defaults and maximums combine with what a
+ * request asks, how each limit is enforced on a host with given facts (the
+ * plan), and how a limit that was reached is told to the caller. Pure and
+ * OS-free: the Linux side (sandbox/linux/limits.c, cgroup.c) turns the
+ * plan into a cgroup, rlimits and the user namespace's own limits, and
+ * reads back what happened.
  *
  * Enforcement, per limit (cd_limits_plan_build):
  *  - tasks: the sandbox's cgroup (pids.max). Otherwise RLIMIT_NPROC, which
@@ -27,6 +28,18 @@
  *    RLIMIT_CORE).
  *  - private_tmp: a tmpfs of that size on /tmp in the sandbox's mount
  *    namespace (core/linux-plan.h does that part).
+ *  - inotify_instances, inotify_watches: the kernel counts them per user
+ *    per user namespace, charged at every level up to the host's, each
+ *    level against its own namespace's maximum (/proc/sys/user/
+ *    max_inotify_instances, max_inotify_watches; INT_MAX in a new one).
+ *    So a sandbox with a user namespace of its own (an unprivileged one)
+ *    is bounded exactly, as a whole, by writing those two in it before its
+ *    capabilities are dropped; it cannot raise them (no CAP_SYS_RESOURCE
+ *    left, and a nested namespace is still charged at the sandbox's
+ *    level). Reached: inotify_init1 fails with EMFILE, inotify_add_watch
+ *    with ENOSPC; nothing is killed. Root's sandboxes and unsandboxed
+ *    commands have no user namespace of their own: there the count would
+ *    be the user's on the whole host, not the sandbox's. Refused.
  * Any limit asked makes the sandbox get a cgroup of its own where the host
  * offers one (cgroup.kill then ends whatever the sandbox leaves behind).
  */
@@ -39,15 +52,17 @@
 #include "core/util.h"
 
 enum cd_limit {
-	CD_LIMIT_TASKS,	      /* processes and threads in the sandbox at once */
-	CD_LIMIT_MEMORY,      /* bytes of memory of the whole sandbox */
-	CD_LIMIT_SWAP,	      /* bytes of swap of the whole sandbox */
-	CD_LIMIT_CPU,	      /* CPU quota, thousandths of a CPU */
-	CD_LIMIT_CPU_TIME,    /* seconds of CPU time, per process */
-	CD_LIMIT_OPEN_FILES,  /* open files, per process */
-	CD_LIMIT_FILE_SIZE,   /* bytes, per file written */
-	CD_LIMIT_CORE,	      /* bytes of a core dump (0: none) */
-	CD_LIMIT_PRIVATE_TMP, /* bytes of a private tmpfs on /tmp */
+	CD_LIMIT_TASKS,		    /* processes and threads in the sandbox at once */
+	CD_LIMIT_MEMORY,	    /* bytes of memory of the whole sandbox */
+	CD_LIMIT_SWAP,		    /* bytes of swap of the whole sandbox */
+	CD_LIMIT_CPU,		    /* CPU quota, thousandths of a CPU */
+	CD_LIMIT_CPU_TIME,	    /* seconds of CPU time, per process */
+	CD_LIMIT_OPEN_FILES,	    /* open files, per process */
+	CD_LIMIT_FILE_SIZE,	    /* bytes, per file written */
+	CD_LIMIT_CORE,		    /* bytes of a core dump (0: none) */
+	CD_LIMIT_PRIVATE_TMP,	    /* bytes of a private tmpfs on /tmp */
+	CD_LIMIT_INOTIFY_INSTANCES, /* inotify instances of the sandbox at once */
+	CD_LIMIT_INOTIFY_WATCHES,   /* inotify watches of the sandbox at once */
 	CD_LIMIT_COUNT,
 };
 
@@ -178,9 +193,10 @@ enum cd_limit_how {
 	CD_LIMIT_HOW_RLIMIT_AS, /* degraded memory: RLIMIT_AS on every process */
 	CD_LIMIT_HOW_MOUNT,	/* the private /tmp's size */
 	CD_LIMIT_HOW_SKIPPED,	/* degraded: not enforced */
+	CD_LIMIT_HOW_USERNS,	/* a limit of the sandbox's own user namespace */
 	CD_LIMIT_HOW_COUNT,
 };
-/* "none", "cgroup", "rlimit", "rlimit-as", "mount", "not-enforced". */
+/* "none", "cgroup", "rlimit", "rlimit-as", "mount", "not-enforced", "userns". */
 const char *cd_limit_how_name(enum cd_limit_how h);
 
 /* The rlimits cordon sets (the backend maps them to RLIMIT_*). */
@@ -215,15 +231,27 @@ struct cd_limits_plan {
 		uint64_t soft, hard;
 	} rl[CD_RLIM_COUNT];
 	size_t n_rl;
+	/*
+	 * Files to write under /proc/sys/user in the sandbox's own user
+	 * namespace, in order ("max_inotify_instances", "64"): by its first
+	 * process, once the namespace's maps are written and before the
+	 * capabilities it has there are dropped.
+	 */
+	struct cd_userns_write {
+		const char *file; /* static */
+		char value[24];
+	} userns[2];
+	size_t n_userns;
 	char **degraded; /* NULL-terminated: what is not enforced, on request */
 	char **notes;	 /* NULL-terminated */
 };
 
 /* What the rest of the sandbox's plan says, for the limits'. */
 struct cd_limits_ctx {
-	bool is_root;	 /* the sandbox runs as root (no user namespace maps it) */
-	bool own_userns; /* the sandbox has a user namespace of its own */
-	bool pid_init;	 /* an init of cordon's runs in the sandbox (a task of its own) */
+	bool is_root;	  /* the sandbox runs as root (no user namespace maps it) */
+	bool own_userns;  /* the sandbox has a user namespace of its own */
+	bool unsandboxed; /* the command runs without a sandbox of cordon's */
+	bool pid_init;	  /* an init of cordon's runs in the sandbox (a task of its own) */
 	/* Bit l: --allow-degraded names limit l (run without it, or RLIMIT_AS for memory). */
 	uint32_t degraded;
 };

@@ -1482,6 +1482,7 @@ static int add_limits(struct cd_linux_plan *lp, const struct cd_linux_host *host
 	struct cd_limits_ctx ctx = {
 		.is_root = host && host->lim.uid0,
 		.own_userns = lp->sandboxed && lp->user_ns,
+		.unsandboxed = !lp->sandboxed,
 		.pid_init = lp->sandboxed && lp->pid_ns,
 		.degraded = opts->degraded_limits,
 	};

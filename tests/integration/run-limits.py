@@ -3,7 +3,8 @@
 # Resource limits under `cordon run`: the options, what explain shows, and
 # real commands stopped at their limits while the host and other sandboxes
 # carry on: a fork bomb (tasks), a memory hog (memory), disk fillers
-# (file-size, a private /tmp), a busy loop (cpu-time). Where this host
+# (file-size, a private /tmp), a busy loop (cpu-time), a taker of inotify
+# instances and watches (inotify-*). Where this host
 # cannot enforce a limit (no cgroup v2 controller; RLIMIT_NPROC does not
 # apply to root), the refusal is checked instead, and the limit runs again
 # with --allow-degraded. Root and unprivileged (unprivileged.sh runs it
@@ -77,7 +78,7 @@ t.ok(rc == 2 and "tasks must be from 1" in err, "[%s] a value out of range is a 
 rc, out, err = run(["run", "--private-tmp=8Q", "--", "true"])
 t.ok(rc == 2 and "private-tmp" in err, "[%s] --private-tmp=SIZE is checked" % WHO, err)
 rc, out, err = run(["run", "--allow-degraded=memroy", "--", "true"])
-t.ok(rc == 2 and "tasks, memory, swap or cpu" in err,
+t.ok(rc == 2 and "tasks, memory, swap, cpu, inotify-instances or inotify-watches" in err,
      "[%s] --allow-degraded names the limits it knows" % WHO, err)
 
 rc, j, err = explain(["--limit-open-files", "64", "--limit-cpu-time", "2m",
@@ -337,6 +338,162 @@ if has_cg:
 else:
     t.skip("[%s] the sandbox's cgroup" % WHO, "no cgroup for the sandboxes here: %s" %
            (j["linux"]["limits"] if j else err))
+
+# ---- inotify instances and watches: the sandbox's own user namespace
+
+# Takes inotify instances (or watches on the files of a directory, with one
+# instance) until the kernel refuses or MOST are taken; prints how many and
+# the refusal's errno ("ok" for none); with "hold", keeps them until killed.
+INOTIFY = r"""
+import ctypes, errno, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+mode, most, hold = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "hold"
+got, why = 0, "ok"
+if mode == "instances":
+    while got < most and why == "ok":
+        if libc.inotify_init1(0) < 0:
+            why = errno.errorcode[ctypes.get_errno()]
+        else:
+            got += 1
+else:
+    fd = libc.inotify_init1(0)
+    for name in sorted(os.listdir(sys.argv[4]))[:most]:
+        if libc.inotify_add_watch(fd, os.path.join(sys.argv[4], name).encode(), 2) < 0:
+            why = errno.errorcode[ctypes.get_errno()]
+            break
+        got += 1
+print(got, why, flush=True)
+if hold:
+    signal.pause()
+"""
+
+
+def host_inotify():
+    """Whether this process (the sandboxes' user, on the host) can get an inotify instance."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        return os.strerror(ctypes.get_errno())
+    os.close(fd)
+    return True
+
+
+UNRESTRICTED = os.path.join(BASE, "unrestricted.json")
+with open(UNRESTRICTED, "w") as f:
+    json.dump({"version": 1, "type": "managed", "file_system": {"type": "unrestricted"},
+               "network": "restricted"}, f)
+WATCHED = os.path.join(WS, "watched")
+os.mkdir(WATCHED)
+for i in range(10):
+    open(os.path.join(WATCHED, "f%d" % i), "w").close()
+
+rc, out, err = run(["run", "--limit-inotify-instances", "lots", "--", "true"])
+t.ok(rc == 2 and "inotify-instances: 'lots' is not a whole number" in err,
+     "[%s] --limit-inotify-instances takes a number" % WHO, err)
+rc, out, err = run(["run", "--limit-inotify-watches", "2147483648", "--", "true"])
+t.ok(rc == 2 and "inotify-watches must be from 0 to 2147483647" in err,
+     "[%s] --limit-inotify-watches: at most what the kernel's sysctl takes" % WHO, err)
+# In a policy file, strictly.
+with open(pol, "w") as f:
+    json.dump({"version": 1, "type": "read-only", "limits": {"inotify_watches": 100}}, f)
+rc, out, err = run(["check", pol])
+t.eq(rc, 0, "[%s] cordon check: a policy's inotify_watches" % WHO)
+with open(pol, "w") as f:
+    json.dump({"version": 1, "type": "read-only", "limits": {"inotify_watch": 100}}, f)
+rc, out, err = run(["check", pol])
+t.ok(rc == 1 and "unknown key \"inotify_watch\"" in err + out and
+     "inotify_instances, inotify_watches" in err + out,
+     "[%s] cordon check: a misspelled inotify limit is an error" % WHO, err + out)
+# No sandbox, no user namespace of its own: refused, as root and not.
+rc, out, err = run(["run", "--profile", "full-access", "--limit-inotify-instances", "4", "--",
+                    "true"])
+t.ok(rc == 125 and "inotify instance limit 4 cannot be enforced" in err and
+     "runs without a sandbox" in err and "--allow-degraded=inotify-instances" in err,
+     "[%s] an inotify limit without a sandbox is refused" % WHO, (rc, err))
+
+# Unprivileged, a sandbox has a user namespace of its own where the host makes them.
+OWN_USERNS = not ROOT and json.loads(subprocess.run(
+    [CORDON, "probe", "--json"], stdout=subprocess.PIPE, env=ENV).stdout)["host"]["userns"]
+if OWN_USERNS:
+    t.eq(by(["--limit-inotify-instances", "4"], "inotify_instances"), "userns",
+         "[%s] explain: inotify-instances by the sandbox's user namespace" % WHO)
+    with open(pol, "w") as f:
+        json.dump({"version": 1, "type": "read-only", "limits": {"inotify_watches": 3}}, f)
+    rc, j, err = explain(["--limit-inotify-instances", "4"], profile=pol)
+    lim = j["linux"]["limits"] if j else {}
+    t.ok(lim.get("inotify_watches", {}).get("by") == "userns" and
+         lim["inotify_watches"]["value"] == 3 and
+         "max_inotify_instances 4 in the sandbox's own user namespace" in
+         lim["inotify_instances"]["detail"],
+         "[%s] explain: the inotify limits are the sandbox's user namespace's" % WHO, (j, err))
+    # A sandbox takes what it may and holds it; the host and another sandbox carry on.
+    holder = subprocess.Popen([CORDON, "run", "--profile", "read-only",
+                               "--limit-inotify-instances", "4", "--", "python3", "-c", INOTIFY,
+                               "instances", "1000", "hold"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, cwd=WS)
+    try:
+        line = holder.stdout.readline().decode()
+        t.eq(line, "4 EMFILE\n",
+             "[%s] a sandbox limited to 4 inotify instances gets EMFILE at the 5th" % WHO)
+        t.eq(host_inotify(), True,
+             "[%s] ... while it holds them, its user still gets one on the host" % WHO)
+        rc, out, err = run(["run", "--profile", "read-only", "--limit-inotify-instances", "6",
+                            "--", "python3", "-c", INOTIFY, "instances", "1000", "exit"],
+                           stdin=subprocess.DEVNULL)
+        t.eq((rc, out), (0, "6 EMFILE\n"),
+             "[%s] ... and another sandbox gets its own 6, as its limit says" % WHO)
+        rc, out, err = run(["run", "--profile", "read-only", "--", "python3", "-c", INOTIFY,
+                            "instances", "16", "exit"], stdin=subprocess.DEVNULL)
+        t.eq((rc, out), (0, "16 ok\n"),
+             "[%s] ... and one without a limit more than 4" % WHO)
+    finally:
+        holder.send_signal(signal.SIGTERM)
+        holder.communicate(timeout=60)
+    rc, out, err = wsrun(["--limit-inotify-watches", "3"],
+                         ["python3", "-c", INOTIFY, "watches", "10", "exit", WATCHED])
+    t.eq((rc, out), (0, "3 ENOSPC\n"),
+         "[%s] a sandbox limited to 3 inotify watches gets ENOSPC at the 4th" % WHO)
+    rc, out, err = wsrun(["--limit-inotify-instances", "0"],
+                         ["python3", "-c", INOTIFY, "instances", "1", "exit"])
+    t.eq((rc, out), (0, "0 EMFILE\n"), "[%s] inotify-instances 0: none at all" % WHO)
+    # Not even where the file system is unrestricted (no Landlock): the kernel says no.
+    rc, out, err = run(["run", "--profile", UNRESTRICTED, "--limit-inotify-instances", "4", "--",
+                        "sh", "-c", "cat /proc/sys/user/max_inotify_instances; "
+                        "echo 1000 > /proc/sys/user/max_inotify_instances || echo refused"],
+                       stdin=subprocess.DEVNULL)
+    t.ok(rc == 0 and out == "4\nrefused\n" and "Permission denied" in err,
+         "[%s] the sandbox sees its maximum and cannot raise it" % WHO, (rc, out, err))
+    # A write the host refuses (a read-only /proc/sys) stops the sandbox before the command.
+    rc, out, err = run(["run", "--profile", "read-only", "--limit-inotify-instances", "4", "--",
+                        "sh", "-c", "echo ran"],
+                       env=dict(ENV, CORDON_TEST_DISABLE="userns-limits"))
+    t.ok(rc == 125 and out == "" and
+         "limits: max_inotify_instances 4 in the sandbox's user namespace: Read-only file system"
+         in err, "[%s] a maximum that cannot be written: refused before exec, step named" % WHO,
+         (rc, out, err))
+else:
+    rc, out, err = run(["run", "--profile", "read-only", "--limit-inotify-instances", "4", "--",
+                        "true"])
+    t.ok(rc == 125 and "inotify instance limit 4 cannot be enforced" in err and
+         ("a sandbox of root's has no user namespace" in err if ROOT else
+          "user namespaces are unavailable" in err) and
+         "--allow-degraded=inotify-instances" in err,
+         "[%s] without a user namespace of the sandbox's own, an inotify limit is refused" % WHO,
+         (rc, err))
+    rc, out, err = run(["run", "--profile", "read-only", "--limit-inotify-watches", "3", "--",
+                        "true"])
+    t.ok(rc == 125 and "inotify watch limit 3 cannot be enforced" in err and
+         "--allow-degraded=inotify-watches" in err, "[%s] ... and so is a watch limit" % WHO,
+         (rc, err))
+    rc, out, err = run(["run", "--profile", "read-only", "--limit-inotify-instances", "4",
+                        "--allow-degraded=inotify-instances", "--", "python3", "-c", INOTIFY,
+                        "instances", "8", "exit"], stdin=subprocess.DEVNULL)
+    t.ok(rc == 0 and out == "8 ok\n" and "inotify instance limit 4 NOT enforced" in err,
+         "[%s] --allow-degraded=inotify-instances runs without it, and says so" % WHO,
+         (rc, out, err))
+    t.skip("[%s] a sandbox's inotify instances and watches stopped at its limits" % WHO,
+           "no user namespace of the sandbox's own here")
 
 shutil.rmtree(BASE, ignore_errors=True)
 t.done()

@@ -6,10 +6,13 @@
 # process/exited saying which limit a command ran into (cordon.limit,
 # cordon.reason), for sandboxed and unsandboxed processes; a fork bomb, a
 # memory hog and disk fillers stopped at their limits while the server's
-# other processes carry on. Root and unprivileged (unprivileged.sh). TAP.
+# other processes carry on; inotify limits in the sandboxes' own user
+# namespaces (refused for root's). Root and unprivileged (unprivileged.sh).
+# TAP.
 
 import atexit
 import base64
+import json
 import os
 import re
 import shutil
@@ -275,6 +278,100 @@ try:
         os.kill(pid, signal.SIGKILL)
 finally:
     s.stop()
+
+# ---- inotify limits: the sandboxes' own user namespaces
+
+INOTIFY = r"""
+import ctypes, errno, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+mode, most, hold = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "hold"
+got, why = 0, "ok"
+if mode == "instances":
+    while got < most and why == "ok":
+        if libc.inotify_init1(0) < 0:
+            why = errno.errorcode[ctypes.get_errno()]
+        else:
+            got += 1
+else:
+    fd = libc.inotify_init1(0)
+    for name in sorted(os.listdir(sys.argv[4]))[:most]:
+        if libc.inotify_add_watch(fd, os.path.join(sys.argv[4], name).encode(), 2) < 0:
+            why = errno.errorcode[ctypes.get_errno()]
+            break
+        got += 1
+print(got, why, flush=True)
+if hold:
+    signal.pause()
+"""
+WATCHED = os.path.join(WS, "watched")
+os.mkdir(WATCHED)
+for i in range(10):
+    open(os.path.join(WATCHED, "f%d" % i), "w").close()
+
+# Unprivileged, the sandboxes have user namespaces of their own where the host makes them.
+probe = subprocess.run([CORDON, "probe", "--json"], stdout=subprocess.PIPE).stdout.decode()
+OWN_USERNS = os.geteuid() != 0 and json.loads(probe)["host"]["userns"]
+rc, err = serve_status(["--default-limits", "inotify-instances=4"])
+if not OWN_USERNS:
+    t.ok(rc == 125 and "inotify instance limit 4 cannot be enforced" in err and
+         "no user namespace" in err,
+         "[%s] an inotify default the server cannot enforce: it does not start" % WHO,
+         (rc, err))
+    rc, err = serve_status(["--default-limits", "inotify-instances=4",
+                            "--allow-degraded=inotify-instances"])
+    t.eq(rc, 0, "[%s] ... unless --allow-degraded names it" % WHO)
+else:
+    t.eq(rc, 0, "[%s] an inotify default: the server starts" % WHO)
+
+s = Server("epoll", args=["--max-limits", "inotify-instances=8"] +
+           ([] if OWN_USERNS else ["--allow-degraded=inotify-instances"]), cwd=WS)
+try:
+    s.handshake()
+    r = s.start("ino", ["python3", "-c", INOTIFY, "instances", "1000", "hold"], cwd=WS,
+                cordon={"limits": {"inotify_instances": 4}}, sandbox=sandbox())
+    lim = limits_of(r) or {}
+    if OWN_USERNS:
+        t.eq(lim["inotify_instances"], {"value": 4, "by": "userns"},
+             "[%s] the result: 4 inotify instances, by the sandbox's user namespace" % WHO)
+        t.ok(s.wait_output("ino", b"\n") and s.output_of("ino") == b"4 EMFILE\n",
+             "[%s] the sandbox gets EMFILE at its 5th inotify instance" % WHO, s.output_of("ino"))
+        res2 = s.run("other", ["python3", "-c", INOTIFY, "instances", "100", "exit"], cwd=WS,
+                     sandbox=sandbox())[1]
+        t.eq((res2.exit_code, res2.stdout), (0, b"8 EMFILE\n"),
+             "[%s] meanwhile another process, asking nothing, gets 8 of its own (the "
+             "maximum)" % WHO)
+        res2 = s.run("w", ["python3", "-c", INOTIFY, "watches", "10", "exit", WATCHED], cwd=WS,
+                     cordon={"limits": {"inotify_watches": 3}}, sandbox=sandbox())[1]
+        t.eq(res2.stdout, b"3 ENOSPC\n", "[%s] inotify_watches 3: ENOSPC at the 4th" % WHO)
+        s.call("process/terminate", {"processId": "ino"})
+        ex = exited(s.wait_closed("ino", 60))
+        t.ok("cordon" not in ex, "[%s] no limit reason on exit: nothing is killed" % WHO, ex)
+    else:
+        t.ok(lim.get("inotify_instances") == {"value": 4, "by": "not-enforced"} and
+             any("inotify instance limit 4 NOT enforced" in d
+                 for d in r["result"]["cordon"]["degraded"]),
+             "[%s] a server opted down: not enforced, and said so" % WHO, r)
+        s.call("process/terminate", {"processId": "ino"})
+        s.wait_closed("ino", 60)
+    r = s.start("more", ["true"], cwd=WS, cordon={"limits": {"inotify_instances": 9}},
+                sandbox=sandbox())
+    t.ok(err_code(r) == -32602 and "inotify_instances: 9 asked, but this server allows at "
+         "most 8" in err_msg(r), "[%s] more inotify instances than the maximum: refused" % WHO,
+         r)
+finally:
+    s.stop()
+
+if not OWN_USERNS:
+    s = Server("epoll", cwd=WS)
+    try:
+        s.handshake()
+        r = s.start("ino", ["true"], cwd=WS, cordon={"limits": {"inotify_watches": 16}},
+                    sandbox=sandbox())
+        t.ok(err_code(r) == -32602 and "inotify watch limit 16 cannot be enforced" in err_msg(r)
+             and "--allow-degraded=inotify-watches" in err_msg(r),
+             "[%s] a server refuses an inotify limit it cannot enforce" % WHO, r)
+    finally:
+        s.stop()
 
 shutil.rmtree(BASE, ignore_errors=True)
 t.done()

@@ -65,6 +65,13 @@ static const struct {
 	{ CD_LIMIT_CORE, "0", 0, 0 },
 	{ CD_LIMIT_PRIVATE_TMP, "64M", 0, 64 * MIB },
 	{ CD_LIMIT_PRIVATE_TMP, "4K", -EINVAL, 0 },
+	{ CD_LIMIT_INOTIFY_INSTANCES, "16", 0, 16 },
+	{ CD_LIMIT_INOTIFY_INSTANCES, "0", 0, 0 }, /* none at all */
+	{ CD_LIMIT_INOTIFY_INSTANCES, "2147483647", 0, 2147483647 },
+	{ CD_LIMIT_INOTIFY_INSTANCES, "2147483648", -EINVAL, 0 }, /* the sysctl is an int */
+	{ CD_LIMIT_INOTIFY_INSTANCES, "1k", -EINVAL, 0 },
+	{ CD_LIMIT_INOTIFY_WATCHES, "8192", 0, 8192 },
+	{ CD_LIMIT_INOTIFY_WATCHES, "-1", -EINVAL, 0 },
 };
 
 START_TEST(test_parse_value)
@@ -91,6 +98,8 @@ START_TEST(test_names)
 	ck_assert_int_eq(cd_limit_from_name("open_files"), CD_LIMIT_OPEN_FILES);
 	ck_assert_int_eq(cd_limit_from_name("open-files"), CD_LIMIT_OPEN_FILES);
 	ck_assert_int_eq(cd_limit_from_name("private-tmp"), CD_LIMIT_PRIVATE_TMP);
+	ck_assert_int_eq(cd_limit_from_name("inotify-instances"), CD_LIMIT_INOTIFY_INSTANCES);
+	ck_assert_int_eq(cd_limit_from_name("inotify_watches"), CD_LIMIT_INOTIFY_WATCHES);
 	ck_assert_int_eq(cd_limit_from_name("memroy"), -EINVAL);
 	ck_assert_int_eq(cd_limit_from_name(NULL), -EINVAL);
 	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
@@ -99,6 +108,7 @@ START_TEST(test_names)
 	}
 	ck_assert_ptr_null(cd_limit_info(CD_LIMIT_COUNT));
 	ck_assert_str_eq(cd_limit_how_name(CD_LIMIT_HOW_SKIPPED), "not-enforced");
+	ck_assert_str_eq(cd_limit_how_name(CD_LIMIT_HOW_USERNS), "userns");
 	ck_assert_str_eq(cd_rlimit_name(CD_RLIM_NPROC), "RLIMIT_NPROC");
 	ck_assert_str_eq(cd_cg_controller_name(1), "memory");
 }
@@ -147,6 +157,13 @@ START_TEST(test_list)
 	char *s = cd_limits_format(&L);
 	ck_assert_str_eq(s, "tasks=100, memory=512 MiB, cpu=1.5 CPUs");
 	free(s);
+	ck_assert_int_eq(cd_limits_parse_list("inotify-instances=8,inotify_watches=100", &L, &err),
+			 0);
+	ck_assert_uint_eq(L.v[CD_LIMIT_INOTIFY_INSTANCES], 8);
+	ck_assert_uint_eq(L.v[CD_LIMIT_INOTIFY_WATCHES], 100);
+	ck_assert_int_eq(cd_limits_parse_list("inotify=8", &L, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "inotify-instances or inotify-watches"));
+	free(err);
 
 	static const char *const bad[] = {
 		"",	      "memory",	 "memory=",	 "=5", "mem=5M", "memory=5M,memory=6M",
@@ -194,6 +211,11 @@ START_TEST(test_json)
 	ck_assert_uint_eq(L.v[CD_LIMIT_CPU_TIME], 60);
 	ck_assert_uint_eq(L.v[CD_LIMIT_FILE_SIZE], MIB);
 	ck_assert(!cd_limits_has(&L, CD_LIMIT_SWAP)); /* null is absent */
+	ck_assert_int_eq(
+		from_json("{\"inotify_instances\":8,\"inotify_watches\":\"1000\"}", &L, &err, &key),
+		0);
+	ck_assert_uint_eq(L.v[CD_LIMIT_INOTIFY_INSTANCES], 8);
+	ck_assert_uint_eq(L.v[CD_LIMIT_INOTIFY_WATCHES], 1000);
 
 	static const struct {
 		const char *text, *key, *msg;
@@ -208,6 +230,8 @@ START_TEST(test_json)
 		{ "{\"memory\":1}", "memory", "must be from" },
 		{ "{\"cpu\":1e3}", "cpu", "number of CPUs" },
 		{ "{\"tasks\":\"1\\u0000\"}", "tasks", "NUL" },
+		{ "{\"inotify-watches\":8}", "inotify-watches", "inotify_watches" },
+		{ "{\"inotify_instances\":4294967296}", "inotify_instances", "must be from" },
 	};
 	for (size_t i = 0; i < CD_ARRAY_SIZE(bad); i++) {
 		struct cd_limits M = { 0 };
@@ -493,6 +517,106 @@ START_TEST(test_plan_no_swap_accounting)
 }
 END_TEST
 
+/*
+ * The inotify limits: the sandbox's own user namespace's maximums where it
+ * has one, refused (with the why and the fix) or skipped on request where
+ * it has not: root, no user namespaces, no sandbox.
+ */
+START_TEST(test_plan_inotify)
+{
+	struct cd_limits L = { 0 };
+	struct cd_limits_plan *p = NULL;
+	char *err = NULL;
+	struct cd_limits_host h = host_none();
+	struct cd_limits_ctx ctx = { .own_userns = true, .pid_init = true };
+	cd_limits_put(&L, CD_LIMIT_INOTIFY_INSTANCES, 16);
+	cd_limits_put(&L, CD_LIMIT_INOTIFY_WATCHES, 1000);
+	ck_assert_int_eq(cd_limits_plan_build(&L, &h, &ctx, &p, &err), 0);
+	ck_assert_int_eq(p->how[CD_LIMIT_INOTIFY_INSTANCES], CD_LIMIT_HOW_USERNS);
+	ck_assert_int_eq(p->how[CD_LIMIT_INOTIFY_WATCHES], CD_LIMIT_HOW_USERNS);
+	ck_assert_uint_eq(p->n_userns, 2);
+	ck_assert_str_eq(p->userns[0].file, "max_inotify_instances");
+	ck_assert_str_eq(p->userns[0].value, "16");
+	ck_assert_str_eq(p->userns[1].file, "max_inotify_watches");
+	ck_assert_str_eq(p->userns[1].value, "1000");
+	ck_assert_ptr_nonnull(
+		strstr(p->detail[CD_LIMIT_INOTIFY_INSTANCES],
+		       "max_inotify_instances 16 in the sandbox's own user namespace"));
+	ck_assert_ptr_nonnull(strstr(p->detail[CD_LIMIT_INOTIFY_INSTANCES], "EMFILE"));
+	ck_assert_ptr_nonnull(strstr(p->detail[CD_LIMIT_INOTIFY_WATCHES], "ENOSPC"));
+	/* Neither an rlimit nor a cgroup file, and nothing degraded. */
+	ck_assert_uint_eq(p->n_rl, 0);
+	ck_assert_uint_eq(p->n_cg, 0);
+	ck_assert_ptr_null(p->degraded);
+	struct cd_strbuf sb = { 0 };
+	cd_limits_plan_json(p, &sb);
+	ck_assert_str_eq(sb.buf, "{\"inotify_instances\":{\"value\":16,\"by\":\"userns\"},"
+				 "\"inotify_watches\":{\"value\":1000,\"by\":\"userns\"}}");
+	cd_strbuf_done(&sb);
+	cd_limits_plan_free(p);
+
+	/* Without a user namespace of its own: refused, saying why and the fix. */
+	static const struct {
+		struct cd_limits_ctx ctx;
+		const char *why, *fix;
+	} no[] = {
+		{ { .is_root = true, .pid_init = true },
+		  "a sandbox of root's has no user namespace of its own",
+		  "fix: run cordon as an ordinary user" },
+		{ { .pid_init = false },
+		  "user namespaces are unavailable here",
+		  "fix: enable user namespaces" },
+		{ { .unsandboxed = true },
+		  "the command runs without a sandbox",
+		  "fix: use a profile with a sandbox" },
+	};
+	for (size_t i = 0; i < CD_ARRAY_SIZE(no); i++) {
+		ctx = no[i].ctx;
+		ck_assert_int_eq(cd_limits_plan_build(&L, &h, &ctx, &p, &err), -EOPNOTSUPP);
+		ck_assert_ptr_null(p);
+		ck_assert_msg(strstr(err, "inotify instance limit 16 cannot be enforced"), "%s",
+			      err);
+		ck_assert_msg(strstr(err, no[i].why), "%s", err);
+		ck_assert_msg(strstr(err, no[i].fix), "%s", err);
+		ck_assert_msg(strstr(err, "--allow-degraded=inotify-instances"), "%s", err);
+		free(err);
+		/* One opted down: the other one is refused still. */
+		ctx.degraded = 1u << CD_LIMIT_INOTIFY_INSTANCES;
+		ck_assert_int_eq(cd_limits_plan_build(&L, &h, &ctx, &p, &err), -EOPNOTSUPP);
+		ck_assert_msg(strstr(err, "inotify watch limit 1000 cannot be enforced"), "%s",
+			      err);
+		ck_assert_msg(strstr(err, "--allow-degraded=inotify-watches"), "%s", err);
+		free(err);
+		/* Both: run without, and say so. */
+		ctx.degraded |= 1u << CD_LIMIT_INOTIFY_WATCHES;
+		ck_assert_int_eq(cd_limits_plan_build(&L, &h, &ctx, &p, &err), 0);
+		ck_assert_int_eq(p->how[CD_LIMIT_INOTIFY_INSTANCES], CD_LIMIT_HOW_SKIPPED);
+		ck_assert_int_eq(p->how[CD_LIMIT_INOTIFY_WATCHES], CD_LIMIT_HOW_SKIPPED);
+		ck_assert_uint_eq(p->n_userns, 0);
+		ck_assert_uint_eq(cd_strv_length(p->degraded), 2);
+		ck_assert_ptr_nonnull(
+			strstr(p->degraded[0], "inotify instance limit 16 NOT enforced"));
+		ck_assert_ptr_nonnull(strstr(p->degraded[0], no[i].why));
+		ck_assert_ptr_nonnull(
+			strstr(p->degraded[1], "inotify watch limit 1000 NOT enforced"));
+		ck_assert_ptr_nonnull(strstr(p->detail[CD_LIMIT_INOTIFY_WATCHES],
+					     "--allow-degraded=inotify-watches"));
+		cd_strbuf_done(&sb);
+		cd_limits_plan_json(p, &sb);
+		ck_assert_ptr_nonnull(strstr(sb.buf, "\"by\":\"not-enforced\""));
+		cd_strbuf_done(&sb);
+		cd_limits_plan_free(p);
+	}
+	/* Nothing they cause is a reason on exit: nothing is killed. */
+	ctx = (struct cd_limits_ctx){ .own_userns = true };
+	ck_assert_int_eq(cd_limits_plan_build(&L, &h, &ctx, &p, &err), 0);
+	struct cd_limits_events ev = { .killed = true };
+	char buf[64];
+	ck_assert_int_eq(cd_limits_reason(p, &ev, buf, sizeof(buf)), -1);
+	cd_limits_plan_free(p);
+}
+END_TEST
+
 /* ---- reasons ---- */
 
 START_TEST(test_reason)
@@ -566,6 +690,7 @@ static Suite *limits_suite(void)
 	tcase_add_test(tc, test_plan_rlimits);
 	tcase_add_test(tc, test_plan_refusals);
 	tcase_add_test(tc, test_plan_no_swap_accounting);
+	tcase_add_test(tc, test_plan_inotify);
 	tcase_add_test(tc, test_reason);
 	suite_add_tcase(s, tc);
 	return s;

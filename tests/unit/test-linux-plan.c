@@ -1753,6 +1753,51 @@ START_TEST(test_limits_plan)
 }
 END_TEST
 
+/*
+ * The inotify limits ride on the sandbox's own user namespace: there for an
+ * unprivileged sandbox, absent for root's and without a sandbox.
+ */
+START_TEST(test_limits_inotify)
+{
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_RESTRICTED);
+	struct cd_limits lim = { 0 };
+	cd_limits_put(&lim, CD_LIMIT_INOTIFY_INSTANCES, 8);
+	struct cd_linux_opts o = { .limits = &lim };
+	struct cd_linux_host h = host_full;
+	h.lim.probed = true;
+
+	struct cd_linux_plan *lp = build_ok(&plan, &h, &o);
+	ck_assert(lp->user_ns);
+	ck_assert_int_eq(lp->limits->how[CD_LIMIT_INOTIFY_INSTANCES], CD_LIMIT_HOW_USERNS);
+	ck_assert_uint_eq(lp->limits->n_userns, 1);
+	cd_linux_plan_free(lp);
+
+	/* Root: no user namespace of the sandbox's own. */
+	h.userns = false;
+	h.is_root = true;
+	h.lim.uid0 = true;
+	build_refused(&plan, &h, &o,
+		      (const char *const[]){ "inotify instance limit 8 cannot be enforced",
+					     "a sandbox of root's has no user namespace",
+					     "--allow-degraded=inotify-instances", NULL });
+	o.degraded_limits = 1u << CD_LIMIT_INOTIFY_INSTANCES;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert_int_eq(lp->limits->how[CD_LIMIT_INOTIFY_INSTANCES], CD_LIMIT_HOW_SKIPPED);
+	ck_assert_uint_eq(lp->limits->n_userns, 0);
+	ck_assert_uint_eq(cd_strv_length(lp->degraded), 1);
+	ck_assert_ptr_nonnull(strstr(lp->degraded[0], "inotify instance limit 8 NOT enforced"));
+	cd_linux_plan_free(lp);
+
+	/* No sandbox (a disabled profile): none either, whoever runs it. */
+	o.degraded_limits = 0;
+	h = host_full;
+	plan.type = CD_PROFILE_DISABLED;
+	build_refused(&plan, &h, &o,
+		      (const char *const[]){ "inotify instance limit 8 cannot be enforced",
+					     "runs without a sandbox", NULL });
+}
+END_TEST
+
 /* An index naming the given gitlinks (version 2, SHA-1 names of zeros). */
 static void git_index(struct cd_fakefs *fs, const char *path, const char *const *links)
 {
@@ -2070,6 +2115,7 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_pin_workspace_in_tmp);
 	tcase_add_test(tc, test_private_tmp);
 	tcase_add_test(tc, test_limits_plan);
+	tcase_add_test(tc, test_limits_inotify);
 	tcase_add_test(tc, test_pin_none_under_readonly_parent);
 	tcase_add_test(tc, test_pin_nested_root);
 	tcase_add_test(tc, test_pin_only_known_directories);
