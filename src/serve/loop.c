@@ -45,7 +45,8 @@ struct cd_watch {
 	cd_loop_io_fn fn;
 	void *data;
 	bool deleted;
-	bool registered;	      /* epoll: currently in the epoll set */
+	bool registered;	      /* epoll: currently in its epoll set */
+	bool bulk;		      /* CD_LOOP_BULK: in bulk_epfd's set, or the pfds' tail */
 	struct cd_watch *prev, *next; /* l->watches, or l->dead_watches once deleted */
 };
 
@@ -98,6 +99,13 @@ struct cd_loop {
 
 	/* epoll */
 	int epfd;
+	/*
+	 * The bulk watches' own epoll set (made with the first), itself watched
+	 * in epfd: its events are taken a batch per round, after epfd's.
+	 */
+	int bulk_epfd;
+	struct cd_watch *bulk_watch;
+	bool bulk_ready;
 	int tfd;
 	uint64_t armed_ns; /* deadline the timerfd is armed for; 0 = disarmed */
 	struct cd_watch *tfd_watch;
@@ -110,6 +118,8 @@ struct cd_loop {
 	struct cd_watch **pwatch; /* parallel to pfds */
 	size_t n_pfds, cap_pfds;
 	bool pfds_dirty;
+	size_t n_pfds_first; /* the watches that are not bulk: pfds[0..n_pfds_first) */
+	size_t bulk_cursor;  /* where the next round's bulk events are looked for first */
 	int selfpipe[2];
 	struct cd_watch *selfpipe_watch;
 };
@@ -190,15 +200,43 @@ static int epoll_sync(struct cd_loop *l, struct cd_watch *w)
 	bool want = (w->ev & (CD_LOOP_IN | CD_LOOP_OUT)) && !w->deleted;
 	if (!want) {
 		if (w->registered) {
-			(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+			(void)epoll_ctl(w->bulk ? l->bulk_epfd : l->epfd, EPOLL_CTL_DEL, w->fd,
+					NULL);
 			w->registered = false;
 		}
 		return 0;
 	}
 	struct epoll_event e = { .events = to_epoll(w->ev), .data.ptr = w };
-	if (epoll_ctl(l->epfd, w->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, w->fd, &e) < 0)
+	int ep = w->bulk ? l->bulk_epfd : l->epfd;
+	if (epoll_ctl(ep, w->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, w->fd, &e) < 0)
 		return -errno;
 	w->registered = true;
+	return 0;
+}
+
+static void on_bulk_ready(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	(void)fd;
+	(void)ev;
+	(void)data;
+	l->bulk_ready = true;
+}
+
+/* The bulk watches' epoll set, watched in the loop's own. 0 or -errno. */
+static int bulk_setup(struct cd_loop *l)
+{
+	if (l->bulk_epfd >= 0)
+		return 0;
+	l->bulk_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->bulk_epfd < 0)
+		return -errno;
+	l->bulk_watch = cd_loop_add_fd(l, l->bulk_epfd, CD_LOOP_IN, on_bulk_ready, NULL);
+	if (!l->bulk_watch) {
+		int e = errno;
+		close(l->bulk_epfd);
+		l->bulk_epfd = -1;
+		return -e;
+	}
 	return 0;
 }
 #endif
@@ -210,11 +248,14 @@ struct cd_watch *cd_loop_add_fd(struct cd_loop *l, int fd, cd_loop_events ev, cd
 	w->loop = l;
 	w->fd = fd;
 	w->ev = ev & (CD_LOOP_IN | CD_LOOP_OUT);
+	w->bulk = ev & CD_LOOP_BULK;
 	w->fn = fn;
 	w->data = data;
 #ifdef __linux__
 	if (l->kind == CD_LOOP_EPOLL) {
-		int r = epoll_sync(l, w);
+		int r = w->bulk ? bulk_setup(l) : 0;
+		if (r == 0)
+			r = epoll_sync(l, w);
 		if (r < 0) {
 			free(w);
 			errno = -r;
@@ -694,7 +735,8 @@ struct cd_child_watch *cd_loop_watch_child(struct cd_loop *l, pid_t pid, int pid
 	c->fn = fn;
 	c->data = data;
 	if (c->pidfd >= 0) {
-		c->fdw = cd_loop_add_fd(l, c->pidfd, CD_LOOP_IN, on_pidfd, c);
+		/* Processes end in floods (a session's, a mass terminate): bulk. */
+		c->fdw = cd_loop_add_fd(l, c->pidfd, CD_LOOP_IN | CD_LOOP_BULK, on_pidfd, c);
 		if (!c->fdw) {
 			free(c);
 			return NULL;
@@ -742,7 +784,7 @@ struct cd_loop *cd_loop_new(enum cd_loop_kind kind)
 	struct cd_loop *l = cd_xcalloc(1, sizeof(*l));
 	int e;
 	l->kind = kind;
-	l->epfd = l->tfd = l->sfd = -1;
+	l->epfd = l->tfd = l->sfd = l->bulk_epfd = -1;
 	l->selfpipe[0] = l->selfpipe[1] = -1;
 	if (kind == CD_LOOP_EPOLL) {
 #ifdef __linux__
@@ -794,6 +836,8 @@ void cd_loop_free(struct cd_loop *l)
 	free(l->pwatch);
 	if (l->tfd >= 0)
 		close(l->tfd);
+	if (l->bulk_epfd >= 0)
+		close(l->bulk_epfd);
 	if (l->epfd >= 0)
 		close(l->epfd);
 	free(l);
@@ -818,18 +862,8 @@ static cd_loop_events mask_for(const struct cd_watch *w, cd_loop_events got)
 }
 
 #ifdef __linux__
-static int round_epoll(struct cd_loop *l)
+static void dispatch_epoll(struct cd_loop *l, const struct epoll_event *evs, int n)
 {
-	epoll_arm(l);
-	struct epoll_event evs[64];
-	int timeout = l->sigchld_pending ? 0 : -1;
-	int n = epoll_wait(l->epfd, evs, CD_ARRAY_SIZE(evs), timeout);
-	if (n < 0) {
-		if (errno == EINTR)
-			return 0;
-		return -errno;
-	}
-	l->dispatching = true;
 	for (int i = 0; i < n && !l->quit; i++) {
 		struct cd_watch *w = evs[i].data.ptr;
 		if (w->deleted)
@@ -844,6 +878,32 @@ static int round_epoll(struct cd_loop *l)
 		cd_loop_events ev = mask_for(w, got);
 		if (ev)
 			w->fn(l, w->fd, ev, w->data);
+	}
+}
+
+static int round_epoll(struct cd_loop *l)
+{
+	epoll_arm(l);
+	struct epoll_event evs[CD_LOOP_BULK_BATCH > 64 ? CD_LOOP_BULK_BATCH : 64];
+	int timeout = l->sigchld_pending ? 0 : -1;
+	int n = epoll_wait(l->epfd, evs, 64, timeout);
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		return -errno;
+	}
+	l->dispatching = true;
+	dispatch_epoll(l, evs, n);
+	/*
+	 * Then one batch of bulk events (the epoll set reports its ready fds in
+	 * turn): while more are ready, bulk_epfd stays readable and the next
+	 * round takes the next batch, after whatever else came meanwhile.
+	 */
+	if (l->bulk_ready && !l->quit) {
+		l->bulk_ready = false;
+		n = epoll_wait(l->bulk_epfd, evs, CD_LOOP_BULK_BATCH, 0);
+		if (n > 0)
+			dispatch_epoll(l, evs, n);
 	}
 	return 0;
 }
@@ -860,24 +920,51 @@ static void rebuild_pfds(struct cd_loop *l)
 		l->pfds = cd_xreallocarray(l->pfds, l->cap_pfds, sizeof(*l->pfds));
 		l->pwatch = cd_xreallocarray(l->pwatch, l->cap_pfds, sizeof(*l->pwatch));
 	}
+	/* The watches that are not bulk first, then the bulk ones (round_poll). */
 	size_t i = 0;
-	for (struct cd_watch *w = l->watches; w; w = w->next) {
-		if (w->deleted)
-			continue;
-		short e = 0;
-		if (w->ev & CD_LOOP_IN)
-			e |= POLLIN;
-		if (w->ev & CD_LOOP_OUT)
-			e |= POLLOUT;
-		/* Wanting nothing: a negative fd makes poll skip it (no HUP spin). */
-		l->pfds[i].fd = e ? w->fd : -1;
-		l->pfds[i].events = e;
-		l->pfds[i].revents = 0;
-		l->pwatch[i] = w;
-		i++;
+	for (int bulk = 0; bulk < 2; bulk++) {
+		if (bulk)
+			l->n_pfds_first = i;
+		for (struct cd_watch *w = l->watches; w; w = w->next) {
+			if (w->deleted || w->bulk != (bool)bulk)
+				continue;
+			short e = 0;
+			if (w->ev & CD_LOOP_IN)
+				e |= POLLIN;
+			if (w->ev & CD_LOOP_OUT)
+				e |= POLLOUT;
+			/* Wanting nothing: a negative fd makes poll skip it (no HUP spin). */
+			l->pfds[i].fd = e ? w->fd : -1;
+			l->pfds[i].events = e;
+			l->pfds[i].revents = 0;
+			l->pwatch[i] = w;
+			i++;
+		}
 	}
 	l->n_pfds = n;
 	l->pfds_dirty = false;
+}
+
+/* pfds[i]'s events to its watch: whether there were any. */
+static bool dispatch_pfd(struct cd_loop *l, size_t i)
+{
+	short re = l->pfds[i].revents;
+	if (!re)
+		return false;
+	struct cd_watch *w = l->pwatch[i];
+	if (w->deleted)
+		return true;
+	cd_loop_events got = 0;
+	if (re & POLLIN)
+		got |= CD_LOOP_IN;
+	if (re & POLLOUT)
+		got |= CD_LOOP_OUT;
+	if (re & (POLLHUP | POLLERR | POLLNVAL))
+		got |= CD_LOOP_HUP;
+	cd_loop_events ev = mask_for(w, got);
+	if (ev)
+		w->fn(l, w->fd, ev, w->data);
+	return true;
 }
 
 static int round_poll(struct cd_loop *l)
@@ -900,26 +987,17 @@ static int round_poll(struct cd_loop *l)
 	}
 	l->dispatching = true;
 	/* Callbacks only mark the array dirty; it is rebuilt at the next round. */
-	size_t count = l->n_pfds;
-	for (size_t i = 0; i < count && n > 0 && !l->quit; i++) {
-		short re = l->pfds[i].revents;
-		if (!re)
-			continue;
-		n--;
-		struct cd_watch *w = l->pwatch[i];
-		if (w->deleted)
-			continue;
-		cd_loop_events got = 0;
-		if (re & POLLIN)
-			got |= CD_LOOP_IN;
-		if (re & POLLOUT)
-			got |= CD_LOOP_OUT;
-		if (re & (POLLHUP | POLLERR | POLLNVAL))
-			got |= CD_LOOP_HUP;
-		cd_loop_events ev = mask_for(w, got);
-		if (ev)
-			w->fn(l, w->fd, ev, w->data);
-	}
+	size_t first = l->n_pfds_first, count = l->n_pfds;
+	for (size_t i = 0; i < first && !l->quit; i++)
+		(void)dispatch_pfd(l, i);
+	/*
+	 * Then at most a batch of bulk events, from where the last round's
+	 * batch ended: what is left is still ready at the next poll.
+	 */
+	size_t nb = count - first, done = 0, k = 0;
+	for (; k < nb && done < CD_LOOP_BULK_BATCH && !l->quit; k++)
+		done += dispatch_pfd(l, first + (l->bulk_cursor + k) % nb);
+	l->bulk_cursor = nb ? (l->bulk_cursor + k) % nb : 0;
 	return 0;
 }
 

@@ -25,7 +25,17 @@ typedef enum cd_loop_events {
 	CD_LOOP_IN = 1u << 0,
 	CD_LOOP_OUT = 1u << 1,
 	CD_LOOP_HUP = 1u << 2, /* reported only: hang-up or error on the fd */
+	/*
+	 * Given to cd_loop_add_fd: a bulk watch (a process's pipes, its exit).
+	 * Bulk watches are served after the others, at most CD_LOOP_BULK_BATCH
+	 * of their events per round, in turn: thousands of processes ending at
+	 * once keep the loop busy, but a client's request waits for one batch
+	 * of them, not for all.
+	 */
+	CD_LOOP_BULK = 1u << 3,
 } cd_loop_events;
+
+#define CD_LOOP_BULK_BATCH 64
 
 typedef void (*cd_loop_io_fn)(struct cd_loop *l, int fd, cd_loop_events ev, void *data);
 typedef void (*cd_loop_timer_fn)(struct cd_loop *l, void *data);
@@ -42,7 +52,10 @@ struct cd_loop *cd_loop_new(enum cd_loop_kind kind);
 void cd_loop_free(struct cd_loop *l);
 enum cd_loop_kind cd_loop_kind(const struct cd_loop *l);
 
-/* Watch fd for events (IN and/or OUT). The fd stays owned by the caller. */
+/*
+ * Watch fd for events (IN and/or OUT, and CD_LOOP_BULK for a bulk watch,
+ * which it stays). The fd stays owned by the caller.
+ */
 struct cd_watch *cd_loop_add_fd(struct cd_loop *l, int fd, cd_loop_events ev, cd_loop_io_fn fn,
 				void *data);
 int cd_loop_mod_fd(struct cd_loop *l, struct cd_watch *w, cd_loop_events ev);

@@ -463,7 +463,8 @@ static void update_watches(struct cd_proc *p)
 			(void)cd_loop_mod_fd(p->loop, p->out[i].w,
 					     p->paused || p->held ? 0 : CD_LOOP_IN);
 	if (want_out && !p->stdin_w) {
-		p->stdin_w = cd_loop_add_fd(p->loop, p->stdin_fd, CD_LOOP_OUT, on_stdin, p);
+		p->stdin_w = cd_loop_add_fd(p->loop, p->stdin_fd, CD_LOOP_OUT | CD_LOOP_BULK,
+					    on_stdin, p);
 	} else if (!want_out && p->stdin_w) {
 		cd_loop_del_fd(p->loop, p->stdin_w);
 		p->stdin_w = NULL;
@@ -867,7 +868,9 @@ int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct 
 		p->stdin_fd = in_p;
 	}
 	for (size_t i = 0; i < p->n_out; i++) {
-		p->out[i].w = cd_loop_add_fd(l, p->out[i].fd, CD_LOOP_IN, on_output, &p->out[i]);
+		/* Bulk (loop.h): thousands of processes' output must not hold up a client. */
+		p->out[i].w = cd_loop_add_fd(l, p->out[i].fd, CD_LOOP_IN | CD_LOOP_BULK, on_output,
+					     &p->out[i]);
 		if (!p->out[i].w) {
 			r = -errno;
 			snprintf(err->msg, sizeof(err->msg), "cannot watch the output: %s",

@@ -202,6 +202,126 @@ START_TEST(test_delete_inside_callback)
 }
 END_TEST
 
+/* ---- bulk watches ---- */
+
+#define N_BULK 300
+
+struct bulk_ctx {
+	int p[N_BULK][2];
+	struct cd_watch *w[N_BULK];
+	int calls[N_BULK];
+	int bulk_calls; /* bulk callbacks so far */
+	int seen_at;	/* bulk_calls when the other watch was served, or -1 */
+	int left;	/* bulk watches still to be served (drain: then quit) */
+	bool drain;	/* each bulk callback reads its byte and goes */
+	int stop_after; /* !drain: quit after that many bulk callbacks */
+};
+
+/* The ctx of the bulk watches; each one's data is its calls[k], which gives k. */
+static struct bulk_ctx *bulk_of;
+
+static void on_bulk_k(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	struct bulk_ctx *c = bulk_of;
+	size_t k = (size_t)((char *)data - (char *)c->calls) / sizeof(c->calls[0]);
+	(void)ev;
+	c->calls[k]++;
+	c->bulk_calls++;
+	if (c->drain) {
+		char b;
+		(void)read(fd, &b, 1);
+		cd_loop_del_fd(l, c->w[k]);
+		if (--c->left == 0)
+			cd_loop_quit(l);
+	} else if (c->bulk_calls >= c->stop_after) {
+		cd_loop_quit(l);
+	}
+}
+
+static void on_first(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	struct bulk_ctx *c = data;
+	char b;
+	(void)ev;
+	(void)read(fd, &b, 1);
+	if (c->seen_at < 0)
+		c->seen_at = c->bulk_calls;
+	(void)l;
+}
+
+static struct bulk_ctx *bulk_setup_ctx(struct cd_loop *l)
+{
+	struct bulk_ctx *c = cd_xcalloc(1, sizeof(*c));
+	bulk_of = c;
+	c->seen_at = -1;
+	for (int k = 0; k < N_BULK; k++) {
+		ck_assert_int_eq(pipe2(c->p[k], O_CLOEXEC | O_NONBLOCK), 0);
+		c->w[k] = cd_loop_add_fd(l, c->p[k][0], CD_LOOP_IN | CD_LOOP_BULK, on_bulk_k,
+					 &c->calls[k]);
+		ck_assert_ptr_nonnull(c->w[k]);
+		ck_assert_int_eq(write(c->p[k][1], "x", 1), 1);
+	}
+	return c;
+}
+
+static void bulk_free_ctx(struct bulk_ctx *c)
+{
+	for (int k = 0; k < N_BULK; k++) {
+		close(c->p[k][0]);
+		close(c->p[k][1]);
+	}
+	free(c);
+	bulk_of = NULL;
+}
+
+/*
+ * Hundreds of bulk watches ready at once (processes ending together) and
+ * one other (a client's request): the other is served before a second
+ * batch of them, not after all.
+ */
+START_TEST(test_bulk_after_the_others)
+{
+	struct cd_loop *l = new_loop(_i);
+	struct bulk_ctx *c = bulk_setup_ctx(l);
+	int q[2];
+	c->drain = true;
+	c->left = N_BULK;
+	ck_assert_int_eq(pipe2(q, O_CLOEXEC | O_NONBLOCK), 0);
+	struct cd_watch *w = cd_loop_add_fd(l, q[0], CD_LOOP_IN, on_first, c);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(write(q[1], "x", 1), 1);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert_int_eq(c->bulk_calls, N_BULK);
+	ck_assert_int_ge(c->seen_at, 0);
+	ck_assert_int_le(c->seen_at, CD_LOOP_BULK_BATCH);
+	cd_loop_del_fd(l, w);
+	close(q[0]);
+	close(q[1]);
+	bulk_free_ctx(c);
+	cd_loop_free(l);
+}
+END_TEST
+
+/*
+ * Bulk watches that stay ready (a process writing all the time) are served
+ * in turn: a batch per round, and after as many rounds as batches every
+ * one of them has been served.
+ */
+START_TEST(test_bulk_in_turn)
+{
+	struct cd_loop *l = new_loop(_i);
+	struct bulk_ctx *c = bulk_setup_ctx(l);
+	int rounds = (N_BULK + CD_LOOP_BULK_BATCH - 1) / CD_LOOP_BULK_BATCH;
+	c->stop_after = rounds * CD_LOOP_BULK_BATCH;
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	for (int k = 0; k < N_BULK; k++)
+		ck_assert_msg(c->calls[k] >= 1, "bulk watch %d never served in %d calls", k,
+			      c->bulk_calls);
+	bulk_free_ctx(c);
+	cd_loop_free(l);
+}
+END_TEST
+
 /* ---- timers ---- */
 
 struct tm_ctx {
@@ -609,6 +729,8 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(tc, test_fd_hup, 0, n);
 	tcase_add_loop_test(tc, test_fd_writable_and_mod, 0, n);
 	tcase_add_loop_test(tc, test_delete_inside_callback, 0, n);
+	tcase_add_loop_test(tc, test_bulk_after_the_others, 0, n);
+	tcase_add_loop_test(tc, test_bulk_in_turn, 0, n);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("timer");
