@@ -156,7 +156,9 @@ SERVE_TESTS = \
 	tests/integration/serve-resume.py \
 	tests/integration/serve-fds.py \
 	tests/integration/serve-fs-full.py \
-	tests/integration/serve-ws-load.py
+	tests/integration/serve-ws-load.py \
+	tests/integration/serve-hidden-race.py \
+	tests/integration/serve-stop-parse.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif

@@ -671,6 +671,7 @@ struct cd_parse {
 	int r;
 	struct cd_json *v; /* owned */
 	struct cd_json_error err;
+	char *hook_key; /* owned: CORDON_TEST_HOLD=parse holds it (testhook.h) */
 };
 
 static const struct cd_json_limits msg_limits = {
@@ -757,6 +758,9 @@ static void handle_parsed(struct cd_conn *c, int r, struct cd_json *v,
 static void parse_run(struct cd_work *w)
 {
 	struct cd_parse *p = (struct cd_parse *)w;
+	static const atomic_bool never = false;
+	if (p->hook_key)
+		cd_testhook_hold(p->hook_key, "parse", &never);
 	memset(&p->err, 0, sizeof(p->err));
 	p->r = cd_json_parse(p->text, p->len, &msg_limits, &p->v, &p->err);
 	free(p->text);
@@ -771,7 +775,8 @@ static void parse_done(struct cd_work *w)
 		c->parsing = NULL;
 		struct cd_json *v = p->v;
 		p->v = NULL;
-		if (!c->freed && !c->closing) {
+		/* Nor once the server stops (the pool's pending completions run then). */
+		if (!c->freed && !c->closing && !c->server->stopping) {
 			c->batch++;
 			handle_parsed(c, p->r, v, &p->err, true);
 			c->batch--;
@@ -784,6 +789,7 @@ static void parse_done(struct cd_work *w)
 		c->parsing = NULL;
 	}
 	free(p->text);
+	free(p->hook_key);
 	cd_json_free(p->v);
 	free(p);
 }
@@ -799,6 +805,8 @@ static void handle_line(struct cd_conn *c, const char *line, size_t len)
 		p->work.run = parse_run;
 		p->work.done = parse_done;
 		p->conn = c;
+		if (cd_testhook_holds("parse"))
+			p->hook_key = cd_xasprintf("conn=%lu id=parse", c->serial);
 		p->text = cd_xmalloc(len);
 		memcpy(p->text, line, len);
 		p->len = len;
@@ -807,6 +815,7 @@ static void handle_line(struct cd_conn *c, const char *line, size_t len)
 			return;
 		}
 		free(p->text);
+		free(p->hook_key);
 		free(p);
 	}
 	memset(&jerr, 0, sizeof(jerr));

@@ -228,6 +228,7 @@ struct fs_job {
 	const struct cd_json *b64;
 	size_t bytes; /* the data it holds, for the queue's cap */
 	const struct cd_linux_host *host;
+	const struct cd_server *server; /* with a sandbox: its hidden files are checked again */
 	struct cd_linux_opts lopts;
 	struct cd_hidden_path hidden[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
 	struct cd_cli_bound b;
@@ -644,12 +645,23 @@ static void job_run(struct cd_work *w)
 		j->msg = cd_json_free(j->msg);
 		j->q.sandboxed = j->lp != NULL;
 		j->sb.lp = j->lp;
-		if (refused)
+		char *err = NULL;
+		if (refused) {
 			;
-		else if (j->lp)
+		} else if (j->lp && cd_server_hidden_intact(j->server, &err) < 0) {
+			/*
+			 * Checked again right before the helper's sandbox is made:
+			 * the request may have waited long behind others, and a
+			 * hidden file replaced meanwhile would be masked at its
+			 * path while the file itself sits elsewhere, readable.
+			 */
+			cd_fs_res_error(&j->r, CD_RPC_INVALID_PARAMS, "%s", err);
+			free(err);
+		} else if (j->lp) {
 			cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
-		else
+		} else {
 			cd_fs_do(&j->q, &j->r);
+		}
 		j->opened = true;
 	}
 	j->yielded = false;
@@ -737,6 +749,11 @@ static void resubmit(struct cd_conn *c, struct fs_job *j)
 	j->work.done = job_done;
 	j->work.ran = false;
 	running_add(j);
+	if (s->stopping) {
+		/* Not performed: answered "the server is shutting down" (job_done). */
+		job_done(&j->work);
+		return;
+	}
 	if (!s->fs_workq || cd_workq_submit(s->fs_workq, &j->work) < 0) {
 		/* No worker could be had: performed here, as before there were any. */
 		job_run(&j->work);
@@ -869,7 +886,8 @@ static void pump(struct cd_conn *c)
 			continue;
 		}
 		struct cd_server *s = c->server;
-		if (!s->fs_workq)
+		/* None once the server stops (resubmit answers then). */
+		if (!s->fs_workq && !s->stopping)
 			s->fs_workq = cd_workq_new(s->loop, FS_WORKERS);
 		/*
 		 * fs/readFile writes its answer itself (stream_answer), if a
@@ -954,6 +972,7 @@ static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q,
 		j->sandbox = sandbox;
 		j->has_sandbox = true;
 		j->host = &s->host;
+		j->server = s;
 		j->lopts = s->fs_lopts;
 		for (size_t i = 0; i < j->lopts.n_hidden; i++)
 			j->hidden[i] = j->lopts.hidden[i];

@@ -426,6 +426,14 @@ static void start_done(struct cd_work *w)
 	} else if (st->err) {
 		err = st->err;
 		st->err = NULL;
+	} else if (st->has_sandbox && cd_server_hidden(s, &err) < 0) {
+		/*
+		 * Again, right before the sandbox is made: the preparation may
+		 * have taken long (a client can make it), and a hidden file
+		 * replaced meanwhile would be masked at its path while the file
+		 * itself sits elsewhere, readable.
+		 */
+		code = CD_RPC_INVALID_PARAMS;
 	}
 	if (err) {
 		if (e)
@@ -489,10 +497,10 @@ void cd_start_conn_gone(struct cd_start *st, const char *why)
 
 void cd_start_server_stop(struct cd_server *s)
 {
-	if (s->prep_workq) {
-		(void)cd_workq_free(s->prep_workq, START_STOP_MS);
-		s->prep_workq = NULL;
-	}
+	/* Detached first: what its completions do must not find it (cd_server_prep_workq). */
+	struct cd_workq *q = s->prep_workq;
+	s->prep_workq = NULL;
+	(void)cd_workq_free(q, START_STOP_MS);
 }
 
 static void m_start(struct cd_conn *c, const char *id, const struct cd_json *params)

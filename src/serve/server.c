@@ -906,6 +906,22 @@ int cd_server_hidden(struct cd_server *s, char **reterr)
 	return 0;
 }
 
+int cd_server_hidden_intact(const struct cd_server *s, char **reterr)
+{
+	for (size_t i = 0; i < s->n_hidden; i++) {
+		const char *why = hidden_moved(s, i);
+		if (!why)
+			continue;
+		*reterr = cd_xasprintf("%s '%s' is no longer the file the server started with "
+				       "(%s): sandboxed requests are refused until it is back (a "
+				       "sandbox could reach it where it is now); move it back, or "
+				       "restart the server",
+				       s->hidden[i].why, s->hidden[i].path, why);
+		return -ESTALE;
+	}
+	return 0;
+}
+
 /* ---- lifecycle ---- */
 
 /*
@@ -918,7 +934,8 @@ int cd_server_hidden(struct cd_server *s, char **reterr)
 
 struct cd_workq *cd_server_prep_workq(struct cd_server *s)
 {
-	if (!s->prep_workq)
+	/* None once the server stops: what comes then is refused or done in place. */
+	if (!s->prep_workq && !s->stopping)
 		s->prep_workq = cd_workq_new(s->loop, PREP_WORKERS);
 	return s->prep_workq;
 }
@@ -950,6 +967,7 @@ static void on_signal(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 	ssize_t n = read(fd, &si, sizeof(si));
 	if (n == (ssize_t)sizeof(si)) {
 		cd_log_debug("serve: %s: shutting down", strsignal((int)si.ssi_signo));
+		cd_testhook_event("server-stopping signal=%d", (int)si.ssi_signo);
 		cd_server_stop(s);
 	}
 }

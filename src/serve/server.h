@@ -417,6 +417,13 @@ void cd_server_stop(struct cd_server *s);
  */
 int cd_server_hidden(struct cd_server *s, char **reterr);
 /*
+ * The same check, read-only (no log, no state): for any thread, right
+ * before a sandbox is made (the one above ran when the request was
+ * accepted, and the request may have waited since). 0, or -ESTALE with
+ * *reterr.
+ */
+int cd_server_hidden_intact(const struct cd_server *s, char **reterr);
+/*
  * The host's /proc, opened by pidns.c before the server's own pid
  * namespace got a /proc of its own, or -1: the sandbox judgements of
  * clients outside that namespace need it (sandboxes.h).

@@ -21,7 +21,8 @@
  * test writes the line "release conn=N id=ID" (the request's connection
  * serial and id, as in the event), or until it is cancelled (the server
  * stops). That is how a test keeps "a copy that is still running" running
- * as long as it needs, on any host.
+ * as long as it needs, on any host. "parse" holds the parse of a large
+ * message on its worker likewise (key "conn=N id=parse").
  */
 
 #include <stdatomic.h>

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The server's hidden files (its token, its socket) are checked to be the
+# files it started with when a sandboxed request is accepted, and again
+# right before the sandbox is made: a request may wait long in between
+# (a preparation on a worker, the connection's earlier fs requests). A
+# token file replaced meanwhile (an editor's save: the old inode kept
+# under another name) would otherwise get the mask on the replacement,
+# and the sandbox would read the real token where it was moved to. Found
+# by a review of the merge that moved process/start's binding to workers.
+#
+#  1. process/start: the worker is held on a hung FUSE mount that the
+#     child's PATH names first (the preparation looks at the program's
+#     path), then the token is replaced, then the mount lets go. Root only
+#     (FUSE).
+#  2. a sandboxed fs/readFile: the job is held by CORDON_TEST_HOLD after
+#     it was accepted; root or not.
+#
+# Expected (the guarantee serve-hidden.py states): both refused with
+# -32602 "... is no longer the file the server started with". TAP.
+
+import ctypes
+import os
+import socket
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import Tap, cordon_usable, profile, special, unb64, uri  # noqa: E402
+from netclient import NetServer  # noqa: E402
+
+TOKEN = "real-token-0123456789abcdef"
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+
+work = tempfile.mkdtemp(prefix="cordon-hidden-race-")
+os.chmod(work, 0o755)
+tokdir = os.path.join(work, "tok")
+os.mkdir(tokdir)
+token_file = os.path.join(tokdir, "token")
+saved = token_file + ".saved"
+SANDBOX = {"permissions": profile([special("root", "read"), special("slash_tmp", "write")]),
+           "windowsSandboxLevel": "disabled"}
+
+
+def fresh_token():
+    for p in (token_file, saved):
+        if os.path.lexists(p):
+            os.unlink(p)
+    with open(token_file, "w") as f:
+        f.write(TOKEN + "\n")
+    os.chmod(token_file, 0o644)
+
+
+def replace_token():
+    """An editor's save: the original kept as token.saved, a new file renamed over it."""
+    os.link(token_file, saved)
+    with open(token_file + ".new", "w") as f:
+        f.write("decoy\n")
+    os.rename(token_file + ".new", token_file)
+
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Hung:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="cordon-hidden-race-hung-")
+        self.fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+        opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % self.fd
+        if libc.mount(b"cordon-hung", self.dir.encode(), b"fuse", 0, opts.encode()) != 0:
+            e = ctypes.get_errno()
+            os.close(self.fd)
+            raise OSError(e, os.strerror(e))
+
+    def release(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def close(self):
+        self.release()
+        libc.umount2(self.dir.encode(), 2)
+        try:
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+
+
+def some_thread_in_fuse(pid, deadline):
+    """A thread of pid waits on a FUSE request (its wchan says so)."""
+    while time.monotonic() < deadline:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                    if "fuse" in f.read():
+                        return True
+            except OSError:
+                pass
+        time.sleep(0.01)
+    return False
+
+
+def case_start():
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        t.skip("process/start: token replaced while the start is prepared", "needs root and FUSE")
+        return
+    fresh_token()
+    h = Hung()
+    srv = NetServer("ws", args=["--auth-token-file", token_file])
+    try:
+        c = srv.connect(token=TOKEN)
+        c.handshake()
+        env = {"PATH": h.dir + ":/usr/bin:/bin"}
+        i = c.send_request("process/start", {
+            "processId": "p", "argv": ["sh", "-c", "cat '%s' 2>&1; true" % saved],
+            "cwd": uri("/"), "env": env, "tty": False, "sandbox": SANDBOX})
+        held = some_thread_in_fuse(srv.server_pid, time.monotonic() + 10)
+        t.ok(held, "process/start: accepted, its preparation waits on the hung mount")
+        replace_token()
+        h.release()
+        r = c.wait_id(i, timeout=30)
+        out = b""
+        if r and "result" in r:
+            res = c.wait_closed("p", timeout=30)
+            out = res.stdout + res.stderr
+        t.ok(r is not None and "error" in r and "no longer the file" in r["error"]["message"],
+             "process/start: the token replaced before the sandbox was made: refused",
+             "answer %r; the sandbox read %r" % (r, out))
+        t.ok(TOKEN.encode() not in out, "process/start: the sandbox does not read the token",
+             "it read %r" % out)
+    finally:
+        srv.stop()
+        h.close()
+
+
+def case_fs():
+    fresh_token()
+    events_path = os.path.join(work, "events.sock")
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(events_path)
+    lsock.listen(1)
+    srv = NetServer("ws", args=["--auth-token-file", token_file],
+                    extra_env={"CORDON_TEST_EVENTS": events_path,
+                               "CORDON_TEST_HOLD": "fs/readFile"})
+    try:
+        lsock.settimeout(10)
+        ev, _ = lsock.accept()
+        ev.settimeout(30)
+        buf = [b""]
+
+        def wait_event(prefix):
+            while True:
+                while b"\n" in buf[0]:
+                    line, buf[0] = buf[0].split(b"\n", 1)
+                    if line.startswith(prefix):
+                        return line.decode()
+                d = ev.recv(65536)
+                if not d:
+                    return None
+                buf[0] += d
+
+        c = srv.connect(token=TOKEN)
+        c.handshake()
+        i = c.send_request("fs/readFile", {"path": uri(saved), "sandbox": SANDBOX})
+        line = wait_event(b"fs-held")
+        t.ok(line is not None, "fs/readFile: accepted and held on its worker", line)
+        replace_token()
+        key = " ".join(w for w in line.split() if w.startswith(("conn=", "id=")))
+        ev.sendall(("release %s\n" % key).encode())
+        r = c.wait_id(i, timeout=30)
+        data = unb64(r["result"]["dataBase64"]) if r and "result" in r else b""
+        t.ok(r is not None and "error" in r and "no longer the file" in r["error"]["message"],
+             "fs/readFile: the token replaced before the helper ran: refused",
+             "answer %r" % (r if "error" in (r or {}) else {"read": data}))
+        t.ok(TOKEN.encode() not in data, "fs/readFile: the sandboxed read does not get the token",
+             "it read %r" % data)
+    finally:
+        srv.stop()
+        lsock.close()
+
+
+case_start()
+case_fs()
+t.done()
