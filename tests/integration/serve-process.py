@@ -466,12 +466,30 @@ def reads(tag):
                 b"".join(unb64(c["chunk"]) for c in rd["chunks"])),
                 "[%s] retention keeps the last <= 1 MiB (%d bytes)" % (tag, kept))
             t.eq(rd["nextSeq"], res.closed_seq + 1, "[%s] nextSeq after eviction" % tag)
-        t.skip("[%s] closed process removed after 30 s" % tag,
-               "takes 30 s and cordon has no option to shorten the retention")
     finally:
         s.stop()
         hooks.close()
         shutil.rmtree(d, ignore_errors=True)
+    # A closed process is removed after --retention (30 s by default; shortened here).
+    s = Server(tag, args=["--retention", "300ms"])
+    try:
+        s.handshake()
+        run(s, tag, "short", ["true"])
+        first = s.request("process/read", {"processId": "short"})
+        gone = None
+        deadline = time.monotonic() + WAIT  # a bound only: removal comes after 300 ms
+        while gone is None and time.monotonic() < deadline:
+            r = s.request("process/read", {"processId": "short"})
+            if "error" in r:
+                gone = r
+            else:
+                time.sleep(0.05)
+        t.ok("result" in first and gone is not None and
+             "unknown process id" in err_msg(gone),
+             "[%s] a closed process is readable, then removed after --retention" % tag,
+             "first %r, then %r" % (first, gone))
+    finally:
+        s.stop()
 
 
 def concurrent(tag):
