@@ -19,7 +19,6 @@
 # Expected (the guarantee serve-hidden.py states): both refused with
 # -32602 "... is no longer the file the server started with". TAP.
 
-import ctypes
 import os
 import socket
 import sys
@@ -27,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import Tap, cordon_usable, profile, special, unb64, uri  # noqa: E402
+from rpcclient import Hung, Tap, cordon_usable, fuse_why, profile, special, unb64, uri  # noqa: E402
 from netclient import NetServer  # noqa: E402
 
 TOKEN = "real-token-0123456789abcdef"
@@ -63,33 +62,6 @@ def replace_token():
     os.rename(token_file + ".new", token_file)
 
 
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-class Hung:
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="cordon-hidden-race-hung-")
-        self.fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
-        opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % self.fd
-        if libc.mount(b"cordon-hung", self.dir.encode(), b"fuse", 0, opts.encode()) != 0:
-            e = ctypes.get_errno()
-            os.close(self.fd)
-            raise OSError(e, os.strerror(e))
-
-    def release(self):
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def close(self):
-        self.release()
-        libc.umount2(self.dir.encode(), 2)
-        try:
-            os.rmdir(self.dir)
-        except OSError:
-            pass
-
-
 def some_thread_in_fuse(pid, deadline):
     """A thread of pid waits on a FUSE request (its wchan says so)."""
     while time.monotonic() < deadline:
@@ -105,11 +77,12 @@ def some_thread_in_fuse(pid, deadline):
 
 
 def case_start():
-    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
-        t.skip("process/start: token replaced while the start is prepared", "needs root and FUSE")
+    why_not = fuse_why()
+    if why_not:
+        t.skip("process/start: token replaced while the start is prepared", why_not)
         return
     fresh_token()
-    h = Hung()
+    h = Hung(prefix="cordon-hidden-race-hung-")
     srv = NetServer("ws", args=["--auth-token-file", token_file])
     try:
         c = srv.connect(token=TOKEN)

@@ -24,15 +24,14 @@
 # fix each of these held B for seconds to minutes (the hung mount: for as
 # long as it hung). Unix sockets; both loops. TAP.
 
-import ctypes
 import os
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (LOOPS, Tap, cordon_usable, pids_by_cmdline, profile, special,  # noqa: E402
-                       uri)
+from rpcclient import (LOOPS, Hung, Tap, cordon_usable, fuse_why, pids_by_cmdline,  # noqa: E402
+                       profile, special, uri)
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
@@ -147,51 +146,6 @@ def session_end(srv, tag, count=2000):
 
 
 # ---- a hung file system: FUSE with nobody answering ----------------------
-
-libc = ctypes.CDLL(None, use_errno=True)
-MNT_DETACH = 2
-
-
-class Hung:
-    """A FUSE mount whose requests are never answered until release()."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="cordon-hung-")
-        self.fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
-        opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % self.fd
-        if libc.mount(b"cordon-hung", self.dir.encode(), b"fuse", 0, opts.encode()) != 0:
-            e = ctypes.get_errno()
-            os.close(self.fd)
-            os.rmdir(self.dir)
-            raise OSError(e, os.strerror(e))
-
-    def release(self):
-        """Let go of the device: every request waiting on the mount fails (ENOTCONN)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def close(self):
-        self.release()
-        libc.umount2(self.dir.encode(), MNT_DETACH)
-        try:
-            os.rmdir(self.dir)
-        except OSError:
-            pass
-
-
-def fuse_why():
-    if os.geteuid() != 0:
-        return "mounting a FUSE file system needs root"
-    if not os.path.exists("/dev/fuse"):
-        return "no /dev/fuse"
-    try:
-        h = Hung()
-    except OSError as e:
-        return "cannot mount FUSE here: %s" % e
-    h.close()
-    return None
-
 
 def ctx(root):
     return {"permissions": profile([special("root", "read"), special("project_roots", "write")]),

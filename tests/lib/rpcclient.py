@@ -849,3 +849,51 @@ def kill_quietly(pid, sig=signal.SIGKILL):
         os.kill(pid, sig)
     except OSError:
         pass
+
+
+# ---- a hung file system: FUSE with nobody answering (root) ----------------
+
+class Hung:
+    """A FUSE mount whose requests are never answered until release(): a hung
+    network file system. Root only (fuse_why says why not)."""
+
+    def __init__(self, prefix="cordon-hung-"):
+        import ctypes
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        self.fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+        opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % self.fd
+        if self._libc.mount(b"cordon-hung", self.dir.encode(), b"fuse", 0,
+                            opts.encode()) != 0:
+            e = ctypes.get_errno()
+            os.close(self.fd)
+            os.rmdir(self.dir)
+            raise OSError(e, os.strerror(e))
+
+    def release(self):
+        """Let go of the device: every request waiting on the mount fails (ENOTCONN)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def close(self):
+        self.release()
+        self._libc.umount2(self.dir.encode(), 2)  # MNT_DETACH
+        try:
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+
+
+def fuse_why():
+    """None when a hung FUSE mount can be made here, else why not."""
+    if os.geteuid() != 0:
+        return "mounting a FUSE file system needs root"
+    if not os.path.exists("/dev/fuse"):
+        return "no /dev/fuse"
+    try:
+        h = Hung()
+    except OSError as e:
+        return "cannot mount FUSE here: %s" % e
+    h.close()
+    return None
