@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import CORDON, Tap, pids_by_cmdline  # noqa: E402
+from rpcclient import CORDON, INOTIFY_PROBE as INOTIFY, Tap, pids_by_cmdline  # noqa: E402
 
 t = Tap()
 ENV = dict(os.environ)
@@ -341,31 +341,6 @@ else:
 
 # ---- inotify instances and watches: the sandbox's own user namespace
 
-# Takes inotify instances (or watches on the files of a directory, with one
-# instance) until the kernel refuses or MOST are taken; prints how many and
-# the refusal's errno ("ok" for none); with "hold", keeps them until killed.
-INOTIFY = r"""
-import ctypes, errno, os, signal, sys
-libc = ctypes.CDLL(None, use_errno=True)
-mode, most, hold = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "hold"
-got, why = 0, "ok"
-if mode == "instances":
-    while got < most and why == "ok":
-        if libc.inotify_init1(0) < 0:
-            why = errno.errorcode[ctypes.get_errno()]
-        else:
-            got += 1
-else:
-    fd = libc.inotify_init1(0)
-    for name in sorted(os.listdir(sys.argv[4]))[:most]:
-        if libc.inotify_add_watch(fd, os.path.join(sys.argv[4], name).encode(), 2) < 0:
-            why = errno.errorcode[ctypes.get_errno()]
-            break
-        got += 1
-print(got, why, flush=True)
-if hold:
-    signal.pause()
-"""
 
 
 def host_inotify():

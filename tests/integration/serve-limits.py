@@ -23,8 +23,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (CORDON, ROOT_READ, Server, Tap, cordon_usable, err_code,  # noqa: E402
-                       err_msg, pids_by_cmdline, workspace_write)
+from rpcclient import (CORDON, INOTIFY_PROBE as INOTIFY, ROOT_READ, Server, Tap,  # noqa: E402
+                       cordon_usable, err_code, err_msg, pids_by_cmdline, workspace_write)
 
 t = Tap()
 why = cordon_usable()
@@ -281,28 +281,6 @@ finally:
 
 # ---- inotify limits: the sandboxes' own user namespaces
 
-INOTIFY = r"""
-import ctypes, errno, os, signal, sys
-libc = ctypes.CDLL(None, use_errno=True)
-mode, most, hold = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "hold"
-got, why = 0, "ok"
-if mode == "instances":
-    while got < most and why == "ok":
-        if libc.inotify_init1(0) < 0:
-            why = errno.errorcode[ctypes.get_errno()]
-        else:
-            got += 1
-else:
-    fd = libc.inotify_init1(0)
-    for name in sorted(os.listdir(sys.argv[4]))[:most]:
-        if libc.inotify_add_watch(fd, os.path.join(sys.argv[4], name).encode(), 2) < 0:
-            why = errno.errorcode[ctypes.get_errno()]
-            break
-        got += 1
-print(got, why, flush=True)
-if hold:
-    signal.pause()
-"""
 WATCHED = os.path.join(WS, "watched")
 os.mkdir(WATCHED)
 for i in range(10):

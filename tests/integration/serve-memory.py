@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import CORDON, Tap, cordon_usable, err_code, err_msg  # noqa: E402
+from rpcclient import CORDON, Tap, cordon_usable, err_code, err_msg, wait_status  # noqa: E402
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
@@ -50,18 +50,6 @@ def ram_bytes():
             if line.startswith("MemTotal:"):
                 return int(line.split()[1]) * 1024
     return 0
-
-
-def wait_status(obs, cond, timeout=120.0):
-    """Poll cordon/status until cond(status) holds; the last status and whether it did."""
-    deadline = time.monotonic() + timeout
-    st = None
-    while time.monotonic() < deadline:
-        st = obs.call("cordon/status")
-        if cond(st):
-            return st, True
-        time.sleep(0.05)
-    return st, False
 
 
 def options():
@@ -123,9 +111,9 @@ def flood(mode):
         # Every flooding client held back: its connection paused at its share
         # (drop), or its process held until the client takes what was sent (pause).
         if mode == "drop":
-            st, ok = wait_status(obs, lambda s: s["pausedConnections"] >= CLIENTS)
+            st, ok = wait_status(obs, lambda s: s["pausedConnections"] >= CLIENTS, 120.0)
         else:
-            st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= CLIENTS)
+            st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= CLIENTS, 120.0)
         t.ok(ok, "[%s] all %d clients that read nothing are held back" % (tag, CLIENTS), st)
         mem = st["memory"]
         # Past the limit each connection may still queue 256 KiB, and one burst

@@ -21,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import Tap, cordon_usable, err_msg, unb64  # noqa: E402
+from rpcclient import Tap, cordon_usable, err_msg, unb64, wait_status  # noqa: E402
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
@@ -42,17 +42,6 @@ def have_ws():
         return s.ready
     finally:
         s.stop()
-
-
-def wait_status(obs, cond, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    st = None
-    while time.monotonic() < deadline:
-        st = obs.call("cordon/status")
-        if cond(st):
-            return st, True
-        time.sleep(0.05)
-    return st, False
 
 
 def wait_log(srv, text, timeout=30.0):

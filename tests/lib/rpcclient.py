@@ -897,3 +897,47 @@ def fuse_why():
         return "cannot mount FUSE here: %s" % e
     h.close()
     return None
+
+
+# ---- inotify (the limits tests) -------------------------------------------
+
+# Takes inotify instances (or watches on the files of a directory, with one
+# instance) until the kernel refuses or MOST are taken; prints how many and
+# the refusal's errno ("ok" for none); with "hold", keeps them until killed.
+INOTIFY_PROBE = r"""
+import ctypes, errno, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+mode, most, hold = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "hold"
+got, why = 0, "ok"
+if mode == "instances":
+    while got < most and why == "ok":
+        if libc.inotify_init1(0) < 0:
+            why = errno.errorcode[ctypes.get_errno()]
+        else:
+            got += 1
+else:
+    fd = libc.inotify_init1(0)
+    for name in sorted(os.listdir(sys.argv[4]))[:most]:
+        if libc.inotify_add_watch(fd, os.path.join(sys.argv[4], name).encode(), 2) < 0:
+            why = errno.errorcode[ctypes.get_errno()]
+            break
+        got += 1
+print(got, why, flush=True)
+if hold:
+    signal.pause()
+"""
+
+
+# ---- cordon/status -------------------------------------------------------
+
+def wait_status(obs, cond, timeout=60.0):
+    """Ask cordon/status (on connection obs) until cond(status) holds: the last status
+    and whether it did. timeout is a bound only, for a server that never gets there."""
+    deadline = time.monotonic() + timeout
+    st = None
+    while time.monotonic() < deadline:
+        st = obs.call("cordon/status")
+        if cond(st):
+            return st, True
+        time.sleep(0.05)
+    return st, False
