@@ -125,24 +125,32 @@ size_t cd_conn_out_queued(const struct cd_conn *c)
 }
 
 /*
- * Lossless mode (proc.h): how far the client has taken the stream, as far
- * as the server can tell: what left the queue, less what wslay still holds
- * and what the kernel still holds for the peer (SIOCOUTQ, as of the last
- * write: a unix socket's peer has not read it; on TCP it is unacknowledged,
- * and what the peer's kernel took but its reader did not is beyond sight:
- * the 1 MiB kept besides covers that).
+ * Lossless mode (proc.h): how far the client has taken the stream. On a
+ * unix socket, what left the queue less what the kernel still holds for
+ * the peer (SIOCOUTQ, as of the last write or look: the peer has not read
+ * it). Over WebSocket, what the client's pongs say it read (ws.c): TCP's
+ * SIOCOUTQ only says what the peer's kernel acknowledged, and a client
+ * that drops loses what its receive buffer held.
  */
 uint64_t cd_conn_delivered(const struct cd_conn *c)
 {
 	if (c->delivered_frozen)
 		return c->delivered_final;
-	uint64_t d = c->out_consumed;
-	size_t q = c->kernel_unread;
 #ifdef CD_WEBSOCKET
 	if (c->ws)
-		q += cd_ws_queued(c);
+		return cd_ws_delivered(c);
 #endif
+	/* Lent: what the worker writes (the queue first) counts once it is back. */
+	uint64_t d = c->out_lent ? c->lent_from : c->out_consumed;
+	size_t q = c->kernel_unread;
 	return d > q ? d - q : 0;
+}
+
+/* Lossless mode: bytes written out that the peer may not have read yet. */
+static bool peer_unread(const struct cd_conn *c)
+{
+	return c->kernel_unread > 0 ||
+	       (c->ws && !c->freed && cd_conn_delivered(c) < c->out_consumed);
 }
 
 /*
@@ -154,7 +162,7 @@ uint64_t cd_conn_delivered(const struct cd_conn *c)
 static void note_kernel_unread(struct cd_conn *c)
 {
 	int n = 0;
-	if (c->kind == CD_CONN_STDIO || !c->session || !c->session->lossless || c->out_lent)
+	if (c->kind != CD_CONN_UNIX || !c->session || !c->session->lossless || c->out_lent)
 		return;
 	size_t now = ioctl(c->out_fd, SIOCOUTQ, &n) == 0 && n > 0 ? (size_t)n : 0;
 	if (now < c->kernel_unread) {
@@ -241,6 +249,16 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 	size_t q = cd_conn_out_queued(c);
 	account(c);
 	update_cap(c);
+	/*
+	 * Held processes look again whenever the client took more, or the
+	 * measure of what it read moved (a process can be held on a measure
+	 * that a write or a look at the socket has since brought up to date).
+	 */
+	uint64_t d = c->session && c->session->lossless ? cd_conn_delivered(c) : 0;
+	if (d != c->delivered_seen) {
+		c->delivered_seen = d;
+		progress = true;
+	}
 	if (progress && c->session && c->session->conn == c)
 		cd_session_delivered(c->session);
 	/*
@@ -287,7 +305,7 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 	 * own (fs.c), and this one runs as usual once it is out.
 	 */
 	bool held = c->session && c->session->conn == c && c->session->n_held > 0 &&
-		    (q > 0 || c->kernel_unread > 0);
+		    (q > 0 || peer_unread(c));
 	if ((c->output_paused || held) && !c->out_lent) {
 		if (c->stall && progress) {
 			cd_loop_cancel_timer(c->server->loop, c->stall);
@@ -343,6 +361,7 @@ int cd_conn_out_lend(struct cd_conn *c, struct cd_strbuf *pending)
 	}
 	c->out = (struct cd_strbuf){ 0 };
 	c->out_off = 0;
+	c->lent_from = c->out_consumed;
 	c->out_consumed += n; /* the worker writes them first */
 	c->out_lent = true;
 	out_watch(c, false);
@@ -354,6 +373,11 @@ void cd_conn_out_return(struct cd_conn *c, const char *broken)
 {
 	if (!c->out_lent || c->freed)
 		return;
+	if (broken) {
+		/* What the worker had to write may not have reached the peer: none of it counts. */
+		c->delivered_final = cd_conn_delivered(c);
+		c->delivered_frozen = true;
+	}
 	c->out_lent = false;
 	if (broken) {
 		c->out_broken = true;
@@ -1109,9 +1133,12 @@ static void on_in(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 {
 	struct cd_conn *c = data;
 #ifdef CD_WEBSOCKET
-	if (c->ws)
+	if (c->ws) {
 		cd_ws_on_input(c);
-	else
+		/* A pong said the client read further: held processes may go on. */
+		if (cd_ws_take_ack(c) && !c->freed)
+			update_backpressure(c, true);
+	} else
 #endif
 		(void)read_input(c);
 	cd_conn_process(c);

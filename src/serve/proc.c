@@ -16,12 +16,13 @@
  * room (budget.h): under pressure a process keeps a smaller window.
  *
  * Lossless mode (cd_proc_set_lossless): a chunk stays until the client
- * has it, as far as the server can tell: the chunk's notification (or a
- * process/read answer holding it) was written to the connection
- * (cd_proc_chunk_sent and the delivered event), or the client asked for
- * what follows it (cd_proc_ack). The ring keeps every such unacknowledged
- * chunk and, besides, the last 1 MiB of acknowledged ones (what the kernel
- * may still hold for a connection that breaks). Once HOLD_BYTES of output
+ * has it: the chunk's notification (or a process/read answer holding it)
+ * was read by the client (cd_proc_chunks_sent records where it ends in the
+ * connection's stream; the delivered event says how far the client read,
+ * conn.c), or the client asked for what follows it (cd_proc_ack). The ring
+ * keeps every such unacknowledged chunk and, besides, the last 1 MiB of
+ * acknowledged ones (what a client may have read ahead and not handled
+ * when its connection breaks). Once HOLD_BYTES of output
  * are unacknowledged, or the store cannot take the next read without
  * dropping one, the streams are no longer read (the process is "held":
  * its pipes fill and it blocks) until acknowledgements come.

@@ -296,6 +296,8 @@ struct cd_conn {
 	size_t kernel_unread;	/* lossless: SIOCOUTQ after the last write */
 	bool delivered_frozen;	/* closing: cd_conn_delivered is delivered_final */
 	uint64_t delivered_final;
+	uint64_t delivered_seen; /* lossless: cd_conn_delivered when held processes last looked */
+	uint64_t lent_from;	 /* out_consumed when the stream was lent (cd_conn_out_lend) */
 	struct cd_timer *unread_poll; /* lossless: looks at kernel_unread again */
 	struct cd_timer *stall;	      /* over the cap: nothing was written for stall_ms */
 	struct cd_timer *reaper;      /* frees a closed connection from a fresh iteration */
@@ -458,6 +460,10 @@ void cd_ws_on_input(struct cd_conn *c);
 int cd_ws_flush(struct cd_conn *c);
 /* Bytes handed to wslay and not yet sent. */
 size_t cd_ws_queued(const struct cd_conn *c);
+/* Lossless sessions: how far the client has read, as its pongs to ack pings say. */
+uint64_t cd_ws_delivered(const struct cd_conn *c);
+/* Whether a pong moved that since the last call. */
+bool cd_ws_take_ack(struct cd_conn *c);
 /* Whether reading the socket is wanted now (handshake, frames, not over the inbound cap). */
 bool cd_ws_want_read(const struct cd_conn *c);
 /* Whether the upgrade happened (JSON-RPC messages may flow). */

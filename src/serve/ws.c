@@ -36,6 +36,22 @@
  * and payload to the send callback separately; they are gathered in wbuf
  * and written together, so that a burst of small notifications costs one
  * send(2) per WS_WBUF bytes instead of two per message.
+ *
+ * Lossless sessions (proc.h) need to know what the client has read. TCP
+ * cannot tell: its acknowledgement (SIOCOUTQ shrinking) says that the
+ * client's kernel has the bytes, not that the client took them, and a
+ * client that drops loses what its receive buffer held (autotuning lets
+ * that grow to megabytes). WebSocket can: a pong echoes its ping's payload
+ * (RFC 6455 5.5.3), and a client handles frames in order, so the pong to a
+ * ping that carries the stream position of everything framed before it
+ * says that the client has read up to there. Such a ping goes out every
+ * ACK_EVERY bytes, and at once while a process of the session is held
+ * (until the pong, no byte of its counts as delivered). wslay sends
+ * control frames ahead of queued messages, so a ping is queued only when
+ * wslay holds nothing else: what is framed before it is then exactly what
+ * the connection's queue gave up. A client that never answers pings (RFC
+ * 6455 says it must) gets its held processes' output only through
+ * process/read, or is dropped by the stall timer while they wait.
  */
 
 #define WS_GUID	     "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -45,6 +61,10 @@
 #define WS_OUT_MSGS 64
 /* Stop reading frames while this much inbound is waiting to be handled. */
 #define WS_IN_HIGH (1024 * 1024)
+/* Lossless sessions: an acknowledging ping after this many bytes. */
+#define ACK_EVERY (64 * 1024)
+#define ACK_MAGIC "cordon-ack:"
+#define ACK_LEN	  (sizeof(ACK_MAGIC) - 1 + 16)
 
 struct cd_ws {
 	struct cd_conn *c;
@@ -60,6 +80,9 @@ struct cd_ws {
 	size_t wbuf_len, wbuf_cap;
 	bool wbuf_broken; /* a send failed: the peer is gone */
 	bool unbounded;	  /* cd_ws_take_pending: wbuf takes all wslay has */
+	/* Lossless sessions: the position the last ack ping carried; the highest echoed. */
+	uint64_t ack_pinged, ack_got;
+	bool ack_moved; /* a pong moved ack_got: conn.c hears of it after wslay's callbacks */
 };
 
 /* Room for n more bytes in wbuf (past WS_WBUF only for cd_ws_take_pending). */
@@ -482,6 +505,31 @@ static ssize_t ws_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 	return (ssize_t)len;
 }
 
+/* A pong to an ack ping: the client has read everything framed before the ping. */
+static void on_pong(struct cd_conn *c, const uint8_t *msg, size_t len)
+{
+	struct cd_ws *w = c->ws;
+	uint64_t pos = 0;
+	size_t m = sizeof(ACK_MAGIC) - 1;
+
+	/* Others (keepalive pongs, unsolicited ones) say nothing of the stream. */
+	if (len != ACK_LEN || memcmp(msg, ACK_MAGIC, m) != 0)
+		return;
+	for (size_t i = m; i < len; i++) {
+		int d = msg[i] >= '0' && msg[i] <= '9'	 ? msg[i] - '0'
+			: msg[i] >= 'a' && msg[i] <= 'f' ? msg[i] - 'a' + 10
+							 : -1;
+		if (d < 0)
+			return;
+		pos = pos << 4 | (uint64_t)d;
+	}
+	/* Only what a ping of ours carried: a forged pong cannot claim more. */
+	if (pos > w->ack_got && pos <= w->ack_pinged) {
+		w->ack_got = pos;
+		w->ack_moved = true;
+	}
+}
+
 static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
 		      void *data)
 {
@@ -498,8 +546,11 @@ static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 			     c->peer, a->status_code);
 		c->in_eof = true;
 		break;
+	case WSLAY_PONG:
+		on_pong(c, a->msg, a->msg_length);
+		break;
 	default:
-		break; /* ping (answered by wslay), pong */
+		break; /* ping (answered by wslay) */
 	}
 }
 
@@ -556,6 +607,52 @@ void cd_ws_on_input(struct cd_conn *c)
 		cd_conn_update_watches(c);
 }
 
+/*
+ * An ack ping is due: the session is lossless and bytes went out since the
+ * last one, ACK_EVERY of them, or any while a process waits for them and
+ * the queue is all framed.
+ */
+static bool ack_due(const struct cd_conn *c)
+{
+	const struct cd_ws *w = c->ws;
+	const struct cd_session *se = c->session;
+	if (!se || !se->lossless || c->out_consumed <= w->ack_pinged ||
+	    !wslay_event_get_write_enabled(w->ctx))
+		return false;
+	if (c->out_consumed - w->ack_pinged >= ACK_EVERY)
+		return true;
+	/* Held: once the queue is all framed (one ping per burst, not per message). */
+	return se->conn == c && se->n_held > 0 && c->out_off == c->out.len;
+}
+
+/* Queue the ack ping; wslay must hold nothing else (it sends control frames first). */
+static void ack_ping(struct cd_conn *c)
+{
+	struct cd_ws *w = c->ws;
+	char p[ACK_LEN + 1];
+	snprintf(p, sizeof(p), ACK_MAGIC "%016llx", (unsigned long long)c->out_consumed);
+	struct wslay_event_msg m = {
+		.opcode = WSLAY_PING,
+		.msg = (const uint8_t *)p,
+		.msg_length = ACK_LEN,
+	};
+	/* Not queued (closing): nothing more is due either. */
+	(void)wslay_event_queue_msg(w->ctx, &m);
+	w->ack_pinged = c->out_consumed;
+}
+
+uint64_t cd_ws_delivered(const struct cd_conn *c)
+{
+	return c->ws->ack_got;
+}
+
+bool cd_ws_take_ack(struct cd_conn *c)
+{
+	bool moved = c->ws->ack_moved;
+	c->ws->ack_moved = false;
+	return moved;
+}
+
 int cd_ws_flush(struct cd_conn *c)
 {
 	struct cd_ws *w = c->ws;
@@ -568,9 +665,13 @@ int cd_ws_flush(struct cd_conn *c)
 	}
 	for (;;) {
 		size_t before = c->out.len - c->out_off;
+		if (!wslay_event_want_write(w->ctx) && ack_due(c))
+			ack_ping(c);
+		/* An ack ping due waits for wslay to send what it holds. */
 		while (c->out_off < c->out.len &&
 		       wslay_event_get_queued_msg_length(w->ctx) < WS_OUT_BATCH &&
-		       wslay_event_get_write_enabled(w->ctx)) {
+		       wslay_event_get_write_enabled(w->ctx) &&
+		       !(ack_due(c) && wslay_event_want_write(w->ctx))) {
 			const char *p = c->out.buf + c->out_off;
 			const char *nl = memchr(p, '\n', c->out.len - c->out_off);
 			size_t n = nl ? (size_t)(nl - p) : c->out.len - c->out_off;
@@ -591,11 +692,16 @@ int cd_ws_flush(struct cd_conn *c)
 		}
 		if (wslay_event_send(w->ctx) != 0)
 			return -EPIPE;
+		/* wslay is empty and an ack ping is due: it joins wbuf before the write. */
+		if (!wslay_event_want_write(w->ctx) && ack_due(c) && w->wbuf_len < WS_WBUF)
+			continue;
 		int r = wbuf_flush(c);
 		if (r < 0)
 			return r;
 		if (wslay_event_want_write(w->ctx))
 			continue; /* wbuf was full: wslay has more */
+		if (ack_due(c))
+			continue; /* wslay is empty now: the ping goes next */
 		if (c->out_off == c->out.len)
 			return 0;
 		if (c->out.len - c->out_off == before)
