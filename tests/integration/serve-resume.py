@@ -3,9 +3,10 @@
 # Lossless resume and closed processes kept while their session can be
 # resumed, over unix sockets and WebSocket:
 # - a client that drops in the middle of a process's output (having read
-#   some, or having stopped reading) resumes and reads every byte, in order
-#   and without a gap in the seqs: while detached, the process is held (its
-#   output is not read) instead of losing what does not fit the 1 MiB
+#   some, or having stopped reading, or, over WebSocket, with megabytes its
+#   kernel acknowledged and it never read) resumes and reads every byte, in
+#   order and without a gap in the seqs: while detached, the process is held
+#   (its output is not read) instead of losing what does not fit the 1 MiB
 #   retention;
 # - with --detached-output=drop the process runs on and the reader sees a gap
 #   (the old behaviour, kept as an option);
@@ -112,8 +113,15 @@ def resume(srv, sid):
     return c, r
 
 
-def lossless(kind, reading):
-    tag = "%s, %s" % (kind, "read some then dropped" if reading else "stopped reading")
+READ_SOME, NO_READ, DEEP = ("read some then dropped", "stopped reading",
+                             "megabytes unread in the client's kernel")
+
+
+def lossless(kind, how):
+    """A client drops in the middle of the output and resumes. DEEP: one whose
+    kernel holds what it never read when it drops: over TCP its kernel
+    acknowledged it, which is not reading it."""
+    tag = "%s, %s" % (kind, how)
     srv = NetServer(kind)
     if not srv.ready:
         t.not_ok("[%s] server up" % tag, srv.stderr_text())
@@ -126,60 +134,27 @@ def lossless(kind, reading):
         # What the client has taken into its own buffers but not handled
         # when it drops is covered by the last 1 MiB the server keeps
         # (README): this one takes 64 KiB at a time. Its kernel's receive
-        # buffer is left to autotuning (deep_buffer makes it large).
+        # buffer is left to autotuning, or made large.
         a.recv_size = 64 * 1024
+        if how == DEEP and os.geteuid() == 0:
+            # SO_RCVBUFFORCE: past net.core.rmem_max (unprivileged, autotuning may grow it).
+            a.sock.setsockopt(socket.SOL_SOCKET, 33, 8 * 1024 * 1024)
         r = a.start("gen", GEN)
         got, last = bytearray(), 0
-        if reading:
+        if how != NO_READ:
             got, last, gaps = take_notifications(a, "gen", 1000000)
-        else:
-            # It reads nothing: the process is held once 512 KiB wait for it.
+        if how != READ_SOME:
+            # It reads nothing (more): the process is held once 512 KiB wait for it.
             st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= 1)
             t.ok(ok, "[%s] a client that does not read holds its process back" % tag, st)
+        if how == DEEP:
+            unread = struct.unpack("i", fcntl.ioctl(a.sock, termios.FIONREAD, b"\0" * 4))[0]
+            t.diag("[%s] %d bytes in the client's kernel when it drops" % (tag, unread))
         a.drop()
         st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= 1)
         t.ok(ok, "[%s] while detached the process is held, not run on" % tag, st)
         b, r = resume(srv, sid)
         t.ok(r.get("result", {}).get("sessionId") == sid, "[%s] the session resumes" % tag, r)
-        rest, gaps, closed, code = read_rest(b, "gen", last)
-        got += rest
-        t.ok(closed and code == 0 and gaps == 0 and bytes(got) == WANT,
-             "[%s] every byte arrives, in order, no seq missing (%d of %d bytes)"
-             % (tag, len(got), len(WANT)), "gaps %d closed %r code %r" % (gaps, closed, code))
-        b.drop()
-    finally:
-        srv.stop()
-
-
-def deep_buffer(kind):
-    """A client whose kernel holds megabytes it never read when it drops: over
-    TCP its kernel acknowledged them, which is not reading them."""
-    tag = "%s, megabytes unread in the client's kernel" % kind
-    srv = NetServer(kind)
-    if not srv.ready:
-        t.not_ok("[%s] server up" % tag, srv.stderr_text())
-        return
-    try:
-        obs = srv.connect(timeout=10)
-        obs.handshake()
-        a = srv.connect(timeout=10)
-        sid = a.handshake()["sessionId"]
-        a.recv_size = 64 * 1024
-        if os.geteuid() == 0:
-            # SO_RCVBUFFORCE: past net.core.rmem_max (unprivileged, autotuning may grow it).
-            a.sock.setsockopt(socket.SOL_SOCKET, 33, 8 * 1024 * 1024)
-        a.start("gen", GEN)
-        got, last, gaps = take_notifications(a, "gen", 1000000)
-        # It stops reading; the server holds the process once it counts
-        # 512 KiB as not delivered. Whatever the client's kernel took stays unread.
-        st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= 1)
-        t.ok(ok, "[%s] a client that stops reading holds its process back" % tag, st)
-        unread = struct.unpack("i", fcntl.ioctl(a.sock, termios.FIONREAD, b"\0" * 4))[0]
-        t.diag("[%s] %d bytes in the client's kernel when it drops" % (tag, unread))
-        a.drop()
-        st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= 1)
-        t.ok(ok, "[%s] while detached the process is held" % tag, st)
-        b, r = resume(srv, sid)
         rest, gaps, closed, code = read_rest(b, "gen", last)
         got += rest
         t.ok(closed and code == 0 and gaps == 0 and bytes(got) == WANT,
@@ -273,10 +248,8 @@ kinds = ["unix"] + (["ws"] if have_ws() else [])
 if "ws" not in kinds:
     t.skip("[ws] lossless resume", "built without WebSocket support")
 for kind in kinds:
-    for reading in (True, False):
-        t.guard("lossless %s" % kind, lossless, kind, reading)
-    if kind == "ws":
-        t.guard("deep buffer %s" % kind, deep_buffer, kind)
+    for how in (READ_SOME, NO_READ) + ((DEEP,) if kind == "ws" else ()):
+        t.guard("lossless %s" % kind, lossless, kind, how)
     t.guard("lossy %s" % kind, lossy, kind)
     t.guard("released %s" % kind, released, kind)
     t.guard("kept %s" % kind, kept_closed, kind)
