@@ -15,7 +15,7 @@ enum {
 	OPT_BUILTIN,
 };
 
-static const struct cd_cli_opt check_opts[] = {
+const struct cd_cli_opt cd_check_options[] = {
 	{ "help", 'h', false, OPT_HELP },
 	{ "builtin", 0, false, OPT_BUILTIN },
 	{ NULL, 0, false, 0 },
@@ -98,7 +98,7 @@ int cd_cmd_check(int argc, char **argv)
 	const char *arg;
 	bool builtin = false;
 
-	while ((id = cd_cli_next(&a, check_opts, &arg)) > 0) {
+	while ((id = cd_cli_next(&a, cd_check_options, &arg)) > 0) {
 		if (id == OPT_HELP) {
 			check_help();
 			return 0;

@@ -17,7 +17,7 @@ enum {
 	OPT_LIST_PROFILES,
 };
 
-static const struct cd_cli_opt explain_opts[] = {
+const struct cd_cli_opt cd_explain_options[] = {
 	{ "help", 'h', false, OPT_HELP },
 	{ "backend", 0, true, OPT_BACKEND },
 	{ "json", 0, false, OPT_JSON },
@@ -539,7 +539,7 @@ int cd_cmd_explain(int argc, char **argv)
 	const char *arg;
 
 	cd_cli_policy_init(&pol);
-	while ((id = cd_cli_next(&a, explain_opts, &arg)) > 0) {
+	while ((id = cd_cli_next(&a, cd_explain_options, &arg)) > 0) {
 		switch (id) {
 		case OPT_HELP:
 			explain_help();
