@@ -112,6 +112,7 @@ INTEGRATION_TESTS = \
 	tests/integration/cli.sh \
 	tests/integration/check.sh \
 	tests/integration/builtin-profiles.sh \
+	tests/integration/completion.sh \
 	tests/integration/explain.sh \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
