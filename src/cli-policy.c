@@ -331,8 +331,9 @@ void cd_cli_list_profiles(void)
 		struct dirent *de;
 		while ((de = readdir(dir))) {
 			size_t len = strlen(de->d_name);
+			/* Whatever the lookup would open, even if it then refuses it. */
 			if (len <= 5 || !cd_streq(de->d_name + len - 5, ".json") ||
-			    de->d_type == DT_DIR || !plain_name(de->d_name, len - 5))
+			    !plain_name(de->d_name, len - 5))
 				continue;
 			cleanup_free char *name = cd_xstrndup(de->d_name, len - 5);
 			if (listed_has(l, n, name))
