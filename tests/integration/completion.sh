@@ -3,13 +3,15 @@
 # The shell completions (completions/): their option lists are cordon's
 # option tables (`cordon --list-options`), the bash function completes
 # subcommands, options, profile names from the lookup path (the built-ins
-# included) and the values of --network, --backend and the like, and zsh's
-# file parses (zsh -n) where zsh is installed.
+# included) and the values of --network, --backend and the like; zsh's
+# file parses (zsh -n) and fish's completes (complete -C) where those shells
+# are installed.
 . "$(dirname "$0")/../lib/libtest.sh"
 
 SRC=${CD_SRCDIR:?CD_SRCDIR is not set}
 BASH_COMP=$SRC/completions/bash/cordon
 ZSH_COMP=$SRC/completions/zsh/_cordon
+FISH_COMP=$SRC/completions/fish/cordon.fish
 unset CORDON_POLICY_PATH
 cd "$CD_TMP" || exit 1
 
@@ -46,7 +48,47 @@ zsh_list() {
 	' "$ZSH_COMP" | LC_ALL=C sort
 }
 
+# fish_list COMMAND: the options fish offers for COMMAND ("" for cordon's
+# own), from the lines whose condition names it: -r or -x takes a value,
+# "# [=]" marks an optional one.
+fish_list() {
+	awk -v want="$1" '
+	/^complete -c cordon / {
+		line = $0
+		if (!match(line, /-n (\x27[^\x27]*\x27|[^ ]+)/))
+			next
+		cond = substr(line, RSTART + 3, RLENGTH - 3)
+		gsub(/\x27/, "", cond)
+		n = split(cond, parts, /; (and|or) /)
+		hit = 0
+		for (i = 1; i <= n; i++) {
+			k = split(parts[i], w, " ")
+			if (w[1] == "__cordon_run_options" && want == "run")
+				hit = 1
+			if (w[1] == "__cordon_cmd" && k == 1 && want == "")
+				hit = 1
+			if (w[1] == "__cordon_cmd")
+				for (j = 2; j <= k; j++)
+					if (w[j] == want)
+						hit = 1
+		}
+		if (!hit)
+			next
+		arg = ""
+		if (line ~ / -[rx]( |$)/)
+			arg = "="
+		if (line ~ /# \[=\]$/)
+			arg = "[=]"
+		if (match(line, / -l [A-Za-z0-9-]+/))
+			print "--" substr(line, RSTART + 4, RLENGTH - 4) arg
+		if (match(line, / -s [A-Za-z]/))
+			print "-" substr(line, RSTART + 4, 1) arg
+	}' "$FISH_COMP" | LC_ALL=C sort
+}
+
 "$CORDON" --list-options | grep '^-' | LC_ALL=C sort >"$CD_TMP/want"
+fish_list "" >"$CD_TMP/got"
+check "fish: cordon's own options are the table's" diff "$CD_TMP/want" "$CD_TMP/got"
 bash_list _cordon_options_main >"$CD_TMP/got"
 check "bash: cordon's own options are the table's" diff "$CD_TMP/want" "$CD_TMP/got"
 zsh_list main_opts >"$CD_TMP/got"
@@ -64,7 +106,17 @@ for cmd in run explain probe check serve; do
 	check "bash: the options of $cmd are its table's" diff "$CD_TMP/want" "$CD_TMP/got"
 	zsh_list "${cmd}_opts" >"$CD_TMP/got"
 	check "zsh: the options of $cmd are its table's" diff "$CD_TMP/want" "$CD_TMP/got"
+	fish_list "$cmd" >"$CD_TMP/got"
+	check "fish: the options of $cmd are its table's" diff "$CD_TMP/want" "$CD_TMP/got"
 done
+"$CORDON" --list-options run | sed -n 's/^--\(.*\)=$/\1/p' | LC_ALL=C sort >"$CD_TMP/want"
+sed -n 's/^set -g __cordon_run_value_options //p' "$FISH_COMP" | tr ' ' '\n' | LC_ALL=C sort >"$CD_TMP/got"
+check "fish: the run options that take a value are the table's" diff "$CD_TMP/want" "$CD_TMP/got"
+for c in $("$CORDON" --list-options | grep -v '^-'); do
+	grep -q "^complete -c cordon -n __cordon_cmd -a $c " "$FISH_COMP" ||
+		echo "$c" >>"$CD_TMP/fishcmds"
+done
+assert "fish: every subcommand is offered" test ! -s "$CD_TMP/fishcmds"
 expect_exit "cordon --list-options with an unknown command: 2" 2 "$CORDON" --list-options nope
 
 # ---- the bash function ----
@@ -159,6 +211,39 @@ if command -v zsh >/dev/null 2>&1; then
 else
 	skip "zsh -n parses completions/zsh/_cordon" "zsh is not installed (apt-get install zsh)"
 	skip "completions/zsh/_cordon starts with #compdef cordon" "zsh is not installed"
+fi
+
+# ---- fish ----
+if command -v fish >/dev/null 2>&1; then
+	check "fish -n parses completions/fish/cordon.fish" fish -n "$FISH_COMP"
+	# fish_completes "desc" LINE WORD...: fish's candidates for LINE, without descriptions.
+	fish_completes() {
+		cd_desc=$1
+		cd_line=$2
+		shift 2
+		cd_out=$(PATH=$(dirname "$CORDON"):$PATH fish --no-config -c \
+			'source $argv[1]; complete -C $argv[2]' "$FISH_COMP" "$cd_line" 2>&1 |
+			cut -f1 | LC_ALL=C sort)
+		cd_want=$(printf '%s\n' "$@" | LC_ALL=C sort)
+		if [ "$cd_out" = "$cd_want" ]; then
+			ok "$cd_desc"
+		else
+			not_ok "$cd_desc"
+			diag "line: '$cd_line'"
+			diag "expected: $(echo $cd_want)"
+			diag "got: $(echo $cd_out)"
+		fi
+	}
+	fish_completes "fish: subcommands" "cordon " check explain probe run serve
+	fish_completes "fish: --network values" "cordon explain --network " enabled managed restricted
+	# shellcheck disable=SC2086 # one name a line
+	fish_completes "fish: --profile names (built-ins)" "cordon run --profile r" \
+		$(printf '%s\n' $names | grep '^r')
+	fish_completes "fish: run's options before the command" "cordon run -q --cl" --clear-env
+	fish_completes "fish: none of cordon's options after the command" "cordon run ls --cl"
+	fish_completes "fish: check --builtin" "cordon check --bu" --builtin
+else
+	skip "fish -n parses completions/fish/cordon.fish" "fish is not installed (apt-get install fish)"
 fi
 
 done_testing
