@@ -20,10 +20,10 @@
 
 const char cd_cli_policy_help[] =
 	"Policy options:\n"
-	"  --profile NAME|FILE     profile name (NAME.json in $CORDON_POLICY_PATH,\n"
-	"                          " CD_SYSCONF_POLICYDIR ", " CD_POLICYDIR ",\n"
-	"                          then the built-in profiles) or a policy file;\n"
-	"                          default: read-only\n"
+	"  --profile NAME|FILE     a profile name, looked up as NAME.json in\n"
+	"                          $CORDON_POLICY_PATH, " CD_SYSCONF_POLICYDIR ",\n"
+	"                          " CD_POLICYDIR ", then among the built-in\n"
+	"                          profiles; or a policy file; default: read-only\n"
 	"  --workspace-root DIR    what :workspace_roots binds to (repeatable)\n"
 	"  --cwd DIR               the command's working directory (default: current)\n"
 	"  --allow-read PATH       add a read entry (absolute or :root, :minimal,\n"
