@@ -20,6 +20,11 @@
  * without a cgroup, and with a private /tmp; and, with CORDON_BASELINE set
  * to another build's cordon, that build's workspace-write run.
  *
+ * workspace-write and read-only are also timed with CORDON_POLICY_PATH
+ * empty: the profile then comes from $(sysconfdir) or $(datadir) when
+ * installed there, else from the copy built into cordon, so on a tree not
+ * installed that is what parsing the built-in costs beside reading the file.
+ *
  * Usage: bench-spawn CORDON POLICYDIR [FLOOR [FLOOR-MUSL]]
  *        (BENCH_N overrides the run count)
  */
@@ -166,7 +171,7 @@ int main(int argc, char **argv)
 {
 	char ws_template[PATH_MAX], bwrap[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
-	struct config cfg[14];
+	struct config cfg[16];
 	size_t n_cfg = 0, i, round;
 	unsigned long n;
 	char *cordon, *ws;
@@ -239,6 +244,15 @@ int main(int argc, char **argv)
 				     NULL });
 	set_argv(&cfg[n_cfg++], "cordon read-only",
 		 (char *[]){ cordon, "run", "--profile", "read-only", "--", "/bin/true", NULL });
+	/* The same two without CORDON_POLICY_PATH: the built-ins (unless installed). */
+	char **nopath_env = env_with("CORDON_POLICY_PATH=");
+	set_argv(&cfg[n_cfg++], "cordon ww, no policy path",
+		 (char *[]){ cordon, "run", "--profile", "workspace-write", "--workspace-root", ws,
+			     "--cwd", ws, "--", "/bin/true", NULL });
+	cfg[n_cfg - 1].envp = nopath_env;
+	set_argv(&cfg[n_cfg++], "cordon ro, no policy path",
+		 (char *[]){ cordon, "run", "--profile", "read-only", "--", "/bin/true", NULL });
+	cfg[n_cfg - 1].envp = nopath_env;
 	set_argv(&cfg[n_cfg++], "cordon full-access",
 		 (char *[]){ cordon, "run", "--profile", "full-access", "--", "/bin/true", NULL });
 	if (argc > 3)
@@ -290,7 +304,7 @@ int main(int argc, char **argv)
 	 * scheduler state, which skewed the one after plain /bin/true by
 	 * 0.3 ms here.
 	 */
-	size_t order[14];
+	size_t order[16];
 	unsigned long long seed = 88172645463325252ULL;
 	for (i = 0; i < n_cfg; i++)
 		order[i] = i;
@@ -344,6 +358,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < n_cfg; i++)
 		free(cfg[i].samples);
 	free(nocg_env);
+	free(nopath_env);
 	bench_rm_tree("bench-spawn", ws);
 	if (ws_out)
 		bench_rm_tree("bench-spawn", ws_out);

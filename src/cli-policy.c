@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "builtin-profiles.h"
 #include "cli-policy.h"
 #include "core/glob.h"
 #include "sandbox/backend.h"
@@ -16,9 +20,10 @@
 
 const char cd_cli_policy_help[] =
 	"Policy options:\n"
-	"  --profile NAME|FILE     profile name (NAME.json in $CORDON_POLICY_PATH,\n"
-	"                          " CD_SYSCONF_POLICYDIR ", " CD_POLICYDIR ")\n"
-	"                          or a policy file; default: read-only\n"
+	"  --profile NAME|FILE     a profile name, looked up as NAME.json in\n"
+	"                          $CORDON_POLICY_PATH, " CD_SYSCONF_POLICYDIR ",\n"
+	"                          " CD_POLICYDIR ", then among the built-in\n"
+	"                          profiles; or a policy file; default: read-only\n"
 	"  --workspace-root DIR    what :workspace_roots binds to (repeatable)\n"
 	"  --cwd DIR               the command's working directory (default: current)\n"
 	"  --allow-read PATH       add a read entry (absolute or :root, :minimal,\n"
@@ -238,10 +243,130 @@ static int try_profile_dir(struct cd_cli_bound *b, const char *dir, const char *
 	return r;
 }
 
+/* Parse a profile's text; origin names it ("built-in" or the file) in b->profile. */
+static int parse_profile(struct cd_cli_bound *b, const char *text, size_t len, const char *origin)
+{
+	struct cd_parse_error perr = { 0 };
+	int r = cd_profile_parse_file_text(text, len, origin, &b->profile, &perr);
+	if (r < 0) {
+		struct cd_strbuf sb = { 0 };
+		cd_strbuf_append(&sb, origin);
+		if (perr.line)
+			cd_strbuf_printf(&sb, ":%u:%u", perr.line, perr.col);
+		cd_strbuf_printf(&sb, ": error: %s", perr.msg ? perr.msg : strerror(-r));
+		if (perr.path && *perr.path)
+			cd_strbuf_printf(&sb, " (at %s)", perr.path);
+		cd_parse_error_done(&perr);
+		return refuse(b, cd_strbuf_steal(&sb));
+	}
+	return CD_BIND_OK;
+}
+
+const struct cd_builtin_profile *cd_builtin_profile_find(const char *name)
+{
+	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++)
+		if (cd_streq(bp->name, name))
+			return bp;
+	return NULL;
+}
+
+char **cd_cli_profile_dirs(void)
+{
+	char **dirs = NULL;
+	size_t n = 0;
+	const char *env = getenv("CORDON_POLICY_PATH");
+
+	/* Empty elements of $CORDON_POLICY_PATH are skipped (no "current directory"). */
+	for (const char *p = env; p && *p;) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > 0)
+			cd_strv_append_take(&dirs, &n, cd_xstrndup(p, len));
+		p = end ? end + 1 : p + len;
+	}
+	cd_strv_append_take(&dirs, &n, cd_xstrdup(CD_SYSCONF_POLICYDIR));
+	cd_strv_append_take(&dirs, &n, cd_xstrdup(CD_POLICYDIR));
+	return dirs;
+}
+
+struct listed {
+	char *name;   /* owned */
+	char *origin; /* owned */
+};
+
+static int listed_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct listed *)a)->name, ((const struct listed *)b)->name);
+}
+
+static bool listed_has(const struct listed *l, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cd_streq(l[i].name, name))
+			return true;
+	return false;
+}
+
+static bool plain_name(const char *s, size_t n)
+{
+	if (n == 0 || s[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+void cd_cli_list_profiles(void)
+{
+	struct listed *l = NULL;
+	size_t n = 0;
+	char **dirs = cd_cli_profile_dirs();
+
+	for (char **d = dirs; *d; d++) {
+		DIR *dir = opendir(*d);
+		if (!dir)
+			continue;
+		/* Each directory's names in their order, so that the first wins. */
+		struct dirent *de;
+		while ((de = readdir(dir))) {
+			size_t len = strlen(de->d_name);
+			/* Whatever the lookup would open, even if it then refuses it. */
+			if (len <= 5 || !cd_streq(de->d_name + len - 5, ".json") ||
+			    !plain_name(de->d_name, len - 5))
+				continue;
+			cleanup_free char *name = cd_xstrndup(de->d_name, len - 5);
+			if (listed_has(l, n, name))
+				continue;
+			l = cd_xreallocarray(l, n + 1, sizeof(*l));
+			l[n].origin = cd_xasprintf("%s/%s", *d, de->d_name);
+			l[n++].name = cd_steal_pointer(&name);
+		}
+		closedir(dir);
+	}
+	cd_strv_free(dirs);
+	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++) {
+		if (listed_has(l, n, bp->name))
+			continue;
+		l = cd_xreallocarray(l, n + 1, sizeof(*l));
+		l[n].name = cd_xstrdup(bp->name);
+		l[n++].origin = cd_xstrdup(CD_BUILTIN_ORIGIN);
+	}
+	if (n)
+		qsort(l, n, sizeof(*l), listed_cmp);
+	for (size_t i = 0; i < n; i++) {
+		printf("%s\t%s\n", l[i].name, l[i].origin);
+		free(l[i].name);
+		free(l[i].origin);
+	}
+	free(l);
+}
+
 static int load_profile(struct cd_cli_bound *b, const char *arg)
 {
 	cleanup_free char *text = NULL;
 	size_t len = 0;
+	const char *origin;
 	int r;
 
 	b->profile_name = arg;
@@ -254,54 +379,49 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
 		if (r < 0)
 			return refuse(
 				b, cd_xasprintf("cannot read profile '%s': %s", arg, strerror(-r)));
+		origin = b->profile_path;
 	} else {
 		if (arg[0] == '.' || !*arg)
 			return refuse(b, cd_xasprintf("no such profile '%s'", arg));
-		struct cd_strbuf searched = { 0 };
+		/*
+		 * The directories first, in order, so that an admin's or a
+		 * user's NAME.json replaces the built-in NAME; a file that is
+		 * there but cannot be read is refused, never passed over.
+		 */
+		char **dirs = cd_cli_profile_dirs();
 		r = -ENOENT;
-		const char *env = getenv("CORDON_POLICY_PATH");
-		for (const char *p = env; p && *p && r == -ENOENT;) {
-			const char *end = strchr(p, ':');
-			size_t n = end ? (size_t)(end - p) : strlen(p);
-			if (n > 0) {
-				cleanup_free char *dir = cd_xstrndup(p, n);
-				r = try_profile_dir(b, dir, arg, &text, &len);
-				cd_strbuf_printf(&searched, "%s%s", searched.len ? ", " : "", dir);
-			}
-			p = end ? end + 1 : p + n;
-		}
-		static const char *const dirs[] = { CD_SYSCONF_POLICYDIR, CD_POLICYDIR };
-		for (size_t i = 0; i < CD_ARRAY_SIZE(dirs) && r == -ENOENT; i++) {
-			r = try_profile_dir(b, dirs[i], arg, &text, &len);
-			cd_strbuf_printf(&searched, "%s%s", searched.len ? ", " : "", dirs[i]);
-		}
+		for (char **d = dirs; *d && r == -ENOENT; d++)
+			r = try_profile_dir(b, *d, arg, &text, &len);
 		if (r == -ENOENT) {
+			const struct cd_builtin_profile *bp = cd_builtin_profile_find(arg);
+			if (bp) {
+				/* Parsed in place: the text is the binary's own. */
+				b->profile_path = cd_xstrdup(CD_BUILTIN_ORIGIN);
+				cd_strv_free(dirs);
+				return parse_profile(b, bp->text, bp->len, CD_BUILTIN_ORIGIN);
+			}
+			struct cd_strbuf sb = { 0 };
+			for (char **d = dirs; *d; d++)
+				cd_strbuf_printf(&sb, "%s, ", *d);
+			cd_strbuf_append(&sb, "then the built-in profiles:");
+			for (const struct cd_builtin_profile *p = cd_builtin_profiles; p->name; p++)
+				cd_strbuf_printf(&sb, "%s %s", p == cd_builtin_profiles ? "" : ",",
+						 p->name);
 			char *msg =
 				cd_xasprintf("no such profile '%s' (searched %s); give a policy "
-					     "file path or install %s.json in one of these",
-					     arg, searched.buf ? searched.buf : "nothing", arg);
-			cd_strbuf_done(&searched);
+					     "file path or install %s.json in one of these "
+					     "directories",
+					     arg, sb.buf, arg);
+			cd_strbuf_done(&sb);
+			cd_strv_free(dirs);
 			return refuse(b, msg);
 		}
-		cd_strbuf_done(&searched);
+		cd_strv_free(dirs);
 		if (r < 0)
 			return CD_BIND_REFUSED;
+		origin = b->profile_path;
 	}
-
-	struct cd_parse_error perr = { 0 };
-	r = cd_profile_parse_file_text(text, len, b->profile_path, &b->profile, &perr);
-	if (r < 0) {
-		struct cd_strbuf sb = { 0 };
-		cd_strbuf_append(&sb, b->profile_path);
-		if (perr.line)
-			cd_strbuf_printf(&sb, ":%u:%u", perr.line, perr.col);
-		cd_strbuf_printf(&sb, ": error: %s", perr.msg ? perr.msg : strerror(-r));
-		if (perr.path && *perr.path)
-			cd_strbuf_printf(&sb, " (at %s)", perr.path);
-		cd_parse_error_done(&perr);
-		return refuse(b, cd_strbuf_steal(&sb));
-	}
-	return CD_BIND_OK;
+	return parse_profile(b, text, len, origin);
 }
 
 /*

@@ -95,6 +95,24 @@ void cd_cli_policy_done(struct cd_cli_policy *p);
  */
 int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const char *arg);
 
+/*
+ * The directories a profile NAME is looked up in, in order: each element
+ * of $CORDON_POLICY_PATH (colon-separated, empty ones skipped), then
+ * $(sysconfdir)/cordon/policies and $(datadir)/cordon/policies; the
+ * built-in profiles come after them all. Returns a NULL-terminated vector,
+ * malloc()ed and owned by the caller (cd_strv_free).
+ */
+char **cd_cli_profile_dirs(void);
+
+/*
+ * Print every profile NAME that --profile NAME finds, one per line as
+ * "NAME<TAB>ORIGIN" (the file that a lookup would read, or "built-in"),
+ * sorted by name; a name shadowed by an earlier directory is listed once,
+ * with the file that wins. Names with control characters are left out.
+ * Directories that cannot be read are passed over silently.
+ */
+void cd_cli_list_profiles(void);
+
 /* Everything the pipeline produced, as far as it got. All owned. */
 struct cd_cli_bound {
 	char *profile_path;	  /* the file the profile came from */

@@ -49,6 +49,17 @@ void cd_cli_usage_error(const char *cmd, const char *fmt, ...) CD_PRINTF(2, 3);
  * Files larger than max give -EFBIG. *ret is NUL-terminated and malloc'ed. */
 int cd_cli_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
 
+/*
+ * The subcommands' option tables, for cd_cli_next and for
+ * `cordon --list-options COMMAND`, which the shell completions' test
+ * compares with the completions' own lists.
+ */
+extern const struct cd_cli_opt cd_run_options[];
+extern const struct cd_cli_opt cd_explain_options[];
+extern const struct cd_cli_opt cd_probe_options[];
+extern const struct cd_cli_opt cd_check_options[];
+extern const struct cd_cli_opt cd_serve_options[];
+
 int cd_cmd_run(int argc, char **argv);
 int cd_cmd_explain(int argc, char **argv);
 int cd_cmd_probe(int argc, char **argv);

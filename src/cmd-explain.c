@@ -14,12 +14,14 @@ enum {
 	OPT_HELP = 1,
 	OPT_BACKEND,
 	OPT_JSON,
+	OPT_LIST_PROFILES,
 };
 
-static const struct cd_cli_opt explain_opts[] = {
+const struct cd_cli_opt cd_explain_options[] = {
 	{ "help", 'h', false, OPT_HELP },
 	{ "backend", 0, true, OPT_BACKEND },
 	{ "json", 0, false, OPT_JSON },
+	{ "list-profiles", 0, false, OPT_LIST_PROFILES },
 	CD_CLI_POLICY_OPTIONS,
 	{ NULL, 0, false, 0 },
 };
@@ -27,6 +29,7 @@ static const struct cd_cli_opt explain_opts[] = {
 static void explain_help(void)
 {
 	printf("Usage: cordon explain [POLICY OPTIONS] [--backend linux] [--json]\n"
+	       "       cordon explain --list-profiles\n"
 	       "\n"
 	       "Show the bound policy (every path with its access, type and reason) and the\n"
 	       "wrapper the backend would build: Landlock rules, seccomp rules, namespaces,\n"
@@ -37,6 +40,8 @@ static void explain_help(void)
 	       "Explain options:\n"
 	       "  --backend linux         the backend to explain (only linux is built)\n"
 	       "  --json                  one JSON object instead of text\n"
+	       "  --list-profiles         list the profile names --profile finds, each with\n"
+	       "                          the file it comes from or \"built-in\", and exit\n"
 	       "  -h, --help              show this help\n",
 	       cd_cli_policy_help);
 }
@@ -528,13 +533,13 @@ int cd_cmd_explain(int argc, char **argv)
 {
 	struct cd_cli_args a = { .cmd = "explain", .argc = argc, .argv = argv, .i = 1 };
 	struct cd_cli_policy pol;
-	bool json = false;
+	bool json = false, list = false;
 	int ret = CD_EXIT_USAGE;
 	int id;
 	const char *arg;
 
 	cd_cli_policy_init(&pol);
-	while ((id = cd_cli_next(&a, explain_opts, &arg)) > 0) {
+	while ((id = cd_cli_next(&a, cd_explain_options, &arg)) > 0) {
 		switch (id) {
 		case OPT_HELP:
 			explain_help();
@@ -554,6 +559,9 @@ int cd_cmd_explain(int argc, char **argv)
 		case OPT_JSON:
 			json = true;
 			break;
+		case OPT_LIST_PROFILES:
+			list = true;
+			break;
 		default:
 			if (cd_cli_policy_option(&pol, a.cmd, id, arg) < 0)
 				goto out;
@@ -564,6 +572,16 @@ int cd_cmd_explain(int argc, char **argv)
 		goto out;
 	if (a.i < argc) {
 		cd_cli_usage_error(a.cmd, "unexpected argument '%s'", argv[a.i]);
+		goto out;
+	}
+	if (list) {
+		/* Only the lookup path counts: any other option would be ignored, so refuse it. */
+		if (argc != 2) {
+			cd_cli_usage_error(a.cmd, "--list-profiles takes no other option");
+			goto out;
+		}
+		cd_cli_list_profiles();
+		ret = 0;
 		goto out;
 	}
 

@@ -12,7 +12,7 @@ enum {
 	OPT_JSON,
 };
 
-static const struct cd_cli_opt probe_opts[] = {
+const struct cd_cli_opt cd_probe_options[] = {
 	{ "help", 'h', false, OPT_HELP },
 	{ "json", 0, false, OPT_JSON },
 	{ NULL, 0, false, 0 },
@@ -62,7 +62,7 @@ int cd_cmd_probe(int argc, char **argv)
 	int id;
 	const char *arg;
 
-	while ((id = cd_cli_next(&a, probe_opts, &arg)) > 0) {
+	while ((id = cd_cli_next(&a, cd_probe_options, &arg)) > 0) {
 		switch (id) {
 		case OPT_HELP:
 			probe_help();

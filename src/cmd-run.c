@@ -23,7 +23,7 @@ enum {
 	OPT_QUIET,
 };
 
-static const struct cd_cli_opt run_opts[] = {
+const struct cd_cli_opt cd_run_options[] = {
 	{ "help", 'h', false, OPT_HELP },
 	{ "clear-env", 0, false, OPT_CLEAR_ENV },
 	{ "setenv", 0, true, OPT_SETENV },
@@ -212,7 +212,7 @@ int cd_cmd_run(int argc, char **argv)
 	const char *arg;
 
 	cd_cli_policy_init(&pol);
-	while ((id = cd_cli_next(&a, run_opts, &arg)) > 0) {
+	while ((id = cd_cli_next(&a, cd_run_options, &arg)) > 0) {
 		switch (id) {
 		case OPT_HELP:
 			run_help();

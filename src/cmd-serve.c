@@ -46,7 +46,7 @@ enum {
 	OPT_DURABLE_WRITES,
 };
 
-static const struct cd_cli_opt serve_opts[] = {
+const struct cd_cli_opt cd_serve_options[] = {
 	{ "help", 'h', false, OPT_HELP },
 	{ "listen", 0, true, OPT_LISTEN },
 	{ "loop", 0, true, OPT_LOOP },
@@ -599,7 +599,7 @@ int cd_cmd_serve(int argc, char **argv)
 
 	cd_serve_opts_init(&o);
 	cd_cli_policy_init(&pol);
-	while ((id = cd_cli_next(&a, serve_opts, &arg)) > 0) {
+	while ((id = cd_cli_next(&a, cd_serve_options, &arg)) > 0) {
 		switch (id) {
 		case OPT_HELP:
 			serve_help();

@@ -3,7 +3,7 @@ if WITH_JANSSON
 bin_PROGRAMS += cordon
 cordon_common_sources = \
 	src/main.c src/cli.h src/cli-util.c \
-	src/cli-policy.c src/cli-policy.h \
+	src/cli-policy.c src/cli-policy.h src/builtin-profiles.h \
 	src/cmd-run.c src/cmd-explain.c src/cmd-probe.c src/cmd-check.c \
 	src/spawn.c src/spawn.h src/program.c \
 	src/init/init.c src/init/init.h src/init/init-sys.h \
@@ -20,6 +20,7 @@ cordon_common_sources = \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h
 cordon_SOURCES = $(cordon_common_sources)
+nodist_cordon_SOURCES = src/builtin-profiles.c
 cordon_CPPFLAGS = $(AM_CPPFLAGS)
 cordon_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -pthread
 cordon_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS)
@@ -32,6 +33,7 @@ cordon_LDFLAGS = $(AM_LDFLAGS) $(STATIC_LDFLAGS) -pthread
 if WEBSOCKET
 pkglibexec_PROGRAMS += cordon-ws
 cordon_ws_SOURCES = $(cordon_common_sources) src/serve/ws.c
+nodist_cordon_ws_SOURCES = src/builtin-profiles.c
 cordon_ws_CPPFLAGS = $(AM_CPPFLAGS) -DCD_WEBSOCKET
 cordon_ws_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(WS_CFLAGS) -pthread
 cordon_ws_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS) $(WS_LIBS)

@@ -26,10 +26,58 @@ static const char usage[] =
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
+	const struct cd_cli_opt *opts;
 } commands[] = {
-	{ "run", cd_cmd_run },	   { "explain", cd_cmd_explain }, { "probe", cd_cmd_probe },
-	{ "check", cd_cmd_check }, { "serve", cd_cmd_serve },
+	{ "run", cd_cmd_run, cd_run_options },
+	{ "explain", cd_cmd_explain, cd_explain_options },
+	{ "probe", cd_cmd_probe, cd_probe_options },
+	{ "check", cd_cmd_check, cd_check_options },
+	{ "serve", cd_cmd_serve, cd_serve_options },
 };
+
+/* The options of cordon itself, for --list-options. */
+static const struct cd_cli_opt main_options[] = {
+	{ "help", 'h', false, 1 },
+	{ "version", 'V', false, 2 },
+	{ NULL, 0, false, 0 },
+};
+
+/*
+ * `cordon --list-options [COMMAND]`: not for people (so not in --help),
+ * for the shell completions' test, which checks that their option lists
+ * are this table. Without COMMAND, cordon's own options and then the
+ * commands. One word a line: --NAME, --NAME= (takes a value), --NAME[=]
+ * (an optional value, only as --NAME=VALUE), -X, -X= likewise.
+ */
+static int list_options(int argc, char **argv)
+{
+	const struct cd_cli_opt *opts = main_options;
+
+	if (argc > 3) {
+		cd_cli_usage_error(NULL, "--list-options takes at most one command");
+		return CD_EXIT_USAGE;
+	}
+	if (argc == 3) {
+		opts = NULL;
+		for (size_t i = 0; i < CD_ARRAY_SIZE(commands); i++)
+			if (cd_streq(argv[2], commands[i].name))
+				opts = commands[i].opts;
+		if (!opts) {
+			cd_cli_usage_error(NULL, "unknown command '%s'", argv[2]);
+			return CD_EXIT_USAGE;
+		}
+	}
+	for (const struct cd_cli_opt *o = opts; o->name; o++) {
+		const char *arg = o->has_arg == CD_CLI_ARG_OPTIONAL ? "[=]" : o->has_arg ? "=" : "";
+		printf("--%s%s\n", o->name, arg);
+		if (o->short_name)
+			printf("-%c%s\n", o->short_name, arg);
+	}
+	if (argc == 2)
+		for (size_t i = 0; i < CD_ARRAY_SIZE(commands); i++)
+			printf("%s\n", commands[i].name);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -46,6 +94,8 @@ int main(int argc, char **argv)
 		printf("cordon %s\n", PACKAGE_VERSION);
 		return 0;
 	}
+	if (cd_streq(cmd, "--list-options"))
+		return list_options(argc, argv);
 	for (size_t i = 0; i < CD_ARRAY_SIZE(commands); i++)
 		if (cd_streq(cmd, commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

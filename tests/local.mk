@@ -89,6 +89,7 @@ tests_unit_test_proc_LDADD = $(UNIT_LIBS)
 UNIT_TESTS += tests/unit/test-serve
 tests_unit_test_serve_SOURCES = tests/unit/test-serve.c src/serve/intent.c src/serve/intent.h \
 	src/cli-policy.c src/cli-util.c src/shared/log.c src/shared/fd-util.c
+nodist_tests_unit_test_serve_SOURCES = src/builtin-profiles.c
 tests_unit_test_serve_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_serve_LDADD = $(UNIT_LIBS)
 UNIT_TESTS += tests/unit/test-fs-ops
@@ -110,6 +111,8 @@ tests_escape_escape_probe_LDADD = libcdcore.a
 INTEGRATION_TESTS = \
 	tests/integration/cli.sh \
 	tests/integration/check.sh \
+	tests/integration/builtin-profiles.sh \
+	tests/integration/completion.sh \
 	tests/integration/explain.sh \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \

@@ -10,7 +10,8 @@
 . "$(dirname "$0")/../lib/libtest.sh"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-SCRIPTS="run-workspace-write.sh run-profiles.sh run-mask-race.sh run-git-index.sh refusals.sh"
+SCRIPTS="run-workspace-write.sh run-profiles.sh run-mask-race.sh run-git-index.sh refusals.sh \
+	builtin-profiles.sh"
 # The server's guarantees that differ without root (subreapers instead of a pid
 # namespace, a user namespace for sandboxed processes).
 PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-isolation.py serve-fs.py \
