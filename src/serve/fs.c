@@ -1062,7 +1062,8 @@ void cd_fs_server_stop(struct cd_server *s)
 			cd_fs_sandboxed_cancel(&j->sb);
 	}
 	if (s->fs_workq) {
-		(void)cd_workq_free(s->fs_workq, FS_STOP_MS);
+		if (cd_workq_free(s->fs_workq, FS_STOP_MS, "fs") < 0)
+			s->workers_left = true;
 		s->fs_workq = NULL;
 	}
 }

@@ -523,7 +523,8 @@ void cd_start_server_stop(struct cd_server *s)
 	/* Detached first: what its completions do must not find it (cd_server_prep_workq). */
 	struct cd_workq *q = s->prep_workq;
 	s->prep_workq = NULL;
-	(void)cd_workq_free(q, START_STOP_MS);
+	if (cd_workq_free(q, START_STOP_MS, "preparation") < 0)
+		s->workers_left = true;
 }
 
 static void m_start(struct cd_conn *c, const char *id, const struct cd_json *params)

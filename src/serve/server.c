@@ -1010,9 +1010,21 @@ static int open_program(const char *name, struct cd_program *p)
 	return 0;
 }
 
+static bool workers_left;
+
+bool cd_serve_workers_left(void)
+{
+	return workers_left;
+}
+
 int cd_serve(const struct cd_serve_opts *o)
 {
-	struct cd_server srv;
+	/*
+	 * Static, not on this stack: a worker left stuck at shutdown (see
+	 * workers_left below) reads the server's state, and may resume after
+	 * this function returned.
+	 */
+	static struct cd_server srv;
 	sigset_t mask, old;
 	struct sigaction old_act[CD_ARRAY_SIZE(stop_signals)];
 	bool handled[CD_ARRAY_SIZE(stop_signals)] = { false };
@@ -1153,7 +1165,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	/*
 	 * Said once now rather than discovered at each refusal. (No warning
 	 * for a file below a directory the server's user may write, the usual
-	 * place: the pins and cd_server_hidden keep it hidden there.)
+	 * place: the pins and the checks keep it hidden there.)
 	 */
 	if (o->auth_token_file && !srv.host.userns && !srv.host.is_root)
 		cd_log_warn(
@@ -1173,6 +1185,9 @@ int cd_serve(const struct cd_serve_opts *o)
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
 	cd_start_server_stop(&srv);
+	workers_left = srv.workers_left;
+	if (workers_left)
+		cd_testhook_event("server-workers-left");
 
 	/* Every connection is over: abandon the long polls, then end every process. */
 	for (struct cd_conn *c = srv.conns; c; c = c->next)
@@ -1196,6 +1211,24 @@ int cd_serve(const struct cd_serve_opts *o)
 		cd_kill_children();
 	if (stdio && !stdio->freed)
 		cd_conn_final_flush(stdio, 2000);
+	/*
+	 * A worker still stuck in a system call (a hung mount) resumes the
+	 * instant the file system lets go, and reads what its job points to:
+	 * the connections (the descriptor an fs/readFile answer is written
+	 * to), the hidden files' paths and descriptors, the programs, the
+	 * options, this server. From here on nothing is freed or closed (the
+	 * sessions above hold nothing a running job reads): the process's
+	 * exit, right after, releases it all, and the clients see their
+	 * connections end then. Only the signals go back (the socket file
+	 * and the pid file went with cd_listen_stop above).
+	 */
+	if (workers_left) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		for (size_t i = 0; i < CD_ARRAY_SIZE(stop_signals); i++)
+			if (handled[i])
+				(void)sigaction(stop_signals[i], &old_act[i], NULL);
+		return ret;
+	}
 	while (srv.conns) {
 		struct cd_conn *c = srv.conns;
 		if (c != stdio && !c->freed)

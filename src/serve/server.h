@@ -140,6 +140,12 @@ void cd_serve_opts_init(struct cd_serve_opts *o);
  * SIGHUP); the exit code.
  */
 int cd_serve(const struct cd_serve_opts *o);
+/*
+ * After cd_serve: a worker did not stop at shutdown (a system call stuck
+ * on a hung file system) and may still run. The caller must free nothing
+ * it gave cd_serve (the options and what they point to), and exit.
+ */
+bool cd_serve_workers_left(void);
 
 /* SIGHUP was ignored when cordon started (nohup): the server leaves it ignored. */
 bool cd_serve_sighup_ignored(void);
@@ -312,6 +318,11 @@ struct cd_server {
 	int sig_fd;
 	bool adopts_orphans; /* pid 1 or a child subreaper: orphans come to us */
 	bool stopping;	     /* a signal or the end of stdio: the loop quits */
+	/*
+	 * At shutdown, a pool of workers did not stop in time (a job stuck on
+	 * a hung file system; cd_workq_free): nothing is freed from then on.
+	 */
+	bool workers_left;
 	struct cd_watch *sig_watch;
 	struct cd_conn *conns;
 	unsigned n_conns;
