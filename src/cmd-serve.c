@@ -584,6 +584,13 @@ static int parse_loop(const char *s, enum cd_loop_kind *ret)
 	return 0;
 }
 
+/*
+ * The options of a server that left workers running (cd_serve_workers_left):
+ * never freed, and kept here, where a leak checker at exit finds them.
+ */
+static struct cd_cli_policy left_pol;
+static struct cd_serve_opts left_opts;
+
 int cd_cmd_serve(int argc, char **argv)
 {
 	struct cd_cli_args a = { .cmd = "serve", .argc = argc, .argv = argv, .i = 1 };
@@ -871,6 +878,16 @@ int cd_cmd_serve(int argc, char **argv)
 	if (cd_serve_pidns(pidns, &ret) < 0)
 		goto out;
 	ret = cd_serve(&o);
+	if (cd_serve_workers_left()) {
+		/*
+		 * A worker stuck on a hung file system may still read the
+		 * options (o.lopts points into pol): nothing is freed, and
+		 * the process exits now.
+		 */
+		left_pol = pol;
+		left_opts = o;
+		return ret;
+	}
 out:
 	if (o.auth_token)
 		explicit_bzero(o.auth_token, o.auth_token_len);

@@ -131,6 +131,10 @@ struct ns_mount {
 	bool exclusive; /* finish: lock_fd got LOCK_EX, nobody else uses the inode */
 	/* A mask FIFO found here may be adopted: a protected name, or a denied path. */
 	bool adoptable;
+	/* The file that must be at path (cd_mount.has_id): a hidden file of the caller's. */
+	bool has_id;
+	dev_t want_dev;
+	ino_t want_ino;
 };
 
 /*
@@ -684,6 +688,20 @@ static int adopt_mask(struct cd_backend_state *s, struct ns_mount *m)
 
 static int prepare_mask(struct cd_backend_state *s, struct ns_mount *m, char **reterr);
 
+/*
+ * A hidden file (ns_mount.has_id) that is no longer at its path: a mask
+ * there would cover whatever is there now, and leave the file readable
+ * wherever it went. The caller's own check said it was there; this is the
+ * last look, with no path walk but the one the mount needs anyway.
+ */
+static char *hidden_gone(const char *path, const char *why)
+{
+	return cd_xasprintf("namespaces: hidden file '%s' is no longer the file that was "
+			    "hidden (%s): the sandbox is not made, since it could reach the "
+			    "file where it is now",
+			    path, why);
+}
+
 static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *lp,
 			struct ns_mount *m, char **reterr)
 {
@@ -693,6 +711,12 @@ static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *
 	int fd, r;
 
 	fd = open(m->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && m->has_id) {
+		/* Never a mask on the missing name: the file itself is elsewhere now. */
+		r = -errno;
+		*reterr = hidden_gone(m->path, strerror(-r));
+		return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? -ESTALE : r;
+	}
 	if (fd < 0 && errno == ENOENT && (m->op == CD_MOUNT_RO_BIND || m->op == CD_MOUNT_DENY) &&
 	    m->adoptable) {
 		/*
@@ -715,6 +739,10 @@ static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *
 		return r;
 	}
 	close(fd);
+	if (m->has_id && (st.st_dev != m->want_dev || st.st_ino != m->want_ino)) {
+		*reterr = hidden_gone(m->path, "another file is at its path");
+		return -ESTALE;
+	}
 	m->fmt = st.st_mode & S_IFMT;
 	pp = cd_plan_find(lp->plan, m->path);
 	if (m->fmt == S_IFLNK || (pp && !type_matches(pp->type, m->fmt)) ||
@@ -922,6 +950,9 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 		m->op = in->op;
 		m->path = cd_xstrdup(in->path);
 		m->lock_fd = -1;
+		m->has_id = in->has_id;
+		m->want_dev = (dev_t)in->dev;
+		m->want_ino = (ino_t)in->ino;
 		m->adoptable =
 			protected_name(m->path) ||
 			(lp->plan && cd_plan_access(lp->plan, m->path, NULL) == CD_ACCESS_DENY);

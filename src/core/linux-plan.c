@@ -760,9 +760,11 @@ static void push_mount(struct cd_linux_plan *lp, enum cd_mount_op op, const stru
 
 	lp->mounts = cd_grow_pow2(lp->mounts, lp->n_mounts, sizeof(*lp->mounts));
 	m = &lp->mounts[lp->n_mounts++];
-	m->op = op;
-	m->path = pp->path;
-	m->why = pp->why;
+	*m = (struct cd_mount){
+		.op = op,
+		.path = pp->path,
+		.why = pp->why,
+	};
 }
 
 /* Parents first, so a later mount lands on top of (inside) an earlier one. */
@@ -962,7 +964,7 @@ static void pin_above(struct cd_linux_plan *lp, const char *target, bool dirs_ex
 			cd_strv_append_take(&lp->owned, &lp->n_owned, cd_xstrdup(dir));
 			lp->mounts = cd_grow_pow2(lp->mounts, lp->n_mounts, sizeof(*lp->mounts));
 			m = &lp->mounts[lp->n_mounts++];
-			m->op = CD_MOUNT_PIN;
+			*m = (struct cd_mount){ .op = CD_MOUNT_PIN };
 			m->path = lp->owned[lp->n_owned - 1];
 			cd_strv_append_take(&lp->owned, &lp->n_owned,
 					    cd_xasprintf("inside writable %s: pinned so that it "
@@ -1043,7 +1045,14 @@ static int add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host
 				 cd_path_is_beneath(h->path, m->path))
 				covered = true; /* the mask of a denied directory hides it whole */
 		}
-		if (covered || (same && same->op == CD_MOUNT_DENY))
+		if (same && same->op == CD_MOUNT_DENY) {
+			/* The plan's own deny mask on that path: on that very file too. */
+			same->has_id = h->has_id;
+			same->dev = h->dev;
+			same->ino = h->ino;
+			continue;
+		}
+		if (covered)
 			continue;
 		if (!host->userns && !host->is_root)
 			why_not = "user namespaces are unavailable: there is no mount namespace to "
@@ -1079,6 +1088,9 @@ static int add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host
 			same->op = CD_MOUNT_DENY;
 			same->path = path;
 			same->why = why;
+			same->has_id = h->has_id;
+			same->dev = h->dev;
+			same->ino = h->ino;
 			mix_stale(lp);
 		} else {
 			lp->mounts = cd_grow_pow2(lp->mounts, lp->n_mounts, sizeof(*lp->mounts));
@@ -1086,6 +1098,9 @@ static int add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host
 				.op = CD_MOUNT_DENY,
 				.path = path,
 				.why = why,
+				.has_id = h->has_id,
+				.dev = h->dev,
+				.ino = h->ino,
 			};
 		}
 		/* The file exists (cd_linux_opts.hidden): so does every directory above it. */

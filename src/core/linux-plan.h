@@ -90,6 +90,15 @@ struct cd_hidden_path {
 	 * hidden and the plan lets the sandbox read it, the plan is refused.
 	 */
 	bool required;
+	/*
+	 * The very file (its st_dev and st_ino as the caller found it, with no
+	 * path walk since): the deny mask over it carries them (cd_mount.id),
+	 * and the spawner refuses the sandbox when another file is at the path
+	 * by then (replaced, or moved away), so a check the caller made
+	 * earlier cannot be outrun. has_id false: whatever is at the path.
+	 */
+	bool has_id;
+	unsigned long long dev, ino;
 };
 
 struct cd_linux_opts {
@@ -291,6 +300,13 @@ struct cd_mount {
 	enum cd_mount_op op;
 	const char *path; /* borrowed from the plan (pins: from the linux plan) */
 	const char *why;  /* borrowed */
+	/*
+	 * CD_MOUNT_DENY of a hidden file (cd_hidden_path.has_id): the mount
+	 * goes on that very file (st_dev, st_ino) or the sandbox is refused
+	 * with -ESTALE, whatever is at the path by the time it is made.
+	 */
+	bool has_id;
+	unsigned long long dev, ino;
 };
 
 struct cd_linux_plan {

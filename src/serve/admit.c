@@ -214,8 +214,10 @@ void cd_admit_stop(struct cd_server *s)
 	a->stopping = true;
 	atomic_store(&a->cancel, true);
 	/* The look notices the cancel at its next 256 descriptors. */
-	if (a->q && cd_workq_free(a->q, 5000) < 0)
-		return; /* still running: left to the process's exit */
+	if (a->q && cd_workq_free(a->q, 5000, "admission") < 0) {
+		s->workers_left = true; /* still running: left to the process's exit */
+		return;
+	}
 	for (struct request *r = a->waiting, *next; r; r = next) {
 		next = r->next;
 		free(r);

@@ -228,9 +228,12 @@ struct fs_job {
 	const struct cd_json *b64;
 	size_t bytes; /* the data it holds, for the queue's cap */
 	const struct cd_linux_host *host;
-	const struct cd_server *server; /* with a sandbox: its hidden files are checked again */
+	const struct cd_server *server; /* with a sandbox: its hidden files are checked */
 	struct cd_linux_opts lopts;
 	struct cd_hidden_path hidden[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
+	/* The check's findings (cd_server_hidden_check's ret_why), for the loop to log. */
+	bool hidden_checked;
+	const char *hidden_why[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
 	struct cd_cli_bound b;
 	const struct cd_linux_plan *lp;
 	char hid[FS_MAX_HANDLE_ID]; /* fs/open: the handle's id */
@@ -621,6 +624,26 @@ static void stream_answer(struct fs_job *j)
 	}
 }
 
+/*
+ * On a worker, right before the helper's sandbox is made: the server's
+ * hidden files (cd_server_hidden_check), here because the check walks
+ * their paths, which a hung mount holds, and never on the loop. The
+ * request may have waited long behind others, and a hidden file replaced
+ * meanwhile would be masked at its path while the file itself sits
+ * elsewhere, readable; the spawner closes the rest of the window
+ * (cd_hidden_path.has_id). 0, or -ESTALE with the answer set.
+ */
+static int hidden_refused(struct fs_job *j)
+{
+	char *err = NULL;
+	j->hidden_checked = true;
+	if (cd_server_hidden_check(j->server, j->hidden_why, &err) == 0)
+		return 0;
+	cd_fs_res_error(&j->r, CD_RPC_INVALID_PARAMS, "%s", err);
+	free(err);
+	return -ESTALE;
+}
+
 /* On a worker. */
 static void job_run(struct cd_work *w)
 {
@@ -645,20 +668,11 @@ static void job_run(struct cd_work *w)
 		j->msg = cd_json_free(j->msg);
 		j->q.sandboxed = j->lp != NULL;
 		j->sb.lp = j->lp;
-		char *err = NULL;
 		if (refused) {
 			;
-		} else if (j->lp && cd_server_hidden_intact(j->server, &err) < 0) {
-			/*
-			 * Checked again right before the helper's sandbox is made:
-			 * the request may have waited long behind others, and a
-			 * hidden file replaced meanwhile would be masked at its
-			 * path while the file itself sits elsewhere, readable.
-			 */
-			cd_fs_res_error(&j->r, CD_RPC_INVALID_PARAMS, "%s", err);
-			free(err);
 		} else if (j->lp) {
-			cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
+			if (hidden_refused(j) == 0)
+				cd_fs_run_sandboxed(&j->sb, &j->q, &j->r);
 		} else {
 			cd_fs_do(&j->q, &j->r);
 		}
@@ -768,6 +782,10 @@ static void job_done(struct cd_work *w)
 	struct fs_job *j = (struct fs_job *)w;
 	struct cd_conn *c = j->conn;
 	running_remove(j);
+	if (w->ran && j->hidden_checked) {
+		cd_server_hidden_note(c ? c->server : (struct cd_server *)j->server, j->hidden_why);
+		j->hidden_checked = false; /* once: a parked job completes again */
+	}
 	if (!c) {
 		job_free_event(j, w->ran ? "fs-done" : "fs-dropped");
 		return;
@@ -946,14 +964,7 @@ static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q,
 {
 	struct cd_server *s = c->server;
 	const struct cd_json *sandbox = cd_json_get(params, "sandbox");
-	char *err = NULL;
-	/* A few lstat and realpath of the server's own files: on the loop, as before binding did. */
-	if (sandbox && sandbox->type != CD_JSON_NULL && cd_server_hidden(s, &err) < 0) {
-		cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
-		free(err);
-		cd_fs_req_done(q);
-		return;
-	}
+	/* The server's hidden files are checked on the worker (job_run), not here. */
 	struct fs_job *j = job_new(c, id);
 	j->q = *q;
 	memset(q, 0, sizeof(*q));
@@ -1051,7 +1062,8 @@ void cd_fs_server_stop(struct cd_server *s)
 			cd_fs_sandboxed_cancel(&j->sb);
 	}
 	if (s->fs_workq) {
-		(void)cd_workq_free(s->fs_workq, FS_STOP_MS);
+		if (cd_workq_free(s->fs_workq, FS_STOP_MS, "fs") < 0)
+			s->workers_left = true;
 		s->fs_workq = NULL;
 	}
 }

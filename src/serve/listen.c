@@ -46,7 +46,7 @@
  * (SO_PEERCRED) must be our uid, or a member of the configured group, and
  * a peer of our uid must not be a process inside a sandbox (sandboxes.h).
  * Our sandboxes do not even see the socket: their plans mask its path
- * (cd_server_hidden). A socket file left behind by a server that died is
+ * (cd_server_hidden_check). A socket file left behind by a server that died is
  * replaced; one that a live server still answers on is not.
  */
 

@@ -312,13 +312,17 @@ struct cd_start {
 	char **argv, *cwd, *arg0;
 	bool tty, pipe_stdin, enforce, has_sandbox;
 	struct cd_limits asked; /* params.cordon.limits */
-	/* The server's options with their own copy of the hidden files (see cd_server_hidden). */
+	/* The server's options with their own copy of the hidden files (cd_server_hidden_check). */
 	struct cd_linux_opts lopts;
 	struct cd_hidden_path hidden[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
+	char *hook_key; /* owned: CORDON_TEST_HOLD=process/start holds it (testhook.h) */
 	/* The worker's results. */
 	char **envp;
 	struct cd_cli_bound b;
-	char *err;	       /* a refusal: -32602 */
+	char *err; /* a refusal: -32602 */
+	/* The hidden files looked at (cd_server_hidden_check's ret_why), for the loop to log. */
+	bool hidden_checked;
+	const char *hidden_why[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
 	struct cd_start *next; /* starts_running */
 };
 
@@ -342,6 +346,7 @@ static void start_free(struct cd_start *st)
 	free(st->id);
 	free(st->gone_why);
 	free(st->err);
+	free(st->hook_key);
 	free(st);
 }
 
@@ -401,6 +406,30 @@ static void start_run(struct cd_work *w)
 		return;
 	touch(st->cwd);
 	touch_program(st->argv[0], st->envp);
+	/*
+	 * The server's hidden files, last, right before the start goes back
+	 * to the loop: the preparation may have taken long (a client can make
+	 * it), and a hidden file replaced meanwhile would be masked at its
+	 * path while the file itself sits elsewhere, readable. Here, not on
+	 * the loop: the check walks their paths (realpath, lstat), which a
+	 * hung mount holds, and the loop must answer every other client
+	 * meanwhile. What is left between here and the spawn, the spawner
+	 * closes without a walk of its own: the deny mask must go on the very
+	 * file found at start (cd_hidden_path.has_id), checked on the
+	 * descriptor it opens at the path for the mount anyway, and again by
+	 * the child in its namespace. (Doing it all in the child instead
+	 * would hold the loop, which waits for the child's exec, on a hung
+	 * mount.)
+	 */
+	if (st->has_sandbox) {
+		st->hidden_checked = true;
+		if (cd_server_hidden_check(s, st->hidden_why, &st->err) < 0)
+			return;
+	}
+	if (st->hook_key) {
+		static const atomic_bool never = false;
+		cd_testhook_hold(st->hook_key, "process/start", &never);
+	}
 }
 
 /* On the loop: spawn and answer, or answer the refusal; then the requests behind it. */
@@ -426,15 +455,9 @@ static void start_done(struct cd_work *w)
 	} else if (st->err) {
 		err = st->err;
 		st->err = NULL;
-	} else if (st->has_sandbox && cd_server_hidden(s, &err) < 0) {
-		/*
-		 * Again, right before the sandbox is made: the preparation may
-		 * have taken long (a client can make it), and a hidden file
-		 * replaced meanwhile would be masked at its path while the file
-		 * itself sits elsewhere, readable.
-		 */
-		code = CD_RPC_INVALID_PARAMS;
 	}
+	if (w->ran && st->hidden_checked)
+		cd_server_hidden_note(s, st->hidden_why);
 	if (err) {
 		if (e)
 			cd_session_unreserve(e);
@@ -500,7 +523,8 @@ void cd_start_server_stop(struct cd_server *s)
 	/* Detached first: what its completions do must not find it (cd_server_prep_workq). */
 	struct cd_workq *q = s->prep_workq;
 	s->prep_workq = NULL;
-	(void)cd_workq_free(q, START_STOP_MS);
+	if (cd_workq_free(q, START_STOP_MS, "preparation") < 0)
+		s->workers_left = true;
 }
 
 static void m_start(struct cd_conn *c, const char *id, const struct cd_json *params)
@@ -578,10 +602,6 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 					     s->opts.max_processes));
 		goto out;
 	}
-	/* A few lstat and realpath of the server's own files: on the loop, before the id is taken. */
-	if (sandbox && cd_server_hidden(s, &err) < 0)
-		goto invalid;
-
 	struct cd_start *st = cd_xcalloc(1, sizeof(*st));
 	st->server = s;
 	st->id = cd_xstrdup(id);
@@ -606,6 +626,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	st->lopts.hidden = st->hidden;
 	st->work.run = start_run;
 	st->work.done = start_done;
+	if (cd_testhook_holds("process/start"))
+		st->hook_key = cd_xasprintf("conn=%lu id=%s", c->serial, id);
 
 	st->entry = cd_session_reserve(se, pid->u.str.s, pid->u.str.len);
 	st->entry->starting = st;

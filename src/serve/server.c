@@ -792,7 +792,7 @@ static char *build_env_info(void)
  * the file, wherever a symlink on the way points; a socket, ours, is no
  * symlink itself: only its directory is resolved) if it is a socket or a
  * regular file, with an O_PATH descriptor of the file: while it is open the
- * file's inode number cannot go to another file, so that cd_server_hidden
+ * file's inode number cannot go to another file, so that cd_server_hidden_check
  * can tell the very file from anything put in its place later. One that
  * cannot be found is left out with a warning: a sandbox can reach only
  * what exists.
@@ -834,6 +834,9 @@ static void hide_file(struct cd_server *s, const char *path, bool is_socket, con
 		.path = canon,
 		.why = why,
 		.required = !is_socket,
+		.has_id = true,
+		.dev = (unsigned long long)st.st_dev,
+		.ino = (unsigned long long)st.st_ino,
 	};
 	s->hidden_fd[s->n_hidden] = fd;
 	s->n_hidden++;
@@ -864,62 +867,52 @@ static const char *hidden_moved(const struct cd_server *s, size_t i)
 	return NULL;
 }
 
-int cd_server_hidden(struct cd_server *s, char **reterr)
+static char *hidden_refusal(const struct cd_server *s, size_t i, const char *why)
 {
-	const char *lost = NULL;
-	size_t which = 0;
+	return cd_xasprintf("%s '%s' is no longer the file the server started with (%s): "
+			    "sandboxed requests are refused until it is back (a sandbox could "
+			    "reach it where it is now); move it back, or restart the server",
+			    s->hidden[i].why, s->hidden[i].path, why);
+}
+
+int cd_server_hidden_check(const struct cd_server *s, const char **ret_why, char **reterr)
+{
+	int r = 0;
 
 	/*
 	 * A hidden file that is no longer at its path cannot be masked there,
 	 * and masking whatever is there now would leave the file itself
 	 * readable wherever it went (in /tmp, say, which a sandbox may list):
-	 * no sandbox is made until it is back. Each change is logged once.
+	 * no sandbox is made until it is back. Only what hide_file set and
+	 * never changes is read: any thread may call this.
 	 */
 	for (size_t i = 0; i < s->n_hidden; i++) {
 		const char *why = hidden_moved(s, i);
-		if (why && !s->hidden_lost[i])
+		if (ret_why)
+			ret_why[i] = why;
+		if (why && r == 0) {
+			*reterr = hidden_refusal(s, i, why);
+			r = -ESTALE;
+		}
+	}
+	return r;
+}
+
+void cd_server_hidden_note(struct cd_server *s, const char *const *why)
+{
+	for (size_t i = 0; i < s->n_hidden; i++) {
+		if (why[i] && !s->hidden_lost[i])
 			cd_log_error("serve: %s '%s' is no longer the file the server started with "
 				     "(%s): refusing every sandboxed request until it is back, "
 				     "since a sandbox could reach it where it is now; move it "
 				     "back, or restart the server",
-				     s->hidden[i].why, s->hidden[i].path, why);
-		else if (!why && s->hidden_lost[i])
+				     s->hidden[i].why, s->hidden[i].path, why[i]);
+		else if (!why[i] && s->hidden_lost[i])
 			cd_log_info("serve: %s '%s' is back where it was: serving sandboxed "
 				    "requests again",
 				    s->hidden[i].why, s->hidden[i].path);
-		s->hidden_lost[i] = why != NULL;
-		if (why && !lost) {
-			lost = why;
-			which = i;
-		}
+		s->hidden_lost[i] = why[i] != NULL;
 	}
-	if (lost) {
-		*reterr = cd_xasprintf("%s '%s' is no longer the file the server started with "
-				       "(%s): sandboxed requests are refused until it is back (a "
-				       "sandbox could reach it where it is now); move it back, or "
-				       "restart the server",
-				       s->hidden[which].why, s->hidden[which].path, lost);
-		return -ESTALE;
-	}
-	s->opts.lopts.hidden = s->fs_lopts.hidden = s->hidden;
-	s->opts.lopts.n_hidden = s->fs_lopts.n_hidden = s->n_hidden;
-	return 0;
-}
-
-int cd_server_hidden_intact(const struct cd_server *s, char **reterr)
-{
-	for (size_t i = 0; i < s->n_hidden; i++) {
-		const char *why = hidden_moved(s, i);
-		if (!why)
-			continue;
-		*reterr = cd_xasprintf("%s '%s' is no longer the file the server started with "
-				       "(%s): sandboxed requests are refused until it is back (a "
-				       "sandbox could reach it where it is now); move it back, or "
-				       "restart the server",
-				       s->hidden[i].why, s->hidden[i].path, why);
-		return -ESTALE;
-	}
-	return 0;
 }
 
 /* ---- lifecycle ---- */
@@ -1017,9 +1010,21 @@ static int open_program(const char *name, struct cd_program *p)
 	return 0;
 }
 
+static bool workers_left;
+
+bool cd_serve_workers_left(void)
+{
+	return workers_left;
+}
+
 int cd_serve(const struct cd_serve_opts *o)
 {
-	struct cd_server srv;
+	/*
+	 * Static, not on this stack: a worker left stuck at shutdown (see
+	 * workers_left below) reads the server's state, and may resume after
+	 * this function returned.
+	 */
+	static struct cd_server srv;
 	sigset_t mask, old;
 	struct sigaction old_act[CD_ARRAY_SIZE(stop_signals)];
 	bool handled[CD_ARRAY_SIZE(stop_signals)] = { false };
@@ -1148,16 +1153,19 @@ int cd_serve(const struct cd_serve_opts *o)
 		ret = 1;
 		goto out;
 	}
-	/* Its sandboxes do not even see the server's socket and token (cd_server_hidden). */
+	/* Its sandboxes do not even see the server's socket and token (cd_server_hidden_check). */
 	if (srv.unix_bound)
 		hide_file(&srv, srv.unix_bound, true, "cordon serve's unix socket");
 	if (o->auth_token_file)
 		hide_file(&srv, o->auth_token_file, false, "cordon serve's token file");
+	/* Masked in every sandbox; each request checks them first (cd_server_hidden_check). */
+	srv.opts.lopts.hidden = srv.fs_lopts.hidden = srv.hidden;
+	srv.opts.lopts.n_hidden = srv.fs_lopts.n_hidden = srv.n_hidden;
 	cd_testhook_event("serve-ready");
 	/*
 	 * Said once now rather than discovered at each refusal. (No warning
 	 * for a file below a directory the server's user may write, the usual
-	 * place: the pins and cd_server_hidden keep it hidden there.)
+	 * place: the pins and the checks keep it hidden there.)
 	 */
 	if (o->auth_token_file && !srv.host.userns && !srv.host.is_root)
 		cd_log_warn(
@@ -1177,6 +1185,9 @@ int cd_serve(const struct cd_serve_opts *o)
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
 	cd_start_server_stop(&srv);
+	workers_left = srv.workers_left;
+	if (workers_left)
+		cd_testhook_event("server-workers-left");
 
 	/* Every connection is over: abandon the long polls, then end every process. */
 	for (struct cd_conn *c = srv.conns; c; c = c->next)
@@ -1200,6 +1211,24 @@ int cd_serve(const struct cd_serve_opts *o)
 		cd_kill_children();
 	if (stdio && !stdio->freed)
 		cd_conn_final_flush(stdio, 2000);
+	/*
+	 * A worker still stuck in a system call (a hung mount) resumes the
+	 * instant the file system lets go, and reads what its job points to:
+	 * the connections (the descriptor an fs/readFile answer is written
+	 * to), the hidden files' paths and descriptors, the programs, the
+	 * options, this server. From here on nothing is freed or closed (the
+	 * sessions above hold nothing a running job reads): the process's
+	 * exit, right after, releases it all, and the clients see their
+	 * connections end then. Only the signals go back (the socket file
+	 * and the pid file went with cd_listen_stop above).
+	 */
+	if (workers_left) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		for (size_t i = 0; i < CD_ARRAY_SIZE(stop_signals); i++)
+			if (handled[i])
+				(void)sigaction(stop_signals[i], &old_act[i], NULL);
+		return ret;
+	}
 	while (srv.conns) {
 		struct cd_conn *c = srv.conns;
 		if (c != stdio && !c->freed)

@@ -140,6 +140,12 @@ void cd_serve_opts_init(struct cd_serve_opts *o);
  * SIGHUP); the exit code.
  */
 int cd_serve(const struct cd_serve_opts *o);
+/*
+ * After cd_serve: a worker did not stop at shutdown (a system call stuck
+ * on a hung file system) and may still run. The caller must free nothing
+ * it gave cd_serve (the options and what they point to), and exit.
+ */
+bool cd_serve_workers_left(void);
 
 /* SIGHUP was ignored when cordon started (nohup): the server leaves it ignored. */
 bool cd_serve_sighup_ignored(void);
@@ -312,6 +318,11 @@ struct cd_server {
 	int sig_fd;
 	bool adopts_orphans; /* pid 1 or a child subreaper: orphans come to us */
 	bool stopping;	     /* a signal or the end of stdio: the loop quits */
+	/*
+	 * At shutdown, a pool of workers did not stop in time (a job stuck on
+	 * a hung file system; cd_workq_free): nothing is freed from then on.
+	 */
+	bool workers_left;
 	struct cd_watch *sig_watch;
 	struct cd_conn *conns;
 	unsigned n_conns;
@@ -349,7 +360,7 @@ struct cd_server {
 	/*
 	 * The server's own files, masked in every sandbox it makes (the unix
 	 * socket, the token file), as the plans' cd_linux_opts.hidden: see
-	 * cd_server_hidden. Paths owned.
+	 * cd_server_hidden_check. Paths owned.
 	 */
 	struct cd_hidden_path hidden[2];
 	int hidden_fd[2];    /* O_PATH: the very file found at start */
@@ -409,22 +420,20 @@ struct cd_workq *cd_server_prep_workq(struct cd_server *s);
 /* End the server (connection gone, signal): quits the loop. */
 void cd_server_stop(struct cd_server *s);
 /*
- * Before binding a sandbox (on the loop's thread): point the plans' options
- * (opts.lopts, fs_lopts) at the server's own files, for the plan to mask
- * (linux-plan.h). Each must still be the file found at start, at the same
- * canonical path: -ESTALE with *reterr (malloc()ed, for the client) when
- * one is not (moved, replaced, removed), and the sandbox must not be made
- * (a mask on the path would no longer cover the file). Logs each change
- * once.
+ * Whether the server's own files (hidden[], masked in every sandbox it
+ * makes) are each still the file found at start, at the same canonical
+ * path: 0, or -ESTALE with *reterr (malloc()ed, for the client) when one is
+ * not (moved, replaced, removed), and the sandbox must not be made (a mask
+ * on the path would no longer cover the file). ret_why (NULL, or
+ * n_hidden entries): per file, NULL or why not (static strings), for
+ * cd_server_hidden_note. Path walks (realpath, lstat) that a hung mount
+ * holds: never on the loop. Any thread: reads only what is set at start.
+ * The spawner checks again, without a walk of its own, that the mask
+ * goes on the very file (cd_hidden_path.has_id).
  */
-int cd_server_hidden(struct cd_server *s, char **reterr);
-/*
- * The same check, read-only (no log, no state): for any thread, right
- * before a sandbox is made (the one above ran when the request was
- * accepted, and the request may have waited since). 0, or -ESTALE with
- * *reterr.
- */
-int cd_server_hidden_intact(const struct cd_server *s, char **reterr);
+int cd_server_hidden_check(const struct cd_server *s, const char **ret_why, char **reterr);
+/* On the loop: log each change a check found (ret_why above), once. */
+void cd_server_hidden_note(struct cd_server *s, const char *const *why);
 /*
  * The host's /proc, opened by pidns.c before the server's own pid
  * namespace got a /proc of its own, or -1: the sandbox judgements of

@@ -22,7 +22,9 @@
  * serial and id, as in the event), or until it is cancelled (the server
  * stops). That is how a test keeps "a copy that is still running" running
  * as long as it needs, on any host. "parse" holds the parse of a large
- * message on its worker likewise (key "conn=N id=parse").
+ * message on its worker likewise (key "conn=N id=parse"), and
+ * "process/start" a start on its worker once it is prepared and the
+ * server's hidden files are checked, before the spawn on the loop.
  */
 
 #include <stdatomic.h>

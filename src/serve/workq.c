@@ -30,7 +30,15 @@ struct cd_workq {
 	unsigned n_started; /* entries of threads[] */
 	bool stop;
 	pthread_t *threads;
+	struct cd_workq *next_left; /* left: on the list below */
 };
+
+/*
+ * Pools whose workers did not stop (cd_workq_free's -ETIMEDOUT): never
+ * freed, and kept reachable from here, so that a leak checker at exit
+ * does not take them for lost. Loop thread only.
+ */
+static struct cd_workq *left_pools;
 
 static void push(struct cd_work ***tail, struct cd_work *w)
 {
@@ -116,7 +124,7 @@ struct cd_workq *cd_workq_new(struct cd_loop *l, unsigned max_threads)
 	q->watch = cd_loop_add_fd(l, efd, CD_LOOP_IN, on_event, q);
 	if (!q->watch) {
 		int e = errno;
-		(void)cd_workq_free(q, 0);
+		(void)cd_workq_free(q, 0, "no");
 		errno = e;
 		return NULL;
 	}
@@ -189,7 +197,7 @@ bool cd_workq_cancel(struct cd_workq *q, struct cd_work *w)
 	return found;
 }
 
-int cd_workq_free(struct cd_workq *q, unsigned timeout_ms)
+int cd_workq_free(struct cd_workq *q, unsigned timeout_ms, const char *what)
 {
 	if (!q)
 		return 0;
@@ -221,11 +229,14 @@ int cd_workq_free(struct cd_workq *q, unsigned timeout_ms)
 	if (stuck) {
 		/*
 		 * A job blocked in the kernel (a hung file system): the process
-		 * is about to exit, which ends the thread. Its lock and its
-		 * lists stay valid until then.
+		 * is about to exit, which ends the thread. The pool is never
+		 * freed (its lock and lists stay valid until then), and its
+		 * jobs' done callbacks never run: the jobs stay as they are.
 		 */
-		cd_log_warn("serve: %u fs job(s) did not stop within %u ms; exiting anyway",
-			    q->n_running, timeout_ms);
+		cd_log_warn("serve: %u %s job(s) did not stop within %u ms; exiting anyway",
+			    q->n_running, what, timeout_ms);
+		q->next_left = left_pools;
+		left_pools = q;
 		return -ETIMEDOUT;
 	}
 	for (unsigned i = 0; i < q->n_started; i++)

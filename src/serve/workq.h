@@ -43,8 +43,12 @@ bool cd_workq_cancel(struct cd_workq *q, struct cd_work *w);
 /*
  * Stop: jobs not started are not run; wait at most timeout_ms for the
  * running ones (the caller asked them to stop first), then call every
- * done on this thread and free the pool. 0, or -ETIMEDOUT: a worker is
- * still running its job; the pool is then left to the process's exit (its
- * jobs' done callbacks are not called, their memory is not freed).
+ * done on this thread and free the pool. 0, or -ETIMEDOUT after a warning
+ * naming what the jobs are ("fs"): a worker is still running its job (a
+ * system call on a hung file system cannot be interrupted); the pool is
+ * then left to the process's exit, never freed (its jobs' done callbacks
+ * are not called, their memory is not freed). The caller must then free
+ * nothing a running job may read either, up to the process's exit: a
+ * worker that the file system lets go of resumes at once (cd_serve).
  */
-int cd_workq_free(struct cd_workq *q, unsigned timeout_ms);
+int cd_workq_free(struct cd_workq *q, unsigned timeout_ms, const char *what);

@@ -110,7 +110,9 @@ def displaced(conn, srv, tag, path, move, restore):
         r1 = conn.start(tag + "-while-moved", ["true"], cwd=ws, sandbox=WRITE_TMP)
         t.ok(refused(r1, path), "%s moved away: a sandboxed process/start is refused, naming it"
              % tag, repr(r1))
-        r2 = conn.request("fs/readFile", {"path": uri("/etc/hostname"), "sandbox": WRITE_TMP})
+        # A valid request: the check is made on the worker, after the context is bound.
+        r2 = conn.request("fs/readFile", {"path": uri("/etc/hostname"),
+                                          "sandbox": dict(WRITE_TMP, cwd=uri(ws))})
         t.ok(refused(r2, path), "%s moved away: a sandboxed fs/readFile is refused too" % tag,
              repr(r2))
         resp, res = conn.run(tag + "-unsandboxed", ["true"], cwd=ws)

@@ -1277,6 +1277,48 @@ static bool is_pin(const struct cd_linux_plan *lp, const char *path)
 	return m && m->op == CD_MOUNT_PIN;
 }
 
+/*
+ * A hidden file's identity (cd_hidden_path.has_id) travels with its deny
+ * mask, for the spawner to check that the mask goes on that very file:
+ * on a mask of its own, on a carve-out of the plan it replaces, and on the
+ * plan's own deny mask of that path. No other mount carries one.
+ */
+START_TEST(test_hidden_identity)
+{
+	/* clang-format off */
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/tmp", W, CD_FT_DIR, R, false),
+		PP("/w", W, CD_FT_DIR, R, false),
+		PP("/w/token", R, CD_FT_REG, W, true),
+		PP("/w/denied", D, CD_FT_REG, W, true),
+	};
+	/* clang-format on */
+	const struct cd_hidden_path hidden[] = {
+		{ "/tmp/rt/tokdir/token", "the token", true, true, 11, 101 },
+		{ "/w/token", "the token", true, true, 12, 102 },
+		{ "/w/denied", "the token", true, true, 13, 103 },
+		{ "/run/s.sock", "the socket", false, false, 0, 0 },
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_ENABLED);
+	struct cd_linux_opts o = { .hidden = hidden, .n_hidden = CD_ARRAY_SIZE(hidden) };
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, &o);
+
+	for (size_t i = 0; i < CD_ARRAY_SIZE(hidden); i++) {
+		const struct cd_mount *m = mount_on(lp, hidden[i].path);
+		ck_assert_msg(m && m->op == CD_MOUNT_DENY, "%s is not masked", hidden[i].path);
+		ck_assert_msg(m->has_id == hidden[i].has_id, "%s: has_id", hidden[i].path);
+		ck_assert_uint_eq(m->dev, hidden[i].dev);
+		ck_assert_uint_eq(m->ino, hidden[i].ino);
+	}
+	size_t with_id = 0;
+	for (size_t i = 0; i < lp->n_mounts; i++)
+		with_id += lp->mounts[i].has_id;
+	ck_assert_uint_eq(with_id, 3);
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
 START_TEST(test_hidden)
 {
 	/* cordon serve's socket and token: masked whatever the plan says of them. */
@@ -2131,6 +2173,7 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_refuse_deny);
 	tcase_add_test(tc, test_deny_masks);
 	tcase_add_test(tc, test_hidden);
+	tcase_add_test(tc, test_hidden_identity);
 	tcase_add_test(tc, test_refuse_no_userns);
 	suite_add_tcase(s, tc);
 
