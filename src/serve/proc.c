@@ -57,15 +57,27 @@
  * 2 MiB rather than the tighter 1 MiB + 128 KiB: measured twice as fast
  * on the relay path (a huge-page sized buffer).
  */
-#define STORE_MAX	 (2u * 1024u * 1024u)
-#define STDIN_QUEUE_MAX	 (8u * 1024u * 1024u)
-#define WRITE_IDS	 4096u
-#define WRITE_ID_BUCKETS 4096u
-#define EXIT_GRACE_MS	 20
+#define STORE_MAX (2u * 1024u * 1024u)
+/*
+ * Lossless mode: the retention, HOLD_BYTES unacknowledged, the next read
+ * and a wasted tail (the next power of two; grown only within the budget).
+ */
+#define STORE_MAX_LOSSLESS (8u * 1024u * 1024u)
+#define STDIN_QUEUE_MAX	   (8u * 1024u * 1024u)
+#define WRITE_IDS	   4096u
+#define WRITE_ID_BUCKETS   4096u
+#define EXIT_GRACE_MS	   20
 /* Reads per readiness callback: bounded so one chatty process cannot starve the rest. */
 #define READS_PER_WAKEUP 4
-/* Lossless mode: held from this much unacknowledged output, released at half of it. */
-#define HOLD_BYTES  (512u * 1024u)
+/*
+ * Lossless mode: held from this much unacknowledged output, released at
+ * half of it. It must exceed what is in flight to a client that reads
+ * (over WebSocket, up to its last pong: the server's and both kernels'
+ * buffers), or a fast client waits for every pong: output to a loopback
+ * client ran at a third of the speed at 512 KiB, at half at 2 MiB, and as
+ * fast as when the client's kernel counted as the client at 4 MiB.
+ */
+#define HOLD_BYTES  CD_PROC_HOLD_BYTES
 #define HOLD_CHUNKS (RETAIN_CHUNKS / 2)
 /* ring_reserve: no room without dropping an unacknowledged chunk. */
 #define NO_ROOM SIZE_MAX
@@ -231,8 +243,9 @@ static size_t ring_reserve(struct ring *r)
 		} else if (head - tail >= READ_MAX) {
 			return tail;
 		}
-		size_t grown = r->cap * 2 < STORE_MAX ? r->cap * 2 : STORE_MAX;
-		if (r->cap < STORE_MAX && cd_mem_room(grown - r->cap))
+		size_t max = r->lossless ? STORE_MAX_LOSSLESS : STORE_MAX;
+		size_t grown = r->cap * 2 < max ? r->cap * 2 : max;
+		if (r->cap < max && cd_mem_room(grown - r->cap))
 			ring_grow_store(r, grown);
 		else if (r->acked_n > 0)
 			ring_evict_oldest(r);

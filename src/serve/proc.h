@@ -142,10 +142,13 @@ void cd_proc_close_stdin(struct cd_proc *p);
  */
 void cd_proc_pause_output(struct cd_proc *p, bool paused);
 
+/* Lossless mode: a process is held once this much output awaits acknowledgement. */
+#define CD_PROC_HOLD_BYTES (4u * 1024u * 1024u)
+
 /*
  * Lossless mode (off by default): chunks stay in the ring until the client
- * has them, and the process is held (its output not read) once 512 KiB of
- * output await acknowledgement or the ring cannot take more without
+ * has them, and the process is held (its output not read) once
+ * CD_PROC_HOLD_BYTES of output await acknowledgement or the ring cannot take more without
  * dropping such a chunk. A chunk is acknowledged once its sending (the
  * position where it ends in the connection's stream, cd_proc_chunks_sent)
  * is delivered (events.delivered), or when the client has asked for what

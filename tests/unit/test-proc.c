@@ -389,12 +389,12 @@ static void on_held(struct cd_proc *p, bool held, void *data)
 START_TEST(test_lossless_holds)
 {
 	/*
-	 * Nobody acknowledges: the process is held once 512 KiB wait, and
-	 * nothing is evicted meanwhile. Each acknowledgement lets it go on, and
-	 * all 5 MB arrive, every chunk kept until acknowledged.
+	 * Nobody acknowledges: the process is held once CD_PROC_HOLD_BYTES
+	 * wait, and nothing is evicted meanwhile. Each acknowledgement lets it
+	 * go on, and all 24 MB arrive, every chunk kept until acknowledged.
 	 */
 	struct cd_loop *l = new_loop(_i);
-	size_t n = 5000000;
+	size_t n = 24000000;
 	unsigned char *want = make_file(n);
 	char script[128];
 	snprintf(script, sizeof(script), "cat %s", tmpfile_path);
@@ -418,8 +418,8 @@ START_TEST(test_lossless_holds)
 	ck_assert_msg(run_for(l, 10000), "not held in time");
 	ck_assert(held_now && cd_proc_is_held(p));
 	size_t got = r.data[CD_STREAM_STDOUT].len;
-	ck_assert_uint_ge(got, 512 * 1024);
-	ck_assert_uint_lt(got, 2 * 1024 * 1024);
+	ck_assert_uint_ge(got, CD_PROC_HOLD_BYTES);
+	ck_assert_uint_lt(got, CD_PROC_HOLD_BYTES + 1024 * 1024);
 	/* Everything since seq 1 is still there. */
 	struct cd_proc_read rd;
 	cd_proc_read(p, 0, SIZE_MAX, &rd);
