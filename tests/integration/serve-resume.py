@@ -25,7 +25,8 @@ import termios
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import Tap, cordon_usable, err_msg, unb64, wait_status  # noqa: E402
+import netclient  # noqa: E402
+from rpcclient import Eof, Tap, Timeout, cordon_usable, err_msg, unb64, wait_status  # noqa: E402
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
@@ -144,7 +145,7 @@ def lossless(kind, how):
         if how != NO_READ:
             got, last, gaps = take_notifications(a, "gen", 1000000)
         if how != READ_SOME:
-            # It reads nothing (more): the process is held once 512 KiB wait for it.
+            # It reads nothing (more): the process is held once 4 MiB wait for it.
             st, ok = wait_status(obs, lambda s: s["heldProcesses"] >= 1)
             t.ok(ok, "[%s] a client that does not read holds its process back" % tag, st)
         if how == DEEP:
@@ -160,6 +161,47 @@ def lossless(kind, how):
         t.ok(closed and code == 0 and gaps == 0 and bytes(got) == WANT,
              "[%s] every byte arrives, in order, no seq missing (%d of %d bytes)"
              % (tag, len(got), len(WANT)), "gaps %d closed %r code %r" % (gaps, closed, code))
+        b.drop()
+    finally:
+        srv.stop()
+
+
+def no_pong(kind):
+    """A WebSocket client that reads every frame but answers no ping (RFC 6455
+    says it must): what it read is never confirmed, so once its process is held
+    it is dropped by the stall timer, with a log line that says why, and a
+    resumed client still gets every byte."""
+    tag = "%s, a client that answers no ping" % kind
+    srv = NetServer(kind, args=["--stall-timeout", "2s"])
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        return
+    try:
+        a = srv.connect(timeout=10)
+        sid = a.handshake()["sessionId"]
+        real = a.send_frame
+        a.send_frame = lambda op, payload=b"", fin=True: (
+            None if op == netclient.OP_PONG else real(op, payload, fin))
+        a.start("gen", GEN)
+        got, last = bytearray(), 0
+        try:
+            while True:
+                m = a.read_msg(60)
+                p = m.get("params", {})
+                if m.get("method") == "process/output" and p.get("processId") == "gen":
+                    last = p["seq"]
+                    got += unb64(p["chunk"])
+        except (Eof, Timeout, OSError):
+            pass
+        t.ok(a.out_eof and wait_log(srv, "answered no ping"),
+             "[%s] is dropped once its process waits, and the log says why" % tag,
+             srv.stderr_text()[-800:])
+        b, r = resume(srv, sid)
+        rest, gaps, closed, code = read_rest(b, "gen", last)
+        got += rest
+        t.ok(closed and code == 0 and gaps == 0 and bytes(got) == WANT,
+             "[%s] the resumed client gets every byte (%d of %d)" % (tag, len(got), len(WANT)),
+             "gaps %d closed %r code %r" % (gaps, closed, code))
         b.drop()
     finally:
         srv.stop()
@@ -250,6 +292,8 @@ if "ws" not in kinds:
 for kind in kinds:
     for how in (READ_SOME, NO_READ) + ((DEEP,) if kind == "ws" else ()):
         t.guard("lossless %s" % kind, lossless, kind, how)
+    if kind == "ws":
+        t.guard("no pong %s" % kind, no_pong, kind)
     t.guard("lossy %s" % kind, lossy, kind)
     t.guard("released %s" % kind, released, kind)
     t.guard("kept %s" % kind, kept_closed, kind)
