@@ -24,14 +24,19 @@
  * reference; a readBlock queued behind it then finds the handle unknown.
  *
  * Read-ahead. A client streams a file one block per request and waits for
- * each answer, so reading the next block is on the critical path. Once a
- * block is read, a worker reads the next one (same length, just after)
- * while the loop encodes and writes the current one; the next request is
- * answered from it if the file's identity, size, mtime and ctime, checked
- * on the worker when the request comes, are what they were before it was
- * read ahead (else the block is read again), and only for a file unchanged
- * for 50 ms before (file times advance by clock ticks: a write in the same
- * tick as the last one would not change them). One block per connection.
+ * each answer, so reading the next block is on the critical path. Once
+ * half of a block's answer is written, a worker reads the next one (same
+ * length, just after) while the loop writes the rest (not sooner: on two
+ * cores the worker would take the CPU the client needs to read the
+ * answer). The next request is answered from it if the file's identity,
+ * size, mtime and ctime are what they were before it was read ahead (else
+ * the block is read again), and only for a file unchanged for 50 ms before
+ * (file times advance by clock ticks: a write in the same tick as the last
+ * one would not change them). That check is made on the loop with the
+ * attributes the kernel has cached (AT_STATX_DONT_SYNC), which asks no
+ * file system: on a network file system a change made elsewhere shows once
+ * the kernel knows of it, as it does for a read served from the page cache.
+ * One block per connection.
  *
  * Memory: a connection that streams holds two block buffers (FS_BLOCK_MAX
  * each: the block being answered or read ahead, and a spare), charged to
