@@ -26,7 +26,8 @@
  * against `$CODEX_BIN exec-server --listen stdio` (and ws://). With
  * CORDON_BASELINE set (another build's cordon, say the last release's), its
  * serve joins the latency round-robin (1.), so that a change's cost per
- * start is measured in the same run.
+ * start is measured in the same run, and streams the file of 4. in turn
+ * with this build.
  *
  * The WebSocket client here is the smallest that works: masked text frames
  * out (a zero mask key, which RFC 6455 allows and which costs nothing),
@@ -1041,9 +1042,9 @@ int main(int argc, char **argv)
 	size_t n_relay[2] = { 0, 0 }, n_pipe = 0;
 	long idle[2] = { -1, -1 }, live[2] = { -1, -1 };
 	double base;
-	/* File reads: [0] cordon, [1] cordon sandboxed, [2] codex. */
-	double stream[3][FS_RUNS], readfile[2][FS_RUNS], cat_big[FS_RUNS], cat_small[FS_RUNS];
-	size_t n_stream[3] = { 0, 0, 0 }, n_readfile[2] = { 0, 0 }, n_cat = 0;
+	/* File reads: [0] cordon, [1] cordon sandboxed, [2] codex, [3] and [4] the baseline's. */
+	double stream[5][FS_RUNS], readfile[2][FS_RUNS], cat_big[FS_RUNS], cat_small[FS_RUNS];
+	size_t n_stream[5] = { 0, 0, 0, 0, 0 }, n_readfile[2] = { 0, 0 }, n_cat = 0;
 	long fs_mb = 1024;
 	size_t fs_runs = FS_RUNS;
 	char big[PATH_MAX + 16], small[PATH_MAX + 16];
@@ -1159,8 +1160,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < n_cfg; i++)
 			if (cfg[i].enabled && !lat_once(&cfg[i], round, round >= WARMUP))
 				cfg[i].enabled = false;
-	if (baseline)
-		server_stop(&baseline_srv);
+	/* The baseline streams too (4.), beside this build, turn by turn. */
 
 	for (i = 0; i < RELAY_RUNS; i++) {
 		double r = pipe_once();
@@ -1201,6 +1201,12 @@ int main(int argc, char **argv)
 			(void)cat_once(big, fs_mb << 20);
 		cat_big[n_cat] = cat_once(big, fs_mb << 20);
 		cat_small[n_cat++] = cat_once(small, (long)FS_READFILE_MB << 20);
+		/* The baseline streams too, first every other run: neither always goes behind. */
+		for (k = 0; baseline && i % 2 == 1 && !baseline_srv.dead && k < 2; k++) {
+			r = stream_once(&baseline_srv, big, fs_mb << 20, k == 1, (unsigned)i);
+			if (r > 0)
+				stream[3 + k][n_stream[3 + k]++] = r;
+		}
 		for (k = 0; k < n_srv; k++) {
 			if (srv[k].dead)
 				continue;
@@ -1214,9 +1220,16 @@ int main(int argc, char **argv)
 			if (r > 0)
 				readfile[k][n_readfile[k]++] = r;
 		}
+		for (k = 0; baseline && i % 2 == 0 && !baseline_srv.dead && k < 2; k++) {
+			r = stream_once(&baseline_srv, big, fs_mb << 20, k == 1, (unsigned)i);
+			if (r > 0)
+				stream[3 + k][n_stream[3 + k]++] = r;
+		}
 	}
 	for (i = 0; i < n_srv; i++)
 		server_stop(&srv[i]);
+	if (baseline)
+		server_stop(&baseline_srv);
 
 	/* ---- 5. the same over WebSocket ---- */
 	memset(wcfg, 0, sizeof(wcfg));
@@ -1315,6 +1328,11 @@ int main(int argc, char **argv)
 		print_rate("  cordon serve, sandbox context", stream[1], n_stream[1], cb);
 		if (codex)
 			print_rate("  codex exec-server", stream[2], n_stream[2], cb);
+		if (baseline) {
+			print_rate("  baseline cordon serve", stream[3], n_stream[3], cb);
+			print_rate("  baseline cordon serve, sandbox context", stream[4],
+				   n_stream[4], cb);
+		}
 		printf("fs/readFile of %d MiB\n", FS_READFILE_MB);
 		print_rate("  cat FILE > /dev/null", cat_small, n_cat, cs);
 		print_rate("  cordon serve", readfile[0], n_readfile[0], cs);

@@ -1030,7 +1030,7 @@ void cd_conn_process(struct cd_conn *c)
 	}
 	uint64_t began = cd_loop_now_ms();
 	while (!c->pending && !c->start && !c->parsing && !c->closing &&
-	       cd_conn_out_queued(c) <= c->out_cap) {
+	       cd_conn_out_queued(c) <= c->out_cap && !cd_fs_conn_input_held(c)) {
 		/*
 		 * A turn of the loop per slice: a client that pipelines
 		 * thousands of requests (10,000 process/starts of 4 ms each)

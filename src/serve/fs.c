@@ -46,6 +46,7 @@
 #include "serve/budget.h"
 #include "serve/fs-helper.h"
 #include "serve/fs-ops.h"
+#include "serve/fs-stream.h"
 #include "serve/fs.h"
 #include "serve/intent.h"
 #include "serve/loop.h"
@@ -58,9 +59,7 @@
 #include "spawn.h"
 
 #define FS_MAX_READ_FILE (512u * 1024 * 1024)
-#define FS_BLOCK_MAX	 (1024u * 1024)
-#define FS_MAX_HANDLES	 128
-#define FS_MAX_HANDLE_ID 32
+#define FS_MAX_HANDLE_ID CD_FS_HANDLE_ID_MAX
 /* Per connection: fs requests waiting for their turn, and the writeFile bytes they hold. */
 #define FS_QUEUE_MAX	   64
 #define FS_QUEUE_MAX_BYTES (256u * 1024 * 1024)
@@ -68,25 +67,7 @@
 #define FS_WORKERS 4
 /* At shutdown, how long running fs jobs get to stop once cancelled. */
 #define FS_STOP_MS 2000
-/* A multiple of 3: no slice but the last is padded (see reply_b64). */
-#define B64_SLICE (3u * 16384)
-
-/*
- * A stream that reached EOF no longer counts against the 128 (its capacity
- * is released) but stays readable, as in the reference, where a client may
- * read an earlier block or a grown file after EOF. At most FS_MAX_HANDLES
- * such finished streams are kept; past that the one that finished first
- * is closed.
- */
-struct cd_fs_handle {
-	char id[FS_MAX_HANDLE_ID];
-	size_t id_len;
-	int fd;
-	bool at_eof;
-	uint64_t eof_order; /* when it reached EOF, for eviction */
-};
-
-static uint64_t eof_clock;
+#define B64_SLICE  CD_FS_B64_SLICE
 
 /* ---- request decoding ---------------------------------------------------- */
 
@@ -103,16 +84,15 @@ static int get_path(const struct cd_json *params, const char *key, char **ret, c
 	return 0;
 }
 
-static int get_u64_required(const struct cd_json *obj, const char *key, const char *field,
-			    uint64_t *ret, char **err)
+int cd_fs_param_u64(const struct cd_json *obj, const char *key, uint64_t *ret, char **err)
 {
 	const struct cd_json *v = cd_json_get(obj, key);
 	if (!v) {
-		*err = cd_param_missing(field);
+		*err = cd_param_missing(key);
 		return -EINVAL;
 	}
 	if (v->type != CD_JSON_NUMBER || cd_json_uint64(v, ret) < 0) {
-		*err = cd_param_invalid(v, "u64", field);
+		*err = cd_param_invalid(v, "u64", key);
 		return -EINVAL;
 	}
 	return 0;
@@ -126,54 +106,16 @@ static void reply_res(struct cd_conn *c, const char *id, struct cd_fs_res *r)
 		cd_conn_result(c, id, r->out.buf ? r->out.buf : "{}", r->out.buf ? r->out.len : 2);
 }
 
-/* The whole of a regular file, base64'd into {"dataBase64":...}. */
-/*
- * A result {"KEY":"<base64>"TAIL} written straight into the outbound queue:
- * data is encoded in place, so a large payload is not copied through
- * intermediate buffers. It goes out as it is encoded, in slices of
- * B64_SLICE bytes (64 KiB of base64), one write each (cd_conn_out_push),
- * between(c) (if not NULL) called between two: streaming a file went from 2,300 to 2,600
- * MB/s here with the next block read ahead there. Slices of 36 or 72 KiB
- * were slightly slower, 96 KiB and more clearly so.
- */
-static void reply_b64(struct cd_conn *c, const char *id, const char *key, const unsigned char *data,
-		      size_t n, const char *tail, void (*between)(struct cd_conn *c))
-{
-	size_t idlen = strlen(id), klen = strlen(key), tlen = strlen(tail);
-	size_t k = n < B64_SLICE ? n : B64_SLICE;
-	char *w = cd_conn_out_reserve(c, idlen + klen + cd_base64_encoded_len(k) + tlen + 32);
-	char *p = w;
-	p += sprintf(p, "{\"id\":%s,\"result\":{\"%s\":\"", id, key);
-	for (size_t done = 0;;) {
-		cd_base64_encode(data + done, k, p);
-		p += cd_base64_encoded_len(k);
-		done += k;
-		if (done == n)
-			break;
-		cd_conn_out_commit(c, (size_t)(p - w));
-		cd_conn_out_push(c);
-		if (between)
-			between(c);
-		k = n - done < B64_SLICE ? n - done : B64_SLICE;
-		p = w = cd_conn_out_reserve(c, cd_base64_encoded_len(k) + tlen + 4);
-	}
-	memcpy(p, tail, tlen);
-	p += tlen;
-	memcpy(p, "}}\n", 3);
-	p += 3;
-	cd_conn_out_commit(c, (size_t)(p - w));
-	cd_conn_kick(c);
-}
-
 /* ---- fs requests off the loop ------------------------------------------- */
 
 /*
  * A request is performed on a worker thread (workq.h), its sandbox context
  * bound there too, so that a copy of GiBs, a recursive remove, a sandboxed
  * helper, the binding's scan of a workspace, or any system call on a hung
- * network file system does not stall every other client. (Only an
- * fs/readBlock or fs/close queued behind its fs/open runs on the loop at
- * its turn; fs/readBlock on an open stream reads on the loop, see below.)
+ * network file system does not stall every other client. (An
+ * fs/readBlock or fs/close queued behind its fs/open is handed, at its
+ * turn, to the connection's stream queue, whose reads and closes run on
+ * the workers too: fs-stream.c.)
  *
  * Each connection has a FIFO of jobs (struct cd_fs_queue) of which only the
  * head runs: its fs requests are performed and answered in the order they
@@ -213,8 +155,9 @@ struct fs_job {
 	struct fs_job *next;		    /* the connection's queue */
 	struct fs_job *run_prev, *run_next; /* running_jobs */
 	struct cd_conn *conn;		    /* NULL once the connection ended */
-	char *id;			    /* the request's id, JSON text */
-	bool offload;			    /* on a worker; else on the loop at its turn */
+	struct cd_server *srv;
+	char *id;     /* the request's id, JSON text */
+	bool offload; /* on a worker; else on the loop at its turn */
 	struct cd_fs_req q;
 	struct cd_fs_res r;
 	/*
@@ -266,13 +209,11 @@ struct cd_fs_queue {
 /* Jobs handed to the pool and not completed (loop thread only): cancelled at shutdown. */
 static struct fs_job *running_jobs;
 
-static struct cd_fs_handle *find_handle(struct cd_conn *c, const char *s, size_t len);
-static void open_finish(struct cd_conn *c, const char *id, const char *hid, size_t hid_len, int fd);
-
 static struct fs_job *job_new(struct cd_conn *c, const char *id)
 {
 	struct fs_job *j = cd_xcalloc(1, sizeof(*j));
 	j->conn = c;
+	j->srv = c->server;
 	j->id = cd_xstrdup(id);
 	j->r.fd = -1;
 	j->out_fd = -1;
@@ -327,8 +268,8 @@ static void job_free_event(struct fs_job *j, const char *name)
 
 static void job_free(struct fs_job *j)
 {
-	if (j->r.fd >= 0)
-		close(j->r.fd);
+	/* An opened file nobody takes (the connection ended): closed by a worker. */
+	cd_fs_close_fd(j->srv, j->r.fd);
 	cd_strbuf_done(&j->r.out);
 	req_done(&j->q, &j->b);
 	free(j->id);
@@ -700,7 +641,7 @@ static void job_reply(struct cd_conn *c, struct fs_job *j)
 	if (j->answered) {
 		/* fs/readFile: the worker wrote it. */
 	} else if (j->q.op == CD_FS_OPEN && !j->r.code) {
-		open_finish(c, j->id, j->hid, j->hid_len, j->r.fd);
+		cd_fs_stream_open_finish(c, j->id, j->hid, j->hid_len, j->r.fd);
 		j->r.fd = -1;
 	} else {
 		reply_res(c, j->id, &j->r);
@@ -905,8 +846,7 @@ static void pump(struct cd_conn *c)
 		}
 		struct cd_server *s = c->server;
 		/* None once the server stops (resubmit answers then). */
-		if (!s->fs_workq && !s->stopping)
-			s->fs_workq = cd_workq_new(s->loop, FS_WORKERS);
+		(void)cd_fs_workq(s);
 		/*
 		 * fs/readFile writes its answer itself (stream_answer), if a
 		 * worker takes it at once: the stream is not held while it waits
@@ -1044,18 +984,38 @@ static void queue_release(struct cd_conn *c)
 
 bool cd_fs_conn_busy(const struct cd_conn *c)
 {
-	return c->fs_queue && c->fs_queue->head;
+	return (c->fs_queue && c->fs_queue->head) || cd_fs_stream_busy(c);
+}
+
+bool cd_fs_conn_input_held(const struct cd_conn *c)
+{
+	return cd_fs_stream_input_held(c);
 }
 
 void cd_fs_conn_pump(struct cd_conn *c)
 {
 	pump(c);
+	if (!c->freed)
+		cd_fs_stream_pump(c);
+}
+
+struct cd_workq *cd_fs_workq(struct cd_server *s)
+{
+	/* None once the server stops: its pool is being freed. */
+	if (s->stopping)
+		return NULL;
+	if (!s->fs_workq)
+		s->fs_workq = cd_workq_new(s->loop, FS_WORKERS);
+	return s->fs_workq;
 }
 
 void cd_fs_server_stop(struct cd_server *s)
 {
-	for (struct cd_conn *c = s->conns; c; c = c->next)
+	for (struct cd_conn *c = s->conns; c; c = c->next) {
 		queue_release(c);
+		/* Its waiting reads and closes are dropped; one on a worker completes, or not. */
+		cd_fs_stream_release(c);
+	}
 	for (struct fs_job *j = running_jobs; j; j = j->run_next) {
 		atomic_store(&j->cancel, true);
 		if (j->has_sandbox)
@@ -1115,11 +1075,9 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 			goto invalid;
 		}
 		if (cd_param_object(o, "struct FileSystemWalkOptions", &err) < 0 ||
-		    get_u64_required(o, "maxDepth", "maxDepth", &q.walk.max_depth, &err) < 0 ||
-		    get_u64_required(o, "maxDirectories", "maxDirectories", &q.walk.max_dirs,
-				     &err) < 0 ||
-		    get_u64_required(o, "maxEntries", "maxEntries", &q.walk.max_entries, &err) <
-			    0 ||
+		    cd_fs_param_u64(o, "maxDepth", &q.walk.max_depth, &err) < 0 ||
+		    cd_fs_param_u64(o, "maxDirectories", &q.walk.max_dirs, &err) < 0 ||
+		    cd_fs_param_u64(o, "maxEntries", &q.walk.max_entries, &err) < 0 ||
 		    cd_param_bool(o, "followDirectorySymlinks", "followDirectorySymlinks", true,
 				  false, &q.walk.follow, &err) < 0 ||
 		    cd_param_bool(o, "pruneHiddenDirectories", "pruneHiddenDirectories", false,
@@ -1176,91 +1134,12 @@ FS_HANDLER(cd_fs_walk, CD_FS_WALK)
 FS_HANDLER(cd_fs_remove, CD_FS_REMOVE)
 FS_HANDLER(cd_fs_copy, CD_FS_COPY)
 
-/* ---- streaming reads ---------------------------------------------------- */
-
-static struct cd_fs_handle *find_handle(struct cd_conn *c, const char *s, size_t len)
-{
-	for (size_t i = 0; i < c->n_fs_handles; i++)
-		if (c->fs_handles[i].id_len == len && !memcmp(c->fs_handles[i].id, s, len))
-			return &c->fs_handles[i];
-	return NULL;
-}
-
-static void drop_handle(struct cd_conn *c, struct cd_fs_handle *h)
-{
-	close(h->fd);
-	*h = c->fs_handles[--c->n_fs_handles];
-}
-
-static void append_handle_id(struct cd_strbuf *sb, const char *s, size_t len)
-{
-	cd_strbuf_append_n(sb, s, strnlen(s, len));
-}
-
-/*
- * Why an fs/open of this handle id must be refused now (it exists, or the
- * connection has its 128 streams), after replying; false when it may go
- * on. *oldest: the stream that finished first, to evict when the table is
- * full.
- */
-static bool open_refused(struct cd_conn *c, const char *id, const char *hid, size_t hid_len,
-			 struct cd_fs_handle **oldest)
-{
-	if (find_handle(c, hid, hid_len)) {
-		struct cd_strbuf sb = { 0 };
-		cd_strbuf_append(&sb, "file handle `");
-		append_handle_id(&sb, hid, hid_len);
-		cd_strbuf_append(&sb, "` already exists");
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST, sb.buf);
-		cd_strbuf_done(&sb);
-		return true;
-	}
-	size_t active = 0;
-	*oldest = NULL;
-	for (size_t i = 0; i < c->n_fs_handles; i++) {
-		struct cd_fs_handle *o = &c->fs_handles[i];
-		if (!o->at_eof)
-			active++;
-		else if (!*oldest || o->eof_order < (*oldest)->eof_order)
-			*oldest = o;
-	}
-	if (active >= FS_MAX_HANDLES) {
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "at most 128 file reads may be open per connection");
-		return true;
-	}
-	return false;
-}
-
-/* The file of an fs/open is open: make it a handle and answer (takes fd). */
-static void open_finish(struct cd_conn *c, const char *id, const char *hid, size_t hid_len, int fd)
-{
-	struct cd_fs_handle *oldest;
-	/* Checked again: opens queued beside this one may have taken the id or the room. */
-	if (open_refused(c, id, hid, hid_len, &oldest)) {
-		close(fd);
-		return;
-	}
-	if (!c->fs_handles)
-		c->fs_handles = cd_xcalloc(2 * FS_MAX_HANDLES, sizeof(*c->fs_handles));
-	if (c->n_fs_handles >= 2 * FS_MAX_HANDLES && oldest)
-		drop_handle(c, oldest);
-	struct cd_fs_handle *h = &c->fs_handles[c->n_fs_handles++];
-	*h = (struct cd_fs_handle){ .id_len = hid_len, .fd = fd };
-	memcpy(h->id, hid, hid_len);
-	struct cd_strbuf sb = { 0 };
-	cd_strbuf_append(&sb, "{\"handleId\":");
-	cd_strbuf_append_json_string(&sb, hid, hid_len);
-	cd_strbuf_append_c(&sb, '}');
-	cd_conn_result(c, id, sb.buf, sb.len);
-	cd_strbuf_done(&sb);
-}
+/* ---- streaming reads (fs-stream.c) ------------------------------------ */
 
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	struct cd_fs_req q = { .op = CD_FS_OPEN };
 	const struct cd_json *hid;
-	struct cd_fs_handle *oldest;
 	char *err = NULL;
 
 	if (cd_param_object(params, "params", &err) < 0 ||
@@ -1274,7 +1153,7 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 			      "file handle ID must not exceed 32 bytes");
 		goto out;
 	}
-	if (open_refused(c, id, hid->u.str.s, hid->u.str.len, &oldest))
+	if (cd_fs_stream_open_refused(c, id, hid->u.str.s, hid->u.str.len))
 		goto out;
 	/* Opened inside the confinement (when there is one), read outside. */
 	submit(c, id, &q, params, hid->u.str.s, hid->u.str.len);
@@ -1284,232 +1163,13 @@ out:
 }
 
 /*
- * Read-ahead. A client streams a file one block per request and waits for
- * each answer, so reading the next block is all on the critical path.
- * While a block's answer is written, slice by slice, the server reads the
- * next one (same length, just after) a piece per slice, while the client
- * copies the slice out of the pipe; the next request is then encoded from
- * it, but only if the file's identity, size, mtime and ctime are what they
- * were before it was read (else it is read again), and only for a file
- * unchanged for 50 ms before (see readahead_start). One block per
- * connection. The block being answered is in the connection's buffer or
- * in the spare one, and the next is read into the other; the loop answers
- * one request at a time, so one spare serves every connection.
+ * An fs/readBlock or fs/close of this handle waits in c's queue behind its
+ * fs/open, or (unless deferred_only) an fs/open of it is queued or running.
  */
-struct cd_fs_readahead {
-	char id[FS_MAX_HANDLE_ID];
-	size_t id_len;
-	uint64_t off, len;
-	bool ready;   /* data holds [off, off + got) */
-	bool filling; /* next is being read: [off, off + got) so far */
-	bool eof;     /* a read came short: the file ends at off + got */
-	size_t got;
-	int fd;
-	struct stat st;
-	unsigned char *data; /* owned, FS_BLOCK_MAX bytes */
-	unsigned char *next; /* data or spare_block while filling */
-};
-
-static unsigned char *spare_block; /* FS_BLOCK_MAX bytes */
-
-static bool same_file_state(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
-/* pread until len bytes or EOF; -errno on error. */
-static ssize_t pread_full(int fd, unsigned char *buf, size_t len, uint64_t off)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
-/*
- * Begin reading [off, off + len) of h ahead, if the file has been left
- * alone, into whichever buffer does not hold busy (the block being answered).
- */
-static void readahead_start(struct cd_conn *c, const struct cd_fs_handle *h, uint64_t off,
-			    uint64_t len, const unsigned char *busy)
-{
-	struct cd_fs_readahead *ra = c->fs_readahead;
-	ra->ready = false;
-	if (fstat(h->fd, &ra->st) < 0)
-		return;
-	/*
-	 * File times advance by clock ticks: a write in the same tick as the
-	 * last one would not change them. Only a file left alone for a while
-	 * is read ahead, so that any later write shows in mtime or ctime.
-	 */
-	struct timespec now;
-	if (clock_gettime(CLOCK_REALTIME, &now) < 0 ||
-	    cd_fs_ms_of(&now) - cd_fs_ms_of(&ra->st.st_mtim) < 50 ||
-	    cd_fs_ms_of(&now) - cd_fs_ms_of(&ra->st.st_ctim) < 50)
-		return;
-	memcpy(ra->id, h->id, h->id_len);
-	ra->id_len = h->id_len;
-	ra->off = off;
-	ra->len = len;
-	ra->fd = h->fd;
-	ra->got = 0;
-	ra->eof = false;
-	ra->next = busy == ra->data ? spare_block : ra->data;
-	ra->filling = true;
-}
-
-/* Read the next piece ahead (between two slices of an answer). */
-static void readahead_step(struct cd_conn *c)
-{
-	struct cd_fs_readahead *ra = c->fs_readahead;
-	if (!ra || !ra->filling || ra->eof || ra->got == ra->len)
-		return;
-	size_t want = ra->len - ra->got < B64_SLICE ? ra->len - ra->got : B64_SLICE;
-	ssize_t n = pread_full(ra->fd, ra->next + ra->got, want, ra->off + ra->got);
-	if (n < 0) {
-		ra->filling = false;
-		return;
-	}
-	ra->got += (size_t)n;
-	ra->eof = (size_t)n < want;
-}
-
-/* Read what is left of the block ahead once its predecessor is answered. */
-static void readahead_finish(struct cd_conn *c)
-{
-	struct cd_fs_readahead *ra = c->fs_readahead;
-	if (!ra || !ra->filling)
-		return;
-	ra->filling = false;
-	if (!ra->eof) {
-		ssize_t n = pread_full(ra->fd, ra->next + ra->got, ra->len - ra->got,
-				       ra->off + ra->got);
-		if (n < 0)
-			return;
-		ra->got += (size_t)n;
-	}
-	if (ra->next == spare_block) {
-		spare_block = ra->data;
-		ra->data = ra->next;
-	}
-	ra->ready = true;
-}
-
-/* The read-ahead block for this request, if it is still what a read would give. */
-static bool take_readahead(struct cd_conn *c, const struct cd_fs_handle *h, uint64_t off,
-			   uint64_t len)
-{
-	struct cd_fs_readahead *ra = c->fs_readahead;
-	struct stat st;
-	if (!ra || !ra->ready)
-		return false;
-	ra->ready = false;
-	return ra->id_len == h->id_len && !memcmp(ra->id, h->id, h->id_len) && ra->off == off &&
-	       ra->len == len && fstat(h->fd, &st) == 0 && same_file_state(&st, &ra->st);
-}
-
-void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *params)
-{
-	const struct cd_json *hid;
-	uint64_t off, len;
-	char *err = NULL;
-
-	if (cd_param_object(params, "params", &err) < 0 ||
-	    cd_param_string(params, "handleId", "handleId", true, false, &hid, &err) < 0 ||
-	    get_u64_required(params, "offset", "offset", &off, &err) < 0 ||
-	    get_u64_required(params, "len", "len", &len, &err) < 0) {
-		cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
-		free(err);
-		return;
-	}
-	if (len < 1 || len > FS_BLOCK_MAX) {
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "file read block length must be between 1 and 1048576");
-		return;
-	}
-	struct cd_fs_handle *h = find_handle(c, hid->u.str.s, hid->u.str.len);
-	if (!h) {
-		struct cd_strbuf sb = { 0 };
-		cd_strbuf_append(&sb, "unknown file handle `");
-		append_handle_id(&sb, hid->u.str.s, hid->u.str.len);
-		cd_strbuf_append(&sb, "`");
-		cd_conn_error(c, id, CD_RPC_NOT_FOUND, sb.buf);
-		cd_strbuf_done(&sb);
-		return;
-	}
-	if (off > (uint64_t)INT64_MAX - len) {
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST, "file read offset is out of range");
-		return;
-	}
-	if (!spare_block)
-		spare_block = cd_xmalloc(FS_BLOCK_MAX);
-	struct cd_fs_readahead *ra = c->fs_readahead;
-	if (!ra) {
-		ra = c->fs_readahead = cd_xcalloc(1, sizeof(*ra));
-		ra->data = cd_xmalloc(FS_BLOCK_MAX);
-	}
-	const unsigned char *data;
-	size_t got;
-	if (take_readahead(c, h, off, len)) {
-		data = ra->data;
-		got = ra->got;
-	} else {
-		ssize_t n = pread_full(h->fd, spare_block, len, off);
-		if (n < 0) {
-			/* A read error closes the handle. */
-			struct cd_fs_res r = { .fd = -1 };
-			cd_fs_res_errno(&r, (int)-n);
-			drop_handle(c, h);
-			reply_res(c, id, &r);
-			cd_strbuf_done(&r.out);
-			return;
-		}
-		data = spare_block;
-		got = (size_t)n;
-	}
-	bool eof = got < len;
-	/* A complete stream no longer counts against the limit (see cd_fs_handle). */
-	if (eof && !h->at_eof)
-		h->eof_order = ++eof_clock;
-	h->at_eof = eof;
-	if (!eof)
-		readahead_start(c, h, off + got, len, data);
-	reply_b64(c, id, "chunk", data, got, eof ? "\",\"eof\":true" : "\",\"eof\":false",
-		  readahead_step);
-	readahead_finish(c);
-}
-
-void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params)
-{
-	const struct cd_json *hid;
-	char *err = NULL;
-	if (cd_param_object(params, "params", &err) < 0 ||
-	    cd_param_string(params, "handleId", "handleId", true, false, &hid, &err) < 0) {
-		cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
-		free(err);
-		return;
-	}
-	struct cd_fs_handle *h = find_handle(c, hid->u.str.s, hid->u.str.len);
-	if (h)
-		drop_handle(c, h);
-	cd_conn_result(c, id, "{}", 2);
-}
-
-/* An fs/open of this handle is queued (or running) on c. */
-static bool open_pending(struct cd_conn *c, const char *hid, size_t len)
+static bool queued_for(struct cd_conn *c, const char *hid, size_t len, bool deferred_only)
 {
 	for (struct fs_job *j = c->fs_queue ? c->fs_queue->head : NULL; j; j = j->next)
-		if (!j->method && j->q.op == CD_FS_OPEN && j->hid_len == len &&
+		if ((j->method || (!deferred_only && j->q.op == CD_FS_OPEN)) && j->hid_len == len &&
 		    !memcmp(j->hid, hid, len))
 			return true;
 	return false;
@@ -1517,9 +1177,9 @@ static bool open_pending(struct cd_conn *c, const char *hid, size_t len)
 
 /*
  * fs/readBlock and fs/close of a handle whose fs/open is still queued wait
- * behind it (a client may pipeline them); on any other handle they are
- * answered at once, whatever the connection's fs queue holds. True when
- * queued.
+ * behind it (a client may pipeline them), and so do the later ones while
+ * those wait; on any other handle they go to the connection's stream queue
+ * (fs-stream.c) at once, whatever its fs queue holds. True when queued.
  */
 static bool defer_behind_open(struct cd_conn *c, const char *id, const struct cd_json *params,
 			      fs_method_fn fn, bool block)
@@ -1529,10 +1189,12 @@ static bool defer_behind_open(struct cd_conn *c, const char *id, const struct cd
 	char *err = NULL;
 	if (!c->fs_queue || cd_param_object(params, "params", &err) < 0 ||
 	    cd_param_string(params, "handleId", "handleId", true, false, &hid, &err) < 0 ||
-	    (block && (get_u64_required(params, "offset", "offset", &off, &err) < 0 ||
-		       get_u64_required(params, "len", "len", &len, &err) < 0)) ||
-	    find_handle(c, hid->u.str.s, hid->u.str.len) ||
-	    !open_pending(c, hid->u.str.s, hid->u.str.len)) {
+	    (block && (cd_fs_param_u64(params, "offset", &off, &err) < 0 ||
+		       cd_fs_param_u64(params, "len", &len, &err) < 0)) ||
+	    hid->u.str.len > FS_MAX_HANDLE_ID ||
+	    /* Open: only behind those of it still waiting (the open was answered). */
+	    !queued_for(c, hid->u.str.s, hid->u.str.len,
+			cd_fs_stream_exists(c, hid->u.str.s, hid->u.str.len))) {
 		free(err);
 		return false;
 	}
@@ -1546,6 +1208,8 @@ static bool defer_behind_open(struct cd_conn *c, const char *id, const struct cd
 	struct fs_job *j = job_new(c, id);
 	j->method = fn;
 	j->params = cd_strbuf_steal(&sb);
+	memcpy(j->hid, hid->u.str.s, hid->u.str.len);
+	j->hid_len = hid->u.str.len;
 	enqueue(c, j);
 	return true;
 }
@@ -1565,14 +1229,5 @@ void cd_fs_close_in_order(struct cd_conn *c, const char *id, const struct cd_jso
 void cd_fs_conn_release(struct cd_conn *c)
 {
 	queue_release(c);
-	struct cd_fs_readahead *ra = c->fs_readahead;
-	if (ra) {
-		free(ra->data);
-		free(ra);
-		c->fs_readahead = NULL;
-	}
-	while (c->n_fs_handles)
-		drop_handle(c, &c->fs_handles[0]);
-	free(c->fs_handles);
-	c->fs_handles = NULL;
+	cd_fs_stream_release(c);
 }

@@ -8,7 +8,8 @@
  * when done; a connection's fs requests are performed and answered in the
  * order they came, its other requests meanwhile. A request with a sandbox
  * context that restricts the file system is performed in a sandboxed
- * helper (see fs.c); streaming reads open the file there and read it here.
+ * helper (see fs.c); streaming reads open the file there and read it here,
+ * on the workers too (fs-stream.c).
  */
 
 #include <stdbool.h>
@@ -41,7 +42,13 @@ void cd_fs_close_in_order(struct cd_conn *c, const char *id, const struct cd_jso
 void cd_fs_conn_release(struct cd_conn *c);
 /* Fs requests of c are queued or running (the end of its input waits for their answers). */
 bool cd_fs_conn_busy(const struct cd_conn *c);
-/* Start c's next queued fs request if it may (its outbound queue is under its cap again). */
+/*
+ * c has as many fs/readBlock and fs/close requests waiting as it may: its
+ * next messages are not handled until one is answered (cd_conn_process is
+ * scheduled then).
+ */
+bool cd_fs_conn_input_held(const struct cd_conn *c);
+/* Start c's next queued fs requests if they may (its outbound queue is under its cap again). */
 void cd_fs_conn_pump(struct cd_conn *c);
 /*
  * Shutdown: drop every connection's queued fs requests, cancel the running

@@ -289,10 +289,9 @@ struct cd_conn {
 	/* The message being handled (handle_line): a handler may take it (owned). */
 	struct cd_json *cur_msg;
 
-	struct cd_fs_handle *fs_handles; /* fs/open streams (fs.c) */
-	size_t n_fs_handles;
-	struct cd_fs_readahead *fs_readahead; /* the next block of a stream (fs.c) */
-	struct cd_fs_queue *fs_queue;	      /* fs requests queued or running (fs.c) */
+	/* fs/open's handles, their reads and closes (fs-stream.c) */
+	struct cd_fs_streams *fs_streams;
+	struct cd_fs_queue *fs_queue; /* fs requests queued or running (fs.c) */
 
 	size_t out_cap;		/* back-pressure above this many queued bytes (update_cap) */
 	size_t mem_queued;	/* charged to the budget: the queue */

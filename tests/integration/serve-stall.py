@@ -17,6 +17,14 @@
 #    workspace root is on it (the binding's scan), and a sandboxed fs
 #    request likewise. B's round trips are then synchronised on the hang
 #    itself: A cannot be answered before the test lets go.
+#  - Root only, on FUSE mounts that answer everything but READ (or FLUSH,
+#    which a close waits for): A's fs/readBlock (fs/close) of a file it
+#    opened with fs/open, synchronised on the mount receiving the READ
+#    (FLUSH); A is answered once the mount lets go. And the server, asked
+#    to stop while a read is stuck, gets to its exit (it logs that a job did
+#    not stop) instead of hanging on the loop. (These read and closed on
+#    the loop: the stuck request held every client for as long as the mount
+#    hung, and SIGTERM went unheard.)
 #
 # BOUND is 100 ms (the rule) times five: the margin for a host busy with
 # other work (an idle round trip here is 0.05 ms, a busy host's up to 0.3 s
@@ -25,13 +33,15 @@
 # long as it hung). Unix sockets; both loops. TAP.
 
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (LOOPS, Hung, Tap, cordon_usable, fuse_why, pids_by_cmdline,  # noqa: E402
-                       profile, special, uri)
+from rpcclient import (LOOPS, FuseStall, Hung, Tap, cordon_usable, fuse_why,  # noqa: E402
+                       pids_by_cmdline, profile, special, uri)
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
@@ -213,6 +223,151 @@ def run_hung(tag):
             h.close()
 
 
+# ---- streams on a file system that stops answering --------------------------
+
+STREAM_CASES = [
+    ("fs/readBlock", FuseStall.READ),
+    ("fs/close", FuseStall.FLUSH),
+]
+
+
+def stream_stuck(srv, m, tag, method, op):
+    a, b = clients(srv)
+    r = a.request("fs/open", {"handleId": "h", "path": uri(m.path)}, timeout=30.0)
+    if r.get("result") != {"handleId": "h"}:
+        t.not_ok("[%s] %s on a mount that stops answering: fs/open" % (tag, method), r)
+        return
+    params = {"handleId": "h"}
+    if method == "fs/readBlock":
+        params.update(offset=0, len=FuseStall.FILE_SIZE)
+    ia = a.send_request(method, params)
+    if not m.seen(op):
+        t.not_ok("[%s] %s on a mount that stops answering: the mount is asked" %
+                 (tag, method))
+        return
+    # The request is stuck in the kernel for as long as the test holds the mount.
+    worst, n, stuck = probe_until(a, ia, b, time.monotonic() + 60,
+                                  stop=lambda k: k >= HANG_PROBES)
+    early = a.has_id(ia)
+    t.ok(not stuck and n == HANG_PROBES and worst <= BOUND and not early,
+         "[%s] %s stuck on a mount: the other client waits at most %.0f ms" %
+         (tag, method, BOUND * 1000), "worst %.1f ms over %d round trips%s%s" %
+         (worst * 1000, n, " (stuck)" if stuck else "",
+          " (answered before the mount was released)" if early else ""))
+    m.release()
+    r = a.wait_id(ia, timeout=30.0)
+    if method == "fs/readBlock":
+        t.ok(r is not None and "error" in r,
+             "[%s] and it fails once the mount lets go (the read error)" % tag, r)
+        # A read error closes the handle (reference).
+        r2 = a.request("fs/readBlock", params, timeout=30.0)
+        t.ok(r2.get("error", {}).get("code") == -32004,
+             "[%s] which closed the handle" % tag, r2)
+    else:
+        t.ok(r is not None and r.get("result") == {},
+             "[%s] and it is answered {} once the mount lets go (the handle is closed)" %
+             tag, r)
+
+
+def fds_into(pid, d):
+    """The server's descriptors open on files below d."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith(d + "/"):
+                out.append(fd)
+        except OSError:
+            pass
+    return out
+
+
+def stream_gone(srv, m, tag):
+    """A client leaves while its read is stuck: once the mount lets go, the read ends on
+    its worker, nobody is answered, and the file is closed; the server carries on."""
+    a, b = clients(srv)
+    r = a.request("fs/open", {"handleId": "g", "path": uri(m.path)}, timeout=30.0)
+    a.send_request("fs/readBlock", {"handleId": "g", "offset": 0, "len": 4096})
+    a.send_request("fs/readBlock", {"handleId": "g", "offset": 4096, "len": 4096})
+    a.send_request("fs/close", {"handleId": "g"})
+    if r.get("result") != {"handleId": "g"} or not m.seen(FuseStall.READ):
+        t.not_ok("[%s] a client leaves while its read is stuck: the read is asked" % tag, r)
+        return
+    pid = srv.server_pid
+    a.drop()
+    m.release()
+    deadline = time.monotonic() + 60  # a bound only: the worker's read fails at once
+    while fds_into(pid, m.dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = fds_into(pid, m.dir)
+    r = b.request("environment/status", timeout=30.0)
+    t.ok(not left and r.get("result") == {"status": "ready"},
+         "[%s] a client leaves while its read is stuck: the file is closed once the read "
+         "ends, and the server carries on" % tag, (left, r))
+
+
+def stream_stop(srv, m, tag):
+    """SIGTERM while a read is stuck: the loop hears it, gives the worker its time (2 s),
+    and goes to the exit, which the kernel completes once the mount lets go."""
+    a, _ = clients(srv)
+    r = a.request("fs/open", {"handleId": "s", "path": uri(m.path)}, timeout=30.0)
+    a.send_request("fs/readBlock", {"handleId": "s", "offset": 0, "len": 4096})
+    if r.get("result") != {"handleId": "s"} or not m.seen(FuseStall.READ):
+        t.not_ok("[%s] a stop while a read is stuck: the read is asked" % tag, r)
+        return
+    os.kill(srv.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60  # a bound only: the line comes after FS_STOP_MS (2 s)
+    while "did not stop within" not in srv.stderr_text() and time.monotonic() < deadline \
+            and srv.p.poll() is None:
+        time.sleep(0.05)
+    logged = "did not stop within" in srv.stderr_text()
+    m.release()
+    try:
+        status = srv.p.wait(30.0)
+    except subprocess.TimeoutExpired:
+        status = None
+    t.ok(logged and status is not None,
+         "[%s] a stop while a read is stuck gets to the exit (it logs the job left)" % tag,
+         "status %r; stderr: %s" % (status, srv.stderr_text()[-1500:]))
+
+
+def run_streams(tag):
+    """Mounts made before the server starts (a root server's mount namespace is a copy)."""
+    fw = fuse_why()
+    if fw:
+        for method, _ in STREAM_CASES:
+            t.skip("[%s] %s stuck on a mount" % (tag, method), fw)
+            t.skip("[%s] and it is answered once the mount lets go" % tag, fw)
+        t.skip("[%s] which closed the handle" % tag, fw)
+        t.skip("[%s] a client leaves while its read is stuck" % tag, fw)
+        t.skip("[%s] a stop while a read is stuck gets to the exit" % tag, fw)
+        return
+    mounts = []
+    srv = None
+    try:
+        for _, op in STREAM_CASES:
+            mounts.append(FuseStall(hang=[op]))
+        mounts.append(FuseStall(hang=[FuseStall.READ]))
+        mounts.append(FuseStall(hang=[FuseStall.READ]))
+        srv = NetServer("unix", loop=tag)
+        if not srv.ready:
+            t.not_ok("[%s] server up" % tag, srv.stderr_text())
+            return
+        for m, (method, op) in zip(mounts, STREAM_CASES):
+            try:
+                stream_stuck(srv, m, tag, method, op)
+            except Exception as e:
+                t.not_ok("[%s] %s stuck on a mount: %s" % (tag, method, e))
+        stream_gone(srv, mounts[-2], tag)
+        stream_stop(srv, mounts[-1], tag)
+    finally:
+        for m in mounts:
+            m.release()
+        if srv is not None:
+            srv.stop(timeout=20.0)
+        for m in mounts:
+            m.close()
+
+
 def with_server(tag, name, fn, args=()):
     """fn(srv, tag) on a server of its own: one stuck server does not take the next case down."""
     srv = NetServer("unix", loop=tag, args=list(args))
@@ -233,6 +388,7 @@ def run(tag):
     with_server(tag, "a session's end", session_end,
                 ["--max-processes", "4000", "--session-ttl", "1s"])
     run_hung(tag)
+    run_streams(tag)
 
 
 def main():

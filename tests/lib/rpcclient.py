@@ -25,6 +25,7 @@ import selectors
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -879,6 +880,134 @@ class Hung:
     def close(self):
         self.release()
         self._libc.umount2(self.dir.encode(), 2)  # MNT_DETACH
+        try:
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+
+
+class FuseStall:
+    """A FUSE mount holding one regular file, FILE_NAME (FILE_SIZE bytes), that answers
+    INIT, LOOKUP, GETATTR and OPEN (in direct I/O: every read is a request) but never
+    the opcodes in `hang` (say READ, or FLUSH: a close then waits for ever) until
+    release(), which lets go of the device: the waiting requests fail (ENOTCONN). Other
+    opcodes are answered ENOSYS. seen(op) waits until the kernel sent one of op: the
+    moment a reader is stuck. Root only (fuse_why says why not). Standard library only:
+    the kernel's structs (include/uapi/linux/fuse.h), little-endian."""
+
+    LOOKUP, GETATTR, OPEN, READ, RELEASE, FLUSH, INIT, INTERRUPT = 1, 3, 14, 15, 18, 25, 26, 36
+    FILE_NAME, FILE_SIZE, FILE_NODE = "f", 4096, 2
+
+    def __init__(self, hang=(), prefix="cordon-fuse-"):
+        import ctypes
+        import threading
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self.hang = set(hang)
+        self._seen = {}
+        self._cond = threading.Condition()
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        self.path = os.path.join(self.dir, self.FILE_NAME)
+        self.fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
+        opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % self.fd
+        if self._libc.mount(b"cordon-fuse", self.dir.encode(), b"fuse", 0,
+                            opts.encode()) != 0:
+            e = ctypes.get_errno()
+            os.close(self.fd)
+            os.rmdir(self.dir)
+            raise OSError(e, os.strerror(e))
+        # A pipe wakes the reader: closing a descriptor another thread reads does not abort.
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _attr(node):
+        now = int(time.time()) - 3600  # an hour old: a file left alone
+        if node == 1:
+            mode, size, nlink = 0o40755, 0, 2
+        else:
+            mode, size, nlink = 0o100644, FuseStall.FILE_SIZE, 1
+        # fuse_attr: ino size blocks atime mtime ctime, their nsecs, mode nlink uid gid
+        # rdev blksize flags
+        return struct.pack("<QQQQQQIIIIIIIIII", node, size, (size + 511) // 512, now, now,
+                           now, 0, 0, 0, mode, nlink, 0, 0, 0, 4096, 0)
+
+    def _reply(self, unique, error=0, body=b""):
+        try:
+            os.write(self.fd, struct.pack("<IiQ", 16 + len(body), error, unique) + body)
+        except OSError:
+            pass  # the request was interrupted, or the mount is going
+
+    def _serve(self):
+        import errno
+        import select
+        while True:
+            r, _, _ = select.select([self.fd, self._wake_r], [], [])
+            if self._wake_r in r:
+                return
+            try:
+                msg = os.read(self.fd, 1 << 20 | 1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return  # ENODEV: unmounted
+            # fuse_in_header: len opcode unique nodeid uid gid pid total_extlen padding
+            _, op, unique, node = struct.unpack_from("<IIQQ", msg)
+            arg = msg[40:]
+            with self._cond:
+                self._seen[op] = self._seen.get(op, 0) + 1
+                self._cond.notify_all()
+            if op in self.hang or op == self.INTERRUPT:
+                continue  # never answered (an INTERRUPT is not answered either)
+            if op == self.INIT:
+                major, minor = struct.unpack_from("<II", arg)
+                # fuse_init_out (64 bytes): major minor max_readahead flags max_background
+                # congestion_threshold max_write time_gran max_pages map_alignment flags2
+                # max_stack_depth unused[6]
+                body = struct.pack("<IIIIHHIIHHII24x", 7, min(minor, 31), 65536, 0, 16, 12,
+                                   65536, 1, 0, 0, 0, 0)
+                self._reply(unique, 0, body)
+            elif op == self.LOOKUP:
+                name = arg.split(b"\0", 1)[0].decode()
+                if node != 1 or name != self.FILE_NAME:
+                    self._reply(unique, -errno.ENOENT)
+                    continue
+                # fuse_entry_out: nodeid generation entry_valid attr_valid, their nsecs, attr
+                self._reply(unique, 0, struct.pack("<QQQQII", self.FILE_NODE, 1, 3600, 3600,
+                                                   0, 0) + self._attr(self.FILE_NODE))
+            elif op == self.GETATTR:
+                # fuse_attr_out: attr_valid attr_valid_nsec dummy attr
+                self._reply(unique, 0, struct.pack("<QII", 3600, 0, 0) + self._attr(node))
+            elif op == self.OPEN:
+                # fuse_open_out: fh open_flags (FOPEN_DIRECT_IO) padding
+                self._reply(unique, 0, struct.pack("<QII", 1, 1, 0))
+            elif op == self.READ:
+                fh, off, size = struct.unpack_from("<QQI", arg)
+                n = max(0, min(size, self.FILE_SIZE - off))
+                self._reply(unique, 0, b"x" * n)
+            elif op in (self.FLUSH, self.RELEASE):
+                self._reply(unique, 0)
+            else:
+                self._reply(unique, -errno.ENOSYS)
+
+    def seen(self, op, timeout=60.0):
+        """Wait until the kernel sent a request of opcode op; whether it did."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._seen.get(op, 0) > 0, timeout)
+
+    def release(self):
+        """Let go of the device: every request waiting on the mount fails (ENOTCONN)."""
+        if self.fd >= 0:
+            os.write(self._wake_w, b"x")
+            self._thread.join()
+            os.close(self.fd)
+            self.fd = -1
+
+    def close(self):
+        self.release()
+        self._libc.umount2(self.dir.encode(), 2)  # MNT_DETACH
+        os.close(self._wake_r)
+        os.close(self._wake_w)
         try:
             os.rmdir(self.dir)
         except OSError:

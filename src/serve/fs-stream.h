@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Streaming reads of `cordon serve` (reference 2.10: fs/open's handles,
+ * fs/readBlock, fs/close), between fs.c, which opens the files (on a
+ * worker, in a sandboxed helper when asked), and fs-stream.c, which keeps
+ * the handles and reads and closes them, on the fs workers too: a pread or
+ * a close (FUSE sends FLUSH) on a hung file system holds a worker, never
+ * the loop. Loop thread only, but where said.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/json.h"
+
+struct cd_conn;
+struct cd_server;
+struct cd_workq;
+
+/* A handle id is at most this many bytes (reference). */
+#define CD_FS_HANDLE_ID_MAX 32
+/* Answers are encoded in slices of this many bytes (64 KiB of base64): a multiple of 3. */
+#define CD_FS_B64_SLICE (3u * 16384)
+
+/*
+ * The server's fs worker pool, made on first use; NULL once the server
+ * stops (or when it cannot be made). Defined in fs.c.
+ */
+struct cd_workq *cd_fs_workq(struct cd_server *s);
+/* A u64 member of an object, required: 0, or -EINVAL with *err set. Defined in fs.c. */
+int cd_fs_param_u64(const struct cd_json *obj, const char *key, uint64_t *ret, char **err);
+
+/*
+ * Close fd on a worker (it may block: FUSE sends FLUSH); nobody waits for
+ * it. Once the server stops it is left to the process's exit.
+ */
+void cd_fs_close_fd(struct cd_server *s, int fd);
+
+/* Whether c has a handle of this id open (its fs/close not handled yet). */
+bool cd_fs_stream_exists(struct cd_conn *c, const char *hid, size_t len);
+/*
+ * Whether an fs/open of this handle id must be refused now (the id is
+ * taken, or c has its 128 unfinished streams): true after answering id
+ * with the error.
+ */
+bool cd_fs_stream_open_refused(struct cd_conn *c, const char *id, const char *hid, size_t len);
+/* fs/open's file is open: make it a handle and answer id (takes fd). */
+void cd_fs_stream_open_finish(struct cd_conn *c, const char *id, const char *hid, size_t len,
+			      int fd);
+/* Reads or closes of c are queued or running (answers still to come). */
+bool cd_fs_stream_busy(const struct cd_conn *c);
+/* c has as many reads and closes waiting as it may: its next messages wait. */
+bool cd_fs_stream_input_held(const struct cd_conn *c);
+/* Start c's next read or close if it may (its outbound queue is under its cap). */
+void cd_fs_stream_pump(struct cd_conn *c);
+/*
+ * The connection ends: its waiting reads and closes are dropped, its
+ * handles closed (on workers), a read or close running on a worker
+ * completes and its answer goes nowhere.
+ */
+void cd_fs_stream_release(struct cd_conn *c);
