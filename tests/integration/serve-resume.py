@@ -107,6 +107,15 @@ def take_notifications(c, pid, upto):
     return got, last, gaps
 
 
+def server_up(kind, tag, args=()):
+    """A server on kind, or None (the failure reported)."""
+    srv = NetServer(kind, args=list(args))
+    if srv.ready:
+        return srv
+    t.not_ok("[%s] server up" % tag, srv.stderr_text())
+    return None
+
+
 def resume(srv, sid):
     c = srv.connect(timeout=10)
     r = c.request("initialize", {"clientName": "back", "resumeSessionId": sid})
@@ -123,9 +132,8 @@ def lossless(kind, how):
     kernel holds what it never read when it drops: over TCP its kernel
     acknowledged it, which is not reading it."""
     tag = "%s, %s" % (kind, how)
-    srv = NetServer(kind)
-    if not srv.ready:
-        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+    srv = server_up(kind, tag)
+    if not srv:
         return
     try:
         obs = srv.connect(timeout=10)
@@ -172,9 +180,8 @@ def no_pong(kind):
     it is dropped by the stall timer, with a log line that says why, and a
     resumed client still gets every byte."""
     tag = "%s, a client that answers no ping" % kind
-    srv = NetServer(kind, args=["--stall-timeout", "2s"])
-    if not srv.ready:
-        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+    srv = server_up(kind, tag, ["--stall-timeout", "2s"])
+    if not srv:
         return
     try:
         a = srv.connect(timeout=10)
@@ -209,9 +216,8 @@ def no_pong(kind):
 
 def lossy(kind):
     tag = "%s, --detached-output=drop" % kind
-    srv = NetServer(kind, args=["--detached-output", "drop", "-v"])
-    if not srv.ready:
-        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+    srv = server_up(kind, tag, ["--detached-output", "drop", "-v"])
+    if not srv:
         return
     try:
         a = srv.connect(timeout=10)
@@ -234,9 +240,8 @@ def lossy(kind):
 
 def released(kind):
     tag = "%s, resumed but not read" % kind
-    srv = NetServer(kind, args=["--session-ttl", "1s"])
-    if not srv.ready:
-        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+    srv = server_up(kind, tag, ["--session-ttl", "1s"])
+    if not srv:
         return
     try:
         obs = srv.connect(timeout=10)
@@ -258,9 +263,8 @@ def released(kind):
 
 def kept_closed(kind):
     tag = "%s, closed while detached" % kind
-    srv = NetServer(kind, args=["-v", "--retention", "200ms", "--session-ttl", "60s"])
-    if not srv.ready:
-        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+    srv = server_up(kind, tag, ["-v", "--retention", "200ms", "--session-ttl", "60s"])
+    if not srv:
         return
     try:
         a = srv.connect(timeout=10)
