@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "cli-policy.h"
 #include "core/glob.h"
 #include "sandbox/backend.h"
+#include "shared/fd-util.h"
 
 #define PROFILE_MAX_BYTES (1024 * 1024)
 #define DEFAULT_PROFILE	  "read-only"
@@ -225,22 +227,99 @@ static bool is_file_arg(const char *s)
 	return strchr(s, '/') || (n >= 5 && cd_streq(s + n - 5, ".json"));
 }
 
-/* Try dir/NAME.json. 0 found, -ENOENT not there, other -errno with a refusal set. */
-static int try_profile_dir(struct cd_cli_bound *b, const char *dir, const char *name, char **text,
-			   size_t *len)
+/*
+ * Where the lookup of NAME stops: the first DIR/NAME.json that is there at
+ * all (lstat(2): a dangling symbolic link, a FIFO or a directory is there
+ * too), or that cannot be told absent (a directory that cannot be
+ * searched, say). Only "no such entry" (ENOENT, or ENOTDIR for a DIR that is
+ * not a directory) moves on to the next directory. Returns 0 with
+ * *ret_path malloc()ed and owned by the caller, *ret_st its lstat and
+ * *ret_err lstat's errno (0 when it succeeded); or -ENOENT when no
+ * directory has one. Borrows @dirs for the call.
+ */
+static int find_profile_entry(char *const *dirs, const char *name, char **ret_path,
+			      struct stat *ret_st, int *ret_err)
 {
-	char *path = cd_xasprintf("%s/%s.json", dir, name);
-	int r = cd_cli_read_file(path, PROFILE_MAX_BYTES, text, len);
-	if (r == -ENOENT || r == -ENOTDIR) {
-		free(path);
-		return -ENOENT;
+	for (char *const *d = dirs; *d; d++) {
+		char *path = cd_xasprintf("%s/%s.json", *d, name);
+		int e = lstat(path, ret_st) < 0 ? errno : 0;
+		if (e == ENOENT || e == ENOTDIR) {
+			free(path);
+			continue;
+		}
+		*ret_path = path;
+		*ret_err = e;
+		return 0;
 	}
-	b->profile_path = path;
+	return -ENOENT;
+}
+
+static const char *file_kind(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	return "not a regular file";
+}
+
+static int refuse_not_regular(struct cd_cli_bound *b, const char *path, mode_t m)
+{
+	return refuse(b, cd_xasprintf("profile '%s' is %s, not a regular file: remove it or put "
+				      "the profile there (an entry of the lookup path is never "
+				      "passed over)",
+				      path, file_kind(m)));
+}
+
+/*
+ * Read the profile entry that find_profile_entry() found at path, st its
+ * lstat. Only a regular file, or a symbolic link to one, is read; anything
+ * else is refused, never passed over. O_NONBLOCK: a FIFO put there after
+ * the stat must not block the lookup in open(2) (fstat then refuses it).
+ * 0 with *text and *len set, or CD_BIND_REFUSED with the refusal set.
+ */
+static int read_profile_entry(struct cd_cli_bound *b, const char *path, struct stat *st,
+			      char **text, size_t *len)
+{
+	if (S_ISLNK(st->st_mode) && stat(path, st) < 0) {
+		int e = errno;
+		char target[PATH_MAX];
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		if (e == ENOENT && n >= 0) {
+			target[n] = '\0';
+			return refuse(b,
+				      cd_xasprintf("profile '%s' is a dangling symbolic link (to "
+						   "'%s'): fix or remove it (an entry of the "
+						   "lookup path is never passed over)",
+						   path, target));
+		}
+		return refuse(b, cd_xasprintf("cannot read profile '%s': %s", path, strerror(e)));
+	}
+	if (!S_ISREG(st->st_mode))
+		return refuse_not_regular(b, path, st->st_mode);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return refuse(b,
+			      cd_xasprintf("cannot read profile '%s': %s", path, strerror(errno)));
+	int r = fstat(fd, st) < 0 ? -errno : 0;
+	if (r == 0 && !S_ISREG(st->st_mode)) {
+		close(fd);
+		return refuse_not_regular(b, path, st->st_mode);
+	}
+	if (r == 0)
+		r = cd_read_fd(fd, (size_t)st->st_size, PROFILE_MAX_BYTES, text, len);
+	close(fd);
 	if (r == -EFBIG)
-		refuse(b, cd_xasprintf("profile '%s': file is larger than 1 MiB", path));
-	else if (r < 0)
-		refuse(b, cd_xasprintf("cannot read profile '%s': %s", path, strerror(-r)));
-	return r;
+		return refuse(b, cd_xasprintf("profile '%s': file is larger than 1 MiB", path));
+	if (r < 0)
+		return refuse(b, cd_xasprintf("cannot read profile '%s': %s", path, strerror(-r)));
+	return 0;
 }
 
 /* Parse a profile's text; origin names it ("built-in" or the file) in b->profile. */
@@ -270,23 +349,38 @@ const struct cd_builtin_profile *cd_builtin_profile_find(const char *name)
 	return NULL;
 }
 
-char **cd_cli_profile_dirs(void)
+int cd_cli_profile_dirs(char ***ret_dirs, char **reterr_msg)
 {
 	char **dirs = NULL;
 	size_t n = 0;
 	const char *env = getenv("CORDON_POLICY_PATH");
 
-	/* Empty elements of $CORDON_POLICY_PATH are skipped (no "current directory"). */
+	/*
+	 * Empty elements of $CORDON_POLICY_PATH are skipped and relative ones
+	 * refused: either would be looked up from the current directory, where
+	 * an untrusted checkout's NAME.json would replace the profile NAME.
+	 */
 	for (const char *p = env; p && *p;) {
 		const char *end = strchr(p, ':');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > 0 && p[0] != '/') {
+			*reterr_msg = cd_xasprintf(
+				"CORDON_POLICY_PATH: '%.*s' is not an absolute directory; a "
+				"relative one would be looked up from the current directory, "
+				"so it is refused: give absolute directories (e.g. "
+				"\"$PWD/%.*s\")",
+				(int)len, p, (int)len, p);
+			cd_strv_free(dirs);
+			return -EINVAL;
+		}
 		if (len > 0)
 			cd_strv_append_take(&dirs, &n, cd_xstrndup(p, len));
 		p = end ? end + 1 : p + len;
 	}
 	cd_strv_append_take(&dirs, &n, cd_xstrdup(CD_SYSCONF_POLICYDIR));
 	cd_strv_append_take(&dirs, &n, cd_xstrdup(CD_POLICYDIR));
-	return dirs;
+	*ret_dirs = dirs;
+	return 0;
 }
 
 struct listed {
@@ -307,9 +401,10 @@ static bool listed_has(const struct listed *l, size_t n, const char *name)
 	return false;
 }
 
+/* A name that --profile NAME looks up as NAME.json (not a file argument). */
 static bool plain_name(const char *s, size_t n)
 {
-	if (n == 0 || s[0] == '.')
+	if (n == 0 || s[0] == '.' || (n >= 5 && !memcmp(s + n - 5, ".json", 5)))
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
@@ -317,41 +412,59 @@ static bool plain_name(const char *s, size_t n)
 	return true;
 }
 
-void cd_cli_list_profiles(void)
+/* Add name to l with the origin the lookup takes (or refuses); a name found nowhere is left out. */
+static void list_add(struct listed **l, size_t *n, char *const *dirs, const char *name)
+{
+	char *path = NULL;
+	struct stat st;
+	int e;
+
+	if (listed_has(*l, *n, name))
+		return;
+	if (find_profile_entry(dirs, name, &path, &st, &e) < 0) {
+		if (!cd_builtin_profile_find(name))
+			return;
+		path = cd_xstrdup(CD_BUILTIN_ORIGIN);
+	}
+	*l = cd_xreallocarray(*l, *n + 1, sizeof(**l));
+	(*l)[*n].origin = path;
+	(*l)[(*n)++].name = cd_xstrdup(name);
+}
+
+int cd_cli_list_profiles(char **reterr_msg)
 {
 	struct listed *l = NULL;
 	size_t n = 0;
-	char **dirs = cd_cli_profile_dirs();
+	char **dirs = NULL;
+	int r = cd_cli_profile_dirs(&dirs, reterr_msg);
+	if (r < 0)
+		return r;
 
+	/*
+	 * The names are what the directories hold and the built-ins; each
+	 * one's origin is where the lookup itself stops, so that the list
+	 * and --profile agree even for a directory that can be searched but
+	 * not read.
+	 */
 	for (char **d = dirs; *d; d++) {
 		DIR *dir = opendir(*d);
 		if (!dir)
 			continue;
-		/* Each directory's names in their order, so that the first wins. */
 		struct dirent *de;
 		while ((de = readdir(dir))) {
 			size_t len = strlen(de->d_name);
-			/* Whatever the lookup would open, even if it then refuses it. */
+			/* Whatever the lookup would take, even if it then refuses it. */
 			if (len <= 5 || !cd_streq(de->d_name + len - 5, ".json") ||
 			    !plain_name(de->d_name, len - 5))
 				continue;
 			cleanup_free char *name = cd_xstrndup(de->d_name, len - 5);
-			if (listed_has(l, n, name))
-				continue;
-			l = cd_xreallocarray(l, n + 1, sizeof(*l));
-			l[n].origin = cd_xasprintf("%s/%s", *d, de->d_name);
-			l[n++].name = cd_steal_pointer(&name);
+			list_add(&l, &n, dirs, name);
 		}
 		closedir(dir);
 	}
+	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++)
+		list_add(&l, &n, dirs, bp->name);
 	cd_strv_free(dirs);
-	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++) {
-		if (listed_has(l, n, bp->name))
-			continue;
-		l = cd_xreallocarray(l, n + 1, sizeof(*l));
-		l[n].name = cd_xstrdup(bp->name);
-		l[n++].origin = cd_xstrdup(CD_BUILTIN_ORIGIN);
-	}
 	if (n)
 		qsort(l, n, sizeof(*l), listed_cmp);
 	for (size_t i = 0; i < n; i++) {
@@ -360,6 +473,7 @@ void cd_cli_list_profiles(void)
 		free(l[i].origin);
 	}
 	free(l);
+	return 0;
 }
 
 static int load_profile(struct cd_cli_bound *b, const char *arg)
@@ -371,6 +485,7 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
 
 	b->profile_name = arg;
 	if (is_file_arg(arg)) {
+		/* A file named on the command line may be a pipe (/dev/stdin). */
 		b->profile_path = cd_xstrdup(arg);
 		r = cd_cli_read_file(arg, PROFILE_MAX_BYTES, &text, &len);
 		if (r == -EFBIG)
@@ -383,15 +498,18 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
 	} else {
 		if (arg[0] == '.' || !*arg)
 			return refuse(b, cd_xasprintf("no such profile '%s'", arg));
+		char **dirs = NULL;
+		char *err = NULL;
+		if (cd_cli_profile_dirs(&dirs, &err) < 0)
+			return refuse(b, err);
 		/*
 		 * The directories first, in order, so that an admin's or a
-		 * user's NAME.json replaces the built-in NAME; a file that is
-		 * there but cannot be read is refused, never passed over.
+		 * user's NAME.json replaces the built-in NAME; whatever is at
+		 * DIR/NAME.json but cannot be used is refused, never passed over.
 		 */
-		char **dirs = cd_cli_profile_dirs();
-		r = -ENOENT;
-		for (char **d = dirs; *d && r == -ENOENT; d++)
-			r = try_profile_dir(b, *d, arg, &text, &len);
+		struct stat st;
+		int e;
+		r = find_profile_entry(dirs, arg, &b->profile_path, &st, &e);
 		if (r == -ENOENT) {
 			const struct cd_builtin_profile *bp = cd_builtin_profile_find(arg);
 			if (bp) {
@@ -417,8 +535,12 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
 			return refuse(b, msg);
 		}
 		cd_strv_free(dirs);
+		if (e)
+			return refuse(b, cd_xasprintf("cannot read profile '%s': %s",
+						      b->profile_path, strerror(e)));
+		r = read_profile_entry(b, b->profile_path, &st, &text, &len);
 		if (r < 0)
-			return CD_BIND_REFUSED;
+			return r;
 		origin = b->profile_path;
 	}
 	return parse_profile(b, text, len, origin);

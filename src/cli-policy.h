@@ -99,19 +99,25 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
  * The directories a profile NAME is looked up in, in order: each element
  * of $CORDON_POLICY_PATH (colon-separated, empty ones skipped), then
  * $(sysconfdir)/cordon/policies and $(datadir)/cordon/policies; the
- * built-in profiles come after them all. Returns a NULL-terminated vector,
- * malloc()ed and owned by the caller (cd_strv_free).
+ * built-in profiles come after them all. Returns 0 with *ret_dirs a
+ * NULL-terminated vector, malloc()ed and owned by the caller
+ * (cd_strv_free); or -EINVAL when an element of $CORDON_POLICY_PATH is
+ * not absolute (it would be looked up from the current directory), with
+ * *reterr_msg malloc()ed and owned by the caller.
  */
-char **cd_cli_profile_dirs(void);
+int cd_cli_profile_dirs(char ***ret_dirs, char **reterr_msg);
 
 /*
  * Print every profile NAME that --profile NAME finds, one per line as
- * "NAME<TAB>ORIGIN" (the file that a lookup would read, or "built-in"),
- * sorted by name; a name shadowed by an earlier directory is listed once,
- * with the file that wins. Names with control characters are left out.
- * Directories that cannot be read are passed over silently.
+ * "NAME<TAB>ORIGIN" (the entry DIR/NAME.json where the lookup stops, even
+ * one it then refuses, or "built-in"), sorted by name; a name shadowed by
+ * an earlier directory is listed once, with the entry that wins. Names
+ * with control characters, and names ending in ".json" (--profile takes
+ * those as files), are left out. Directories that cannot be read are
+ * passed over silently (each listed name's origin still comes from the
+ * lookup itself). Returns 0, or cd_cli_profile_dirs()'s error.
  */
-void cd_cli_list_profiles(void);
+int cd_cli_list_profiles(char **reterr_msg);
 
 /* Everything the pipeline produced, as far as it got. All owned. */
 struct cd_cli_bound {

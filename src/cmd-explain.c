@@ -580,7 +580,13 @@ int cd_cmd_explain(int argc, char **argv)
 			cd_cli_usage_error(a.cmd, "--list-profiles takes no other option");
 			goto out;
 		}
-		cd_cli_list_profiles();
+		char *err = NULL;
+		if (cd_cli_list_profiles(&err) < 0) {
+			cd_log_error("%s", err);
+			free(err);
+			ret = CD_EXIT_SETUP;
+			goto out;
+		}
 		ret = 0;
 		goto out;
 	}

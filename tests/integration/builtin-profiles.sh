@@ -127,6 +127,70 @@ mkdir -p "$CD_TMP/dir/read-only.json"
 CORDON_POLICY_PATH=$CD_TMP/dir run_split "$CORDON" run -- true
 rc_is "a directory named read-only.json: refused (125), no built-in instead" 125
 
+# Whatever is at DIR/NAME.json (lstat) and cannot be used is refused, never
+# passed over: the list names it as the origin, and --profile stops there.
+# A dangling symbolic link (a target on a mount not there yet).
+mkdir -p "$CD_TMP/dangling"
+ln -s "$CD_TMP/no-such-dir/read-only.json" "$CD_TMP/dangling/read-only.json"
+CORDON_POLICY_PATH=$CD_TMP/dangling run_split "$CORDON" run -- true
+rc_is "a dangling read-only.json symlink: refused (125), no built-in instead" 125
+contains "... naming the link and its target" \
+	"'$CD_TMP/dangling/read-only.json' is a dangling symbolic link (to '$CD_TMP/no-such-dir/"
+CORDON_POLICY_PATH=$CD_TMP/dangling run_split "$CORDON" explain
+rc_is "explain with a dangling read-only.json: 125" 125
+not_contains "explain with a dangling read-only.json: not the built-in" "origin:  built-in"
+CORDON_POLICY_PATH=$CD_TMP/dangling run_split "$CORDON" explain --list-profiles
+contains "list: the dangling link is where read-only stops, as in a run" \
+	"read-only	$CD_TMP/dangling/read-only.json"
+# A symbolic link to a profile file is a profile (an admin's way to deploy one).
+mkdir -p "$CD_TMP/link"
+ln -s "$P/full-access.json" "$CD_TMP/link/read-only.json"
+CORDON_POLICY_PATH=$CD_TMP/link run_split "$CORDON" explain
+rc_is "a read-only.json symlink to a profile file: explain exits 0" 0
+contains "... and binds the file it points to" "origin:  $CD_TMP/link/read-only.json"
+contains "... whose profile it is" "type:    disabled"
+
+# A FIFO: the lookup opens it without blocking and refuses it (before, it
+# hung in open(2) until a writer came; CD_TEST_WAIT bounds only a failure).
+mkdir -p "$CD_TMP/fifo"
+mkfifo "$CD_TMP/fifo/read-only.json"
+CORDON_POLICY_PATH=$CD_TMP/fifo run_split timeout "$CD_TEST_WAIT" "$CORDON" run -- true
+rc_is "a FIFO read-only.json: refused (125) at once, not waited on" 125
+contains "... saying what it is" "'$CD_TMP/fifo/read-only.json' is a FIFO, not a regular file"
+CORDON_POLICY_PATH=$CD_TMP/fifo run_split timeout "$CD_TEST_WAIT" "$CORDON" explain
+rc_is "explain with a FIFO read-only.json: 125" 125
+
+# A relative element of $CORDON_POLICY_PATH would be looked up from the
+# current directory (an untrusted checkout's pol/read-only.json): refused.
+mkdir -p "$CD_TMP/repo/pol"
+cp "$P/full-access.json" "$CD_TMP/repo/pol/read-only.json"
+cd "$CD_TMP/repo" || exit 1
+CORDON_POLICY_PATH=pol run_split "$CORDON" explain
+rc_is "a relative CORDON_POLICY_PATH element: explain refused (125)" 125
+not_contains "... the checkout's file is not taken" "origin:  pol/read-only.json"
+contains "... naming the element" "CORDON_POLICY_PATH: 'pol' is not an absolute directory"
+CORDON_POLICY_PATH=$CD_TMP/a:pol run_split "$CORDON" run -- true
+rc_is "a relative element after an absolute one: run refused (125)" 125
+CORDON_POLICY_PATH=pol run_split "$CORDON" explain --list-profiles
+rc_is "a relative element: --list-profiles refused (125) as the lookup is" 125
+not_contains "... listing nothing from the checkout" "read-only	pol/read-only.json"
+cd "$CD_TMP" || exit 1
+
+# The list takes each name's origin from the lookup itself: a directory that
+# can be searched but not read (only an unprivileged user sees the difference)
+# and a NAME.json.json, which --profile NAME.json would take as a file.
+mkdir -p "$CD_TMP/noread"
+cp "$P/full-access.json" "$CD_TMP/noread/read-only.json"
+cp "$P/full-access.json" "$CD_TMP/b/mine.json.json"
+chmod 311 "$CD_TMP/noread"
+CORDON_POLICY_PATH=$CD_TMP/noread:$CD_TMP/b run_split "$CORDON" explain --list-profiles
+contains "list: a profile in a directory that cannot be read is the one a run takes" \
+	"read-only	$CD_TMP/noread/read-only.json"
+not_contains "list: no NAME.json.json as 'NAME.json' (that is a file argument)" "mine.json	"
+CORDON_POLICY_PATH=$CD_TMP/noread:$CD_TMP/b run_split "$CORDON" explain
+contains "... and explain takes that one" "origin:  $CD_TMP/noread/read-only.json"
+chmod 755 "$CD_TMP/noread"
+
 # ---- errors ----
 run_split "$CORDON" run --profile no-such-profile -- true
 rc_is "an unknown profile: 125" 125
