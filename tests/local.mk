@@ -158,7 +158,8 @@ SERVE_TESTS = \
 	tests/integration/serve-fs-full.py \
 	tests/integration/serve-ws-load.py \
 	tests/integration/serve-hidden-race.py \
-	tests/integration/serve-stop-parse.py
+	tests/integration/serve-stop-parse.py \
+	tests/integration/serve-request-id.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif
