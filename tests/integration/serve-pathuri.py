@@ -17,8 +17,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (LOOPS, ROOT_READ, Server, Tap, b64, cordon_usable, err_code,  # noqa: E402
-                       err_msg, path_entry, profile, special, unb64)
+from rpcclient import (LOOPS, Server, Tap, b64, cordon_usable, err_code, err_msg,  # noqa: E402
+                       profile, special, unb64)
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
