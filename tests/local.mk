@@ -162,7 +162,10 @@ SERVE_TESTS = \
 	tests/integration/serve-ws-load.py \
 	tests/integration/serve-hidden-race.py \
 	tests/integration/serve-stop-parse.py \
-	tests/integration/serve-stop-stuck.py
+	tests/integration/serve-stop-stuck.py \
+	tests/integration/serve-request-id.py \
+	tests/integration/serve-pathuri.py \
+	tests/integration/serve-codex-parity.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif

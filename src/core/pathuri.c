@@ -3,20 +3,20 @@
  * file:// URIs for paths on the exec-server wire (see pathuri.h and
  * exec-server-reference.md section 3.6).
  *
- * The parser is deliberately stricter than a general URL parser: a PathUri
- * names a file the sandbox policy will grant or deny, so anything that could
- * make two parties disagree about *which* file is meant is refused rather
- * than normalised (dot segments, encoded separators, NUL bytes, raw
- * backslashes, hosts we cannot interpret). Where refusing costs nothing in
- * compatibility (raw non-ASCII bytes, raw characters the url crate would have
- * escaped) the parser is lenient and decodes them as themselves.
+ * The parser reads a URI as the released Codex exec-server does (see
+ * pathuri.h): a client that names a file through "l/../f" or "%2e%2e" gets
+ * the file Codex would have used, and a sandbox rule the path Codex would
+ * have granted. The removal of dot segments is lexical, done on the URI
+ * before any file system lookup, so it cannot follow a symlink's "..": the
+ * policy and the file operation see the same, already normalised, path.
  *
  * The formatter reproduces Url::from_file_path byte for byte for normal
  * absolute paths, with two deliberate differences that keep
  * parse(format(P)) == P for every path:
  * - the path is not normalised the way Rust's Path::components() would
- *   (a trailing slash and empty segments are kept); paths with "." or ".."
- *   segments, which our parser refuses, use the fallback form instead;
+ *   (a trailing slash and empty segments are kept, and parse back
+ *   normalised away); paths with "." or ".." components, which the parser
+ *   would resolve, use the fallback form instead;
  * - a first segment that looks like a Windows drive ("C:", "c|") gets its
  *   second byte percent-encoded, otherwise the URI would be read back as a
  *   Windows path.
@@ -110,196 +110,330 @@ static int b64url_decode(const char *s, size_t n, char **ret, size_t *ret_len)
 	return 0;
 }
 
+/* One path segment of the URI, as written (still percent-encoded). */
+struct seg {
+	const char *p;
+	size_t n;
+};
+
+static bool is_pct2e(const char *p, size_t n)
+{
+	return n == 3 && p[0] == '%' && p[1] == '2' && (p[2] == 'e' || p[2] == 'E');
+}
+
+/* "." or "%2e" (any case): the URL standard's single-dot segment. */
+static bool single_dot(const struct seg *s)
+{
+	return (s->n == 1 && s->p[0] == '.') || is_pct2e(s->p, s->n);
+}
+
+/* "..", ".%2e", "%2e." or "%2e%2e" (any case): a double-dot segment. */
+static bool double_dot(const struct seg *s)
+{
+	const char *p = s->p;
+	switch (s->n) {
+	case 2:
+		return p[0] == '.' && p[1] == '.';
+	case 4:
+		return (p[0] == '.' && is_pct2e(p + 1, 3)) || (is_pct2e(p, 3) && p[3] == '.');
+	case 6:
+		return is_pct2e(p, 3) && is_pct2e(p + 3, 3);
+	default:
+		return false;
+	}
+}
+
+static bool is_sep(char c)
+{
+	/* file is a special scheme: a backslash separates like a slash */
+	return c == '/' || c == '\\';
+}
+
 /*
- * Decode one path segment seg[0..n) into o (room for n bytes). Returns the
- * decoded length or -1 with *reterr set.
+ * Percent-decode seg into o (room for seg->n bytes), as the url crate's
+ * to_file_path does: an escape that is not "%" and two hex digits stays as
+ * written. Returns the decoded length.
  */
-static long decode_segment(const char *seg, size_t n, char *o, const char **reterr)
+static size_t decode_segment(const struct seg *sg, char *o)
 {
 	size_t k = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)seg[i];
-		if (c != '%') {
-			o[k++] = (char)c;
-			continue;
-		}
-		int hi = i + 2 < n ? cd_unhex((unsigned char)seg[i + 1]) : -1;
-		int lo = hi >= 0 ? cd_unhex((unsigned char)seg[i + 2]) : -1;
-		if (hi < 0 || lo < 0) {
-			*reterr = "URI has an invalid percent escape";
-			return -1;
-		}
-		c = (unsigned char)(hi * 16 + lo);
-		if (c == 0) {
-			/* Only the fallback form may carry NUL; elsewhere it would
-			 * silently truncate the path in every C API downstream. */
-			*reterr = "URI contains an encoded NUL (%00)";
-			return -1;
-		}
-		if (c == '/') {
-			/* An encoded separator would let one URI segment become two
-			 * path components after decoding. */
-			*reterr = "URI has an encoded '/' (%2F)";
-			return -1;
+	for (size_t i = 0; i < sg->n; i++) {
+		unsigned char c = (unsigned char)sg->p[i];
+		int hi = c == '%' && i + 2 < sg->n ? cd_unhex((unsigned char)sg->p[i + 1]) : -1;
+		int lo = hi >= 0 ? cd_unhex((unsigned char)sg->p[i + 2]) : -1;
+		if (hi >= 0 && lo >= 0) {
+			c = (unsigned char)(hi * 16 + lo);
+			i += 2;
 		}
 		o[k++] = (char)c;
-		i += 2;
 	}
-	/*
-	 * Dot segments, however spelt (".", "%2e", ".%2E", ...), are refused
-	 * instead of resolved: URL resolution and the file system disagree
-	 * about ".." after a symlink, and a policy path must mean one file.
-	 */
-	if ((k == 1 && o[0] == '.') || (k == 2 && o[0] == '.' && o[1] == '.')) {
-		*reterr = "URI has a '.' or '..' segment";
-		return -1;
+	return k;
+}
+
+/*
+ * Remove "." and ".." components and empty ones (a doubled or trailing
+ * slash) from the absolute path p[0..n) in place, lexically, as Codex's
+ * AbsolutePathBuf does: ".." at the root stays at the root. Returns the new
+ * length; the result is "/" or has no trailing slash.
+ */
+static size_t normalize_posix(char *p, size_t n)
+{
+	size_t o = 0; /* p[0..o) is the result so far, without a trailing slash */
+
+	for (size_t i = 0; i < n;) {
+		while (i < n && p[i] == '/')
+			i++;
+		size_t j = i;
+		while (j < n && p[j] != '/')
+			j++;
+		size_t k = j - i;
+		if (k == 0 || (k == 1 && p[i] == '.')) {
+			/* nothing */
+		} else if (k == 2 && p[i] == '.' && p[i + 1] == '.') {
+			while (o > 0 && p[o - 1] != '/')
+				o--;
+			if (o > 0)
+				o--; /* the slash before it */
+		} else {
+			p[o++] = '/';
+			memmove(p + o, p + i, k);
+			o += k;
+		}
+		i = j;
 	}
-	return (long)k;
+	if (o == 0)
+		p[o++] = '/';
+	p[o] = '\0';
+	return o;
+}
+
+/* The fallback form, after dot segments were removed: "/%00/bad/path/<base64url>". */
+static bool fallback_segments(const struct seg *sg, size_t n)
+{
+	return n == 4 &&
+	       ((sg[0].n == 3 && memcmp(sg[0].p, "%00", 3) == 0) ||
+		(sg[0].n == 1 && sg[0].p[0] == '\0')) &&
+	       sg[1].n == 3 && memcmp(sg[1].p, "bad", 3) == 0 && sg[2].n == 4 &&
+	       memcmp(sg[2].p, "path", 4) == 0 && sg[3].n > 0;
+}
+
+/*
+ * The host of "file://HOST/...": empty and "localhost" (any case, percent
+ * escapes decoded, as the URL host parser does) are this machine; a host
+ * the URL parser refuses is refused; any other is a Windows UNC server.
+ */
+static int check_host(const char *h, size_t n, bool *ret_unc, const char **reterr)
+{
+	char buf[16];
+	size_t k = 0;
+
+	*ret_unc = false;
+	if (n == 0)
+		return 0;
+	if (memchr(h, '@', n)) {
+		/* userinfo: the host parser refuses '@' in a file URL's host */
+		*reterr = "URI has userinfo";
+		return -EINVAL;
+	}
+	if (h[0] != '[' && memchr(h, ':', n)) {
+		*reterr = "URI has a port";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)h[i];
+		/* the URL standard's forbidden host code points (tab and newlines are gone) */
+		if (c <= 0x20 || c == 0x7f || strchr("#<>?@[\\]^|", c)) {
+			if (!(c == '[' && i == 0) && !(c == ']' && i == n - 1)) {
+				*reterr = "URI has an invalid host";
+				return -EINVAL;
+			}
+		}
+	}
+	for (size_t i = 0; i < n && k < sizeof(buf); i++) {
+		unsigned char c = (unsigned char)h[i];
+		int hi = c == '%' && i + 2 < n ? cd_unhex((unsigned char)h[i + 1]) : -1;
+		int lo = hi >= 0 ? cd_unhex((unsigned char)h[i + 2]) : -1;
+		if (hi >= 0 && lo >= 0) {
+			c = (unsigned char)(hi * 16 + lo);
+			i += 2;
+		}
+		buf[k++] = (char)ascii_lower(c);
+	}
+	if (k == 9 && memcmp(buf, "localhost", 9) == 0)
+		return 0;
+	*ret_unc = true;
+	return 0;
 }
 
 int cd_pathuri_parse(const char *uri, size_t len, struct cd_pathuri *ret, const char **reterr)
 {
-	const char *rest, *end = uri + len, *auth, *auth_end, *path;
-	enum cd_path_convention conv = CD_PATH_POSIX;
+	char *in = NULL, *out = NULL;
+	struct seg *sg = NULL;
+	size_t n = 0, i, nseg = 0, o = 0;
+	const char *host = NULL;
+	size_t host_n = 0;
 	bool unc = false, drive = false;
-	char *out;
-	size_t o = 0;
+	int r = -EINVAL;
 
 	*ret = (struct cd_pathuri){ 0 };
+	/*
+	 * As a URL parser reads it: leading and trailing C0 controls and
+	 * spaces are dropped, and tabs and newlines anywhere.
+	 */
+	while (len > 0 && (unsigned char)uri[0] <= 0x20)
+		uri++, len--;
+	while (len > 0 && (unsigned char)uri[len - 1] <= 0x20)
+		len--;
 	if (len == 0) {
 		*reterr = "URI is empty";
 		return -EINVAL;
 	}
-	if (len < 5 || !case_eq(uri, 5, "file:")) {
+	in = cd_xmalloc(len + 1);
+	for (i = 0; i < len; i++)
+		if (uri[i] != '\t' && uri[i] != '\n' && uri[i] != '\r')
+			in[n++] = uri[i];
+	in[n] = '\0';
+
+	/* The scheme, case-insensitive; without one a URI is relative and has no base. */
+	if (n < 5 || !case_eq(in, 5, "file:")) {
 		*reterr = "only file:// URIs are accepted";
-		return -EINVAL;
+		goto out;
 	}
-	if (len < 7 || uri[5] != '/' || uri[6] != '/') {
-		/* "file:/x" and "file:x" are valid URLs but not canonical PathUris. */
-		*reterr = "file URI must start with file://";
-		return -EINVAL;
+	i = 5;
+	/*
+	 * "file:" then any number of slashes (or backslashes). Two start an
+	 * authority, unless it is a Windows drive letter ("file://C:/x").
+	 */
+	if (i + 1 < n && is_sep(in[i]) && is_sep(in[i + 1])) {
+		size_t h = i + 2, e = h;
+		while (e < n && !is_sep(in[e]) && in[e] != '?' && in[e] != '#')
+			e++;
+		if (is_drive_segment(in + h, e - h)) {
+			i = h; /* a path that starts with the drive */
+		} else {
+			host = in + h;
+			host_n = e - h;
+			if (check_host(host, host_n, &unc, reterr) < 0)
+				goto out;
+			i = e;
+			if (i < n && is_sep(in[i]))
+				i++; /* the path's leading slash */
+		}
+	} else if (i < n && is_sep(in[i])) {
+		i++;
 	}
-	rest = uri + 7;
 
 	/*
-	 * Whole-string checks first. A query or fragment would be silently
-	 * dropped by a path conversion, so the path would not be what was sent.
-	 * Raw spaces and controls (including NUL) never occur in a canonical
-	 * URI; a raw backslash is a separator to Windows URL parsers but a file
-	 * name byte on POSIX, so its meaning is ambiguous.
+	 * The path's segments, dot segments removed as the URL standard says,
+	 * before anything is decoded: ".." drops the segment before it (but
+	 * not a Windows drive letter), and one at the end leaves an empty last
+	 * segment, as "." there does.
 	 */
-	for (const char *p = rest; p < end; p++) {
-		unsigned char c = (unsigned char)*p;
-		if (c == '?') {
-			*reterr = "URI has a query";
-			return -EINVAL;
+	sg = cd_xcalloc(n - i + 1, sizeof(*sg));
+	for (;;) {
+		size_t e = i;
+		while (e < n && !is_sep(in[e]) && in[e] != '?' && in[e] != '#')
+			e++;
+		struct seg cur = { in + i, e - i };
+		bool last = e >= n || !is_sep(in[e]);
+		if (double_dot(&cur)) {
+			if (nseg > 0 && !(nseg == 1 && drive))
+				nseg--;
+			if (last)
+				sg[nseg++] = (struct seg){ in + e, 0 };
+		} else if (single_dot(&cur)) {
+			if (last)
+				sg[nseg++] = (struct seg){ in + e, 0 };
+		} else {
+			if (nseg == 0 && is_drive_segment(cur.p, cur.n))
+				drive = true;
+			sg[nseg++] = cur;
 		}
-		if (c == '#') {
-			*reterr = "URI has a fragment";
-			return -EINVAL;
-		}
-		if (c < 0x21 || c == 0x7f) {
-			*reterr = "URI contains a space or control character";
-			return -EINVAL;
-		}
-		if (c == '\\') {
-			*reterr = "URI contains a raw backslash";
-			return -EINVAL;
-		}
+		i = e;
+		if (last)
+			break;
+		i++;
 	}
-
-	auth = rest;
-	path = memchr(rest, '/', (size_t)(end - rest));
-	auth_end = path ? path : end;
-	if (memchr(auth, '@', (size_t)(auth_end - auth))) {
-		/* Credentials have no meaning for a local file. */
-		*reterr = "URI has userinfo";
-		return -EINVAL;
+	if (i < n && in[i] == '?') {
+		*reterr = "URI has a query";
+		goto out;
 	}
-	{
-		/* Skip a bracketed IPv6 literal before looking for a port. */
-		const char *h = auth;
-		if (h < auth_end && *h == '[') {
-			const char *rb = memchr(h, ']', (size_t)(auth_end - h));
-			h = rb ? rb : auth_end;
-		}
-		if (memchr(h, ':', (size_t)(auth_end - h))) {
-			*reterr = "URI has a port";
-			return -EINVAL;
-		}
-	}
-	if (auth_end != auth && !case_eq(auth, (size_t)(auth_end - auth), "localhost")) {
-		/* Any other host is a Windows UNC share (\\host\share). */
-		conv = CD_PATH_WINDOWS;
-		unc = true;
-	}
-	if (!path) {
-		if (auth_end == auth) {
-			*reterr = "URI has no path";
-			return -EINVAL;
-		}
-		path = end; /* "file://localhost" is the root */
+	if (i < n && in[i] == '#') {
+		*reterr = "URI has a fragment";
+		goto out;
 	}
 
 	/* The fallback form for paths that have no URI form (e.g. with NUL). */
-	if (!unc && (size_t)(end - path) >= strlen(FALLBACK_PREFIX) &&
-	    memcmp(path, FALLBACK_PREFIX, strlen(FALLBACK_PREFIX)) == 0) {
-		const char *b = path + strlen(FALLBACK_PREFIX);
-		if (b64url_decode(b, (size_t)(end - b), &ret->path, &ret->len) < 0) {
+	if (!unc && fallback_segments(sg, nseg)) {
+		if (b64url_decode(sg[3].p, sg[3].n, &ret->path, &ret->len) < 0) {
 			*reterr = "URI has an invalid fallback path";
-			return -EINVAL;
+			goto out;
 		}
 		ret->convention = CD_PATH_POSIX;
-		return 0;
+		ret->fallback = true;
+		r = 0;
+		goto out;
 	}
 
-	if (!unc && end - path >= 3 && is_drive_segment(path + 1, 2) &&
-	    (end - path == 3 || path[3] == '/')) {
-		conv = CD_PATH_WINDOWS;
-		drive = true;
+	/* Windows: a host (UNC) or a first non-empty segment "C:" ("C|" only when first). */
+	for (size_t k = 0; k < nseg && !unc; k++) {
+		if (sg[k].n == 0)
+			continue;
+		drive = (k == 0 && drive) ||
+			(sg[k].n == 2 && ascii_alpha((unsigned char)sg[k].p[0]) &&
+			 sg[k].p[1] == ':');
+		if (drive && k > 0) {
+			/* leading empty segments before the drive are dropped */
+			memmove(sg, sg + k, (nseg - k) * sizeof(*sg));
+			nseg -= k;
+		}
+		break;
 	}
+	ret->convention = unc || drive ? CD_PATH_WINDOWS : CD_PATH_POSIX;
 
-	/* Decoding never grows a segment; add room for "\\\\host" and a final separator. */
-	out = cd_xmalloc((size_t)(end - path) + (size_t)(auth_end - auth) + 4);
+	/* Decoding never grows a segment; add room for "\\\\host", separators and NUL. */
+	out = cd_xmalloc(n + host_n + nseg + 4);
 	if (unc) {
 		out[o++] = '\\';
 		out[o++] = '\\';
-		memcpy(out + o, auth, (size_t)(auth_end - auth));
-		o += (size_t)(auth_end - auth);
+		memcpy(out + o, host, host_n);
+		o += host_n;
 	}
-	if (drive) {
-		out[o++] = path[1];
-		out[o++] = ':';
-		path += 3;
-		if (path >= end) {
-			out[o++] = '\\';
+	for (size_t k = 0; k < nseg; k++) {
+		if (ret->convention == CD_PATH_WINDOWS) {
+			if (!(drive && k == 0))
+				out[o++] = '\\';
+		} else {
+			out[o++] = '/';
+		}
+		size_t at = o;
+		o += decode_segment(&sg[k], out + o);
+		if (memchr(out + at, '\0', o - at)) {
+			/* only the fallback form may carry NUL: C APIs would cut the path there */
+			*reterr = "URI contains an encoded NUL (%00)";
+			goto out;
+		}
+		if (drive && k == 0) {
+			out[at + 1] = ':';
+			if (nseg == 1)
+				out[o++] = '\\';
 		}
 	}
-	if (path >= end && !drive) {
-		/* "file://host" or "file://localhost": the root. */
-		out[o++] = conv == CD_PATH_WINDOWS ? '\\' : '/';
-	}
-	while (path < end) {
-		/* path points at a '/' */
-		const char *seg = path + 1;
-		const char *seg_end = memchr(seg, '/', (size_t)(end - seg));
-		if (!seg_end)
-			seg_end = end;
-		out[o++] = conv == CD_PATH_WINDOWS ? '\\' : '/';
-		long k = decode_segment(seg, (size_t)(seg_end - seg), out + o, reterr);
-		if (k < 0) {
-			free(out);
-			return -EINVAL;
-		}
-		o += (size_t)k;
-		path = seg_end;
-	}
+	if (o == 0 || (unc && nseg == 0))
+		out[o++] = ret->convention == CD_PATH_WINDOWS ? '\\' : '/';
 	out[o] = '\0';
-	ret->convention = conv;
+	if (ret->convention == CD_PATH_POSIX)
+		o = normalize_posix(out, o);
 	ret->path = out;
 	ret->len = o;
-	return 0;
+	out = NULL;
+	r = 0;
+out:
+	free(out);
+	free(sg);
+	free(in);
+	return r;
 }
 
 void cd_pathuri_done(struct cd_pathuri *u)
@@ -333,6 +467,15 @@ int cd_pathuri_to_posix(const char *uri, size_t len, char **ret_path, const char
 	if (u.len == 0 || u.path[0] != '/') {
 		/* Only reachable through the fallback form. */
 		*reterr = "path is not absolute";
+		cd_pathuri_done(&u);
+		return -EINVAL;
+	}
+	if (u.fallback) {
+		/*
+		 * Without a NUL the path has a URI form of its own, and Codex
+		 * takes the fallback only for the path it stands for: refused.
+		 */
+		*reterr = "URI is the fallback form of a path that has a URI form";
 		cd_pathuri_done(&u);
 		return -EINVAL;
 	}

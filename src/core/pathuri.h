@@ -6,16 +6,28 @@
  * (exec-server-reference.md section 3.6), compatible with the Rust url
  * crate's Url::from_file_path / to_file_path. OS-free.
  *
- * Parsing rules: scheme "file" only (case-insensitive); no userinfo, port,
- * query or fragment; authority empty or "localhost" (POSIX) or a host name
- * (Windows UNC); %00 refused except in the fallback form
- * "file:///%00/bad/path/<base64url-no-pad of the raw bytes>"; "." and ".."
- * segments (also percent-encoded) refused; an encoded '/' (%2F) refused; a
- * raw backslash refused; invalid percent escapes refused. Decoded bytes need
- * not be UTF-8 (POSIX paths are bytes).
- *
- * Convention: an authority other than localhost, or a first segment like
- * "C:" / "c|", makes it a Windows path; everything else is POSIX.
+ * Parsing follows what the released Codex exec-server does with a PathUri
+ * (the WHATWG URL parser of the url crate, then Url::to_file_path and a
+ * lexical normalisation), as probed on Codex 0.169.0:
+ * - leading and trailing spaces and C0 controls are dropped, tabs and
+ *   newlines anywhere; the scheme is "file" in any case; "file:" may be
+ *   followed by any number of slashes, and a backslash separates segments
+ *   like a slash;
+ * - "." and ".." segments, also percent-encoded ("%2e", ".%2E", ...), are
+ *   removed from the URI path before anything is decoded (".." at the root
+ *   stays there), then the decoded path is normalised lexically: empty,
+ *   "." and ".." components (an encoded "%2F" separates once decoded) and
+ *   a trailing slash go. Nothing looks at the file system: "l/.." is the
+ *   directory holding l even when l is a symlink;
+ * - refused: another scheme, a query or fragment (even empty), userinfo, a
+ *   port, a host the URL parser refuses, a decoded NUL outside the
+ *   fallback form; a percent sign without two hex digits stays as written;
+ * - authority empty or "localhost" (any case) is POSIX; another host (a
+ *   Windows UNC server) or a first segment "C:" is Windows;
+ * - the fallback form "file:///%00/bad/path/<base64url-no-pad of the raw
+ *   bytes>" carries paths that have no URI form (cd_pathuri_to_posix
+ *   refuses it: such paths hold a NUL).
+ * Decoded bytes need not be UTF-8 (POSIX paths are bytes).
  */
 
 #include <stdbool.h>
@@ -32,7 +44,8 @@ struct cd_pathuri {
 	 * from the fallback form, which may hold any bytes (cd_pathuri_to_posix refuses
 	 * those that are not absolute). */
 	char *path;
-	size_t len; /* may be less than strlen only for the fallback form (embedded NUL) */
+	size_t len;    /* may be less than strlen only for the fallback form (embedded NUL) */
+	bool fallback; /* it came from the fallback form */
 };
 
 /*

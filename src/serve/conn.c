@@ -660,7 +660,7 @@ static void parse_error(struct cd_conn *c, const char *detail)
 		cd_strbuf_printf(&sb,
 				 "failed to parse websocket JSON-RPC message from exec-server "
 				 "websocket %s: %s",
-				 c->peer, detail);
+				 c->ws_addr, detail);
 	else
 		cd_strbuf_printf(&sb, "failed to parse JSON-RPC message from exec-server %s: %s",
 				 transport_name(c), detail);
@@ -682,6 +682,251 @@ static char *id_text(const struct cd_json *id)
 	if (id->type == CD_JSON_NUMBER && cd_json_int64(id, &v) == 0)
 		return cd_xasprintf("%" PRId64, v);
 	return NULL;
+}
+
+/*
+ * Why an "id" that is not a valid RequestId (a string or an integer that
+ * fits i64) was refused, in the released binary's words (probed on Codex
+ * 0.169.0). Its decoder buffers the id before matching the variants, and
+ * that buffer takes integers up to u128/i128 but refuses wider ones as
+ * floats; an integer it cannot buffer draws a distinct message naming it:
+ *   2^63 .. 2^64-1          "did not match any variant" (a u64, not an i64)
+ *   2^64 .. 2^128-1         "invalid type: integer `N` as u128, ..."
+ *   -2^127 .. -2^63-1       "invalid type: integer `N` as i128, ..."
+ *   wider, fractions, exponents, null, booleans, arrays, objects:
+ *                           "did not match any variant"
+ * JSON integers have no leading zeros, so N is the literal as written.
+ */
+static void bad_id_detail(const struct cd_json *id, char *buf, size_t size)
+{
+	static const char u64_max[] = "18446744073709551615";
+	static const char u128_max[] = "340282366920938463463374607431768211455";
+	static const char i128_min_mag[] = "170141183460469231731687303715884105728";
+	const char *s = id->type == CD_JSON_NUMBER ? id->u.num.text : NULL;
+	bool neg = s && *s == '-';
+	const char *digits = s ? s + neg : NULL;
+
+	if (digits && *digits && strspn(digits, "0123456789") == strlen(digits)) {
+		/* An integer outside i64 (id_text took those inside). */
+		size_t n = strlen(digits);
+		bool in_u64 = n < sizeof(u64_max) - 1 ||
+			      (n == sizeof(u64_max) - 1 && strcmp(digits, u64_max) <= 0);
+		const char *lim = neg ? i128_min_mag : u128_max;
+		size_t lim_n = strlen(lim);
+		bool in_128 = n < lim_n || (n == lim_n && strcmp(digits, lim) <= 0);
+		if (neg && in_128) {
+			snprintf(buf, size,
+				 "invalid type: integer `%s` as i128, expected any value", s);
+			return;
+		}
+		if (!neg && in_128 && !in_u64) {
+			snprintf(buf, size,
+				 "invalid type: integer `%s` as u128, expected any value", s);
+			return;
+		}
+	}
+	snprintf(buf, size, "data did not match any variant of untagged enum RequestId");
+}
+
+/*
+ * The message-level decoder of the released binary (Codex 0.169.0), as
+ * probed: an object is a request or notification when it has "method", a
+ * response when it has "result", an error object otherwise, and each is
+ * then decoded as a struct, its members in the order they were sent, the
+ * first member of the wrong type ending it with the decoder's words; missing
+ * members are named afterwards. Members no struct knows are ignored, and
+ * numbers of any kind are named "number".
+ */
+
+/* serde's name for the value a field did not expect; a string is quoted as Rust's Debug does. */
+static void serde_unexpected(const struct cd_json *v, struct cd_strbuf *sb)
+{
+	switch (v->type) {
+	case CD_JSON_NULL:
+		cd_strbuf_append(sb, "null");
+		return;
+	case CD_JSON_FALSE:
+		cd_strbuf_append(sb, "boolean `false`");
+		return;
+	case CD_JSON_TRUE:
+		cd_strbuf_append(sb, "boolean `true`");
+		return;
+	case CD_JSON_NUMBER:
+		cd_strbuf_append(sb, "number");
+		return;
+	case CD_JSON_STRING:
+		cd_strbuf_append(sb, "string \"");
+		for (size_t i = 0; i < v->u.str.len; i++) {
+			unsigned char ch = (unsigned char)v->u.str.s[i];
+			if (ch == '"' || ch == '\\')
+				cd_strbuf_printf(sb, "\\%c", ch);
+			else if (ch == '\n')
+				cd_strbuf_append(sb, "\\n");
+			else if (ch == '\r')
+				cd_strbuf_append(sb, "\\r");
+			else if (ch == '\t')
+				cd_strbuf_append(sb, "\\t");
+			else if (ch == 0)
+				cd_strbuf_append(sb, "\\0");
+			else if (ch < 0x20 || ch == 0x7f)
+				cd_strbuf_printf(sb, "\\u{%x}", ch);
+			else
+				cd_strbuf_append_c(sb, (char)ch);
+		}
+		cd_strbuf_append_c(sb, '"');
+		return;
+	case CD_JSON_ARRAY:
+		cd_strbuf_append(sb, "sequence");
+		return;
+	case CD_JSON_OBJECT:
+	case CD_JSON_TYPE_COUNT:
+		break;
+	}
+	cd_strbuf_append(sb, "map");
+}
+
+static void invalid_type(struct cd_strbuf *sb, const struct cd_json *v, const char *expected)
+{
+	cd_strbuf_append(sb, "invalid type: ");
+	serde_unexpected(v, sb);
+	cd_strbuf_printf(sb, ", expected %s", expected);
+}
+
+static bool is_request_id(const struct cd_json *id)
+{
+	int64_t x;
+	return id->type == CD_JSON_STRING ||
+	       (id->type == CD_JSON_NUMBER && cd_json_int64(id, &x) == 0);
+}
+
+/* An i64 field (the error code): other numbers are "invalid number". */
+static bool check_i64(const struct cd_json *v, struct cd_strbuf *sb)
+{
+	int64_t x;
+	if (v->type == CD_JSON_NUMBER) {
+		if (cd_json_int64(v, &x) == 0)
+			return true;
+		cd_strbuf_append(sb, "invalid number");
+		return false;
+	}
+	invalid_type(sb, v, "i64");
+	return false;
+}
+
+static bool check_string(const struct cd_json *v, struct cd_strbuf *sb)
+{
+	if (v->type == CD_JSON_STRING)
+		return true;
+	invalid_type(sb, v, "a string");
+	return false;
+}
+
+/*
+ * The "error" member of an error object: the struct {code: i64, data:
+ * optional, message: string}, from an object or, serde allowing it, from an
+ * array holding code, data and message in that order.
+ */
+static bool check_error_struct(const struct cd_json *e, struct cd_strbuf *sb)
+{
+	static const char what[] = "struct JSONRPCErrorError with 3 elements";
+
+	if (e->type == CD_JSON_ARRAY) {
+		size_t n = e->u.arr.n;
+		if (n == 0) {
+			cd_strbuf_printf(sb, "invalid length 0, expected %s", what);
+			return false;
+		}
+		if (!check_i64(e->u.arr.items[0], sb))
+			return false;
+		if (n < 3) {
+			/* data may be absent, message may not: it is element 2 */
+			cd_strbuf_printf(sb, "invalid length 2, expected %s", what);
+			return false;
+		}
+		if (!check_string(e->u.arr.items[2], sb))
+			return false;
+		if (n > 3) {
+			cd_strbuf_printf(sb, "invalid length %zu, expected fewer elements in array",
+					 n);
+			return false;
+		}
+		return true;
+	}
+	if (e->type != CD_JSON_OBJECT) {
+		invalid_type(sb, e, "struct JSONRPCErrorError");
+		return false;
+	}
+	bool code = false, message = false;
+	for (size_t i = 0; i < e->u.obj.n; i++) {
+		const struct cd_json_member *m = &e->u.obj.members[i];
+		if (strcmp(m->key, "code") == 0) {
+			if (!check_i64(m->value, sb))
+				return false;
+			code = true;
+		} else if (strcmp(m->key, "message") == 0) {
+			if (!check_string(m->value, sb))
+				return false;
+			message = true;
+		}
+	}
+	if (!code || !message) {
+		cd_strbuf_printf(sb, "missing field `%s`", !code ? "code" : "message");
+		return false;
+	}
+	return true;
+}
+
+enum envelope {
+	ENVELOPE_INVALID, /* the detail says why */
+	ENVELOPE_REQUEST,
+	ENVELOPE_NOTIFICATION,
+	ENVELOPE_RESPONSE, /* a result or an error object from the client */
+};
+
+/*
+ * Classify a parsed message; for ENVELOPE_INVALID, *sb holds the detail of
+ * the id -1 answer.
+ */
+static enum envelope classify(const struct cd_json *v, struct cd_strbuf *sb)
+{
+	if (v->type != CD_JSON_OBJECT) {
+		cd_strbuf_append(sb, "expected a JSON-RPC object");
+		return ENVELOPE_INVALID;
+	}
+	bool has_method = cd_json_get(v, "method") != NULL;
+	bool has_result = cd_json_get(v, "result") != NULL;
+	bool has_error = false, has_id = false;
+
+	for (size_t i = 0; i < v->u.obj.n; i++) {
+		const struct cd_json_member *m = &v->u.obj.members[i];
+		if (strcmp(m->key, "id") == 0) {
+			has_id = true;
+			if (!is_request_id(m->value)) {
+				char detail[160];
+				bad_id_detail(m->value, detail, sizeof(detail));
+				cd_strbuf_append(sb, detail);
+				return ENVELOPE_INVALID;
+			}
+		} else if (has_method && strcmp(m->key, "method") == 0) {
+			if (!check_string(m->value, sb))
+				return ENVELOPE_INVALID;
+		} else if (!has_method && !has_result && strcmp(m->key, "error") == 0) {
+			has_error = true;
+			if (!check_error_struct(m->value, sb))
+				return ENVELOPE_INVALID;
+		}
+	}
+	if (has_method)
+		return has_id ? ENVELOPE_REQUEST : ENVELOPE_NOTIFICATION;
+	if (!has_result && !has_error) {
+		cd_strbuf_append(sb, "missing field `error`");
+		return ENVELOPE_INVALID;
+	}
+	if (!has_id) {
+		cd_strbuf_append(sb, "missing field `id`");
+		return ENVELOPE_INVALID;
+	}
+	return ENVELOPE_RESPONSE;
 }
 
 /*
@@ -744,33 +989,33 @@ static void handle_parsed(struct cd_conn *c, int r, struct cd_json *v,
 	}
 	/* A handler may take the tree (process/start prepares off the loop). */
 	c->cur_msg = v;
-	/* Classified as the reference's untagged JSONRPCMessage enum (1.4). */
+	/* Classified as the released binary does (see classify). */
+	struct cd_strbuf detail = { 0 };
 	const struct cd_json *method = cd_json_get(v, "method");
-	const struct cd_json *id = cd_json_get(v, "id");
-	char *idt = id_text(id);
-	if (v->type != CD_JSON_OBJECT) {
-		parse_error(c, "data did not match any variant of untagged enum JSONRPCMessage");
-	} else if (method && method->type == CD_JSON_STRING) {
-		if (idt) {
-			cd_methods_request(c, idt, method->u.str.s, cd_json_get(v, "params"));
-		} else if (!cd_methods_notification(c, method->u.str.s)) {
+	char *idt = NULL;
+	switch (classify(v, &detail)) {
+	case ENVELOPE_INVALID:
+		parse_error(c, detail.buf);
+		break;
+	case ENVELOPE_REQUEST:
+		idt = id_text(cd_json_get(v, "id"));
+		cd_methods_request(c, idt, method->u.str.s, cd_json_get(v, "params"));
+		break;
+	case ENVELOPE_NOTIFICATION:
+		if (!cd_methods_notification(c, method->u.str.s)) {
 			cd_log_debug("serve: closing the connection after notification '%s'",
 				     method->u.str.s);
 			connection_gone(c, "unexpected notification");
 		}
-	} else if (!cd_json_get(v, "result") && !cd_json_get(v, "error")) {
-		/*
-		 * Neither request, notification, response nor error: the
-		 * released binary fails to decode it as an error object and
-		 * answers like any unparsable message; the connection stays.
-		 */
-		parse_error(c, "missing field `error`");
-	} else {
-		/* A response or an error object: the server sends no requests, the connection ends. */
+		break;
+	case ENVELOPE_RESPONSE:
+		/* The server sends no requests: the connection ends. */
 		cd_log_debug("serve: closing the connection after a client %s",
 			     cd_json_get(v, "result") ? "response" : "error object");
 		connection_gone(c, "client sent a response");
+		break;
 	}
+	cd_strbuf_done(&detail);
 	free(idt);
 	struct cd_json *left = c->cur_msg;
 	c->cur_msg = NULL;

@@ -472,9 +472,10 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 			(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		}
 		struct cd_conn *c = cd_conn_new(s, ws ? CD_CONN_WS : CD_CONN_UNIX, fd, out);
-		if (ws)
-			format_addr(&ss, c->peer, sizeof(c->peer));
-		else
+		if (ws) {
+			format_addr(&ss, c->ws_addr, sizeof(c->ws_addr));
+			snprintf(c->peer, sizeof(c->peer), "%s", c->ws_addr);
+		} else
 			snprintf(c->peer, sizeof(c->peer), "%s", peer);
 		if (owner_r == 0) {
 			size_t n = strlen(c->peer);

@@ -250,6 +250,7 @@ struct cd_conn {
 	enum cd_conn_kind kind;
 	unsigned long serial; /* "connection N" in logs */
 	char peer[80];	      /* who it is, for logs */
+	char ws_addr[64];     /* WebSocket: the client's address alone, as wire messages name it */
 	char refused[512];    /* ws: why its peer is not admitted (403), or empty */
 	bool judging;	      /* ws: its peer is being looked for in the sandboxes */
 	enum cd_handshake handshake;

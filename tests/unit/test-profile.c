@@ -112,7 +112,9 @@ START_TEST(test_wire_managed_restricted)
 {
 	const char *t =
 		"{\"type\":\"managed\",\"file_system\":{\"type\":\"restricted\",\"entries\":["
-		"{\"path\":{\"type\":\"path\",\"path\":\"file:///x\"},\"access\":\"read\"},"
+		/* as Codex: dot segments in the URI removed lexically */
+		"{\"path\":{\"type\":\"path\",\"path\":\"file:///y/%2e%2e/x/.\"},\"access\":"
+		"\"read\"},"
 		"{\"path\":{\"type\":\"glob_pattern\",\"pattern\":\"**/"
 		"*.env\"},\"access\":\"deny\"},"
 		"{\"path\":{\"type\":\"special\",\"value\":{\"kind\":\"project_roots\",\"subpath\":"
@@ -494,8 +496,9 @@ static const struct refusal refusals[] = {
 	  "\"http:", "file_system.entries[0].path.path",
 	  "invalid path URI \"http://h/x\": only file:// URIs are accepted" },
 	{ WIRE_,
-	  WM("{\"path\":{\"type\":\"path\",\"path\":\"file:///a/../b\"},\"access\":\"read\"}"),
-	  "\"file:", "file_system.entries[0].path.path", "invalid path URI \"file:///a/../b\"" },
+	  WM("{\"path\":{\"type\":\"path\",\"path\":\"file:///a/../b?\"},\"access\":\"read\"}"),
+	  "\"file:", "file_system.entries[0].path.path",
+	  "invalid path URI \"file:///a/../b?\": URI has a query" },
 	{ WIRE_, WM("{\"path\":{\"type\":\"path\",\"path\":\"file:///C:/x\"},\"access\":\"read\"}"),
 	  "\"file:", "file_system.entries[0].path.path", "Windows path" },
 	{ WIRE_,
