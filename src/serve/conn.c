@@ -233,10 +233,13 @@ static void on_stall(struct cd_loop *l, void *data)
 	struct cd_conn *c = data;
 	c->stall = NULL;
 	if (cd_conn_out_queued(c) == 0 && c->ws)
-		/* It took everything, but confirmed none of it (ws.c: ack pings). */
-		cd_log_warn("serve: connection %lu (%s): the client answered no ping for %u ms "
-			    "(%llu bytes it took are unconfirmed, and its session's processes "
-			    "wait for them; RFC 6455 requires a pong): dropping it",
+		/*
+		 * Its kernel took everything, and no pong confirmed it (ws.c:
+		 * ack pings): it stopped reading, or it answers no ping.
+		 */
+		cd_log_warn("serve: connection %lu (%s): the client read nothing for %u ms, as "
+			    "far as its pongs tell (%llu bytes sent are unconfirmed: it stopped "
+			    "reading, or it answers no ping, which RFC 6455 requires): dropping it",
 			    c->serial, c->peer, c->server->opts.stall_ms,
 			    (unsigned long long)(c->out_consumed - cd_conn_delivered(c)));
 	else

@@ -200,7 +200,7 @@ def no_pong(kind):
                     got += unb64(p["chunk"])
         except (Eof, Timeout, OSError):
             pass
-        t.ok(a.out_eof and wait_log(srv, "answered no ping"),
+        t.ok(a.out_eof and wait_log(srv, "answers no ping"),
              "[%s] is dropped once its process waits, and the log says why" % tag,
              srv.stderr_text()[-800:])
         b, r = resume(srv, sid)
