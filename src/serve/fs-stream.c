@@ -639,6 +639,8 @@ static void job_done(struct cd_work *w)
 	struct cd_fs_streams *st = j->st;
 	if (!st) {
 		/* A close nobody waits for; one not performed at shutdown is left to the exit. */
+		if (w->ran && cd_testhook_on())
+			cd_testhook_event("fs-fd-closed");
 		free(j);
 		return;
 	}

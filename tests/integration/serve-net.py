@@ -982,6 +982,8 @@ def fs_handles_released():
         a.drop()
         hooks.wait("conn-freed", since=mark)
         hooks.wait("session-detached", session=sid)
+        # The handles' files are closed by the fs workers (a close can hang).
+        hooks.wait("fs-fd-closed", n=128, since=mark)
         t.ok(opened >= base + 128 and fd_count(s.server_pid) <= base - 2,
              "fs/open handles are released on disconnect (fds %d -> %d -> %d)"
              % (base, opened, fd_count(s.server_pid)))
