@@ -80,6 +80,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -702,6 +703,49 @@ static char *hidden_gone(const char *path, const char *why)
 			    path, why);
 }
 
+/*
+ * A hidden regular file with another name (a hard link, made at any time)
+ * is readable through it wherever the sandbox may read: a mask covers one
+ * name only. (The caller's socket has a wall of its own behind the mask,
+ * cordon serve's judgement of its peers.) 0, or -ESTALE with *reterr.
+ */
+static int hidden_linked(const char *path, const struct stat *st, char **reterr)
+{
+	if (!S_ISREG(st->st_mode) || st->st_nlink == 1)
+		return 0;
+	*reterr = cd_xasprintf("namespaces: hidden file '%s' has %ju names (hard links): the "
+			       "sandbox is not made, since it could read the file through another; "
+			       "remove the other links",
+			       path, (uintmax_t)st->st_nlink);
+	return -ESTALE;
+}
+
+/*
+ * A hidden file inside a denied directory (cd_id_check): no mount of its
+ * own, but the same last look as a hidden file's mask gets (prepare_bind),
+ * since moved out of the directory it would be readable where it went.
+ */
+static int check_id(const struct cd_id_check *c, char **reterr)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = open(c->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		*reterr = hidden_gone(c->path, strerror(-r));
+		return r == -ENOENT || r == -ENOTDIR || r == -ELOOP ? -ESTALE : r;
+	}
+	close(fd);
+	if (st.st_dev != (dev_t)c->dev || st.st_ino != (ino_t)c->ino) {
+		*reterr = hidden_gone(c->path, "another file is at its path");
+		return -ESTALE;
+	}
+	return hidden_linked(c->path, &st, reterr);
+}
+
 static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *lp,
 			struct ns_mount *m, char **reterr)
 {
@@ -742,6 +786,11 @@ static int prepare_bind(struct cd_backend_state *s, const struct cd_linux_plan *
 	if (m->has_id && (st.st_dev != m->want_dev || st.st_ino != m->want_ino)) {
 		*reterr = hidden_gone(m->path, "another file is at its path");
 		return -ESTALE;
+	}
+	if (m->has_id) {
+		r = hidden_linked(m->path, &st, reterr);
+		if (r < 0)
+			return r;
 	}
 	m->fmt = st.st_mode & S_IFMT;
 	pp = cd_plan_find(lp->plan, m->path);
@@ -891,7 +940,7 @@ static int ns_prepare(const struct cd_linux_plan *lp, struct cd_backend_state **
 	*ret_state = NULL;
 	if (!lp->sandboxed || (!lp->mount_ns && !lp->user_ns && !lp->net_ns))
 		return 0;
-	if (lp->n_mounts > 0 && !lp->mount_ns) {
+	if ((lp->n_mounts > 0 || lp->n_id_checks > 0) && !lp->mount_ns) {
 		*reterr = cd_xasprintf("namespaces: the plan has mounts but no mount namespace");
 		return -EINVAL;
 	}
@@ -1024,6 +1073,11 @@ static int ns_prepare_host(struct cd_backend_state *s, int parent_fd, char **ret
 
 	if (!s)
 		return 0;
+	for (size_t i = 0; s->lp && i < s->lp->n_id_checks; i++) {
+		r = check_id(&s->lp->id_checks[i], reterr);
+		if (r < 0)
+			return r;
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct ns_mount *m = &s->m[i];
 

@@ -692,6 +692,7 @@ struct cd_linux_plan *cd_linux_plan_free(struct cd_linux_plan *lp)
 	}
 	free(lp->ll_rules);
 	free(lp->mounts);
+	free(lp->id_checks);
 	cd_limits_plan_free(lp->limits);
 	cd_strv_free(lp->degraded);
 	cd_strv_free(lp->notes);
@@ -1024,6 +1025,22 @@ static bool ll_readable(const struct cd_linux_plan *lp, const char *path)
 	return false;
 }
 
+static void add_id_check(struct cd_linux_plan *lp, const struct cd_hidden_path *h)
+{
+	struct cd_id_check *c;
+
+	lp->id_checks = cd_grow_pow2(lp->id_checks, lp->n_id_checks, sizeof(*lp->id_checks));
+	c = &lp->id_checks[lp->n_id_checks++];
+	cd_strv_append_take(&lp->owned, &lp->n_owned, cd_xstrdup(h->path));
+	c->path = lp->owned[lp->n_owned - 1];
+	cd_strv_append_take(
+		&lp->owned, &lp->n_owned,
+		cd_xasprintf("hidden by the mask of a denied directory above it: %s", h->why));
+	c->why = lp->owned[lp->n_owned - 1];
+	c->dev = h->dev;
+	c->ino = h->ino;
+}
+
 static int add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host,
 		      const struct cd_linux_opts *opts, char **reterr)
 {
@@ -1052,8 +1069,17 @@ static int add_hidden(struct cd_linux_plan *lp, const struct cd_linux_host *host
 			same->ino = h->ino;
 			continue;
 		}
-		if (covered)
+		if (covered) {
+			/*
+			 * Hidden by the directory's mask; but moved out of it between
+			 * the caller's check and the spawn, it would not be: the
+			 * spawner checks that it is still there (cd_id_check).
+			 * Without a mount namespace there is no mask to check for.
+			 */
+			if (h->has_id && (host->userns || host->is_root))
+				add_id_check(lp, h);
 			continue;
+		}
 		if (!host->userns && !host->is_root)
 			why_not = "user namespaces are unavailable: there is no mount namespace to "
 				  "hide it in";

@@ -309,6 +309,20 @@ struct cd_mount {
 	unsigned long long dev, ino;
 };
 
+/*
+ * A hidden file (cd_hidden_path.has_id) inside a directory the plan denies
+ * whole: that directory's mask hides it, so it gets no mask of its own, but
+ * the spawner still makes sure the very file is at its path (st_dev,
+ * st_ino) and has no other name, or refuses the sandbox with -ESTALE:
+ * moved out of the denied directory, it would be readable where it went.
+ * No mount: the child does nothing with it.
+ */
+struct cd_id_check {
+	const char *path; /* owned by the plan (owned[]) */
+	const char *why;  /* owned by the plan */
+	unsigned long long dev, ino;
+};
+
 struct cd_linux_plan {
 	const struct cd_plan *plan; /* borrowed */
 	bool sandboxed;		    /* false: DISABLED profile, plain spawn */
@@ -368,6 +382,9 @@ struct cd_linux_plan {
 	bool private_ptmx;
 	struct cd_mount *mounts; /* in the order to perform them */
 	size_t n_mounts;
+	/* Hidden files covered by a denied directory's mask: checked, not mounted. */
+	struct cd_id_check *id_checks;
+	size_t n_id_checks;
 	/*
 	 * A tmpfs of private_tmp_size bytes on /tmp (the private_tmp limit),
 	 * mounted after the other mounts, none of which lies under /tmp; the

@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -826,6 +827,11 @@ static void hide_file(struct cd_server *s, const char *path, bool is_socket, con
 		free(canon);
 		return;
 	}
+	if (S_ISREG(st.st_mode) && st.st_nlink != 1)
+		cd_log_warn("serve: %s %s has %ju names (hard links), and a sandbox could read it "
+			    "through another: sandboxed requests are refused until it has one; "
+			    "remove the other links",
+			    why, canon, (uintmax_t)st.st_nlink);
 	/*
 	 * The token is all a client needs: no sandbox that could read it is
 	 * made. The socket has a wall of its own (its peers are judged).
@@ -842,11 +848,18 @@ static void hide_file(struct cd_server *s, const char *path, bool is_socket, con
 	s->n_hidden++;
 }
 
+/* hidden_moved's answer for a file with another name (a hard link). */
+static const char HIDDEN_LINKED[] = "it has other names (hard links), through which a sandbox "
+				    "could read it";
+
 /*
  * Whether hidden file i is still where it was found, and the same file:
  * its canonical path is still its path (no directory above it was renamed
  * and replaced, by a symlink either), and names the inode the descriptor
- * holds. NULL, or why not (a static string).
+ * holds, which has no other name if it is a regular file (a mask covers
+ * one: made at any time, a hard link elsewhere would be readable; the
+ * socket has a wall of its own, its peers are judged, and a link to it
+ * gets a sandbox nothing). NULL, or why not (a static string).
  */
 static const char *hidden_moved(const struct cd_server *s, size_t i)
 {
@@ -864,11 +877,18 @@ static const char *hidden_moved(const struct cd_server *s, size_t i)
 		return "it, or a directory above it, was moved or removed";
 	if (now.st_dev != then.st_dev || now.st_ino != then.st_ino)
 		return "it was replaced by another file";
+	if (S_ISREG(then.st_mode) && then.st_nlink != 1)
+		return HIDDEN_LINKED;
 	return NULL;
 }
 
 static char *hidden_refusal(const struct cd_server *s, size_t i, const char *why)
 {
+	if (why == HIDDEN_LINKED)
+		return cd_xasprintf("%s '%s' cannot be hidden from the sandbox (%s): sandboxed "
+				    "requests are refused while it has more than one name; remove "
+				    "the other links",
+				    s->hidden[i].why, s->hidden[i].path, why);
 	return cd_xasprintf("%s '%s' is no longer the file the server started with (%s): "
 			    "sandboxed requests are refused until it is back (a sandbox could "
 			    "reach it where it is now); move it back, or restart the server",
@@ -901,15 +921,20 @@ int cd_server_hidden_check(const struct cd_server *s, const char **ret_why, char
 void cd_server_hidden_note(struct cd_server *s, const char *const *why)
 {
 	for (size_t i = 0; i < s->n_hidden; i++) {
-		if (why[i] && !s->hidden_lost[i])
+		if (why[i] == HIDDEN_LINKED && !s->hidden_lost[i])
+			cd_log_error("serve: %s '%s' cannot be hidden from the sandboxes (%s): "
+				     "refusing every sandboxed request while it has more than "
+				     "one name; remove the other links",
+				     s->hidden[i].why, s->hidden[i].path, why[i]);
+		else if (why[i] && !s->hidden_lost[i])
 			cd_log_error("serve: %s '%s' is no longer the file the server started with "
 				     "(%s): refusing every sandboxed request until it is back, "
 				     "since a sandbox could reach it where it is now; move it "
 				     "back, or restart the server",
 				     s->hidden[i].why, s->hidden[i].path, why[i]);
 		else if (!why[i] && s->hidden_lost[i])
-			cd_log_info("serve: %s '%s' is back where it was: serving sandboxed "
-				    "requests again",
+			cd_log_info("serve: %s '%s' is the file the server started with again, "
+				    "with one name: serving sandboxed requests again",
 				    s->hidden[i].why, s->hidden[i].path);
 		s->hidden_lost[i] = why[i] != NULL;
 	}

@@ -26,9 +26,22 @@
 #     meanwhile, within the bound serve-stall.py uses; the start and a
 #     sandboxed fs request wait, and once the mount lets go they are
 #     refused (never run unmasked).
+#  5. the token inside a directory the request's policy denies whole (its
+#     mask hides the token, which gets no mask of its own), moved out of
+#     it after the preparation's check and before the spawn (held by
+#     CORDON_TEST_HOLD=process/start): the spawner checks the very file
+#     is still there all the same, and refuses; left where it is, the
+#     start runs. Root or not. (Review 3, F1.)
+#  6. a second name (hard link) of the token, which a mask of one name
+#     leaves readable: made after the server started, sandboxed starts
+#     and fs requests are refused while it exists, and run again once it
+#     is removed; made after the preparation's check and before the spawn,
+#     the spawner refuses; made before the server started, the server
+#     warns at start and refuses the same way. Root or not. (Review 3, F2.)
 #
 # Expected (the guarantee serve-hidden.py states): all refused with
-# "... is no longer the file ..." (the loop's checks: -32602). TAP.
+# "... is no longer the file ..." (the loop's checks: -32602), or for a
+# second name "... hard links ...". TAP.
 
 import os
 import socket
@@ -37,8 +50,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (Hooks, Hung, Tap, Timeout, cordon_usable, fuse_why, profile,  # noqa: E402
-                       special, unb64, uri)
+from rpcclient import (Hooks, Hung, Tap, Timeout, cordon_usable, fuse_why,  # noqa: E402
+                       path_entry, profile, special, unb64, uri)
 from netclient import NetServer  # noqa: E402
 
 TOKEN = "real-token-0123456789abcdef"
@@ -292,8 +305,156 @@ def case_hung():
         h.close()
 
 
+def start_cat(c, path, pid, sandbox=SANDBOX):
+    """A sandboxed cat of path; the answer, and what the sandbox printed."""
+    i = c.send_request("process/start", {
+        "processId": pid, "argv": ["sh", "-c", "cat '%s' 2>&1; true" % path],
+        "cwd": uri("/"), "env": {"PATH": "/usr/bin:/bin"}, "tty": False, "sandbox": sandbox})
+    return i
+
+
+def outcome(c, i, pid):
+    r = c.wait_id(i, timeout=30)
+    out = b""
+    if r and "result" in r:
+        res = c.wait_closed(pid, timeout=30)
+        out = res.stdout + res.stderr
+    return r, out
+
+
+def refused(r, words):
+    return r is not None and "error" in r and words in r["error"]["message"]
+
+
+def case_covered():
+    """The token in a denied directory, moved out of it before the spawn."""
+    what = "covered"
+    cov = os.path.join(work, "cov")
+    secret = os.path.join(cov, "secret")
+    os.makedirs(secret)
+    tok = os.path.join(secret, "token")
+    with open(tok, "w") as f:
+        f.write(TOKEN + "\n")
+    os.chmod(tok, 0o644)
+    away = os.path.join(cov, "moved-token")
+    sb = {"permissions": profile([special("root", "read"), path_entry(secret, "deny")]),
+          "windowsSandboxLevel": "disabled"}
+    hooks = Hooks(hold=("process/start",))
+    srv = NetServer("ws", args=["--auth-token-file", tok], extra_env=hooks.env)
+    try:
+        c = srv.connect(token=TOKEN)
+        c.handshake()
+        # Left where it is: the directory's mask hides it, and the start runs.
+        i = start_cat(c, tok, "p0", sb)
+        held = hooks.wait("fs-held", method="process/start", timeout=15)
+        hooks.release(held)
+        r, out = outcome(c, i, "p0")
+        t.ok(r is not None and "result" in r and TOKEN.encode() not in out,
+             "%s: a token in a denied directory, left there: the start runs, "
+             "the token unread" % what, "answer %r; the sandbox read %r" % (r, out))
+        since = hooks.mark()
+        i = start_cat(c, away, "p1", sb)
+        try:
+            held = hooks.wait("fs-held", since=since, method="process/start", timeout=15)
+        except Timeout as e:
+            held = None
+            t.not_ok("%s: held after the preparation's check" % what, e)
+        if held:
+            os.rename(tok, away)
+            hooks.release(held)
+        r, out = outcome(c, i, "p1")
+        t.ok(refused(r, "no longer the file"),
+             "%s: moved out of the denied directory before the spawn: the spawner refuses"
+             % what, "answer %r; the sandbox read %r" % (r, out))
+        t.ok(TOKEN.encode() not in out, "%s: ... and the sandbox does not read the token" % what,
+             "it read %r" % out)
+    finally:
+        srv.stop()
+        hooks.close()
+
+
+def case_hardlink():
+    """A second name of the token: refused while it exists, at the check and at the spawn."""
+    what = "hard link"
+    fresh_token()
+    link = os.path.join(work, "token-link")
+    srv = NetServer("ws", args=["--auth-token-file", token_file])
+    try:
+        c = srv.connect(token=TOKEN)
+        c.handshake()
+        r, out = outcome(c, start_cat(c, token_file, "p0"), "p0")
+        t.ok(r is not None and "result" in r and TOKEN.encode() not in out,
+             "%s: control: one name, masked: the start runs, the token unread" % what,
+             "answer %r; read %r" % (r, out))
+        # Made after the server started, before the request.
+        os.link(token_file, link)
+        r, out = outcome(c, start_cat(c, link, "p1"), "p1")
+        t.ok(refused(r, "hard links") and "remove the other links" in r["error"]["message"],
+             "%s: made after the start: a sandboxed start is refused, naming the fix" % what,
+             "answer %r; the sandbox read %r" % (r, out))
+        t.ok(TOKEN.encode() not in out, "%s: ... and the sandbox does not read the token" % what,
+             "it read %r" % out)
+        r = c.wait_id(c.send_request("fs/readFile", {"path": uri(link), "sandbox": SANDBOX}),
+                      timeout=30)
+        data = unb64(r["result"]["dataBase64"]) if r and "result" in r else b""
+        t.ok(refused(r, "hard links") and TOKEN.encode() not in data,
+             "%s: ... and so is a sandboxed fs/readFile" % what,
+             "answer %r" % (r if "error" in (r or {}) else {"read": data}))
+        # Removed: served again.
+        os.unlink(link)
+        r, out = outcome(c, start_cat(c, link, "p2"), "p2")
+        t.ok(r is not None and "result" in r and TOKEN.encode() not in out,
+             "%s: the other link removed: sandboxed starts run again" % what,
+             "answer %r; read %r" % (r, out))
+    finally:
+        srv.stop()
+    # Made after the preparation's check, before the spawn.
+    hooks = Hooks(hold=("process/start",))
+    srv = NetServer("ws", args=["--auth-token-file", token_file], extra_env=hooks.env)
+    try:
+        c = srv.connect(token=TOKEN)
+        c.handshake()
+        i = start_cat(c, link, "p3")
+        try:
+            held = hooks.wait("fs-held", method="process/start", timeout=15)
+        except Timeout as e:
+            held = None
+            t.not_ok("%s: held after the preparation's check" % what, e)
+        if held:
+            os.link(token_file, link)
+            hooks.release(held)
+        r, out = outcome(c, i, "p3")
+        t.ok(refused(r, "hard links") and "remove the other links" in r["error"]["message"],
+             "%s: made after the preparation's check: the spawner refuses" % what,
+             "answer %r; the sandbox read %r" % (r, out))
+        t.ok(TOKEN.encode() not in out, "%s: ... and the sandbox does not read the token" % what,
+             "it read %r" % out)
+    finally:
+        srv.stop()
+        hooks.close()
+    # Made before the server started.
+    if not os.path.exists(link):
+        os.link(token_file, link)
+    srv = NetServer("ws", args=["--auth-token-file", token_file])
+    try:
+        c = srv.connect(token=TOKEN)
+        c.handshake()
+        r, out = outcome(c, start_cat(c, link, "p4"), "p4")
+        t.ok(refused(r, "hard links") and TOKEN.encode() not in out,
+             "%s: made before the server started: refused" % what,
+             "answer %r; the sandbox read %r" % (r, out))
+        err = srv.stderr_text()
+        t.ok("hard links" in err and token_file in err,
+             "%s: ... and the server warned at start" % what, err)
+    finally:
+        srv.stop()
+        os.unlink(link)
+
+
 case_start()
 case_fs()
 case_spawn()
 case_hung()
+case_covered()
+case_hardlink()
 t.done()

@@ -1319,6 +1319,40 @@ START_TEST(test_hidden_identity)
 }
 END_TEST
 
+/*
+ * A hidden file inside a directory the plan denies whole is hidden by that
+ * directory's mask: no mask of its own, but an identity check for the
+ * spawner (cd_id_check), so that moved out of the directory it refuses
+ * the sandbox. Not for a file without an identity.
+ */
+START_TEST(test_hidden_covered)
+{
+	/* clang-format off */
+	struct cd_plan_path paths[] = {
+		PP("/", R, CD_FT_DIR, D, false),
+		PP("/w", W, CD_FT_DIR, R, false),
+		PP("/w/secret", D, CD_FT_DIR, W, true),
+	};
+	/* clang-format on */
+	const struct cd_hidden_path hidden[] = {
+		{ "/w/secret/token", "the token", true, true, 21, 201 },
+		{ "/w/secret/deep/s.sock", "the socket", false, false, 0, 0 },
+	};
+	struct cd_plan plan = make_plan(paths, CD_ARRAY_SIZE(paths), CD_NET_ENABLED);
+	struct cd_linux_opts o = { .hidden = hidden, .n_hidden = CD_ARRAY_SIZE(hidden) };
+	struct cd_linux_plan *lp = build_ok(&plan, &host_full, &o);
+
+	ck_assert_ptr_null(mount_on(lp, "/w/secret/token"));
+	ck_assert_ptr_null(mount_on(lp, "/w/secret/deep/s.sock"));
+	ck_assert_uint_eq(lp->n_id_checks, 1);
+	ck_assert_str_eq(lp->id_checks[0].path, "/w/secret/token");
+	ck_assert_uint_eq(lp->id_checks[0].dev, 21);
+	ck_assert_uint_eq(lp->id_checks[0].ino, 201);
+	ck_assert_ptr_nonnull(strstr(lp->id_checks[0].why, "the token"));
+	cd_linux_plan_free(lp);
+}
+END_TEST
+
 START_TEST(test_hidden)
 {
 	/* cordon serve's socket and token: masked whatever the plan says of them. */
@@ -2174,6 +2208,7 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_deny_masks);
 	tcase_add_test(tc, test_hidden);
 	tcase_add_test(tc, test_hidden_identity);
+	tcase_add_test(tc, test_hidden_covered);
 	tcase_add_test(tc, test_refuse_no_userns);
 	suite_add_tcase(s, tc);
 
