@@ -142,7 +142,7 @@ def section(page, name):
 def item(body, word):
     """The lines of the COMMANDS item that starts with WORD (the item's own
     term line excluded)."""
-    top = min((indent(l) for l in body if l.strip()), default=0)
+    top = min((indent(x) for x in body if x.strip()), default=0)
     out, on = [], False
     for line in body:
         if line.strip() and indent(line) == top:
