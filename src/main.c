@@ -11,7 +11,7 @@ static const char usage[] =
 	"       cordon run     [POLICY OPTIONS] [RUN OPTIONS] [--] CMD [ARG...]\n"
 	"       cordon explain [POLICY OPTIONS] [--backend linux] [--json]\n"
 	"       cordon probe   [--json]\n"
-	"       cordon check   FILE...\n"
+	"       cordon check   [--builtin] FILE...\n"
 	"       cordon serve   [--listen stdio|ws://IP:PORT|unix:PATH] [SERVE OPTIONS]\n"
 	"\n"
 	"Commands:\n"
@@ -20,6 +20,10 @@ static const char usage[] =
 	"  probe     show what this host can enforce\n"
 	"  check     validate policy files\n"
 	"  serve     serve the exec-server protocol (stdio, WebSocket, unix socket)\n"
+	"\n"
+	"Options:\n"
+	"  -V, --version  print the version and exit\n"
+	"  -h, --help     show this help\n"
 	"\n"
 	"Run 'cordon COMMAND --help' for the options of a command.\n";
 

@@ -124,6 +124,7 @@ INTEGRATION_TESTS = \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \
 	tests/integration/man.sh \
+	tests/integration/man-options.py \
 	tests/escape/escape.sh \
 	tests/escape/git-metadata.sh
 if WITH_JANSSON

@@ -1,10 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Lint the generated manual pages with mandoc. TAP; standalone (no libtest.sh),
-# so it also runs where only the man pages were built.
+# Lint the generated manual pages with mandoc: no error, no warning and no
+# style note, but those listed in ALLOWED below (each where scdoc forces
+# it, with the reason). TAP; standalone (no libtest.sh), so it also runs
+# where only the man pages were built.
 
 pages="cordon.1 cordon-policy.5 cordon-serve.1 cordon-protocol.7 cordon-sandbox.7"
 mandir="${CD_BUILDDIR:-.}/man"
+
+# The notes scdoc forces on the pages, one extended regular expression a
+# line, matched against mandoc's message with the "mandoc: PAGE:LINE:COL: "
+# prefix removed. Each with its reason; none today: scdoc 1.11.2 emits an
+# empty paragraph macro only for a blank line the source can avoid (see the
+# comment at the top of each man/*.scd), and the title, the line lengths
+# and everything else are the source's.
+ALLOWED=''
 
 if [ -z "${MANDOC:-}" ]; then
 	echo "1..0 # SKIP mandoc not found (configure did not set MANDOC)"
@@ -23,13 +33,19 @@ echo "1..$(($# * 2))"
 n=0
 for p in $pages; do
 	n=$((n + 1))
-	# Only errors fail: scdoc's roff always draws mandoc warnings about
-	# the empty paragraph macros it emits, which say nothing about the page.
-	if out=$("$MANDOC" -Tlint -Werror "$mandir/$p" 2>&1); then
-		echo "ok $n - mandoc -Tlint $p"
+	# -Tlint reports every level (errors, warnings, style notes).
+	out=$("$MANDOC" -Tlint "$mandir/$p" 2>&1)
+	rc=$?
+	if [ -n "$ALLOWED" ]; then
+		out=$(printf '%s\n' "$out" | sed 's/^mandoc: [^:]*:[0-9]*:[0-9]*: //' |
+			grep -Ev "$ALLOWED")
+	fi
+	if [ -z "$out" ] && [ "$rc" -le 1 ]; then
+		echo "ok $n - mandoc -Tlint $p: nothing to report"
 	else
-		echo "not ok $n - mandoc -Tlint $p"
+		echo "not ok $n - mandoc -Tlint $p (exit $rc)"
 		printf '%s\n' "$out" | sed 's/^/# /'
+		echo "# (see the comment at the top of man/$p.scd for how the source avoids these)"
 	fi
 
 	# Every page needs these sections to be of use; a truncated or
