@@ -291,6 +291,12 @@ void cd_fs_conn_release(struct cd_conn *c)
 {
 }
 
+/* No fs streams: nothing holds a connection's input back. */
+bool cd_fs_conn_input_held(const struct cd_conn *c)
+{
+	return false;
+}
+
 /* No workers: large messages are parsed where they come in. */
 struct cd_workq *cd_server_prep_workq(struct cd_server *s)
 {
