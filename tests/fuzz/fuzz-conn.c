@@ -8,8 +8,9 @@
  * (back-pressure; the queue cap is 512 bytes here). Properties:
  *  - the requests handled are exactly those a reference reading of the
  *    input finds (lines split at '\n', one '\r' before it dropped, blank
- *    lines skipped, a cut-off last line ignored, JSON-RPC classification,
- *    the connection ending at a response or an unexpected notification),
+ *    lines skipped, a cut-off last line ignored, the released exec-server's
+ *    JSON-RPC classification, the connection ending at a client response
+ *    or an unexpected notification),
  *    in order, however the bytes were chunked;
  *  - everything written back is complete lines of valid JSON, one answer
  *    per request;
@@ -57,6 +58,69 @@ static bool blank(const char *s, size_t n)
 	return true;
 }
 
+static bool i64(const struct cd_json *v)
+{
+	int64_t x;
+	return v->type == CD_JSON_NUMBER && cd_json_int64(v, &x) == 0;
+}
+
+/* An error object's "error": {code: i64, message: string, data?}, or [code, data, message]. */
+static bool error_ok(const struct cd_json *e)
+{
+	if (e->type == CD_JSON_ARRAY)
+		return e->u.arr.n == 3 && i64(e->u.arr.items[0]) &&
+		       e->u.arr.items[2]->type == CD_JSON_STRING;
+	if (e->type != CD_JSON_OBJECT)
+		return false;
+	bool code = false, message = false;
+	for (size_t i = 0; i < e->u.obj.n; i++) {
+		const struct cd_json_member *m = &e->u.obj.members[i];
+		if (cd_streq(m->key, "code") && !(code = i64(m->value)))
+			return false;
+		if (cd_streq(m->key, "message") && !(message = m->value->type == CD_JSON_STRING))
+			return false;
+	}
+	return code && message;
+}
+
+enum ref_envelope {
+	REF_INVALID,
+	REF_REQUEST,
+	REF_NOTIFICATION,
+	REF_RESPONSE
+};
+
+/*
+ * What the released exec-server makes of a message (cordon-protocol(7),
+ * ENVELOPE): members checked in the order sent, the first bad one making it
+ * a parse error; then a request, a notification, or a client response.
+ */
+static enum ref_envelope envelope(const struct cd_json *v)
+{
+	if (v->type != CD_JSON_OBJECT)
+		return REF_INVALID;
+	bool method = cd_json_get(v, "method"), result = cd_json_get(v, "result");
+	bool id = false, error = false;
+	for (size_t i = 0; i < v->u.obj.n; i++) {
+		const struct cd_json_member *m = &v->u.obj.members[i];
+		if (cd_streq(m->key, "id")) {
+			id = true;
+			if (!valid_id(m->value))
+				return REF_INVALID;
+		} else if (method && cd_streq(m->key, "method")) {
+			if (m->value->type != CD_JSON_STRING)
+				return REF_INVALID;
+		} else if (!method && !result && cd_streq(m->key, "error")) {
+			error = true;
+			if (!error_ok(m->value))
+				return REF_INVALID;
+		}
+	}
+	if (method)
+		return id ? REF_REQUEST : REF_NOTIFICATION;
+	return (result || error) && id ? REF_RESPONSE : REF_INVALID;
+}
+
 /* The requests a plain reading of the input finds, in order. */
 static char **reference(const char *buf, size_t size)
 {
@@ -76,17 +140,19 @@ static char **reference(const char *buf, size_t size)
 		struct cd_json_error err;
 		if (blank(line, len) || cd_json_parse(line, len, &serve_limits, &v, &err) < 0)
 			continue;
-		const struct cd_json *method = cd_json_get(v, "method");
 		bool stop = false;
-		if (v->type != CD_JSON_OBJECT) {
-			/* a parse error answer */
-		} else if (method && method->type == CD_JSON_STRING) {
-			if (valid_id(cd_json_get(v, "id")))
-				cd_strv_push(&want, method->u.str.s);
-			else
-				stop = !cd_streq(method->u.str.s, "initialized");
-		} else {
-			stop = cd_json_get(v, "result") || cd_json_get(v, "error");
+		switch (envelope(v)) {
+		case REF_INVALID: /* a parse error answer; the connection goes on */
+			break;
+		case REF_REQUEST:
+			cd_strv_push(&want, cd_json_get(v, "method")->u.str.s);
+			break;
+		case REF_NOTIFICATION:
+			stop = !cd_streq(cd_json_get(v, "method")->u.str.s, "initialized");
+			break;
+		case REF_RESPONSE:
+			stop = true;
+			break;
 		}
 		cd_json_free(v);
 		if (stop)
