@@ -51,7 +51,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from rpcclient import (Hooks, Hung, Tap, Timeout, cordon_usable, fuse_why,  # noqa: E402
-                       path_entry, profile, special, unb64, uri)
+                       path_entry, profile, special, unb64, uri, wait_threads_in_fuse)
 from netclient import NetServer  # noqa: E402
 
 TOKEN = "real-token-0123456789abcdef"
@@ -87,20 +87,6 @@ def replace_token():
     os.rename(token_file + ".new", token_file)
 
 
-def some_thread_in_fuse(pid, deadline):
-    """A thread of pid waits on a FUSE request (its wchan says so)."""
-    while time.monotonic() < deadline:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            try:
-                with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
-                    if "fuse" in f.read():
-                        return True
-            except OSError:
-                pass
-        time.sleep(0.01)
-    return False
-
-
 def case_start():
     why_not = fuse_why()
     if why_not:
@@ -116,7 +102,7 @@ def case_start():
         i = c.send_request("process/start", {
             "processId": "p", "argv": ["sh", "-c", "cat '%s' 2>&1; true" % saved],
             "cwd": uri("/"), "env": env, "tty": False, "sandbox": SANDBOX})
-        held = some_thread_in_fuse(srv.server_pid, time.monotonic() + 10)
+        held = wait_threads_in_fuse(srv.server_pid) >= 1
         t.ok(held, "process/start: accepted, its preparation waits on the hung mount")
         replace_token()
         h.release()
@@ -221,17 +207,6 @@ BOUND = 0.5   # seconds: 100 ms (issue 22's rule), with serve-stall.py's margin 
 PROBES = 5
 
 
-def threads_in_fuse(pid):
-    n = 0
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
-                n += "fuse" in f.read()
-        except OSError:
-            pass
-    return n
-
-
 def case_hung():
     """The token's directory becomes a hung mount: the check must not hold the loop."""
     what = "the token's directory on a hung mount"
@@ -260,9 +235,7 @@ def case_hung():
             "sandbox": SANDBOX})
         ic = c.send_request("fs/readFile", {"path": uri(os.path.join(away, "token")),
                                             "sandbox": SANDBOX})
-        deadline = time.monotonic() + 10
-        while threads_in_fuse(srv.server_pid) < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_threads_in_fuse(srv.server_pid)
         worst, n, stuck = 0.0, 0, False
         for _ in range(PROBES):
             t0 = time.monotonic()

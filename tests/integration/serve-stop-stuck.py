@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from rpcclient import (Hooks, Hung, Tap, Timeout, cordon_usable, fuse_why, profile,  # noqa: E402
-                       special, uri)
+                       special, uri, wait_threads_in_fuse)
 from netclient import NetServer  # noqa: E402
 
 TOKEN = "stop-stuck-token-0123456789"
@@ -48,18 +48,6 @@ os.mkdir(tokdir)
 token_file = os.path.join(tokdir, "token")
 with open(token_file, "w") as f:
     f.write(TOKEN + "\n")
-
-
-def in_fuse(pid):
-    """How many threads of pid wait on a FUSE request."""
-    n = 0
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
-                n += "fuse" in f.read()
-        except OSError:
-            pass
-    return n
 
 
 def main():
@@ -87,10 +75,7 @@ def main():
             "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
             "sandbox": {"permissions": profile([special("root", "read")]),
                         "windowsSandboxLevel": "disabled"}})
-        deadline = time.monotonic() + 30
-        while in_fuse(srv.server_pid) < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        stuck = in_fuse(srv.server_pid)
+        stuck = wait_threads_in_fuse(srv.server_pid, 3, timeout=30)
         t.ok(stuck >= 3, "three workers wait on the hung mount", "%d do" % stuck)
         t0 = time.monotonic()
         os.kill(srv.pid, signal.SIGTERM)

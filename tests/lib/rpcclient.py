@@ -854,6 +854,27 @@ def kill_quietly(pid, sig=signal.SIGKILL):
 
 # ---- a hung file system: FUSE with nobody answering (root) ----------------
 
+def threads_in_fuse(pid):
+    """How many threads of pid wait on a FUSE request (their wchan says so)."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                n += "fuse" in f.read()
+        except OSError:
+            pass
+    return n
+
+
+def wait_threads_in_fuse(pid, n=1, timeout=10.0):
+    """Until n threads of pid wait on a FUSE request: how many do (timeout is a
+    bound only, for a server that never gets there)."""
+    deadline = time.monotonic() + timeout
+    while threads_in_fuse(pid) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return threads_in_fuse(pid)
+
+
 class Hung:
     """A FUSE mount whose requests are never answered until release(): a hung
     network file system. Root only (fuse_why says why not)."""
