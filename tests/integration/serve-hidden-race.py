@@ -106,11 +106,7 @@ def case_start():
         t.ok(held, "process/start: accepted, its preparation waits on the hung mount")
         replace_token()
         h.release()
-        r = c.wait_id(i, timeout=30)
-        out = b""
-        if r and "result" in r:
-            res = c.wait_closed("p", timeout=30)
-            out = res.stdout + res.stderr
+        r, out = outcome(c, i, "p")
         t.ok(r is not None and "error" in r and "no longer the file" in r["error"]["message"],
              "process/start: the token replaced before the sandbox was made: refused",
              "answer %r; the sandbox read %r" % (r, out))
@@ -188,11 +184,7 @@ def case_spawn():
             t.ok(True, "process/start: held after its preparation checked the hidden files")
             replace_token()
             hooks.release(held)
-        r = c.wait_id(i, timeout=30)
-        out = b""
-        if r and "result" in r:
-            res = c.wait_closed("p", timeout=30)
-            out = res.stdout + res.stderr
+        r, out = outcome(c, i, "p")
         t.ok(r is not None and "error" in r and "no longer the file" in r["error"]["message"],
              "process/start: the token replaced after the check, before the spawn: the "
              "spawner refuses", "answer %r; the sandbox read %r" % (r, out))
@@ -254,11 +246,7 @@ def case_hung():
              "%s: the sandboxed start and fs request wait while it hangs" % what,
              "answered early: %r %r" % (a.wait_id(ia, 0), c.wait_id(ic, 0)))
         h.release()
-        ra = a.wait_id(ia, timeout=30)
-        out = b""
-        if ra and "result" in ra:
-            res = a.wait_closed("p", timeout=30)
-            out = res.stdout + res.stderr
+        ra, out = outcome(a, ia, "p")
         t.ok(ra is not None and "error" in ra and "no longer the file" in ra["error"]["message"],
              "%s: once it lets go, the start is refused" % what,
              "answer %r; the sandbox read %r" % (ra, out))
@@ -287,6 +275,7 @@ def start_cat(c, path, pid, sandbox=SANDBOX):
 
 
 def outcome(c, i, pid):
+    """Request i's answer, and what the process printed if it started."""
     r = c.wait_id(i, timeout=30)
     out = b""
     if r and "result" in r:
