@@ -161,6 +161,7 @@ SERVE_TESTS = \
 	tests/integration/serve-fs-full.py \
 	tests/integration/serve-ws-load.py \
 	tests/integration/serve-hidden-race.py \
+	tests/integration/serve-activation.py \
 	tests/integration/serve-stop-parse.py \
 	tests/integration/serve-stop-stuck.py
 if WITH_JANSSON

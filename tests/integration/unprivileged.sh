@@ -17,7 +17,8 @@ SCRIPTS="run-workspace-write.sh run-profiles.sh run-mask-race.sh run-git-index.s
 PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-isolation.py serve-fs.py \
 	serve-fs-readfile.py serve-net.py serve-loopback.py serve-selfconnect.py serve-hidden.py \
 	serve-admit.py run-limits.py serve-limits.py serve-stall.py serve-memory.py \
-	serve-resume.py serve-fds.py serve-fs-full.py serve-ws-load.py serve-hidden-race.py"
+	serve-resume.py serve-fds.py serve-fs-full.py serve-ws-load.py serve-hidden-race.py \
+	serve-activation.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
