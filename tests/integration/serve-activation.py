@@ -27,7 +27,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import CORDON, WAIT, Tap, cordon_usable, server_env  # noqa: E402
+from rpcclient import (CORDON, WAIT, Tap, cordon_usable, server_env,  # noqa: E402
+                       workspace_write)
 from netclient import HandshakeError, UnixConn, WsConn  # noqa: E402
 
 t = Tap()
@@ -227,6 +228,16 @@ def test_unix(abstract_notify):
              "[%s] LISTEN_*, NOTIFY_SOCKET are not in the server's environment any more" % tag)
         t.eq(fd3_of_command(c, "fd3"), "closed",
              "[%s] the passed socket (descriptor 3) is not inherited by a command" % tag)
+        resp, res = c.run("hide", ["/bin/sh", "-c", "test -S '%s'" % path], cwd=TMP,
+                          sandbox={"permissions": workspace_write(),
+                                   "windowsSandboxLevel": "disabled"})
+        if res is None and "user namespaces" in str(resp.get("error")):
+            t.skip("[%s] the passed socket is hidden from sandboxes" % tag,
+                   "no user namespaces here")
+        else:
+            t.ok(res is not None and res.exit_code != 0,
+                 "[%s] the passed socket is hidden from sandboxes, as a --listen one" % tag,
+                 resp)
         t.ok(os.path.exists(path), "[%s] the socket file stays (the socket unit's)" % tag)
         t.eq(n.pending(), None, "[%s] nothing else was notified while serving" % tag)
         stop_and_check(srv, n, tag)
