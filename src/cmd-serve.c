@@ -16,6 +16,7 @@
 
 #include "cli-policy.h"
 #include "sandbox/backend.h"
+#include "serve/sd-daemon.h"
 #include "serve/server.h"
 #include "shared/log.h"
 
@@ -120,6 +121,9 @@ static void serve_help(void)
 	       "                  owners that cannot be told are refused (403)\n"
 	       "  unix:PATH       a unix socket (mode 0600 in a directory of ours), one\n"
 	       "                  message per line; peers must have our uid (or the group)\n"
+	       "Under systemd, a listening socket it passes (LISTEN_FDS; --listen is then\n"
+	       "refused) is served by its family, unix or ws, with the same rules, and\n"
+	       "NOTIFY_SOCKET gets READY=1 and STOPPING=1: see cordon-serve(1), SYSTEMD.\n"
 	       "Sandboxed processes of this server (or of another cordon) are refused as\n"
 	       "clients, and the server's socket and token file are hidden from them.\n"
 	       "On ws and unix many clients share one server: when a connection drops its\n"
@@ -585,6 +589,87 @@ static int parse_loop(const char *s, enum cd_loop_kind *ret)
 }
 
 /*
+ * systemd's environment (sd-daemon.h): a listening socket it passed decides
+ * the transport by its family (AF_UNIX: the unix socket transport and its
+ * peer rules; TCP: WebSocket, with the token and loopback rules of --listen
+ * ws://, its address being the socket's), and --listen is refused beside
+ * it: two listeners would be one too many, and silently preferring one
+ * would hide a unit's mistake. The variables go from the environment (no
+ * command inherits them), the socket becomes close-on-exec. 0, or -1 after
+ * a message with *ret set.
+ */
+static int take_activation(struct cd_cli_args *a, int argc, char **argv, bool listen_given,
+			   struct cd_serve_opts *o, int *ret)
+{
+	struct cd_sd_listen act;
+	char *why = NULL;
+	int r = cd_sd_listen_fds(&act, &why);
+
+	if (r < 0) {
+		fprintf(stderr, "cordon: serve: socket activation: %s\n", why);
+		free(why);
+		*ret = 1;
+		return -1;
+	}
+	if (r > 0 && listen_given) {
+		cd_cli_usage_error(a->cmd,
+				   "--listen and a socket passed by systemd (LISTEN_FDS) exclude "
+				   "each other: drop --listen from the unit's ExecStart= (the "
+				   "socket unit's ListenStream= says where to listen)");
+		*ret = CD_EXIT_USAGE;
+		return -1;
+	}
+	if (r > 0 && act.family != AF_UNIX) {
+#if !defined(CD_WEBSOCKET) && defined(CD_WS_HELPER)
+		/* The same pid and environment: the helper takes the activation over. */
+		exec_ws_helper(argc, argv);
+		*ret = 1;
+		return -1;
+#elif !defined(CD_WEBSOCKET)
+		fprintf(stderr, "cordon: serve: systemd passed a TCP socket, which cordon serves "
+				"with WebSocket, and this cordon was built without the WebSocket "
+				"transport (configure found no wslay or nettle)\n");
+		*ret = 1;
+		return -1;
+#endif
+	}
+	r = cd_sd_listen_done(r > 0 ? &act : NULL);
+	if (r < 0) {
+		fprintf(stderr, "cordon: serve: socket activation: descriptor %d: %s\n", act.fd,
+			strerror(-r));
+		*ret = 1;
+		return -1;
+	}
+	r = cd_sd_notify_take(&o->notify_socket, &why);
+	if (r < 0) {
+		fprintf(stderr, "cordon: serve: %s\n", why);
+		free(why);
+		*ret = 1;
+		return -1;
+	}
+	if (act.fd < 0)
+		return 0;
+	o->activated_fd = act.fd;
+	snprintf(o->activated_name, sizeof(o->activated_name), "%s", act.name);
+	if (act.family == AF_UNIX) {
+		o->listen = CD_LISTEN_UNIX;
+		return 0;
+	}
+	o->listen = CD_LISTEN_WS;
+	socklen_t len = sizeof(o->ws_addr);
+	if (getsockname(act.fd, (struct sockaddr *)&o->ws_addr, &len) < 0) {
+		fprintf(stderr,
+			"cordon: serve: socket activation: the passed socket's address: "
+			"%s\n",
+			strerror(errno));
+		*ret = 1;
+		return -1;
+	}
+	o->ws_addr_len = len;
+	return 0;
+}
+
+/*
  * The options of a server that left workers running (cd_serve_workers_left):
  * never freed, and kept here, where a leak checker at exit finds them.
  */
@@ -601,7 +686,7 @@ int cd_cmd_serve(int argc, char **argv)
 	const char *loop_arg = NULL, *arg, *token_file = NULL, *group = NULL, *local_group = NULL;
 	enum cd_pidns_mode pidns = CD_PIDNS_AUTO;
 	int ret = CD_EXIT_USAGE;
-	bool verbose = false;
+	bool verbose = false, listen_given = false;
 	int id;
 
 	cd_serve_opts_init(&o);
@@ -613,6 +698,7 @@ int cd_cmd_serve(int argc, char **argv)
 			ret = 0;
 			goto out;
 		case OPT_LISTEN:
+			listen_given = true;
 			if (cd_streq(arg, "stdio") || cd_streq(arg, "stdio://")) {
 				o.listen = CD_LISTEN_STDIO;
 			} else if (cd_startswith(arg, "ws://")) {
@@ -797,6 +883,8 @@ int cd_cmd_serve(int argc, char **argv)
 		cd_cli_usage_error(a.cmd, "unexpected argument '%s'", argv[a.i]);
 		goto out;
 	}
+	if (take_activation(&a, argc, argv, listen_given, &o, &ret) < 0)
+		goto out;
 	if (!loop_arg) {
 		const char *env = getenv("CORDON_LOOP");
 		if (env && *env && parse_loop(env, &o.loop) < 0) {
@@ -875,7 +963,7 @@ int cd_cmd_serve(int argc, char **argv)
 	 */
 	o.lopts.no_net_ns = true;
 	/* Before the loop and the host probe: the outer process only waits. */
-	if (cd_serve_pidns(pidns, &ret) < 0)
+	if (cd_serve_pidns(pidns, o.notify_socket, &ret) < 0)
 		goto out;
 	ret = cd_serve(&o);
 	if (cd_serve_workers_left()) {
@@ -892,6 +980,7 @@ out:
 	if (o.auth_token)
 		explicit_bzero(o.auth_token, o.auth_token_len);
 	free(o.auth_token);
+	free(o.notify_socket);
 	cd_cli_policy_done(&pol);
 	return ret;
 }

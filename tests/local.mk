@@ -10,9 +10,9 @@ AM_TESTS_ENVIRONMENT = \
 	CD_POLICYDIR=$(abs_top_srcdir)/policies; \
 	CD_TEST_HELPERS=$(abs_top_builddir)/tests/helpers; \
 	CD_SRCDIR=$(abs_top_srcdir); CD_BUILDDIR=$(abs_top_builddir); \
-	MANDOC=$(MANDOC); \
+	MANDOC=$(MANDOC); SYSTEMD_ANALYZE=$(SYSTEMD_ANALYZE); \
 	CK_TAP_LOG_FILE_NAME=-; CK_VERBOSITY=silent; CK_DEFAULT_TIMEOUT=30; \
-	export CORDON CD_POLICYDIR CD_TEST_HELPERS CD_SRCDIR CD_BUILDDIR MANDOC \
+	export CORDON CD_POLICYDIR CD_TEST_HELPERS CD_SRCDIR CD_BUILDDIR MANDOC SYSTEMD_ANALYZE \
 		CK_TAP_LOG_FILE_NAME CK_VERBOSITY CK_DEFAULT_TIMEOUT;
 
 EXTRA_DIST += tests/lib/libtest.sh tests/data
@@ -125,6 +125,7 @@ INTEGRATION_TESTS = \
 	tests/integration/unprivileged.sh \
 	tests/integration/man.sh \
 	tests/integration/man-options.py \
+	tests/integration/systemd-units.sh \
 	tests/escape/escape.sh \
 	tests/escape/git-metadata.sh
 if WITH_JANSSON
@@ -162,6 +163,7 @@ SERVE_TESTS = \
 	tests/integration/serve-fs-full.py \
 	tests/integration/serve-ws-load.py \
 	tests/integration/serve-hidden-race.py \
+	tests/integration/serve-activation.py \
 	tests/integration/serve-stop-parse.py \
 	tests/integration/serve-stop-stuck.py \
 	tests/integration/serve-request-id.py \

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,6 +581,18 @@ static int check_owner_lookup(int fd, const char *where)
 	return -1;
 }
 
+/* Who a ws:// listener admits, for its log line. */
+static const char *ws_admits(const struct cd_server *s)
+{
+	if (s->opts.auth_token)
+		return " (bearer token required)";
+	if (s->opts.allow_local_users)
+		return " (every local user admitted)";
+	if (s->opts.allow_local_group_set)
+		return " (our uid and --allow-local-group only)";
+	return s->opts.check_peer_owner ? " (our uid only)" : "";
+}
+
 static int listen_ws(struct cd_server *s)
 {
 	const struct sockaddr_storage *ss = &s->opts.ws_addr;
@@ -610,16 +623,11 @@ static int listen_ws(struct cd_server *s)
 		return -1;
 	}
 	s->listen_fd = fd;
+	snprintf(s->where, sizeof(s->where), "ws://%s", where);
 	/* The harness reads this first line of stdout (reference 1.2). */
 	printf("ws://%s\n", where);
 	fflush(stdout);
-	const char *who = s->opts.auth_token	      ? " (bearer token required)"
-			  : s->opts.allow_local_users ? " (every local user admitted)"
-			  : s->opts.allow_local_group_set
-				  ? " (our uid and --allow-local-group only)"
-			  : s->opts.check_peer_owner ? " (our uid only)"
-						     : "";
-	cd_log_info("serve: listening on ws://%s%s", where, who);
+	cd_log_info("serve: listening on ws://%s%s", where, ws_admits(s));
 	return 0;
 }
 
@@ -720,7 +728,67 @@ static int listen_unix(struct cd_server *s)
 	}
 	s->unix_bound = cd_xstrdup(path);
 	s->listen_fd = fd;
+	snprintf(s->where, sizeof(s->where), "unix:%s", path);
 	cd_log_info("serve: listening on unix:%s (mode %04o)", path, (unsigned)mode);
+	return 0;
+}
+
+/*
+ * The listening socket systemd passed (cmd-serve.c checked it and chose the
+ * transport by its family): bound, listening, its mode and owner set by
+ * the socket unit, and left where it is at exit. The same rules as on a
+ * socket of our own: a unix socket's peers by their credentials, a TCP
+ * one's by the token or, on loopback, by the owner of their socket.
+ */
+static int listen_activated(struct cd_server *s)
+{
+	int fd = s->opts.activated_fd;
+	const char *name = s->opts.activated_name;
+	char named[300] = "";
+
+	if (name[0])
+		snprintf(named, sizeof(named), " ('%s')", name);
+	if (s->opts.listen == CD_LISTEN_WS) {
+		char where[INET6_ADDRSTRLEN + 16];
+		format_addr(&s->opts.ws_addr, where, sizeof(where));
+		if (s->opts.check_peer_owner && check_owner_lookup(fd, where) < 0)
+			return -1;
+		s->listen_fd = fd;
+		snprintf(s->where, sizeof(s->where), "ws://%s", where);
+		printf("ws://%s\n", where);
+		fflush(stdout);
+		cd_log_info("serve: listening on ws://%s, a socket passed by systemd%s%s", where,
+			    named, ws_admits(s));
+		return 0;
+	}
+	struct sockaddr_un sun;
+	socklen_t len = sizeof(sun);
+	memset(&sun, 0, sizeof(sun));
+	if (getsockname(fd, (struct sockaddr *)&sun, &len) < 0) {
+		cd_log_error("serve: the unix socket passed by systemd%s: %s", named,
+			     strerror(errno));
+		return -1;
+	}
+	size_t plen = len > offsetof(struct sockaddr_un, sun_path)
+			      ? len - offsetof(struct sockaddr_un, sun_path)
+			      : 0;
+	if (plen > 0 && sun.sun_path[0] == '\0') {
+		/* Abstract: "@name" as systemd writes it (NUL bytes inside shown as '@'). */
+		char abs[sizeof(sun.sun_path) + 1];
+		for (size_t i = 0; i < plen; i++)
+			abs[i] = sun.sun_path[i] ? sun.sun_path[i] : '@';
+		abs[plen] = '\0';
+		snprintf(s->where, sizeof(s->where), "unix:%s", abs);
+	} else if (plen > 0) {
+		sun.sun_path[sizeof(sun.sun_path) - 1] = '\0';
+		s->unix_activated = cd_xstrdup(sun.sun_path);
+		snprintf(s->where, sizeof(s->where), "unix:%s", sun.sun_path);
+	} else {
+		snprintf(s->where, sizeof(s->where), "an unnamed unix socket");
+	}
+	s->listen_fd = fd;
+	cd_log_info("serve: listening on %s, a socket passed by systemd%s (peers: our uid%s)",
+		    s->where, named, s->opts.unix_group_set ? " and --unix-group" : "");
 	return 0;
 }
 
@@ -735,7 +803,9 @@ int cd_listen_start(struct cd_server *s)
 		return -1;
 	/* The descriptor given up to answer a connection when there are none left. */
 	s->reserve_fd = open_reserve();
-	int r = s->opts.listen == CD_LISTEN_WS ? listen_ws(s) : listen_unix(s);
+	int r = s->opts.activated_fd >= 0	 ? listen_activated(s)
+		: s->opts.listen == CD_LISTEN_WS ? listen_ws(s)
+						 : listen_unix(s);
 	if (r < 0)
 		return -1;
 	s->listen_watch = cd_loop_add_fd(s->loop, s->listen_fd, CD_LOOP_IN, on_accept, s);
@@ -770,6 +840,8 @@ void cd_listen_stop(struct cd_server *s)
 		free(s->unix_bound);
 		s->unix_bound = NULL;
 	}
+	free(s->unix_activated);
+	s->unix_activated = NULL;
 	if (s->pid_file_written) {
 		struct stat st;
 		if (lstat(s->opts.pid_file, &st) == 0 && st.st_dev == pid_st.st_dev &&

@@ -41,6 +41,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -48,14 +49,17 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "serve/sd-daemon.h"
 #include "serve/server.h"
 #include "shared/log.h"
 #include "spawn.h"
 
 int cd_serve_host_proc = -1;
+int cd_serve_notify_fd = -1;
 
 /* The signals that end a server gracefully (server.c), forwarded by the outer. */
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP };
@@ -90,12 +94,68 @@ fail:
 		    what, strerror(errno));
 }
 
+/* The outer's end of the notification relay (cd_serve_notify_fd), -1: none. */
+struct relay {
+	int sig_fd;	  /* the forwarded signals and SIGCHLD */
+	int pipe_fd;	  /* the server's messages, one per packet */
+	const char *addr; /* NOTIFY_SOCKET */
+	bool warned;	  /* a failed send was logged */
+};
+
+/*
+ * Send one message of the server's on to systemd, as the main process: 1,
+ * or 0 when none waits, or -1 once the server closed its end.
+ */
+static int relay_one(struct relay *r)
+{
+	char buf[PIPE_BUF + 1];
+	ssize_t n = read(r->pipe_fd, buf, sizeof(buf) - 1);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0) {
+		close(r->pipe_fd);
+		r->pipe_fd = -1;
+		return -1;
+	}
+	buf[n] = '\0';
+	int e = cd_sd_notify(r->addr, buf);
+	if (e < 0 && !r->warned) {
+		cd_log_warn("serve: cannot notify systemd (NOTIFY_SOCKET=%s): %s", r->addr,
+			    strerror(-e));
+		r->warned = true;
+	}
+	return 1;
+}
+
+/* The next signal of wait_set; with a relay, the server's messages are sent meanwhile. */
+static int next_signal(const sigset_t *wait_set, struct relay *r)
+{
+	if (r->sig_fd < 0) {
+		siginfo_t si;
+		return sigwaitinfo(wait_set, &si);
+	}
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = r->sig_fd, .events = POLLIN },
+			{ .fd = r->pipe_fd, .events = POLLIN },
+		};
+		if (poll(p, r->pipe_fd >= 0 ? 2 : 1, -1) < 0)
+			return -1; /* EINTR: a stop/continue */
+		if (r->pipe_fd >= 0 && p[1].revents)
+			(void)relay_one(r);
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+			if (read(r->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				return (int)si.ssi_signo;
+		}
+	}
+}
+
 /* The outer: wait for the inner, forwarding the signals; its exit code. */
-static int supervise(pid_t inner, const sigset_t *wait_set)
+static int supervise(pid_t inner, const sigset_t *wait_set, struct relay *relay)
 {
 	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(wait_set, &si);
+		int sig = next_signal(wait_set, relay);
 		if (sig < 0)
 			continue; /* EINTR: a stop/continue */
 		if (sig != SIGCHLD) {
@@ -114,9 +174,11 @@ static int supervise(pid_t inner, const sigset_t *wait_set)
 	}
 }
 
-int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
+int cd_serve_pidns(enum cd_pidns_mode mode, const char *notify_socket, int *exit_code)
 {
 	bool ns = false;
+	struct relay relay = { .sig_fd = -1, .pipe_fd = -1, .addr = notify_socket };
+	int notify[2] = { -1, -1 };
 
 	/* auto: root only; unprivileged servers use subreapers (see the top). */
 	if (mode == CD_PIDNS_ALWAYS || (mode == CD_PIDNS_AUTO && geteuid() == 0)) {
@@ -177,6 +239,26 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 		*exit_code = CD_EXIT_SETUP;
 		return -1;
 	}
+	/*
+	 * The server's sd_notify messages go through us: systemd accepts them
+	 * from its main process, which is us (and a command of the server's
+	 * cannot notify in our name). A packet pipe keeps them apart.
+	 */
+	if (notify_socket) {
+		relay.sig_fd = signalfd(-1, &wait_set, SFD_CLOEXEC);
+		if (relay.sig_fd < 0 || pipe2(notify, O_CLOEXEC | O_DIRECT) < 0) {
+			int e = errno;
+			fprintf(stderr,
+				"cordon: serve: cannot relay notifications to systemd: %s\n",
+				strerror(e));
+			if (relay.sig_fd >= 0)
+				close(relay.sig_fd);
+			close(alive[0]);
+			close(alive[1]);
+			*exit_code = CD_EXIT_SETUP;
+			return -1;
+		}
+	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -190,6 +272,11 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 	}
 	if (pid == 0) {
 		close(alive[1]);
+		if (relay.sig_fd >= 0) {
+			close(relay.sig_fd);
+			close(notify[0]);
+			cd_serve_notify_fd = notify[1];
+		}
 		/*
 		 * In a namespace the kernel kills what we started when we die;
 		 * without one we must live to kill it ourselves: SIGTERM, which
@@ -239,8 +326,18 @@ int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code)
 		return 0;
 	}
 	close(alive[0]);
+	if (relay.sig_fd >= 0) {
+		close(notify[1]);
+		relay.pipe_fd = notify[0];
+	}
 	/* alive[1] stays open (close-on-exec) until this process exits. */
-	int code = supervise(pid, &wait_set);
+	int code = supervise(pid, &wait_set, &relay);
+	/* What the server said before it ended (STOPPING=1) may still wait in the pipe. */
+	if (relay.pipe_fd >= 0 && fcntl(relay.pipe_fd, F_SETFL, O_NONBLOCK) == 0)
+		while (relay_one(&relay) > 0)
+			;
+	if (relay.pipe_fd >= 0)
+		close(relay.pipe_fd);
 	/* Whatever the inner left (it was SIGKILLed, say) came to us: it goes too. */
 	if (!ns)
 		cd_kill_children();

@@ -967,6 +967,7 @@ void cd_server_stop(struct cd_server *s)
 void cd_serve_opts_init(struct cd_serve_opts *o)
 {
 	o->max_processes = CD_SERVE_DEFAULT_MAX_PROCS;
+	o->activated_fd = -1;
 	o->max_connections = CD_SERVE_DEFAULT_MAX_CONNS;
 	o->max_sessions = CD_SERVE_DEFAULT_MAX_SESSIONS;
 	o->max_queued_bytes = CD_SERVE_OUT_QUEUE_CAP;
@@ -988,6 +989,42 @@ static void on_signal(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 		cd_testhook_event("server-stopping signal=%d", (int)si.ssi_signo);
 		cd_server_stop(s);
 	}
+}
+
+/*
+ * systemd's readiness protocol (Type=notify; sd-daemon.h): READY=1 once the
+ * listener is up and every check passed, with the pid systemd started (the
+ * outer process of pidns.c, which exits with the server's status) and a
+ * STATUS= line; STOPPING=1 when the shutdown begins. Handed to the outer
+ * (cd_serve_notify_fd), which sends them as the main process. There is no
+ * reload (SIGHUP stops the server), so RELOADING=1 is never sent.
+ */
+static void notify(struct cd_server *s, const char *msg)
+{
+	if (cd_serve_notify_fd < 0)
+		return;
+	/* One packet (O_DIRECT pipe), at most PIPE_BUF bytes: written whole or not at all. */
+	ssize_t n = write(cd_serve_notify_fd, msg, strlen(msg));
+	if (n != (ssize_t)strlen(msg))
+		cd_log_warn("serve: cannot hand a notification for systemd over: %s",
+			    n < 0 ? strerror(errno) : "short write");
+}
+
+static void notify_ready(struct cd_server *s)
+{
+	char msg[512];
+	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%d\nSTATUS=Serving on %s",
+		 (int)s->opts.pid_file_pid, s->where[0] ? s->where : "stdio");
+	notify(s, msg);
+	s->notified_ready = true;
+}
+
+static void notify_stopping(struct cd_server *s)
+{
+	if (!s->notified_ready)
+		return;
+	notify(s, "STOPPING=1\nSTATUS=Stopping: ending every process");
+	s->notified_ready = false;
 }
 
 static void noop_handler(int sig)
@@ -1181,12 +1218,15 @@ int cd_serve(const struct cd_serve_opts *o)
 	/* Its sandboxes do not even see the server's socket and token (cd_server_hidden_check). */
 	if (srv.unix_bound)
 		hide_file(&srv, srv.unix_bound, true, "cordon serve's unix socket");
+	if (srv.unix_activated)
+		hide_file(&srv, srv.unix_activated, true, "cordon serve's unix socket");
 	if (o->auth_token_file)
 		hide_file(&srv, o->auth_token_file, false, "cordon serve's token file");
 	/* Masked in every sandbox; each request checks them first (cd_server_hidden_check). */
 	srv.opts.lopts.hidden = srv.fs_lopts.hidden = srv.hidden;
 	srv.opts.lopts.n_hidden = srv.fs_lopts.n_hidden = srv.n_hidden;
 	cd_testhook_event("serve-ready");
+	notify_ready(&srv);
 	/*
 	 * Said once now rather than discovered at each refusal. (No warning
 	 * for a file below a directory the server's user may write, the usual
@@ -1204,6 +1244,7 @@ int cd_serve(const struct cd_serve_opts *o)
 		ret = 1;
 	}
 	srv.stopping = true;
+	notify_stopping(&srv);
 	/* Stop accepting first: nobody new comes in while everything ends. */
 	cd_listen_stop(&srv);
 	cd_admit_stop(&srv);

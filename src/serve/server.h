@@ -89,7 +89,15 @@ struct cd_serve_opts {
 	struct sockaddr_storage ws_addr; /* ws: the address to bind */
 	socklen_t ws_addr_len;
 	const char *unix_path; /* unix: the socket's path */
-	bool unix_group_set;   /* unix: members of unix_group may connect too */
+	/*
+	 * A listening socket passed by systemd (sd-daemon.h), -1: none. Then
+	 * listen is CD_LISTEN_UNIX or CD_LISTEN_WS by its family (ws_addr is
+	 * its address) and nothing is bound or removed.
+	 */
+	int activated_fd;
+	char activated_name[256]; /* its LISTEN_FDNAMES entry, or "" */
+	char *notify_socket;	  /* NOTIFY_SOCKET (owned; used by pidns.c), NULL: none */
+	bool unix_group_set;	  /* unix: members of unix_group may connect too */
 	gid_t unix_group;
 	char *auth_token;	     /* ws: the bearer token (NULL: none) */
 	const char *auth_token_file; /* where it was read: hidden from every sandbox */
@@ -161,12 +169,23 @@ enum cd_pidns_mode {
  * Make the server the init (pid 1) of a new pid namespace, so that nothing
  * it started outlives it, under an outer process that forwards SIGTERM,
  * SIGINT and SIGHUP and reports the server's exit status. Call before the
- * loop exists (one fork). Returns 0 in the process that goes on to serve
+ * loop exists (one fork). With notify_socket (borrowed), the outer relays the
+ * server's sd_notify messages to it (cd_serve_notify_fd). Returns 0 in the
+ * process that goes on to serve
  * (the namespace's init, or the only process when none is made), -1 on
  * failure (message printed, *exit_code: 125). The outer does not return: it
  * exits with the server's status (128+N for signal N) once the server ended.
  */
-int cd_serve_pidns(enum cd_pidns_mode mode, int *exit_code);
+int cd_serve_pidns(enum cd_pidns_mode mode, const char *notify_socket, int *exit_code);
+/*
+ * With a NOTIFY_SOCKET (sd-daemon.h): in the server, the packet pipe
+ * (O_DIRECT) through which it hands its sd_notify messages to the outer
+ * process of cd_serve_pidns, which sends them to systemd. The outer is the
+ * process systemd started (the main pid), so the units need no
+ * NotifyAccess=all, and no command the server runs can notify in its name.
+ * -1: none.
+ */
+extern int cd_serve_notify_fd;
 
 /* ---- internals shared by the serve sources ---- */
 
@@ -345,6 +364,9 @@ struct cd_server {
 	int listen_fd;
 	struct cd_watch *listen_watch;
 	char *unix_bound;	   /* the socket path we created (removed at exit) */
+	char *unix_activated;	   /* the path of a socket systemd passed (hidden, kept) */
+	char where[160];	   /* what we listen on, for systemd's STATUS= */
+	bool notified_ready;	   /* READY=1 was sent (then STOPPING=1 at the end) */
 	struct cd_workq *fs_workq; /* fs.c's worker threads, started on first use */
 	struct cd_admit *admit;	   /* admit.c: TCP clients judged off the loop */
 	/*
