@@ -553,13 +553,17 @@ char *cd_pathuri_format_posix(const char *path, size_t len)
 
 	if (len == 0 || path[0] != '/' || memchr(path, '\0', len) || has_dot_segment(path, len))
 		return format_fallback(path, len);
+	size_t lead = 0;
+	while (lead < len && path[lead] == '/')
+		lead++;
+	bool drive = lead + 2 <= len && is_drive_segment(path + lead, 2) &&
+		     (lead + 2 == len || path[lead + 2] == '/');
 
 	cd_strbuf_append(&sb, "file://");
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)path[i];
-		/* "/C:/x" must not read back as the Windows drive C:. */
-		bool drive_sep =
-			i == 2 && is_drive_segment(path + 1, 2) && (len == 3 || path[3] == '/');
+		/* "/C:/x" (or "//C:/x": empty components go) must not read back as the drive C:. */
+		bool drive_sep = drive && i == lead + 1;
 		if (must_encode(c) || drive_sep) {
 			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
 			cd_strbuf_append_n(&sb, e, 3);

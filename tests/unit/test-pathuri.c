@@ -345,6 +345,9 @@ static const struct {
 	{ S("/z:"), "file:///z%3A" },
 	{ S("/C:x"), "file:///C:x" },
 	{ S("/x/C:/y"), "file:///x/C:/y" },
+	/* empty components go, so a drive after them is the first segment too */
+	{ S("//C:///Etc"), "file:////C%3A///Etc", "/C:/Etc" },
+	{ S("///z|"), "file://///z%7C", "/z|" },
 	/* no URI form: fallback */
 	{ S(""), "file:///%00/bad/path/", "!" }, /* as in Codex, it does not parse */
 	{ S("rel"), "file:///%00/bad/path/cmVs" },
