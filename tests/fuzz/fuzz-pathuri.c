@@ -3,7 +3,8 @@
  * PathUri parsing and formatting (core/pathuri.c). Properties:
  *  - the input as a URI: what parses is a terminated path; a POSIX one formats to a canonical URI that parses back
  *    to the same bytes; cd_pathuri_to_posix accepts exactly the POSIX
- *    results that are absolute and without NUL, with the same path;
+ *    results that are absolute, without NUL and not of the fallback form,
+ *    with the same path;
  *  - the input as a path's bytes: its URI (any non-empty bytes have one,
  *    the fallback form for those without a plain one) is printable ASCII
  *    and parses back to the same bytes (a plain one: normalised, as a URL
@@ -81,9 +82,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			fuzz_assert(u.convention == CD_PATH_WINDOWS);
 		}
-		/* The fallback form may carry any bytes: NULs, a relative path. */
-		bool plain = u.convention == CD_PATH_POSIX && strlen(u.path) == u.len &&
-			     u.path[0] == '/';
+		/*
+		 * The fallback form may carry any bytes: NULs, a relative path.
+		 * cd_pathuri_to_posix takes none of it: a path it could carry
+		 * without a NUL has a URI of its own (as in Codex).
+		 */
+		bool plain = u.convention == CD_PATH_POSIX && !u.fallback &&
+			     strlen(u.path) == u.len && u.path[0] == '/';
 		fuzz_assert((r2 == 0) == plain);
 		if (plain)
 			fuzz_assert(cd_streq(posix, u.path));
