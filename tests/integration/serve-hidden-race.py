@@ -44,6 +44,7 @@
 # second name "... hard links ...". TAP.
 
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -107,7 +108,7 @@ def case_start():
         replace_token()
         h.release()
         r, out = outcome(c, i, "p")
-        t.ok(r is not None and "error" in r and "no longer the file" in r["error"]["message"],
+        t.ok(refused(r, "no longer the file"),
              "process/start: the token replaced before the sandbox was made: refused",
              "answer %r; the sandbox read %r" % (r, out))
         t.ok(TOKEN.encode() not in out, "process/start: the sandbox does not read the token",
@@ -153,7 +154,7 @@ def case_fs():
         ev.sendall(("release %s\n" % key).encode())
         r = c.wait_id(i, timeout=30)
         data = unb64(r["result"]["dataBase64"]) if r and "result" in r else b""
-        t.ok(r is not None and "error" in r and "no longer the file" in r["error"]["message"],
+        t.ok(refused(r, "no longer the file"),
              "fs/readFile: the token replaced before the helper ran: refused",
              "answer %r" % (r if "error" in (r or {}) else {"read": data}))
         t.ok(TOKEN.encode() not in data, "fs/readFile: the sandboxed read does not get the token",
@@ -175,17 +176,14 @@ def case_spawn():
             "processId": "p", "argv": ["sh", "-c", "cat '%s' 2>&1; true" % saved],
             "cwd": uri("/"), "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
             "sandbox": SANDBOX})
-        try:
-            held = hooks.wait("fs-held", method="process/start", timeout=15)
-        except Timeout as e:
-            held = None
-            t.not_ok("process/start: held after its preparation checked the hidden files", e)
+        held = held_start(hooks, "process/start: held after its preparation checked the hidden "
+                                 "files")
         if held:
             t.ok(True, "process/start: held after its preparation checked the hidden files")
             replace_token()
             hooks.release(held)
         r, out = outcome(c, i, "p")
-        t.ok(r is not None and "error" in r and "no longer the file" in r["error"]["message"],
+        t.ok(refused(r, "no longer the file"),
              "process/start: the token replaced after the check, before the spawn: the "
              "spawner refuses", "answer %r; the sandbox read %r" % (r, out))
         t.ok(TOKEN.encode() not in out, "process/start: ... and the sandbox does not read "
@@ -211,16 +209,12 @@ def case_hung():
     # Made before the server starts: a root server's mount namespace is a copy taken then.
     h = Hung(prefix="cordon-hidden-hung-")
     srv = NetServer("ws", args=["--auth-token-file", token_file])
-    away = tokdir + ".away"
-    swapped = False
     try:
         a, b, c = (srv.connect(token=TOKEN) for _ in range(3))
         for x in (a, b, c):
             x.handshake()
         # The token's path now leads into the mount: any walk of it waits there.
-        os.rename(tokdir, away)
-        os.symlink(h.dir, tokdir)
-        swapped = True
+        away = h.lead_into(tokdir)
         ia = a.send_request("process/start", {
             "processId": "p", "argv": ["sh", "-c", "cat '%s/token' 2>&1; true" % away],
             "cwd": uri("/"), "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
@@ -247,12 +241,12 @@ def case_hung():
              "answered early: %r %r" % (a.wait_id(ia, 0), c.wait_id(ic, 0)))
         h.release()
         ra, out = outcome(a, ia, "p")
-        t.ok(ra is not None and "error" in ra and "no longer the file" in ra["error"]["message"],
+        t.ok(refused(ra, "no longer the file"),
              "%s: once it lets go, the start is refused" % what,
              "answer %r; the sandbox read %r" % (ra, out))
         rc = c.wait_id(ic, timeout=30)
         data = unb64(rc["result"]["dataBase64"]) if rc and "result" in rc else b""
-        t.ok(rc is not None and "error" in rc and "no longer the file" in rc["error"]["message"],
+        t.ok(refused(rc, "no longer the file"),
              "%s: ... and so is the sandboxed fs request" % what,
              "answer %r" % (rc if "error" in (rc or {}) else {"read": data}))
         t.ok(TOKEN.encode() not in out + data, "%s: no sandbox read the token" % what,
@@ -260,9 +254,6 @@ def case_hung():
     finally:
         h.release()
         srv.stop(timeout=30)
-        if swapped:
-            os.unlink(tokdir)
-            os.rename(away, tokdir)
         h.close()
 
 
@@ -274,6 +265,21 @@ def start_cat(c, path, pid, sandbox=SANDBOX):
     return i
 
 
+def refused(r, words):
+    """An error answer whose message holds words."""
+    return r is not None and "error" in r and words in r["error"]["message"]
+
+
+def held_start(hooks, desc, since=0):
+    """The process/start held after its preparation's check (CORDON_TEST_HOLD), or
+    None, reported as desc's failure."""
+    try:
+        return hooks.wait("fs-held", since=since, method="process/start", timeout=15)
+    except Timeout as e:
+        t.not_ok(desc, e)
+        return None
+
+
 def outcome(c, i, pid):
     """Request i's answer, and what the process printed if it started."""
     r = c.wait_id(i, timeout=30)
@@ -282,10 +288,6 @@ def outcome(c, i, pid):
         res = c.wait_closed(pid, timeout=30)
         out = res.stdout + res.stderr
     return r, out
-
-
-def refused(r, words):
-    return r is not None and "error" in r and words in r["error"]["message"]
 
 
 def case_covered():
@@ -316,11 +318,7 @@ def case_covered():
              "the token unread" % what, "answer %r; the sandbox read %r" % (r, out))
         since = hooks.mark()
         i = start_cat(c, away, "p1", sb)
-        try:
-            held = hooks.wait("fs-held", since=since, method="process/start", timeout=15)
-        except Timeout as e:
-            held = None
-            t.not_ok("%s: held after the preparation's check" % what, e)
+        held = held_start(hooks, "%s: held after the preparation's check" % what, since)
         if held:
             os.rename(tok, away)
             hooks.release(held)
@@ -377,11 +375,7 @@ def case_hardlink():
         c = srv.connect(token=TOKEN)
         c.handshake()
         i = start_cat(c, link, "p3")
-        try:
-            held = hooks.wait("fs-held", method="process/start", timeout=15)
-        except Timeout as e:
-            held = None
-            t.not_ok("%s: held after the preparation's check" % what, e)
+        held = held_start(hooks, "%s: held after the preparation's check" % what)
         if held:
             os.link(token_file, link)
             hooks.release(held)
@@ -413,10 +407,13 @@ def case_hardlink():
         os.unlink(link)
 
 
-case_start()
-case_fs()
-case_spawn()
-case_hung()
-case_covered()
-case_hardlink()
+try:
+    case_start()
+    case_fs()
+    case_spawn()
+    case_hung()
+    case_covered()
+    case_hardlink()
+finally:
+    shutil.rmtree(work, ignore_errors=True)
 t.done()

@@ -21,6 +21,7 @@
 # --enable-sanitizers build to make that part bite). TAP.
 
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -54,8 +55,6 @@ def main():
     h = Hung(prefix="cordon-stop-stuck-hung-")
     hooks = Hooks()
     srv = NetServer("ws", args=["--auth-token-file", token_file], extra_env=hooks.env)
-    away = tokdir + ".away"
-    swapped = False
     rc, elapsed, left = None, None, False
     try:
         conns = [srv.connect(token=TOKEN) for _ in range(3)]
@@ -67,9 +66,7 @@ def main():
                "cwd": uri("/")}
         conns[0].send_request("fs/getMetadata", {"path": uri(os.path.join(h.dir, "x"))})
         conns[1].send_request("fs/getMetadata", {"path": uri("/"), "sandbox": ctx})
-        os.rename(tokdir, away)
-        os.symlink(h.dir, tokdir)
-        swapped = True
+        h.lead_into(tokdir)
         conns[2].send_request("process/start", {
             "processId": "p", "argv": ["true"], "cwd": uri("/"),
             "env": {"PATH": "/usr/bin:/bin"}, "tty": False,
@@ -94,9 +91,6 @@ def main():
     finally:
         h.release()
         srv.stop(timeout=30)
-        if swapped:
-            os.unlink(tokdir)
-            os.rename(away, tokdir)
         h.close()
         hooks.close()
     err = srv.stderr_text()
@@ -114,4 +108,7 @@ def main():
     t.done()
 
 
-main()
+try:
+    main()
+finally:
+    shutil.rmtree(work, ignore_errors=True)

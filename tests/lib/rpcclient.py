@@ -883,6 +883,7 @@ class Hung:
         import ctypes
         self._libc = ctypes.CDLL(None, use_errno=True)
         self.dir = tempfile.mkdtemp(prefix=prefix)
+        self._led = []  # (path, aside): lead_into
         self.fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
         opts = "fd=%d,rootmode=40000,user_id=0,group_id=0" % self.fd
         if self._libc.mount(b"cordon-hung", self.dir.encode(), b"fuse", 0,
@@ -898,8 +899,21 @@ class Hung:
             os.close(self.fd)
             self.fd = -1
 
+    def lead_into(self, path):
+        """Make path lead into the mount: it is renamed aside (to path + ".away",
+        returned) and a symlink to the mount takes its place; close() puts it back."""
+        aside = path + ".away"
+        os.rename(path, aside)
+        os.symlink(self.dir, path)
+        self._led.append((path, aside))
+        return aside
+
     def close(self):
         self.release()
+        for path, aside in reversed(self._led):
+            os.unlink(path)
+            os.rename(aside, path)
+        self._led = []
         self._libc.umount2(self.dir.encode(), 2)  # MNT_DETACH
         try:
             os.rmdir(self.dir)
