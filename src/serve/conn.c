@@ -1392,8 +1392,8 @@ static void on_in(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 	if (c->ws) {
 		cd_ws_on_input(c);
 		/* A pong said the client read further: held processes may go on. */
-		if (cd_ws_take_ack(c) && !c->freed)
-			update_backpressure(c, true);
+		if (!c->freed && cd_conn_delivered(c) != c->delivered_seen)
+			update_backpressure(c, false);
 	} else
 #endif
 		(void)read_input(c);

@@ -493,8 +493,6 @@ int cd_ws_flush(struct cd_conn *c);
 size_t cd_ws_queued(const struct cd_conn *c);
 /* Lossless sessions: how far the client has read, as its pongs to ack pings say. */
 uint64_t cd_ws_delivered(const struct cd_conn *c);
-/* Whether a pong moved that since the last call. */
-bool cd_ws_take_ack(struct cd_conn *c);
 /* Whether reading the socket is wanted now (handshake, frames, not over the inbound cap). */
 bool cd_ws_want_read(const struct cd_conn *c);
 /* Whether the upgrade happened (JSON-RPC messages may flow). */

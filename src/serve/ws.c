@@ -82,7 +82,6 @@ struct cd_ws {
 	bool unbounded;	  /* cd_ws_take_pending: wbuf takes all wslay has */
 	/* Lossless sessions: the position the last ack ping carried; the highest echoed. */
 	uint64_t ack_pinged, ack_got;
-	bool ack_moved; /* a pong moved ack_got: conn.c hears of it after wslay's callbacks */
 };
 
 /* Room for n more bytes in wbuf (past WS_WBUF only for cd_ws_take_pending). */
@@ -524,10 +523,8 @@ static void on_pong(struct cd_conn *c, const uint8_t *msg, size_t len)
 		pos = pos << 4 | (uint64_t)d;
 	}
 	/* Only what a ping of ours carried: a forged pong cannot claim more. */
-	if (pos > w->ack_got && pos <= w->ack_pinged) {
+	if (pos > w->ack_got && pos <= w->ack_pinged)
 		w->ack_got = pos;
-		w->ack_moved = true;
-	}
 }
 
 static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
@@ -644,13 +641,6 @@ static void ack_ping(struct cd_conn *c)
 uint64_t cd_ws_delivered(const struct cd_conn *c)
 {
 	return c->ws->ack_got;
-}
-
-bool cd_ws_take_ack(struct cd_conn *c)
-{
-	bool moved = c->ws->ack_moved;
-	c->ws->ack_moved = false;
-	return moved;
 }
 
 int cd_ws_flush(struct cd_conn *c)
