@@ -48,4 +48,7 @@ sandbox/linux/seccomp-filters.c: sandbox/linux/seccomp-gen$(EXEEXT)
 	fi
 CLEANFILES += sandbox/linux/seccomp-filters.c sandbox/linux/seccomp-filters.c.tmp
 endif
+# The macOS Seatbelt planner is pure (no OS headers): built and tested on every host, and
+# held to the core's portability check.
+libcdcore_a_SOURCES += sandbox/seatbelt/sbpl.c sandbox/seatbelt/sbpl.h
 SANDBOX_LIBS = libcdsandbox.a libcdcore.a $(SECCOMP_LIBS) $(CAP_LIBS)

@@ -27,6 +27,7 @@ UNIT_TESTS = \
 	tests/unit/test-glob \
 	tests/unit/test-gitindex \
 	tests/unit/test-linux-plan \
+	tests/unit/test-seatbelt \
 	tests/unit/test-limits
 if OS_LINUX
 UNIT_TESTS += tests/unit/test-landlock tests/unit/test-seccomp
@@ -59,6 +60,9 @@ tests_unit_test_gitindex_LDADD = $(UNIT_LIBS)
 tests_unit_test_linux_plan_SOURCES = tests/unit/test-linux-plan.c tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
 tests_unit_test_linux_plan_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_linux_plan_LDADD = $(UNIT_LIBS)
+tests_unit_test_seatbelt_SOURCES = tests/unit/test-seatbelt.c tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
+tests_unit_test_seatbelt_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_seatbelt_LDADD = $(UNIT_LIBS)
 tests_unit_test_limits_SOURCES = tests/unit/test-limits.c tests/unit/unit.h
 tests_unit_test_limits_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_limits_LDADD = $(UNIT_LIBS)

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The macOS Seatbelt planner (sandbox/seatbelt/sbpl.h) on plans bound over
+ * the in-memory tree of fakefs.c: roots and exclusions, parameters and
+ * their order, the network modes, :minimal, globs as regexes, refusals and
+ * the sandbox-exec argv. Runs on every host: the planner is pure.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "fakefs.h"
+#include "sandbox/seatbelt/sbpl.h"
+
+/* ---- glob patterns as regexes ---- */
+
+static const struct {
+	const char *base, *pattern, *want;
+} glob_cases[] = {
+	{ "/w", "*.pem", "^/w/[^/]*\\.pem(/.*)?$" },
+	{ "/w", "secret?", "^/w/secret[^/](/.*)?$" },
+	{ "/w", "**/id_rsa", "^/w/(.*/)?id_rsa(/.*)?$" },
+	{ "/w", "a/**/b.txt", "^/w/a/(.*/)?b\\.txt(/.*)?$" },
+	{ "/w", "keys/**", "^/w/keys/.+$" },
+	{ "/w", "[!a-c]x", "^/w/[^/a-c]x(/.*)?$" },
+	{ "/w", "[]a]", "^/w/[\\]a](/.*)?$" },
+	{ "/w", "[[:digit:]]*", "^/w/[[:digit:]][^/]*(/.*)?$" },
+	{ "/w", "\\*literal", "^/w/\\*literal(/.*)?$" },
+	{ "/w", "./.env", "^/w/\\.env(/.*)?$" },
+	{ "/w", "a(b)+c", "^/w/a\\(b\\)\\+c(/.*)?$" },
+	{ "/w", "[unclosed", "^/w/\\[unclosed(/.*)?$" },
+	{ "/x/y", "/etc/*.conf", "^/etc/[^/]*\\.conf(/.*)?$" },
+	{ "/", "/**", "^/.+$" },
+	{ "/w.d", ".", "^/w\\.d(/.*)?$" },
+	{ "/", ".", "^/.*$" },
+};
+
+START_TEST(test_glob_regex)
+{
+	char *err = NULL;
+	char *got = cd_seatbelt_glob_regex(glob_cases[_i].base, glob_cases[_i].pattern, &err);
+
+	ck_assert_msg(got != NULL, "%s", err ? err : "?");
+	ck_assert_msg(cd_streq(got, glob_cases[_i].want), "%s under %s: got %s, want %s",
+		      glob_cases[_i].pattern, glob_cases[_i].base, got, glob_cases[_i].want);
+	free(got);
+}
+END_TEST
+
+START_TEST(test_glob_regex_refused)
+{
+	char *err = NULL;
+
+	ck_assert_ptr_null(cd_seatbelt_glob_regex("/w", "a\"b", &err));
+	ck_assert_ptr_nonnull(strstr(err, "cannot carry"));
+	free(err);
+	err = NULL;
+	ck_assert_ptr_null(cd_seatbelt_glob_regex("/w\n", "a", &err));
+	free(err);
+}
+END_TEST
+
+START_TEST(test_macos_path)
+{
+	static const char *const cases[][2] = {
+		{ "/var/folders/x", "/private/var/folders/x" },
+		{ "/tmp", "/private/tmp" },
+		{ "/etc/hosts", "/private/etc/hosts" },
+		{ "/variable", "/variable" },
+		{ "/tmpfoo/x", "/tmpfoo/x" },
+		{ "/Users/me", "/Users/me" },
+		{ "/", "/" },
+	};
+	for (size_t i = 0; i < CD_ARRAY_SIZE(cases); i++) {
+		char *got = cd_seatbelt_macos_path(cases[i][0]);
+		ck_assert_str_eq(got, cases[i][1]);
+		free(got);
+	}
+}
+END_TEST
+
+/* ---- plans ---- */
+
+struct fixture {
+	struct cd_fakefs *fs;
+	struct cd_profile *prof;
+	struct cd_plan *plan;
+	struct cd_seatbelt_plan *sp;
+	const char *roots[2];
+	size_t n_roots;
+};
+
+static void add(struct cd_profile *p, enum cd_entry_kind kind, enum cd_special special,
+		const char *path, enum cd_access access)
+{
+	struct cd_fs_entry e = {
+		.kind = kind,
+		.special = special,
+		.path = path ? cd_xstrdup(path) : NULL,
+		.access = access,
+	};
+	cd_profile_add_entry(p, &e);
+}
+
+static struct cd_profile *profile(enum cd_network net)
+{
+	struct cd_profile *p = cd_xcalloc(1, sizeof(*p));
+	p->type = CD_PROFILE_MANAGED;
+	p->network = net;
+	return p;
+}
+
+static struct cd_fakefs *tree(void)
+{
+	struct cd_fakefs *fs = cd_fakefs_new();
+	cd_fakefs_other(fs, "/dev/null");
+	cd_fakefs_dir(fs, "/tmp/ws/.git");
+	cd_fakefs_dir(fs, "/tmp/ws/src");
+	cd_fakefs_dir(fs, "/tmp/ws/secrets/public");
+	cd_fakefs_dir(fs, "/usr/lib");
+	cd_fakefs_dir(fs, "/Users/me/extra");
+	return fs;
+}
+
+/* Bind f->prof over f->fs in /tmp/ws and plan it; returns the planner's result. */
+static int plan(struct fixture *f, bool macos_paths, char **err)
+{
+	f->roots[0] = "/tmp/ws";
+	f->n_roots = 1;
+	static const char *const no_minimal[] = { NULL };
+	struct cd_bind_input in = {
+		.cwd = "/tmp/ws",
+		.workspace_roots = f->roots,
+		.n_workspace_roots = f->n_roots,
+		.minimal_paths = no_minimal,
+		.ops = cd_fakefs_ops(f->fs),
+	};
+	ck_assert_msg(cd_plan_build(f->prof, &in, &f->plan, err) == 0, "%s", *err ? *err : "?");
+	struct cd_seatbelt_input si = {
+		.profile = f->prof,
+		.plan = f->plan,
+		.workspace_roots = f->roots,
+		.n_workspace_roots = f->n_roots,
+		.macos_paths = macos_paths,
+	};
+	return cd_seatbelt_plan_build(&si, &f->sp, err);
+}
+
+static void done(struct fixture *f)
+{
+	cd_seatbelt_plan_free(f->sp);
+	cd_plan_free(f->plan);
+	cd_profile_free(f->prof);
+	cd_fakefs_free(f->fs);
+}
+
+static const char *param(const struct cd_seatbelt_plan *sp, const char *key)
+{
+	for (size_t i = 0; i < sp->n_params; i++)
+		if (cd_streq(sp->params[i].key, key))
+			return sp->params[i].value;
+	return NULL;
+}
+
+/* Parentheses balance outside string and regex literals, and never go negative. */
+static void check_balanced(const char *policy)
+{
+	long depth = 0;
+	bool in_str = false, in_comment = false;
+
+	for (const char *p = policy; *p; p++) {
+		if (in_comment) {
+			in_comment = *p != '\n';
+			continue;
+		}
+		if (in_str) {
+			if (*p == '\\' && p[1])
+				p++;
+			else if (*p == '"')
+				in_str = false;
+			continue;
+		}
+		if (*p == ';')
+			in_comment = true;
+		else if (*p == '"')
+			in_str = true;
+		else if (*p == '(')
+			depth++;
+		else if (*p == ')')
+			ck_assert_msg(--depth >= 0, "unbalanced at %.40s", p);
+	}
+	ck_assert(!in_str);
+	ck_assert_int_eq(depth, 0);
+}
+
+static void check_argv(const struct cd_seatbelt_plan *sp)
+{
+	size_t n = cd_strv_length(sp->argv);
+
+	ck_assert_uint_eq(n, 4 + sp->n_params);
+	ck_assert_str_eq(sp->argv[0], "/usr/bin/sandbox-exec");
+	ck_assert_str_eq(sp->argv[1], "-p");
+	ck_assert_str_eq(sp->argv[2], sp->policy);
+	for (size_t i = 0; i < sp->n_params; i++) {
+		char *want = cd_xasprintf("-D%s=%s", sp->params[i].key, sp->params[i].value);
+		ck_assert_str_eq(sp->argv[3 + i], want);
+		free(want);
+	}
+	ck_assert_str_eq(sp->argv[n - 1], "--");
+	check_balanced(sp->policy);
+}
+
+START_TEST(test_workspace_write)
+{
+	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
+	char *err = NULL;
+
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+	add(f.prof, CD_ENTRY_PATH, 0, "/Users/me/extra", CD_ACCESS_WRITE);
+	ck_assert_int_eq(plan(&f, true, &err), 0);
+	ck_assert(f.sp->sandboxed);
+	/* Full read, no deny: one plain rule, no read parameters. */
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "\n(allow file-read*)\n"));
+	ck_assert_ptr_null(param(f.sp, "READABLE_ROOT_0"));
+	/* Write roots in plan order, macOS paths, protected names excluded. */
+	ck_assert_str_eq(f.sp->params[0].key, "WRITABLE_ROOT_0");
+	ck_assert_str_eq(f.sp->params[0].value, "/Users/me/extra");
+	ck_assert_str_eq(param(f.sp, "WRITABLE_ROOT_1"), "/private/tmp/ws");
+	ck_assert_str_eq(param(f.sp, "WRITABLE_ROOT_1_EXCLUDED_0"), "/private/tmp/ws/.agents");
+	ck_assert_str_eq(param(f.sp, "WRITABLE_ROOT_1_EXCLUDED_1"), "/private/tmp/ws/.codex");
+	ck_assert_str_eq(param(f.sp, "WRITABLE_ROOT_1_EXCLUDED_2"), "/private/tmp/ws/.git");
+	/* Protected names under every writable path, not only the workspace. */
+	ck_assert_str_eq(param(f.sp, "WRITABLE_ROOT_0_EXCLUDED_2"), "/Users/me/extra/.git");
+	/* The missing .codex is excluded as a subpath too: it cannot be created. */
+	ck_assert_ptr_nonnull(strstr(
+		f.sp->policy, "(require-not (literal (param \"WRITABLE_ROOT_1_EXCLUDED_1\")))\n"
+			      "        (require-not (subpath (param "
+			      "\"WRITABLE_ROOT_1_EXCLUDED_1\")))"));
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "(subpath (param \"WRITABLE_ROOT_0\"))"));
+	/* Restricted network: no network rule at all. */
+	ck_assert_ptr_null(strstr(f.sp->policy, "network-outbound"));
+	ck_assert_ptr_null(strstr(f.sp->policy, ":minimal"));
+	/* The rewrite is noted. */
+	ck_assert_uint_eq(cd_strv_length(f.sp->notes), 1);
+	ck_assert_ptr_nonnull(strstr(f.sp->notes[0], "/tmp is /private/tmp on macOS"));
+	check_argv(f.sp);
+	done(&f);
+}
+END_TEST
+
+START_TEST(test_restricted_read)
+{
+	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_ENABLED) };
+	char *err = NULL;
+
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_MINIMAL, NULL, CD_ACCESS_READ);
+	add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws", CD_ACCESS_READ);
+	add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/secrets", CD_ACCESS_DENY);
+	add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/secrets/public", CD_ACCESS_READ);
+	ck_assert_int_eq(plan(&f, false, &err), 0);
+	/* Read-again below a deny path is a root of its own. */
+	ck_assert_str_eq(param(f.sp, "READABLE_ROOT_0"), "/tmp/ws");
+	ck_assert_str_eq(param(f.sp, "READABLE_ROOT_0_EXCLUDED_0"), "/tmp/ws/secrets");
+	ck_assert_str_eq(param(f.sp, "READABLE_ROOT_1"), "/tmp/ws/secrets/public");
+	ck_assert_ptr_null(param(f.sp, "READABLE_ROOT_1_EXCLUDED_0"));
+	ck_assert_ptr_null(param(f.sp, "WRITABLE_ROOT_0"));
+	ck_assert_ptr_null(strstr(f.sp->policy, "(allow file-read*)\n"));
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "; Writes.\n; none\n"));
+	/* Without macos_paths nothing is rewritten. */
+	ck_assert_ptr_null(f.sp->notes);
+	/* :minimal: the platform's read-only defaults, and never a temporary dir writable. */
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "(subpath \"/usr/lib\")"));
+	ck_assert_ptr_null(strstr(f.sp->policy, "\"/private/tmp\""));
+	ck_assert_ptr_null(strstr(f.sp->policy, "\"/var/tmp\""));
+	/* Network enabled: outbound, inbound and the services TLS and DNS need. */
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "(allow network-outbound)\n"));
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "com.apple.trustd.agent"));
+	check_argv(f.sp);
+	done(&f);
+}
+END_TEST
+
+START_TEST(test_deny_under_full_read)
+{
+	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
+	char *err = NULL;
+
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_MINIMAL, NULL, CD_ACCESS_READ);
+	add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/secrets", CD_ACCESS_DENY);
+	add(f.prof, CD_ENTRY_GLOB, 0, "**/*.pem", CD_ACCESS_DENY);
+	add(f.prof, CD_ENTRY_GLOB, 0, "codex-project-roots://.env", CD_ACCESS_DENY);
+	ck_assert_int_eq(plan(&f, true, &err), 0);
+	ck_assert_str_eq(param(f.sp, "READABLE_ROOT_0"), "/");
+	/* A glob without wildcards is bound as a path: excluded like the deny entry. */
+	ck_assert_str_eq(param(f.sp, "READABLE_ROOT_0_EXCLUDED_0"), "/private/tmp/ws/.env");
+	ck_assert_str_eq(param(f.sp, "READABLE_ROOT_0_EXCLUDED_1"), "/private/tmp/ws/secrets");
+	ck_assert_ptr_null(param(f.sp, "READABLE_ROOT_1"));
+	/* :minimal adds nothing to a full read. */
+	ck_assert_ptr_null(strstr(f.sp->policy, "(subpath \"/usr/lib\")"));
+	/* Globs: the bound base and its macOS form, read and write denied. */
+	ck_assert_ptr_nonnull(strstr(
+		f.sp->policy, "(deny file-read* file-write* (regex #\"^/tmp/ws/(.*/)?[^/]*\\.pem"));
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "#\"^/private/tmp/ws/(.*/)?[^/]*\\.pem"));
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "#\"^/private/tmp/ws/\\.env(/.*)?$\""));
+	check_argv(f.sp);
+	done(&f);
+}
+END_TEST
+
+START_TEST(test_unrestricted_and_disabled)
+{
+	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
+	char *err = NULL;
+
+	f.prof->fs_unrestricted = true;
+	ck_assert_int_eq(plan(&f, true, &err), 0);
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "(allow file-write* (regex #\"^/\"))"));
+	ck_assert_uint_eq(f.sp->n_params, 0);
+	ck_assert_ptr_null(strstr(f.sp->policy, "network-outbound"));
+	check_argv(f.sp);
+	done(&f);
+
+	struct fixture g = { .fs = tree(), .prof = profile(CD_NET_ENABLED) };
+	g.prof->type = CD_PROFILE_DISABLED;
+	ck_assert_int_eq(plan(&g, true, &err), 0);
+	ck_assert(!g.sp->sandboxed);
+	ck_assert_ptr_null(g.sp->policy);
+	ck_assert_ptr_null(g.sp->argv);
+	done(&g);
+}
+END_TEST
+
+START_TEST(test_refusals)
+{
+	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_MANAGED) };
+	char *err = NULL;
+
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	ck_assert_int_eq(plan(&f, true, &err), -EINVAL);
+	ck_assert_ptr_null(f.sp);
+	ck_assert_ptr_nonnull(strstr(err, "managed network"));
+	free(err);
+	err = NULL;
+	done(&f);
+
+	struct fixture g = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
+	cd_fakefs_dir(g.fs, "/tmp/ws/a\"b");
+	add(g.prof, CD_ENTRY_PATH, 0, "/tmp/ws/a\"b", CD_ACCESS_WRITE);
+	ck_assert_int_eq(plan(&g, false, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "cannot carry"));
+	free(err);
+	done(&g);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("seatbelt");
+	TCase *tc = tcase_create("planner");
+	tcase_add_loop_test(tc, test_glob_regex, 0, CD_ARRAY_SIZE(glob_cases));
+	tcase_add_test(tc, test_glob_regex_refused);
+	tcase_add_test(tc, test_macos_path);
+	tcase_add_test(tc, test_workspace_write);
+	tcase_add_test(tc, test_restricted_read);
+	tcase_add_test(tc, test_deny_under_full_read);
+	tcase_add_test(tc, test_unrestricted_and_disabled);
+	tcase_add_test(tc, test_refusals);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
