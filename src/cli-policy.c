@@ -196,6 +196,7 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 void cd_cli_bound_done(struct cd_cli_bound *b)
 {
 	cd_linux_plan_free(b->lp);
+	cd_seatbelt_plan_free(b->sp);
 	cd_plan_free(b->plan);
 	cd_profile_free(b->profile);
 	free(b->profile_path);
@@ -574,6 +575,7 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	int r;
 
 	memset(b, 0, sizeof(*b));
+	b->seatbelt = p->seatbelt;
 	r = load_profile(b, p->profile ? p->profile : DEFAULT_PROFILE);
 	if (r < 0)
 		return r;
@@ -661,6 +663,11 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 		}
 	}
 	struct cd_linux_host host;
+	if (p->seatbelt) {
+		r = cd_cli_bind_profile(b, (const char *const *)roots, p->n_roots, &p->lopts, NULL);
+		cd_strv_free(roots);
+		return r;
+	}
 	if (p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED)
 		cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &host);
 	r = cd_cli_bind_profile(
@@ -687,6 +694,10 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 		.ops = &ops,
 		.skip_nested_scan = lopts && (lopts->degraded & CD_DEGRADE_NESTED_REPOSITORIES),
 	};
+	/* macOS's :minimal is a section of the Seatbelt policy, not a list of paths. */
+	static const char *const no_minimal_paths[] = { NULL };
+	if (b->seatbelt)
+		in.minimal_paths = no_minimal_paths;
 	char *reterr = NULL;
 	int r = cd_plan_build(prof, &in, &b->plan, &reterr);
 	cd_fs_dir_cache_done(&dirs);
@@ -694,6 +705,28 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 		return refuse(b,
 			      reterr ? reterr : cd_xasprintf("binding failed: %s", strerror(-r)));
 	free(reterr);
+	if (b->seatbelt) {
+		/* Planned for macOS from this host: rewrite as a macOS binding would resolve. */
+		struct cd_seatbelt_input si = {
+			.profile = prof,
+			.plan = b->plan,
+			.workspace_roots = roots,
+			.n_workspace_roots = n_roots,
+#ifdef __APPLE__
+			.macos_paths = false,
+#else
+			.macos_paths = true,
+#endif
+		};
+		reterr = NULL;
+		r = cd_seatbelt_plan_build(&si, &b->sp, &reterr);
+		if (r < 0)
+			return refuse(b,
+				      reterr ? reterr
+					     : cd_xasprintf("cannot build the Seatbelt policy: %s",
+							    strerror(-r)));
+		return CD_BIND_OK;
+	}
 
 	/* A disabled profile needs no host facts: spare the probe on that path. */
 	if (prof->type != CD_PROFILE_DISABLED) {

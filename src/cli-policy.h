@@ -13,6 +13,7 @@
 #include "core/linux-plan.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "sandbox/seatbelt/sbpl.h"
 
 /* Option ids of the POLICY OPTIONS (the subcommands use ids below 100). */
 enum {
@@ -84,6 +85,12 @@ struct cd_cli_policy {
 	struct cd_linux_opts lopts;
 	/* Add CD_PROBE_NS_TEST to the host probe (explain: what a run would really get). */
 	bool test_namespaces;
+	/*
+	 * Plan for macOS Seatbelt instead of this host's Linux backend
+	 * (explain --backend seatbelt): bind with macOS's :minimal (a policy
+	 * section, not paths), no host probe, no Linux plan.
+	 */
+	bool seatbelt;
 };
 
 void cd_cli_policy_init(struct cd_cli_policy *p);
@@ -135,6 +142,9 @@ struct cd_cli_bound {
 	bool probed;
 	struct cd_linux_host host;
 	struct cd_linux_plan *lp;
+	/* Input: build the Seatbelt plan (sp) instead of the Linux one (lp). */
+	bool seatbelt;
+	struct cd_seatbelt_plan *sp;
 	char *refusal; /* one line, set when refused (exit 125) */
 };
 

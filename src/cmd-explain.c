@@ -28,7 +28,7 @@ const struct cd_cli_opt cd_explain_options[] = {
 
 static void explain_help(void)
 {
-	printf("Usage: cordon explain [POLICY OPTIONS] [--backend linux] [--json]\n"
+	printf("Usage: cordon explain [POLICY OPTIONS] [--backend linux|seatbelt] [--json]\n"
 	       "       cordon explain --list-profiles\n"
 	       "\n"
 	       "Show the bound policy (every path with its access, type and reason) and the\n"
@@ -38,7 +38,9 @@ static void explain_help(void)
 	       "%s"
 	       "\n"
 	       "Explain options:\n"
-	       "  --backend linux         the backend to explain (only linux is built)\n"
+	       "  --backend NAME          the backend to explain: linux (this host's), or\n"
+	       "                          seatbelt (the macOS sandbox-exec policy and argv\n"
+	       "                          a macOS host would run, planned from here)\n"
 	       "  --json                  one JSON object instead of text\n"
 	       "  --list-profiles         list the profile names --profile finds, each with\n"
 	       "                          the file it comes from or \"built-in\", and exit\n"
@@ -158,6 +160,32 @@ static void print_limits(const struct cd_cli_bound *b, const struct cd_linux_pla
 								      : "read access");
 }
 
+/* The Seatbelt wrapper: what a macOS host would exec before the command. */
+static void print_seatbelt(const struct cd_seatbelt_plan *sp)
+{
+	cleanup_free char *h1 = NULL, *h2 = NULL;
+
+	printf("\nmacOS Seatbelt wrapper (sandboxType macosSeatbelt):\n");
+	if (!sp->sandboxed) {
+		printf("  none: the profile disables the sandbox (plain exec)\n");
+		return;
+	}
+	printf("  exec: %s -p POLICY%s -- COMMAND...\n", CD_SEATBELT_EXEC,
+	       sp->n_params ? " -DKEY=VALUE..." : "");
+	for (char **n = sp->notes; n && *n; n++)
+		printf("  note: %s\n", vis(*n, &h1));
+	printf("  parameters:%s\n", sp->n_params ? "" : " none");
+	for (size_t i = 0; i < sp->n_params; i++)
+		printf("    -D%s=%s\n", vis(sp->params[i].key, &h1), vis(sp->params[i].value, &h2));
+	printf("  policy:\n");
+	for (const char *l = sp->policy; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		printf("    %.*s\n", (int)n, l);
+		l += n + (e != NULL);
+	}
+}
+
 static void print_text(const struct cd_cli_bound *b)
 {
 	const struct cd_profile *prof = b->profile;
@@ -204,6 +232,8 @@ static void print_text(const struct cd_cli_bound *b)
 		}
 	}
 
+	if (b->sp)
+		print_seatbelt(b->sp);
 	if (b->probed || lp)
 		printf("\nLinux wrapper:\n");
 	if (b->probed)
@@ -456,6 +486,26 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	return l;
 }
 
+/* argv is the exact wrapper (null when the profile disables the sandbox). */
+static json_t *seatbelt_json(const struct cd_seatbelt_plan *sp)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "sandboxType", jstr("macosSeatbelt"));
+	json_object_set_new(o, "sandboxed", json_boolean(sp->sandboxed));
+	json_object_set_new(o, "argv", sp->argv ? strv_json(sp->argv) : json_null());
+	json_object_set_new(o, "policy", sp->policy ? jstr(sp->policy) : json_null());
+	json_t *params = json_array();
+	for (size_t i = 0; i < sp->n_params; i++) {
+		json_t *p = json_object();
+		json_object_set_new(p, "key", jstr(sp->params[i].key));
+		json_object_set_new(p, "value", jstr(sp->params[i].value));
+		json_array_append_new(params, p);
+	}
+	json_object_set_new(o, "params", params);
+	json_object_set_new(o, "notes", strv_json(sp->notes));
+	return o;
+}
+
 static json_t *explain_json(const struct cd_cli_bound *b)
 {
 	json_t *root = json_object();
@@ -524,7 +574,10 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 		json_object_set_new(cg, "controllers", ctl);
 		json_object_set_new(h, "cgroup", cg);
 	}
+	json_object_set_new(root, "backend", jstr(b->seatbelt ? "seatbelt" : "linux"));
 	json_object_set_new(root, "linux", b->lp ? linux_json(b->lp) : json_null());
+	if (b->seatbelt)
+		json_object_set_new(root, "seatbelt", b->sp ? seatbelt_json(b->sp) : json_null());
 	json_object_set_new(root, "refusal", b->refusal ? jstr(b->refusal) : json_null());
 	return root;
 }
@@ -546,9 +599,10 @@ int cd_cmd_explain(int argc, char **argv)
 			ret = 0;
 			goto out;
 		case OPT_BACKEND:
-			if (cd_streq(arg, "linux"))
+			pol.seatbelt = cd_streq(arg, "seatbelt");
+			if (cd_streq(arg, "linux") || pol.seatbelt)
 				break;
-			if (cd_streq(arg, "seatbelt") || cd_streq(arg, "windows"))
+			if (cd_streq(arg, "windows"))
 				fprintf(stderr,
 					"cordon: explain: the %s backend is not built yet\n", arg);
 			else

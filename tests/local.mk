@@ -118,6 +118,7 @@ INTEGRATION_TESTS = \
 	tests/integration/builtin-profiles.sh \
 	tests/integration/completion.sh \
 	tests/integration/explain.sh \
+	tests/integration/explain-seatbelt.sh \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
 	tests/integration/run-mask-race.sh \

@@ -127,7 +127,7 @@ complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-i
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-inotify-watches -x -d 'inotify watches of the sandbox'
 
 # explain
-complete -c cordon -n '__cordon_cmd explain' -l backend -x -a linux -d 'the backend to explain'
+complete -c cordon -n '__cordon_cmd explain' -l backend -x -a 'linux seatbelt' -d 'the backend to explain'
 complete -c cordon -n '__cordon_cmd explain' -l json -d 'one JSON object'
 complete -c cordon -n '__cordon_cmd explain' -l list-profiles -d 'list the profiles and their origins'
 
