@@ -191,17 +191,63 @@ static void put_str(struct cd_strbuf *sb, const char *s)
 	cd_strbuf_append_c(sb, '"');
 }
 
-/* One rule: (allow OPS (FILTER "v1") (FILTER "v2") ...), one filter per line. */
-static void put_rule(struct cd_strbuf *sb, const char *ops, const char *filter,
-		     const char *const *values)
+/*
+ * One rule: (allow OPS (FILTER "v1") (FILTER "v2") ...), one filter per
+ * line; with exclusions (parameter names, NULL-terminated, may be NULL),
+ * (allow OPS (require-all (require-any FILTERS...) (require-not (subpath
+ * (param "K")))...)).
+ */
+static void put_rule_excl(struct cd_strbuf *sb, const char *ops, const char *filter,
+			  const char *const *values, char *const *excl)
 {
+	bool wrap = excl && *excl;
+	const char *ind = wrap ? "\n        " : "\n    ";
+
 	cd_strbuf_printf(sb, "(allow %s", ops);
+	if (wrap)
+		cd_strbuf_append(sb, "\n    (require-all (require-any");
 	for (const char *const *v = values; *v; v++) {
-		cd_strbuf_printf(sb, "\n    (%s ", filter);
+		cd_strbuf_printf(sb, "%s(%s ", ind, filter);
 		put_str(sb, *v);
 		cd_strbuf_append_c(sb, ')');
 	}
+	if (wrap) {
+		cd_strbuf_append_c(sb, ')');
+		for (char *const *k = excl; *k; k++)
+			cd_strbuf_printf(sb, "%s(require-not (subpath (param \"%s\")))", ind, *k);
+		cd_strbuf_append_c(sb, ')');
+	}
 	cd_strbuf_append(sb, ")\n");
+}
+
+static void put_rule(struct cd_strbuf *sb, const char *ops, const char *filter,
+		     const char *const *values)
+{
+	put_rule_excl(sb, ops, filter, values, NULL);
+}
+
+/* Whether :minimal's read rules would reach path (a macOS path) or below. */
+static bool minimal_overlaps(const char *path)
+{
+	const char *const *lists[] = { minimal_read_subpaths, minimal_exec_subpaths,
+				       minimal_read_literals, NULL };
+	for (const char *const *const *l = lists; *l; l++)
+		for (const char *const *v = *l; *v; v++)
+			if (cd_streq(*v, path) || cd_path_is_beneath(*v, path) ||
+			    (*l != minimal_read_literals && cd_path_is_beneath(path, *v)))
+				return true;
+	return false;
+}
+
+bool cd_seatbelt_minimal_reads(const char *path)
+{
+	for (const char *const *v = minimal_read_literals; *v; v++)
+		if (cd_streq(*v, path))
+			return true;
+	for (const char *const *v = minimal_read_subpaths; *v; v++)
+		if (cd_streq(*v, path) || cd_path_is_beneath(path, *v))
+			return true;
+	return false;
 }
 
 static void put_base(struct cd_strbuf *sb)
@@ -263,7 +309,7 @@ static void put_network(struct cd_strbuf *sb)
 	put_rule(sb, "mach-lookup", "global-name", network_services);
 }
 
-static void put_minimal(struct cd_strbuf *sb)
+static void put_minimal(struct cd_strbuf *sb, char *const *excl)
 {
 	static const char *const tmp_links[] = { "/etc", "/tmp", "/var", "/private/etc/localtime",
 						 NULL };
@@ -272,9 +318,9 @@ static void put_minimal(struct cd_strbuf *sb)
 	cd_strbuf_append(sb, "\n; :minimal, read-only: the system's libraries, tools and\n"
 			     "; configuration. Unlike Codex's set, no temporary directory is\n"
 			     "; made writable here: only the profile's write entries write.\n");
-	put_rule(sb, "file-read* file-test-existence", "subpath", minimal_read_subpaths);
-	put_rule(sb, "file-read* file-test-existence", "literal", minimal_read_literals);
-	put_rule(sb, "file-map-executable", "subpath", minimal_exec_subpaths);
+	put_rule_excl(sb, "file-read* file-test-existence", "subpath", minimal_read_subpaths, excl);
+	put_rule_excl(sb, "file-read* file-test-existence", "literal", minimal_read_literals, excl);
+	put_rule_excl(sb, "file-map-executable", "subpath", minimal_exec_subpaths, excl);
 	put_rule(sb, "file-read-metadata file-test-existence", "literal", tmp_links);
 	put_rule(sb, "file-read-metadata", "subpath", meta_subpaths);
 	cd_strbuf_append(
@@ -511,6 +557,35 @@ static bool put_files(struct builder *b)
 	return ok;
 }
 
+/*
+ * :minimal grants reads of system paths through rules of its own, which the
+ * read roots' exclusions do not narrow: a deny path in reach of them is
+ * excluded from each (MINIMAL_EXCLUDED_k).
+ */
+static bool minimal_exclusions(struct builder *b, char ***ret)
+{
+	const struct cd_plan *plan = b->in->plan;
+	size_t k = 0;
+
+	for (size_t i = 0; i < plan->n_paths; i++) {
+		const struct cd_plan_path *pp = &plan->paths[i];
+		if (pp->access != CD_ACCESS_DENY || pp->origin == CD_ORIGIN_IMPLICIT)
+			continue;
+		char *mac = cd_seatbelt_macos_path(pp->path);
+		bool hit = minimal_overlaps(b->in->macos_paths ? mac : pp->path);
+		free(mac);
+		if (!hit)
+			continue;
+		char *key = cd_xasprintf("MINIMAL_EXCLUDED_%zu", k++);
+		if (!add_param(b, cd_xstrdup(key), pp->path)) {
+			free(key);
+			return false;
+		}
+		cd_strv_push_take(ret, key);
+	}
+	return true;
+}
+
 /* ---- globs ---- */
 
 static void put_regex_char(struct cd_strbuf *sb, char c)
@@ -734,11 +809,21 @@ int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbel
 	}
 	b.sp->sandboxed = true;
 	put_base(&b.policy);
-	bool ok = put_files(&b) && put_globs(&b);
+	/*
+	 * Order matters: the last rule that matches decides. Deny globs come
+	 * last, so that nothing allowed above (:minimal included) reopens them.
+	 */
+	bool ok = put_files(&b);
+	if (ok && !plan->fs_unrestricted && !plan->full_read && grants_minimal(in->profile)) {
+		char **excl = NULL;
+		ok = minimal_exclusions(&b, &excl);
+		if (ok)
+			put_minimal(&b.policy, excl);
+		cd_strv_free(excl);
+	}
 	if (ok && plan->network == CD_NET_ENABLED)
 		put_network(&b.policy);
-	if (ok && !plan->fs_unrestricted && !plan->full_read && grants_minimal(in->profile))
-		put_minimal(&b.policy);
+	ok = ok && put_globs(&b);
 	cd_strset_done(&b.noted);
 	if (!ok) {
 		*reterr = b.err;

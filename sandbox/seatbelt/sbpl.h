@@ -27,16 +27,23 @@
  *      .agents, gitdir targets, read-only and deny entries, masked
  *      missing names) excluded as literal and subpath, so that a missing
  *      protected directory cannot even be created;
- *   4. glob deny entries as anchored regexes (deny file-read* and
- *      file-write-unlink), covering matches created later too, with the
- *      canonical-prefix variant when it differs;
+ *   4. the :minimal platform defaults, when the profile grants :minimal
+ *      and not all reads: system libraries, frameworks and the files the
+ *      loader and libc read, all read-only (unlike Codex's, which also
+ *      makes /tmp and /var/tmp writable: cordon's :minimal never grants a
+ *      write), minus the profile's deny paths within their reach
+ *      (MINIMAL_EXCLUDED_k);
  *   5. the network: restricted adds nothing (deny default), enabled adds
  *      outbound and inbound with the services name resolution and TLS
  *      need; managed is refused (no proxy exists yet for this backend);
- *   6. the :minimal platform defaults, when the profile grants :minimal:
- *      system libraries, frameworks and the files the loader and libc
- *      read, all read-only (unlike Codex's, which also makes /tmp and
- *      /var/tmp writable: cordon's :minimal never grants a write).
+ *   6. glob deny entries as anchored regexes (deny file-read* and
+ *      file-write*), covering matches created later too, with the
+ *      canonical-prefix variant when it differs. Last, since the last
+ *      matching rule decides: nothing above reopens them.
+ *
+ * Bound paths reach the policy only as -D parameters (in the order: read
+ * roots, write roots, :minimal exclusions), never in its text; only the
+ * glob regexes carry their base directory in the text.
  *
  * Paths are macOS paths. On macOS the binding itself resolves /var, /tmp
  * and /etc to /private/...; a plan bound elsewhere (explain on Linux) is
@@ -97,6 +104,9 @@ struct cd_seatbelt_plan *cd_seatbelt_plan_free(struct cd_seatbelt_plan *sp);
  * control character).
  */
 char *cd_seatbelt_glob_regex(const char *base, const char *pattern, char **reterr);
+
+/* Whether :minimal's section grants reading path (a macOS path), deny paths aside. */
+bool cd_seatbelt_minimal_reads(const char *path);
 
 /* macOS's own path for path (/var/x -> /private/var/x); a copy. */
 char *cd_seatbelt_macos_path(const char *path);

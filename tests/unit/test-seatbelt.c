@@ -7,12 +7,15 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/glob.h"
 #include "core/util.h"
 #include "fakefs.h"
 #include "sandbox/seatbelt/sbpl.h"
+#include "sbpl-eval.h"
 
 /* ---- glob patterns as regexes ---- */
 
@@ -90,6 +93,7 @@ struct fixture {
 	struct cd_seatbelt_plan *sp;
 	const char *roots[2];
 	size_t n_roots;
+	bool minimal; /* the profile grants :minimal */
 };
 
 static void add(struct cd_profile *p, enum cd_entry_kind kind, enum cd_special special,
@@ -357,6 +361,230 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* ---- differential: the bound policy against the generated SBPL, evaluated ---- */
+
+/* Whether path lies at or below a match of a deny glob (the profile's intent). */
+static bool glob_denies(const struct fixture *f, const char *path)
+{
+	for (size_t i = 0; i < f->prof->n_entries; i++) {
+		const struct cd_fs_entry *e = &f->prof->entries[i];
+		if (e->kind != CD_ENTRY_GLOB)
+			continue;
+		const char *pat = e->path;
+		const char *bases[4] = { 0 };
+		size_t nb = 0;
+		size_t pl = strlen(CD_GLOB_PROJECT_ROOTS_PREFIX);
+		if (!strncmp(pat, CD_GLOB_PROJECT_ROOTS_PREFIX, pl)) {
+			pat += pl;
+			for (size_t r = 0; r < f->n_roots; r++)
+				bases[nb++] = f->roots[r];
+		} else if (*pat == '/') {
+			bases[nb++] = "/";
+			pat++;
+		} else {
+			bases[nb++] = f->plan->cwd;
+		}
+		for (size_t b = 0; b < nb; b++) {
+			size_t bl = cd_streq(bases[b], "/") ? 0 : strlen(bases[b]);
+			if (strncmp(path, bases[b], bl) || path[bl] != '/')
+				continue;
+			/* Each prefix of the relative path: a match denies its subtree. */
+			char *rel = cd_xstrdup(path + bl + 1);
+			bool hit = false;
+			for (char *q = rel; !hit;) {
+				char *slash = strchr(q, '/');
+				if (slash)
+					*slash = '\0';
+				hit = cd_glob_match(pat, rel);
+				if (!slash)
+					break;
+				*slash = '/';
+				q = slash + 1;
+			}
+			free(rel);
+			if (hit)
+				return true;
+		}
+	}
+	return false;
+}
+
+static size_t diff_cases;
+
+static void diff_path(const struct fixture *f, const struct sbpl_policy *pol, const char *path)
+{
+	static const char *const read_ops[] = { "file-read-data", "file-read-metadata", NULL };
+	static const char *const write_ops[] = { "file-write-data", "file-write-create",
+						 "file-write-unlink", NULL };
+	const struct cd_plan_path *rule = NULL;
+	enum cd_access a = cd_plan_access(f->plan, path, &rule);
+	bool denied = glob_denies(f, path);
+	bool want_read = !denied && (a == CD_ACCESS_READ || a == CD_ACCESS_WRITE);
+	bool want_write = !denied && a == CD_ACCESS_WRITE;
+	char *mac = cd_seatbelt_macos_path(path);
+	/* :minimal is macOS's own set of system paths (the binding bound none), minus denies. */
+	bool explicit_deny = rule && rule->access == CD_ACCESS_DENY;
+	if (f->minimal && !explicit_deny && !denied && cd_seatbelt_minimal_reads(mac))
+		want_read = true;
+
+	for (const char *const *op = read_ops; *op; op++, diff_cases++)
+		ck_assert_msg(sbpl_allows(pol, *op, mac) == want_read, "%s %s: plan says %s", *op,
+			      mac, want_read ? "allowed" : "denied");
+	for (const char *const *op = write_ops; *op; op++, diff_cases++)
+		ck_assert_msg(sbpl_allows(pol, *op, mac) == want_write, "%s %s: plan says %s", *op,
+			      mac, want_write ? "allowed" : "denied");
+	free(mac);
+}
+
+/* The plan's paths, what lies below and beside them, and the given extra paths. */
+static void differential(struct fixture *f, const char *const *extra)
+{
+	const struct cd_seatbelt_plan *sp = f->sp;
+	const char **keys = cd_xcalloc(sp->n_params + 1, sizeof(*keys));
+	const char **values = cd_xcalloc(sp->n_params + 1, sizeof(*values));
+	const char *err = NULL, *unused = NULL;
+
+	for (size_t i = 0; i < sp->n_params; i++) {
+		keys[i] = sp->params[i].key;
+		values[i] = sp->params[i].value;
+	}
+	/* Structure: (version 1) then (deny default) first; params all defined, all used. */
+	const char *body = sp->policy;
+	ck_assert(cd_startswith(body, "(version 1)\n"));
+	const char *dd = strstr(body, "\n(deny default)\n");
+	ck_assert_ptr_nonnull(dd);
+	for (const char *q = body + strlen("(version 1)\n"); q < dd + 1; q++)
+		ck_assert_msg(*q != '(', "a rule before (deny default)");
+	struct sbpl_policy *pol = sbpl_parse(sp->policy, keys, values, sp->n_params, &err, &unused);
+	ck_assert_msg(pol != NULL, "SBPL does not parse: %s", err ? err : "?");
+	ck_assert_msg(unused == NULL, "-D%s is never used", unused ? unused : "");
+	/* No bound path is written into the policy text: they travel as -D parameters. */
+	for (size_t i = 0; i < f->plan->n_paths; i++) {
+		char *needle = cd_xasprintf("\"%s\"", f->plan->paths[i].path);
+		if (!cd_streq(f->plan->paths[i].path, "/dev/null"))
+			ck_assert_msg(!strstr(sp->policy, needle), "%s in the text", needle);
+		free(needle);
+	}
+
+	for (size_t i = 0; i < f->plan->n_paths; i++) {
+		const char *p = f->plan->paths[i].path;
+		if (cd_startswith(p, "/dev/"))
+			continue;
+		char *below = cd_path_join(p, "x");
+		char *deeper = cd_path_join(p, "x/y");
+		char *beside = cd_xasprintf("%s2", p);
+		diff_path(f, pol, p);
+		diff_path(f, pol, below);
+		diff_path(f, pol, deeper);
+		if (!cd_streq(p, "/"))
+			diff_path(f, pol, beside);
+		char *up = cd_path_parent(p);
+		if (up)
+			diff_path(f, pol, up);
+		free(up);
+		free(below);
+		free(deeper);
+		free(beside);
+	}
+	for (const char *const *x = extra; *x; x++)
+		diff_path(f, pol, *x);
+	sbpl_free(pol);
+	free(keys);
+	free(values);
+}
+
+static const char *const diff_extra[] = {
+	"/",
+	"/etc/passwd",
+	"/Users/me/other",
+	"/Users/me/extra/.git/config",
+	"/tmp/ws/new.pem",
+	"/tmp/ws/a/b/c.pem",
+	"/tmp/ws/a/b/c.pem/inside",
+	"/tmp/ws/x.pemx",
+	"/tmp/ws/.env",
+	"/tmp/ws/.env/x",
+	"/tmp/ws/.envrc",
+	"/tmp/ws/.codex/config.toml",
+	"/tmp/ws/.git/config",
+	"/tmp/ws/.gitx",
+	"/tmp/ws/src/main.c",
+	"/tmp/ws/secrets/public/x",
+	"/tmp/ws/secrets/key",
+	"/tmp/ws/out/log",
+	"/tmp/other",
+	"/tmp/.git/HEAD",
+	"/usr/lib/libc.dylib",
+	"/usr/lib/secret/x",
+	"/usr/share/a/b.key",
+	"/usr/share/a/b.txt",
+	"/etc/ssh/ssh_host_key",
+	"/etc/hosts",
+	"/bin/sh",
+	NULL,
+};
+
+START_TEST(test_differential)
+{
+	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
+	char *err = NULL;
+
+	cd_fakefs_dir(f.fs, "/tmp/ws/out");
+	cd_fakefs_dir(f.fs, "/tmp/ws/v/n/.git");
+	cd_fakefs_file(f.fs, "/tmp/ws/k.pem", "k");
+	switch (_i) {
+	case 0: /* workspace-write, with an extra root */
+		add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+		add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+		add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_SLASH_TMP, NULL, CD_ACCESS_WRITE);
+		add(f.prof, CD_ENTRY_PATH, 0, "/Users/me/extra", CD_ACCESS_WRITE);
+		break;
+	case 1: /* restricted read, a deny, read again below it, a writable subdirectory */
+		f.minimal = true;
+		add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_MINIMAL, NULL, CD_ACCESS_READ);
+		/* Denies within :minimal's reach: its rules exclude them. */
+		add(f.prof, CD_ENTRY_PATH, 0, "/usr/lib/secret", CD_ACCESS_DENY);
+		add(f.prof, CD_ENTRY_PATH, 0, "/etc/ssh", CD_ACCESS_DENY);
+		add(f.prof, CD_ENTRY_GLOB, 0, "/usr/share/**/*.key", CD_ACCESS_DENY);
+		add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws", CD_ACCESS_READ);
+		add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/secrets", CD_ACCESS_DENY);
+		add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/secrets/public", CD_ACCESS_READ);
+		add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/out", CD_ACCESS_WRITE);
+		break;
+	case 2: /* full read, deny paths and globs, the workspace writable */
+		add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+		add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_PROJECT_ROOTS, NULL, CD_ACCESS_WRITE);
+		add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/secrets", CD_ACCESS_DENY);
+		add(f.prof, CD_ENTRY_GLOB, 0, "**/*.pem", CD_ACCESS_DENY);
+		add(f.prof, CD_ENTRY_GLOB, 0, "codex-project-roots://.env", CD_ACCESS_DENY);
+		break;
+	case 3: /* read-only */
+		add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+		break;
+	case 4: /* "/" writable with narrower entries */
+		add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_WRITE);
+		add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/secrets", CD_ACCESS_DENY);
+		add(f.prof, CD_ENTRY_PATH, 0, "/etc", CD_ACCESS_READ);
+		break;
+	case 5: /* nothing but one writable directory */
+		add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/out", CD_ACCESS_WRITE);
+		break;
+	}
+	ck_assert_int_eq(plan(&f, true, &err), 0);
+	differential(&f, diff_extra);
+	done(&f);
+}
+END_TEST
+
+START_TEST(test_differential_count)
+{
+	/* Runs after the loop above in the same process (CK_NOFORK) or reports 0. */
+	if (diff_cases)
+		fprintf(stderr, "seatbelt differential: %zu (operation, path) cases agree\n",
+			diff_cases);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("seatbelt");
@@ -369,6 +597,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_deny_under_full_read);
 	tcase_add_test(tc, test_unrestricted_and_disabled);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_loop_test(tc, test_differential, 0, 6);
+	tcase_add_test(tc, test_differential_count);
 	suite_add_tcase(s, tc);
 	return s;
 }
