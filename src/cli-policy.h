@@ -14,6 +14,13 @@
 #include "core/plan.h"
 #include "core/profile.h"
 #include "sandbox/seatbelt/sbpl.h"
+#include "sandbox/windows/plan.h"
+
+enum cd_cli_backend {
+	CD_CLI_BACKEND_LINUX,
+	CD_CLI_BACKEND_SEATBELT,
+	CD_CLI_BACKEND_WINDOWS,
+};
 
 /* Option ids of the POLICY OPTIONS (the subcommands use ids below 100). */
 enum {
@@ -86,11 +93,14 @@ struct cd_cli_policy {
 	/* Add CD_PROBE_NS_TEST to the host probe (explain: what a run would really get). */
 	bool test_namespaces;
 	/*
-	 * Plan for macOS Seatbelt instead of this host's Linux backend
-	 * (explain --backend seatbelt): bind with macOS's :minimal (a policy
-	 * section, not paths), no host probe, no Linux plan.
+	 * The backend to plan for (explain --backend): this host's Linux one,
+	 * or macOS Seatbelt or the Windows restricted token, planned from
+	 * here (no host probe, no Linux plan; Seatbelt binds with macOS's
+	 * :minimal, a policy section, not paths).
 	 */
-	bool seatbelt;
+	enum cd_cli_backend backend;
+	/* --allow-degraded=network: Windows may restrict the network by environment only. */
+	bool allow_env_network;
 };
 
 void cd_cli_policy_init(struct cd_cli_policy *p);
@@ -142,9 +152,11 @@ struct cd_cli_bound {
 	bool probed;
 	struct cd_linux_host host;
 	struct cd_linux_plan *lp;
-	/* Input: build the Seatbelt plan (sp) instead of the Linux one (lp). */
-	bool seatbelt;
+	/* Input: the backend whose plan to build (lp, sp or wp). */
+	enum cd_cli_backend backend;
+	bool allow_env_network;
 	struct cd_seatbelt_plan *sp;
+	struct cd_windows_plan *wp;
 	char *refusal; /* one line, set when refused (exit 125) */
 };
 

@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# `cordon explain --backend seatbelt`: the macOS policy and sandbox-exec argv,
-# planned on this (Linux) host from the same bound policy as the Linux backend.
-# Nothing here runs on macOS: the checks read the plan (roots, exclusions,
-# parameters, network rules) and the argv's shape.
+# `cordon explain --backend seatbelt|windows`: the macOS policy and
+# sandbox-exec argv, and the Windows restricted token, SIDs and ACEs, planned
+# on this (Linux) host from the same bound policy as the Linux backend.
+# Nothing here runs on macOS or Windows: the checks read the plans (roots,
+# exclusions, parameters, ACEs, network rules, refusals) and the argv's shape.
 . "$(dirname "$0")/../lib/libtest.sh"
 
 WS="$CD_TMP/ws"
@@ -108,6 +109,83 @@ esac
 case $cd_stdout in
 *"Linux wrapper"*) not_ok "text output: no Linux wrapper for the seatbelt backend" ;;
 *) ok "text output: no Linux wrapper for the seatbelt backend" ;;
+esac
+
+# ---- windows ----
+
+# windows_json NAME CHECK [ARGS...]: as explain_json, for --backend windows (w: its part).
+windows_json() {
+	name=$1
+	code=$2
+	shift 2
+	run_split "$CORDON" explain --backend windows --json --cwd "$WS" "$@"
+	printf '%s' "$cd_stdout" >"$CD_TMP/w.json"
+	if out=$(python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = d['windows']
+ws = 'C:' + sys.argv[2].replace('/', '\\\\')
+$code
+" "$CD_TMP/w.json" "$WS" 2>&1) && [ "$cd_rc" -eq 0 ]; then
+		ok "$name"
+	else
+		not_ok "$name (exit $cd_rc)"
+		diag "$out"
+		diag "$cd_stderr"
+	fi
+}
+
+windows_json "windows workspace-write: token, SIDs in order, ACEs on the workspace" '
+assert d["backend"] == "windows" and d["linux"] is None
+assert w["sandboxType"] == "windowsRestrictedToken"
+assert w["tokenFlags"] == "DISABLE_MAX_PRIVILEGE|LUA_TOKEN|WRITE_RESTRICTED"
+roles = [s["role"] for s in w["restrictingSids"]]
+assert roles[0] == "workspace" and roles[-2:] == ["logon", "everyone"], roles
+assert set(roles[1:-2]) == {"writable root"}, roles
+deny = {a["path"] for a in w["aces"] if a["kind"] == "deny-write"}
+for name in (".git", ".codex", ".agents"):
+    assert ws + "\\" + name in deny, (name, sorted(deny))
+made = {a["path"] for a in w["aces"] if a["createDir"]}
+assert ws + "\\.codex" in made and ws + "\\.git" not in made, made
+assert any(a["path"] == "\\\\.\\NUL" for a in w["aces"])
+assert w["env"]["HTTPS_PROXY"] == "http://127.0.0.1:9" and w["degraded"], w["env"]
+' --profile workspace-write --workspace-root "$WS" --allow-degraded=network
+
+windows_json "windows --network enabled: no environment, nothing degraded" '
+assert w["env"] == {} and w["degraded"] == [] and w["pathPrepend"] is None
+assert [s["role"] for s in w["restrictingSids"]] == ["readonly", "logon", "everyone"]
+' --profile read-only --network enabled
+
+windows_json "windows full-access: no token (plain CreateProcess)" '
+assert w["sandboxed"] is False and w["restrictingSids"] == []
+' --profile full-access
+
+# What a restricted token cannot enforce is refused before anything, with the reason.
+windows_refuses() {
+	name=$1
+	want=$2
+	shift 2
+	run_split "$CORDON" explain --backend windows --cwd "$WS" "$@"
+	rc_is "windows refuses $name: exit 125" 125
+	contains "windows refuses $name: the reason" "$want"
+}
+windows_refuses "a restricted network without the opt-down" "--allow-degraded=network" \
+	--profile read-only
+windows_refuses "a deny path" "Restricted read-only access requires the elevated" \
+	--profile read-only --network enabled --deny "$WS/secret"
+windows_refuses "a deny glob" "Restricted read-only access requires the elevated" \
+	--profile read-only --network enabled --deny-glob '*.pem'
+windows_refuses "the managed network" "managed network needs" \
+	--profile read-only --network managed
+
+run_split "$CORDON" explain --backend windows --profile workspace-write --workspace-root "$WS" \
+	--allow-degraded=network
+case $cd_stdout in
+*"CreateRestrictedToken(DISABLE_MAX_PRIVILEGE|LUA_TOKEN|WRITE_RESTRICTED)"*"deny-write"*)
+	ok "windows text output: the token and the ACEs" ;;
+*)
+	not_ok "windows text output: the token and the ACEs"
+	diag "$cd_stdout" ;;
 esac
 
 run_split "$CORDON" explain --backend linux --json --profile read-only
