@@ -123,6 +123,7 @@ INTEGRATION_TESTS = \
 	tests/integration/completion.sh \
 	tests/integration/explain.sh \
 	tests/integration/explain-backends.sh \
+	tests/integration/explain-golden.py \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
 	tests/integration/run-mask-race.sh \

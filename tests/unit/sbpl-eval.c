@@ -206,6 +206,24 @@ struct sbpl_policy *sbpl_parse(const char *text, const char *const *keys, const 
 			*err = "unknown top-level form";
 			goto fail;
 		}
+		/*
+		 * Filters side by side are alternatives: a condition on the kind
+		 * of object (vnode-type, extension) among them allows every such
+		 * object, whatever the others say. It belongs in a require-all.
+		 */
+		size_t n_filters = 0;
+		bool kind_filter = false;
+		for (size_t k = 1; k < f->n; k++) {
+			if (f->kids[k]->kind != N_LIST)
+				continue;
+			n_filters++;
+			kind_filter = kind_filter || is_sym(f->kids[k]->kids[0], "vnode-type") ||
+				      is_sym(f->kids[k]->kids[0], "extension");
+		}
+		if (n_filters > 1 && kind_filter) {
+			*err = "a vnode-type or extension filter is an alternative of its own";
+			goto fail;
+		}
 		if (!check_params(p, f, used)) {
 			*err = "a (param) names no -D parameter";
 			goto fail;

@@ -52,6 +52,24 @@ START_TEST(test_glob_regex)
 }
 END_TEST
 
+START_TEST(test_evaluator_lint)
+{
+	const char *err = NULL, *unused = NULL;
+	/* The evaluator refuses the mistake it exists to catch: a kind filter as an alternative. */
+	ck_assert_ptr_null(sbpl_parse("(version 1)\n(deny default)\n(allow file-read-metadata "
+				      "(vnode-type DIRECTORY) (literal \"/x\"))\n",
+				      NULL, NULL, 0, &err, &unused));
+	ck_assert_ptr_nonnull(strstr(err, "alternative"));
+	struct sbpl_policy *p =
+		sbpl_parse("(version 1)\n(deny default)\n(allow file-read* "
+			   "(require-all (vnode-type DIRECTORY) (literal \"/x\")))\n",
+			   NULL, NULL, 0, &err, &unused);
+	ck_assert_ptr_nonnull(p);
+	ck_assert(!sbpl_allows(p, "file-read-data", "/x"));
+	sbpl_free(p);
+}
+END_TEST
+
 START_TEST(test_glob_regex_refused)
 {
 	char *err = NULL;
@@ -591,6 +609,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("planner");
 	tcase_add_loop_test(tc, test_glob_regex, 0, CD_ARRAY_SIZE(glob_cases));
 	tcase_add_test(tc, test_glob_regex_refused);
+	tcase_add_test(tc, test_evaluator_lint);
 	tcase_add_test(tc, test_macos_path);
 	tcase_add_test(tc, test_workspace_write);
 	tcase_add_test(tc, test_restricted_read);
