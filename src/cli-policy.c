@@ -208,6 +208,7 @@ void cd_cli_bound_done(struct cd_cli_bound *b)
 	cd_profile_free(b->profile);
 	free(b->profile_path);
 	free(b->cwd);
+	cd_strv_free(b->roots);
 	free(b->refusal);
 	memset(b, 0, sizeof(*b));
 }
@@ -716,6 +717,8 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 {
 	const struct cd_profile *prof = b->profile;
 	const char *tmpdir = getenv("TMPDIR");
+	for (size_t i = 0; i < n_roots; i++)
+		cd_strv_push(&b->roots, roots[i]);
 	struct cd_fs_dir_cache dirs;
 	struct cd_fs_ops ops;
 	cd_fs_ops_host_cached(&ops, &dirs);

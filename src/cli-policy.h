@@ -147,7 +147,8 @@ struct cd_cli_bound {
 	 * the server's defaults and maximums). cd_cli_bind_profile plans them.
 	 */
 	struct cd_limits limits;
-	char *cwd; /* absolute cwd handed to the binding */
+	char *cwd;    /* absolute cwd handed to the binding */
+	char **roots; /* the workspace roots handed to it (NULL-terminated, or NULL) */
 	struct cd_plan *plan;
 	bool probed;
 	struct cd_linux_host host;

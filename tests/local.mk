@@ -124,6 +124,7 @@ INTEGRATION_TESTS = \
 	tests/integration/explain.sh \
 	tests/integration/explain-backends.sh \
 	tests/integration/explain-golden.py \
+	tests/integration/seatbelt-standin.py \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
 	tests/integration/run-mask-race.sh \

@@ -194,4 +194,16 @@ case $cd_stdout in
 *) not_ok "--backend linux --json says backend linux" ;;
 esac
 
+# probe names the backend this host runs sandboxes under.
+run_split "$CORDON" probe
+case $cd_stdout in
+"ok   backend: linux (sandboxType linuxSeccomp)"*) ok "probe: the first line names the linux backend" ;;
+*) not_ok "probe: the first line names the linux backend"; diag "$cd_stdout" ;;
+esac
+run_split "$CORDON" probe --json
+case $cd_stdout in
+*'"backend": {'*'"name": "linux"'*'"sandboxType": "linuxSeccomp"'*) ok "probe --json: backend" ;;
+*) not_ok "probe --json: backend"; diag "$cd_stdout" ;;
+esac
+
 done_testing
