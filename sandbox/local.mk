@@ -48,4 +48,8 @@ sandbox/linux/seccomp-filters.c: sandbox/linux/seccomp-gen$(EXEEXT)
 	fi
 CLEANFILES += sandbox/linux/seccomp-filters.c sandbox/linux/seccomp-filters.c.tmp
 endif
+# The macOS Seatbelt and Windows restricted-token planners are pure (no OS headers): built and tested on every host, and
+# held to the core's portability check.
+libcdcore_a_SOURCES += sandbox/seatbelt/sbpl.c sandbox/seatbelt/sbpl.h \
+	sandbox/windows/plan.c sandbox/windows/plan.h
 SANDBOX_LIBS = libcdsandbox.a libcdcore.a $(SECCOMP_LIBS) $(CAP_LIBS)

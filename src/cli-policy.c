@@ -37,7 +37,9 @@ const char cd_cli_policy_help[] =
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
 	"                          protected-metadata, pid-isolation, deny-masks,\n"
-	"                          file-attributes or nested-repositories; or a limit\n"
+	"                          file-attributes, nested-repositories, network (the\n"
+	"                          Windows backend: a restricted network by environment\n"
+	"                          only); or a limit\n"
 	"                          that cannot be enforced here: tasks, memory (then\n"
 	"                          RLIMIT_AS per process), swap, cpu,\n"
 	"                          inotify-instances or inotify-watches\n"
@@ -142,6 +144,10 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 			p->lopts.degraded |= CD_DEGRADE_FILE_ATTRIBUTES;
 			return 0;
 		}
+		if (cd_streq(arg, "network")) {
+			p->allow_env_network = true;
+			return 0;
+		}
 		if (cd_streq(arg, "nested-repositories")) {
 			p->lopts.degraded |= CD_DEGRADE_NESTED_REPOSITORIES;
 			return 0;
@@ -159,7 +165,7 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 		cd_cli_usage_error(cmd,
 				   "--allow-degraded: unknown feature '%s' (protected-metadata, "
 				   "pid-isolation, deny-masks, file-attributes, "
-				   "nested-repositories, tasks, memory, swap, cpu, "
+				   "nested-repositories, network, tasks, memory, swap, cpu, "
 				   "inotify-instances or inotify-watches)",
 				   arg);
 		return -1;
@@ -196,10 +202,13 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 void cd_cli_bound_done(struct cd_cli_bound *b)
 {
 	cd_linux_plan_free(b->lp);
+	cd_seatbelt_plan_free(b->sp);
+	cd_windows_plan_free(b->wp);
 	cd_plan_free(b->plan);
 	cd_profile_free(b->profile);
 	free(b->profile_path);
 	free(b->cwd);
+	cd_strv_free(b->roots);
 	free(b->refusal);
 	memset(b, 0, sizeof(*b));
 }
@@ -574,6 +583,8 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	int r;
 
 	memset(b, 0, sizeof(*b));
+	b->backend = p->backend;
+	b->allow_env_network = p->allow_env_network;
 	r = load_profile(b, p->profile ? p->profile : DEFAULT_PROFILE);
 	if (r < 0)
 		return r;
@@ -661,6 +672,11 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 		}
 	}
 	struct cd_linux_host host;
+	if (p->backend != CD_CLI_BACKEND_LINUX) {
+		r = cd_cli_bind_profile(b, (const char *const *)roots, p->n_roots, &p->lopts, NULL);
+		cd_strv_free(roots);
+		return r;
+	}
 	if (p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED)
 		cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &host);
 	r = cd_cli_bind_profile(
@@ -670,11 +686,39 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	return r;
 }
 
+static char *explain_sid(void *ctx, const char *key)
+{
+	(void)ctx;
+	return cd_windows_sid_derive("cordon explain", key);
+}
+
+/* The Windows restricted-token plan, from a host that is not Windows (explain). */
+static int bind_windows(struct cd_cli_bound *b)
+{
+	struct cd_windows_input wi = {
+		.profile = b->profile,
+		.plan = b->plan,
+		.drive = "C:",
+		.home = NULL,
+		.allow_env_network = b->allow_env_network,
+		.sids = { .sid_for = explain_sid },
+	};
+	char *reterr = NULL;
+	int r = cd_windows_plan_build(&wi, &b->wp, &reterr);
+	if (r < 0)
+		return refuse(b, reterr ? reterr
+					: cd_xasprintf("cannot build the Windows plan: %s",
+						       strerror(-r)));
+	return CD_BIND_OK;
+}
+
 int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t n_roots,
 			const struct cd_linux_opts *lopts, const struct cd_linux_host *host)
 {
 	const struct cd_profile *prof = b->profile;
 	const char *tmpdir = getenv("TMPDIR");
+	for (size_t i = 0; i < n_roots; i++)
+		cd_strv_push(&b->roots, roots[i]);
 	struct cd_fs_dir_cache dirs;
 	struct cd_fs_ops ops;
 	cd_fs_ops_host_cached(&ops, &dirs);
@@ -687,6 +731,10 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 		.ops = &ops,
 		.skip_nested_scan = lopts && (lopts->degraded & CD_DEGRADE_NESTED_REPOSITORIES),
 	};
+	/* macOS's :minimal is a section of the Seatbelt policy, not a list of paths. */
+	static const char *const no_minimal_paths[] = { NULL };
+	if (b->backend == CD_CLI_BACKEND_SEATBELT)
+		in.minimal_paths = no_minimal_paths;
 	char *reterr = NULL;
 	int r = cd_plan_build(prof, &in, &b->plan, &reterr);
 	cd_fs_dir_cache_done(&dirs);
@@ -694,6 +742,30 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 		return refuse(b,
 			      reterr ? reterr : cd_xasprintf("binding failed: %s", strerror(-r)));
 	free(reterr);
+	if (b->backend == CD_CLI_BACKEND_WINDOWS)
+		return bind_windows(b);
+	if (b->backend == CD_CLI_BACKEND_SEATBELT) {
+		/* Planned for macOS from this host: rewrite as a macOS binding would resolve. */
+		struct cd_seatbelt_input si = {
+			.profile = prof,
+			.plan = b->plan,
+			.workspace_roots = roots,
+			.n_workspace_roots = n_roots,
+#ifdef __APPLE__
+			.macos_paths = false,
+#else
+			.macos_paths = true,
+#endif
+		};
+		reterr = NULL;
+		r = cd_seatbelt_plan_build(&si, &b->sp, &reterr);
+		if (r < 0)
+			return refuse(b,
+				      reterr ? reterr
+					     : cd_xasprintf("cannot build the Seatbelt policy: %s",
+							    strerror(-r)));
+		return CD_BIND_OK;
+	}
 
 	/* A disabled profile needs no host facts: spare the probe on that path. */
 	if (prof->type != CD_PROFILE_DISABLED) {

@@ -13,6 +13,14 @@
 #include "core/linux-plan.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "sandbox/seatbelt/sbpl.h"
+#include "sandbox/windows/plan.h"
+
+enum cd_cli_backend {
+	CD_CLI_BACKEND_LINUX,
+	CD_CLI_BACKEND_SEATBELT,
+	CD_CLI_BACKEND_WINDOWS,
+};
 
 /* Option ids of the POLICY OPTIONS (the subcommands use ids below 100). */
 enum {
@@ -84,6 +92,15 @@ struct cd_cli_policy {
 	struct cd_linux_opts lopts;
 	/* Add CD_PROBE_NS_TEST to the host probe (explain: what a run would really get). */
 	bool test_namespaces;
+	/*
+	 * The backend to plan for (explain --backend): this host's Linux one,
+	 * or macOS Seatbelt or the Windows restricted token, planned from
+	 * here (no host probe, no Linux plan; Seatbelt binds with macOS's
+	 * :minimal, a policy section, not paths).
+	 */
+	enum cd_cli_backend backend;
+	/* --allow-degraded=network: Windows may restrict the network by environment only. */
+	bool allow_env_network;
 };
 
 void cd_cli_policy_init(struct cd_cli_policy *p);
@@ -130,11 +147,17 @@ struct cd_cli_bound {
 	 * the server's defaults and maximums). cd_cli_bind_profile plans them.
 	 */
 	struct cd_limits limits;
-	char *cwd; /* absolute cwd handed to the binding */
+	char *cwd;    /* absolute cwd handed to the binding */
+	char **roots; /* the workspace roots handed to it (NULL-terminated, or NULL) */
 	struct cd_plan *plan;
 	bool probed;
 	struct cd_linux_host host;
 	struct cd_linux_plan *lp;
+	/* Input: the backend whose plan to build (lp, sp or wp). */
+	enum cd_cli_backend backend;
+	bool allow_env_network;
+	struct cd_seatbelt_plan *sp;
+	struct cd_windows_plan *wp;
 	char *refusal; /* one line, set when refused (exit 125) */
 };
 

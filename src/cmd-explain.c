@@ -28,7 +28,8 @@ const struct cd_cli_opt cd_explain_options[] = {
 
 static void explain_help(void)
 {
-	printf("Usage: cordon explain [POLICY OPTIONS] [--backend linux] [--json]\n"
+	printf("Usage: cordon explain [POLICY OPTIONS] [--backend linux|seatbelt|windows] "
+	       "[--json]\n"
 	       "       cordon explain --list-profiles\n"
 	       "\n"
 	       "Show the bound policy (every path with its access, type and reason) and the\n"
@@ -38,7 +39,10 @@ static void explain_help(void)
 	       "%s"
 	       "\n"
 	       "Explain options:\n"
-	       "  --backend linux         the backend to explain (only linux is built)\n"
+	       "  --backend NAME          the backend to explain: linux (this host's), or\n"
+	       "                          seatbelt (the macOS sandbox-exec policy and argv\n"
+	       "                          a macOS host would run, planned from here) or\n"
+	       "                          windows (the restricted token, its SIDs and ACEs)\n"
 	       "  --json                  one JSON object instead of text\n"
 	       "  --list-profiles         list the profile names --profile finds, each with\n"
 	       "                          the file it comes from or \"built-in\", and exit\n"
@@ -158,6 +162,79 @@ static void print_limits(const struct cd_cli_bound *b, const struct cd_linux_pla
 								      : "read access");
 }
 
+/* The Seatbelt wrapper: what a macOS host would exec before the command. */
+static void print_seatbelt(const struct cd_seatbelt_plan *sp)
+{
+	cleanup_free char *h1 = NULL, *h2 = NULL;
+
+	printf("\nmacOS Seatbelt wrapper (sandboxType macosSeatbelt):\n");
+	if (!sp->sandboxed) {
+		printf("  none: the profile disables the sandbox (plain exec)\n");
+		return;
+	}
+	printf("  exec: %s -p POLICY%s -- COMMAND...\n", CD_SEATBELT_EXEC,
+	       sp->n_params ? " -DKEY=VALUE..." : "");
+	for (char **n = sp->notes; n && *n; n++)
+		printf("  note: %s\n", vis(*n, &h1));
+	printf("  parameters:%s\n", sp->n_params ? "" : " none");
+	for (size_t i = 0; i < sp->n_params; i++)
+		printf("    -D%s=%s\n", vis(sp->params[i].key, &h1), vis(sp->params[i].value, &h2));
+	printf("  policy:\n");
+	for (const char *l = sp->policy; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		printf("    %.*s\n", (int)n, l);
+		l += n + (e != NULL);
+	}
+}
+
+static const char *sid_role(enum cd_win_sid_role r)
+{
+	static const char *const names[] = { "readonly", "workspace", "writable root", "logon",
+					     "everyone" };
+	return names[r];
+}
+
+/* The Windows restricted token: what a Windows host would create and set. */
+static void print_windows(const struct cd_windows_plan *wp)
+{
+	cleanup_free char *h1 = NULL, *h2 = NULL;
+
+	printf("\nWindows restricted token (sandboxType windowsRestrictedToken):\n");
+	if (!wp->sandboxed) {
+		printf("  none: the profile disables the sandbox (plain CreateProcess)\n");
+		return;
+	}
+	for (char **n = wp->notes; n && *n; n++)
+		printf("  note: %s\n", vis(*n, &h1));
+	printf("  token: CreateRestrictedToken(%s)\n", wp->token_flags);
+	printf("  restricting SIDs, in order:\n");
+	for (size_t i = 0; i < wp->n_sids; i++)
+		printf("    %-45s %s%s%s\n", wp->sids[i].sid, sid_role(wp->sids[i].role),
+		       wp->sids[i].key ? " " : "",
+		       wp->sids[i].key ? vis(wp->sids[i].key, &h1) : "");
+	printf("  ACEs (inheritable; they stay after the run):\n");
+	for (size_t i = 0; i < wp->n_aces; i++) {
+		const struct cd_win_ace *a = &wp->aces[i];
+		printf("    %-10s %s to %s%s: %s\n",
+		       a->kind == CD_WIN_ACE_ALLOW ? "allow" : "deny-write", vis(a->path, &h1),
+		       a->sid, a->create_dir ? " (made first, removed after if empty)" : "",
+		       vis(a->why, &h2));
+	}
+	printf("    rights: allow %s; deny-write %s\n", CD_WIN_RIGHTS_ALLOW,
+	       CD_WIN_RIGHTS_DENY_WRITE);
+	if (wp->n_env || wp->path_prepend)
+		printf("  environment:\n");
+	for (size_t i = 0; i < wp->n_env; i++)
+		printf("    %s=%s\n", wp->env[i].name, vis(wp->env[i].value, &h1));
+	if (wp->path_prepend)
+		printf("    PATH: %s first (ssh and scp stubs that fail)\n",
+		       vis(wp->path_prepend, &h1));
+	printf("  degraded: %s\n", wp->degraded && wp->degraded[0] ? "" : "none");
+	for (char **d = wp->degraded; d && *d; d++)
+		printf("    - %s\n", vis(*d, &h1));
+}
+
 static void print_text(const struct cd_cli_bound *b)
 {
 	const struct cd_profile *prof = b->profile;
@@ -204,6 +281,10 @@ static void print_text(const struct cd_cli_bound *b)
 		}
 	}
 
+	if (b->sp)
+		print_seatbelt(b->sp);
+	if (b->wp)
+		print_windows(b->wp);
 	if (b->probed || lp)
 		printf("\nLinux wrapper:\n");
 	if (b->probed)
@@ -456,6 +537,69 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	return l;
 }
 
+/* argv is the exact wrapper (null when the profile disables the sandbox). */
+static json_t *seatbelt_json(const struct cd_seatbelt_plan *sp)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "sandboxType", jstr("macosSeatbelt"));
+	json_object_set_new(o, "sandboxed", json_boolean(sp->sandboxed));
+	json_object_set_new(o, "argv", sp->argv ? strv_json(sp->argv) : json_null());
+	json_object_set_new(o, "policy", sp->policy ? jstr(sp->policy) : json_null());
+	json_t *params = json_array();
+	for (size_t i = 0; i < sp->n_params; i++) {
+		json_t *p = json_object();
+		json_object_set_new(p, "key", jstr(sp->params[i].key));
+		json_object_set_new(p, "value", jstr(sp->params[i].value));
+		json_array_append_new(params, p);
+	}
+	json_object_set_new(o, "params", params);
+	json_object_set_new(o, "notes", strv_json(sp->notes));
+	return o;
+}
+
+static json_t *windows_json(const struct cd_windows_plan *wp)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "sandboxType", jstr("windowsRestrictedToken"));
+	json_object_set_new(o, "sandboxed", json_boolean(wp->sandboxed));
+	json_object_set_new(o, "tokenFlags", wp->token_flags ? jstr(wp->token_flags) : json_null());
+	json_t *sids = json_array();
+	for (size_t i = 0; i < wp->n_sids; i++) {
+		json_t *s = json_object();
+		json_object_set_new(s, "sid", jstr(wp->sids[i].sid));
+		json_object_set_new(s, "role", jstr(sid_role(wp->sids[i].role)));
+		json_object_set_new(s, "key",
+				    wp->sids[i].key ? jstr(wp->sids[i].key) : json_null());
+		json_array_append_new(sids, s);
+	}
+	json_object_set_new(o, "restrictingSids", sids);
+	json_t *aces = json_array();
+	for (size_t i = 0; i < wp->n_aces; i++) {
+		const struct cd_win_ace *a = &wp->aces[i];
+		json_t *x = json_object();
+		json_object_set_new(x, "path", jstr(a->path));
+		json_object_set_new(x, "kind",
+				    jstr(a->kind == CD_WIN_ACE_ALLOW ? "allow" : "deny-write"));
+		json_object_set_new(x, "sid", jstr(a->sid));
+		json_object_set_new(x, "rights",
+				    jstr(a->kind == CD_WIN_ACE_ALLOW ? CD_WIN_RIGHTS_ALLOW
+								     : CD_WIN_RIGHTS_DENY_WRITE));
+		json_object_set_new(x, "createDir", json_boolean(a->create_dir));
+		json_object_set_new(x, "why", jstr(a->why));
+		json_array_append_new(aces, x);
+	}
+	json_object_set_new(o, "aces", aces);
+	json_t *env = json_object();
+	for (size_t i = 0; i < wp->n_env; i++)
+		json_object_set_new(env, wp->env[i].name, jstr(wp->env[i].value));
+	json_object_set_new(o, "env", env);
+	json_object_set_new(o, "pathPrepend",
+			    wp->path_prepend ? jstr(wp->path_prepend) : json_null());
+	json_object_set_new(o, "degraded", strv_json(wp->degraded));
+	json_object_set_new(o, "notes", strv_json(wp->notes));
+	return o;
+}
+
 static json_t *explain_json(const struct cd_cli_bound *b)
 {
 	json_t *root = json_object();
@@ -524,7 +668,13 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 		json_object_set_new(cg, "controllers", ctl);
 		json_object_set_new(h, "cgroup", cg);
 	}
+	static const char *const names[] = { "linux", "seatbelt", "windows" };
+	json_object_set_new(root, "backend", jstr(names[b->backend]));
 	json_object_set_new(root, "linux", b->lp ? linux_json(b->lp) : json_null());
+	if (b->backend == CD_CLI_BACKEND_SEATBELT)
+		json_object_set_new(root, "seatbelt", b->sp ? seatbelt_json(b->sp) : json_null());
+	if (b->backend == CD_CLI_BACKEND_WINDOWS)
+		json_object_set_new(root, "windows", b->wp ? windows_json(b->wp) : json_null());
 	json_object_set_new(root, "refusal", b->refusal ? jstr(b->refusal) : json_null());
 	return root;
 }
@@ -546,15 +696,20 @@ int cd_cmd_explain(int argc, char **argv)
 			ret = 0;
 			goto out;
 		case OPT_BACKEND:
-			if (cd_streq(arg, "linux"))
+			if (cd_streq(arg, "linux")) {
+				pol.backend = CD_CLI_BACKEND_LINUX;
 				break;
-			if (cd_streq(arg, "seatbelt") || cd_streq(arg, "windows"))
-				fprintf(stderr,
-					"cordon: explain: the %s backend is not built yet\n", arg);
-			else
-				cd_cli_usage_error(
-					a.cmd, "unknown backend '%s' (linux, seatbelt or windows)",
-					arg);
+			}
+			if (cd_streq(arg, "seatbelt")) {
+				pol.backend = CD_CLI_BACKEND_SEATBELT;
+				break;
+			}
+			if (cd_streq(arg, "windows")) {
+				pol.backend = CD_CLI_BACKEND_WINDOWS;
+				break;
+			}
+			cd_cli_usage_error(
+				a.cmd, "unknown backend '%s' (linux, seatbelt or windows)", arg);
 			goto out;
 		case OPT_JSON:
 			json = true;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "os-backend.h"
 #include "sandbox/backend.h"
 
 enum {
@@ -22,8 +23,9 @@ static void probe_help(void)
 {
 	fputs("Usage: cordon probe [--json]\n"
 	      "\n"
-	      "Show what this host can enforce (Landlock ABI, seccomp, user, pid and network\n"
-	      "namespaces, cgroup v2, no_new_privs) and, for every gap, the fix.\n"
+	      "Show the backend this host runs sandboxes under and what it can enforce\n"
+	      "(Landlock ABI, seccomp, user, pid and network namespaces, cgroup v2,\n"
+	      "no_new_privs) and, for every gap, the fix.\n"
 	      "\n"
 	      "Options:\n"
 	      "  --json                  one JSON object instead of text\n"
@@ -52,6 +54,11 @@ static json_t *probe_json(const struct cd_probe *p)
 		json_array_append_new(items, o);
 	}
 	json_object_set_new(root, "items", items);
+	json_t *b = json_object();
+	enum cd_cli_backend nb = cd_os_backend_native();
+	json_object_set_new(b, "name", json_string(cd_os_backend_name(nb)));
+	json_object_set_new(b, "sandboxType", json_string(cd_os_backend_sandbox_type(nb)));
+	json_object_set_new(root, "backend", b);
 	return root;
 }
 
@@ -88,6 +95,10 @@ int cd_cmd_probe(int argc, char **argv)
 		fputc('\n', stdout);
 		json_decref(root);
 	} else {
+		enum cd_cli_backend nb = cd_os_backend_native();
+		printf("ok   backend: %s (sandboxType %s): Landlock, seccomp and namespaces; "
+		       "seatbelt and windows are planned by explain --backend\n",
+		       cd_os_backend_name(nb), cd_os_backend_sandbox_type(nb));
 		for (size_t i = 0; i < p->n_items; i++) {
 			const struct cd_probe_item *it = &p->items[i];
 			printf("%s%s: %s", it->ok ? "ok   " : "MISSING ", it->name,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli-policy.h"
+#include "os-backend.h"
 #include "shared/log.h"
 #include "spawn.h"
 
@@ -205,7 +206,8 @@ int cd_cmd_run(int argc, char **argv)
 	struct cd_cli_policy pol;
 	struct env_op *ops = NULL;
 	size_t n_ops = 0;
-	char **env = NULL; /* the array only; the strings are borrowed */
+	char **env = NULL;     /* the array only; the strings are borrowed */
+	char **wrapped = NULL; /* the command in the Seatbelt stand-in (test hook) */
 	bool clear_env = false, verbose = false, quiet = false;
 	int ret = CD_EXIT_USAGE;
 	int id;
@@ -283,8 +285,24 @@ int cd_cmd_run(int argc, char **argv)
 	if (clear_env || n_ops)
 		env = build_env(clear_env, ops, n_ops);
 
+	/* Test hook: the Seatbelt wrapper too, its stand-in confined like the command. */
+	const char *stand_in = cd_seatbelt_stand_in();
+	if (stand_in && b.lp->sandboxed) {
+		char *werr = NULL;
+		if (cd_seatbelt_wrap(&b, stand_in, argv + a.i, &wrapped, &werr) < 0) {
+			cd_log_error("%s", werr);
+			free(werr);
+			ret = CD_EXIT_SETUP;
+			cd_cli_bound_done(&b);
+			goto out;
+		}
+		cd_log_warn("test hook CORDON_TEST_SEATBELT_EXEC: the command runs through %s "
+			    "(standing in for %s), inside the Linux sandbox",
+			    stand_in, CD_SEATBELT_EXEC);
+	}
+
 	struct cd_spawn_opts so = {
-		.argv = argv + a.i,
+		.argv = wrapped ? wrapped : argv + a.i,
 		.arg0 = NULL,
 		.envp = env ? env : environ,
 		.cwd = b.plan->cwd ? b.plan->cwd : b.cwd,
@@ -376,6 +394,7 @@ int cd_cmd_run(int argc, char **argv)
 	cd_child_free(child);
 	cd_cli_bound_done(&b);
 out:
+	cd_strv_free(wrapped);
 	free(env);
 	free(ops);
 	cd_cli_policy_done(&pol);

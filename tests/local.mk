@@ -27,6 +27,8 @@ UNIT_TESTS = \
 	tests/unit/test-glob \
 	tests/unit/test-gitindex \
 	tests/unit/test-linux-plan \
+	tests/unit/test-seatbelt \
+	tests/unit/test-windows \
 	tests/unit/test-limits
 if OS_LINUX
 UNIT_TESTS += tests/unit/test-landlock tests/unit/test-seccomp
@@ -59,6 +61,12 @@ tests_unit_test_gitindex_LDADD = $(UNIT_LIBS)
 tests_unit_test_linux_plan_SOURCES = tests/unit/test-linux-plan.c tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
 tests_unit_test_linux_plan_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_linux_plan_LDADD = $(UNIT_LIBS)
+tests_unit_test_seatbelt_SOURCES = tests/unit/test-seatbelt.c tests/unit/sbpl-eval.c tests/unit/sbpl-eval.h tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
+tests_unit_test_seatbelt_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_seatbelt_LDADD = $(UNIT_LIBS)
+tests_unit_test_windows_SOURCES = tests/unit/test-windows.c tests/unit/unit.h tests/unit/fakefs.c tests/unit/fakefs.h
+tests_unit_test_windows_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_windows_LDADD = $(UNIT_LIBS)
 tests_unit_test_limits_SOURCES = tests/unit/test-limits.c tests/unit/unit.h
 tests_unit_test_limits_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_limits_LDADD = $(UNIT_LIBS)
@@ -114,6 +122,9 @@ INTEGRATION_TESTS = \
 	tests/integration/builtin-profiles.sh \
 	tests/integration/completion.sh \
 	tests/integration/explain.sh \
+	tests/integration/explain-backends.sh \
+	tests/integration/explain-golden.py \
+	tests/integration/seatbelt-standin.py \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
 	tests/integration/run-mask-race.sh \

@@ -112,7 +112,7 @@ complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l allow-w
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l deny -r -F -a ':root :minimal :workspace_roots :tmpdir :slash_tmp' -d 'add a deny entry'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l deny-glob -r -d 'add a glob deny entry'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l network -x -a 'restricted managed enabled' -d 'the network mode'
-complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l allow-degraded -x -a 'protected-metadata pid-isolation deny-masks file-attributes nested-repositories tasks memory swap cpu inotify-instances inotify-watches' -d 'run without FEATURE'
+complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l allow-degraded -x -a 'protected-metadata pid-isolation deny-masks file-attributes nested-repositories network tasks memory swap cpu inotify-instances inotify-watches' -d 'run without FEATURE'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l min-landlock-abi -x -d 'refuse below this Landlock ABI'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-tasks -x -d 'processes and threads at once'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-memory -x -d 'memory of the sandbox'
@@ -127,7 +127,7 @@ complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-i
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-inotify-watches -x -d 'inotify watches of the sandbox'
 
 # explain
-complete -c cordon -n '__cordon_cmd explain' -l backend -x -a linux -d 'the backend to explain'
+complete -c cordon -n '__cordon_cmd explain' -l backend -x -a 'linux seatbelt windows' -d 'the backend to explain'
 complete -c cordon -n '__cordon_cmd explain' -l json -d 'one JSON object'
 complete -c cordon -n '__cordon_cmd explain' -l list-profiles -d 'list the profiles and their origins'
 
@@ -163,5 +163,5 @@ complete -c cordon -n '__cordon_cmd serve' -l max-memory -x -d 'memory of the wh
 complete -c cordon -n '__cordon_cmd serve' -l detached-output -x -a 'pause drop' -d 'detached output when full'
 complete -c cordon -n '__cordon_cmd serve' -l retention -x -d 'how long exited processes are kept'
 complete -c cordon -n '__cordon_cmd serve' -l durable-writes -d 'fsync fs/ writes'
-complete -c cordon -n '__cordon_cmd serve' -l allow-degraded -x -a 'protected-metadata pid-isolation deny-masks file-attributes nested-repositories tasks memory swap cpu inotify-instances inotify-watches' -d 'run without FEATURE'
+complete -c cordon -n '__cordon_cmd serve' -l allow-degraded -x -a 'protected-metadata pid-isolation deny-masks file-attributes nested-repositories network tasks memory swap cpu inotify-instances inotify-watches' -d 'run without FEATURE'
 complete -c cordon -n '__cordon_cmd serve' -l min-landlock-abi -x -d 'refuse below this Landlock ABI'

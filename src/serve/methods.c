@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/pathuri.h"
+#include "os-backend.h"
 #include "serve/budget.h"
 #include "serve/fs.h"
 #include "serve/intent.h"
@@ -242,7 +243,7 @@ static int check_managed_network(const struct cd_json *params, char **err)
 }
 
 static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
-				const struct cd_cli_bound *b, bool has_sandbox)
+				const struct cd_cli_bound *b, bool has_sandbox, bool seatbelt)
 {
 	const struct cd_linux_plan *lp = has_sandbox ? b->lp : NULL;
 	bool sandboxed = lp && lp->sandboxed;
@@ -251,7 +252,11 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 
 	cd_strbuf_append(sb, "{\"processId\":");
 	cd_strbuf_append_n(sb, e->id_json, e->id_json_len);
-	cd_strbuf_printf(sb, ",\"sandboxType\":\"%s\"", sandboxed ? "linuxSeccomp" : "none");
+	cd_strbuf_printf(sb, ",\"sandboxType\":\"%s\"",
+			 !sandboxed
+				 ? "none"
+				 : cd_os_backend_sandbox_type(seatbelt ? CD_CLI_BACKEND_SEATBELT
+								       : cd_os_backend_native()));
 	cd_strbuf_printf(
 		sb,
 		",\"cordon\":{\"sandboxed\":%s,\"landlockAbi\":%u,\"landlockRules\":%zu,"
@@ -311,6 +316,7 @@ struct cd_start {
 	const struct cd_json *env, *env_policy, *sandbox;
 	char **argv, *cwd, *arg0;
 	bool tty, pipe_stdin, enforce, has_sandbox;
+	bool seatbelt; /* argv wrapped for the Seatbelt stand-in (test hook, os-backend.h) */
 	struct cd_limits asked; /* params.cordon.limits */
 	/* The server's options with their own copy of the hidden files (cd_server_hidden_check). */
 	struct cd_linux_opts lopts;
@@ -426,6 +432,16 @@ static void start_run(struct cd_work *w)
 		if (cd_server_hidden_check(s, st->hidden_why, &st->err) < 0)
 			return;
 	}
+	/* Test hook: through the Seatbelt wrapper too, inside the Linux sandbox. */
+	const char *stand_in = cd_seatbelt_stand_in();
+	if (stand_in && st->has_sandbox && st->b.lp && st->b.lp->sandboxed) {
+		char **wrapped = NULL;
+		if (cd_seatbelt_wrap(&st->b, stand_in, st->argv, &wrapped, &st->err) < 0)
+			return;
+		cd_strv_free(st->argv);
+		st->argv = wrapped;
+		st->seatbelt = true;
+	}
 	if (st->hook_key) {
 		static const atomic_bool never = false;
 		cd_testhook_hold(st->hook_key, "process/start", &never);
@@ -469,7 +485,7 @@ static void start_done(struct cd_work *w)
 			 * wrapper, but the released binary keeps it, and cordon
 			 * has no wrapper program in between: keep it in both cases.
 			 */
-			.arg0 = st->arg0,
+			.arg0 = st->seatbelt ? NULL : st->arg0, /* the stand-in keeps its name */
 			.envp = st->envp,
 			.cwd = st->cwd,
 			.tty = st->tty,
@@ -493,7 +509,7 @@ static void start_done(struct cd_work *w)
 			cd_conn_error(c, st->id, code, err);
 		} else if (e) {
 			struct cd_strbuf sb = { 0 };
-			append_start_result(&sb, e, &st->b, st->has_sandbox);
+			append_start_result(&sb, e, &st->b, st->has_sandbox, st->seatbelt);
 			reply_sb(c, st->id, &sb);
 		}
 		cd_conn_schedule_process(c);

@@ -172,7 +172,7 @@ completes "explain --list-profiles" "$C explain --list" --list-profiles
 completes "an optional value: no '=' offered" "$C run --private" --private-tmp
 completes "--network values" "$C explain --network " enabled managed restricted
 completes "--network=VALUE" "$C run --network=re" restricted
-completes "--backend values" "$C explain --backend " linux
+completes "--backend values" "$C explain --backend " linux seatbelt windows
 completes "--allow-degraded=VALUE" "$C run --allow-degraded=pid" pid-isolation
 completes "serve --listen values" "$C serve --listen " stdio unix: ws://
 completes "serve --pid-namespace=VALUE" "$C serve --pid-namespace=" always auto never

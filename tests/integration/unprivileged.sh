@@ -18,7 +18,7 @@ PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-isolation.p
 	serve-fs-readfile.py serve-net.py serve-loopback.py serve-selfconnect.py serve-hidden.py \
 	serve-admit.py run-limits.py serve-limits.py serve-stall.py serve-memory.py \
 	serve-resume.py serve-fds.py serve-fs-full.py serve-ws-load.py serve-hidden-race.py \
-	serve-pathuri.py serve-activation.py"
+	serve-pathuri.py serve-activation.py seatbelt-standin.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
@@ -109,7 +109,7 @@ fi
 BASE=$(mktemp -d /var/tmp/cordon-unpriv.XXXXXX) || skip_all "cannot create a directory in /var/tmp"
 trap 'chmod -R u+rwX "$BASE" "$CD_TMP" 2>/dev/null; rm -rf "$BASE" "$CD_TMP"' EXIT
 mkdir -p "$BASE/helpers" "$BASE/policies" "$BASE/tests/lib" "$BASE/tests/integration" \
-	"$BASE/tests/escape" "$BASE/home"
+	"$BASE/tests/escape" "$BASE/tests/data" "$BASE/home"
 cp "$CORDON" "$BASE/cordon"
 # The programs cordon executes from its own directory: the WebSocket transport's,
 # the init of serve's sandboxes and its fs helper.
@@ -122,6 +122,7 @@ cp "$TRY" "$BASE/helpers/try-syscall"
 cp "$CD_BUILDDIR/tests/escape/escape-probe" "$BASE/helpers/escape-probe"
 cp "$HERE/../escape/escape.sh" "$HERE/../escape/git-metadata.sh" "$BASE/tests/escape/"
 cp "$CD_POLICYDIR"/*.json "$BASE/policies/"
+cp "$HERE/../data/seatbelt-stand-in.sh" "$BASE/tests/data/"
 cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$HERE/../lib/netclient.py" "$BASE/tests/lib/"
 for s in $SCRIPTS $PYSCRIPTS; do
 	cp "$HERE/$s" "$BASE/tests/integration/"

@@ -1,0 +1,20 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Stands in for /usr/bin/sandbox-exec in the test suite (CORDON_TEST_SEATBELT_EXEC):
+# writes its arguments to stderr, NUL-separated between markers, checks that
+# they have sandbox-exec's shape (-p POLICY, then -DKEY=VALUE..., then --), and
+# runs the command after "--". It runs inside cordon's Linux sandbox.
+printf 'STANDIN<<' >&2
+printf '%s\0' "$@" >&2
+printf '>>STANDIN\n' >&2
+[ "$1" = "-p" ] && [ $# -ge 3 ] || { echo "stand-in: expected -p POLICY" >&2; exit 97; }
+shift 2
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+	case $1 in
+	-D?*=*) shift ;;
+	*) echo "stand-in: not a -DKEY=VALUE: $1" >&2; exit 97 ;;
+	esac
+done
+[ "$1" = "--" ] && [ $# -ge 2 ] || { echo "stand-in: no -- CMD" >&2; exit 97; }
+shift
+exec "$@"

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The Seatbelt backend end to end, on Linux, through a stand-in for sandbox-exec.
+
+With CORDON_TEST_SEATBELT_EXEC, `cordon run` and `cordon serve` launch every
+sandboxed command through the Seatbelt wrapper, the stand-in
+(tests/data/seatbelt-stand-in.sh) in place of /usr/bin/sandbox-exec, inside
+the Linux sandbox still. The stand-in records its argv on stderr and runs the
+command. Checked: the argv is exactly what `explain --backend seatbelt` plans
+for the same intent (policy, -D list, --, the command), the command's output
+arrives, its allowed write lands and its denied one is denied, and
+process/start reports sandboxType macosSeatbelt. Unsandboxed starts are not
+wrapped.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import (CORDON, Server, Tap, cordon_usable, uri,  # noqa: E402
+                       workspace_write)
+
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+SRC = os.environ.get("CD_SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                               "..", ".."))
+STAND_IN = os.path.realpath(os.path.join(SRC, "tests", "data", "seatbelt-stand-in.sh"))
+HOOK = {"CORDON_TEST_SEATBELT_EXEC": STAND_IN}
+
+
+def recorded(stderr):
+    """The stand-in's argv from stderr (bytes), or None."""
+    a = stderr.find(b"STANDIN<<")
+    b = stderr.find(b">>STANDIN", a)
+    if a < 0 or b < 0:
+        return None
+    return [x.decode() for x in stderr[a + 9:b].split(b"\0")[:-1]]
+
+
+def planned(args, env):
+    """explain --backend seatbelt's wrapper argv (without sandbox-exec itself)."""
+    p = subprocess.run([CORDON, "explain", "--backend", "seatbelt", "--json"] + args,
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        return None, p.stderr
+    return json.loads(p.stdout)["seatbelt"]["argv"][1:], None
+
+
+# Outside /tmp: workspace-write makes /tmp writable, and "outside" must not be.
+base = tempfile.mkdtemp(prefix="cordon-standin-", dir=os.environ.get("CD_BUILDDIR", "/var/tmp"))
+ws = os.path.join(base, "ws")
+os.makedirs(os.path.join(ws, ".git"))
+outside = os.path.join(base, "outside")
+os.makedirs(outside)
+os.chmod(base, 0o755)
+cmd = ["sh", "-c", "echo from-the-command; echo in > ok; echo out > %s/no 2>/dev/null "
+       "|| echo write-denied" % outside]
+env = dict(os.environ)
+env.update(HOOK)
+env.pop("CORDON_TEST_DISABLE", None)
+try:
+    # ---- cordon run ----
+    opts = ["--profile", "workspace-write", "--workspace-root", ws, "--cwd", ws]
+    p = subprocess.run([CORDON, "run"] + opts + ["--"] + cmd, capture_output=True, env=env)
+    got = recorded(p.stderr)
+    want, err = planned(opts, env)
+    t.ok(p.returncode == 0, "run: the command exits 0 through the stand-in",
+         p.stderr.decode(errors="replace")[-2000:])
+    t.ok(got is not None and want is not None and got == want + cmd,
+         "run: the stand-in gets exactly the planned -p POLICY -D... -- CMD",
+         "got %r\nwant %r %s" % (got and got[3:], want and want[2:], err or ""))
+    t.ok(b"from-the-command" in p.stdout, "run: the command's output arrives")
+    t.ok(os.path.exists(os.path.join(ws, "ok")), "run: the write inside the workspace lands")
+    t.ok(b"write-denied" in p.stdout and not os.path.exists(os.path.join(outside, "no")),
+         "run: the write outside is denied (the Linux sandbox still confines it)")
+    t.ok(b"CORDON_TEST_SEATBELT_EXEC" in p.stderr, "run: the hook says so in a warning")
+    os.unlink(os.path.join(ws, "ok"))
+
+    # Unsandboxed: no wrapper.
+    p = subprocess.run([CORDON, "run", "--profile", "full-access", "--", "true"],
+                       capture_output=True, env=env)
+    t.ok(p.returncode == 0 and recorded(p.stderr) is None,
+         "run: a disabled profile is not wrapped", p.stderr.decode(errors="replace"))
+
+    # ---- cordon serve ----
+    srv = Server(extra_env=HOOK)
+    try:
+        srv.handshake()
+        sb = {"permissions": workspace_write(), "windowsSandboxLevel": "disabled",
+              "workspaceRoots": [uri(ws)], "cwd": uri(ws)}
+        resp, res = srv.run("sb", cmd, cwd=ws, sandbox=sb)
+        r = resp.get("result", {})
+        t.eq(r.get("sandboxType"), "macosSeatbelt", "serve: process/start says macosSeatbelt")
+        got = recorded(res.stderr) if res else None
+        want, err = planned(opts, env)
+        t.ok(got is not None and want is not None and got == want + cmd,
+             "serve: the stand-in gets exactly the planned argv for the wire intent",
+             "got %r\nwant %r %s" % (got and got[3:], want and want[2:], err or ""))
+        t.ok(res is not None and b"from-the-command" in res.stdout and res.exit_code == 0,
+             "serve: the command's output streams back and it exits 0", repr(resp)[:300])
+        t.ok(os.path.exists(os.path.join(ws, "ok")), "serve: the write inside lands")
+        t.ok(res is not None and b"write-denied" in res.stdout,
+             "serve: the write outside is denied")
+        resp, res = srv.run("plain", ["sh", "-c", "echo plain"], cwd=ws)
+        t.eq(resp.get("result", {}).get("sandboxType"), "none",
+             "serve: an unsandboxed start is not wrapped (sandboxType none)")
+        t.ok(res is not None and recorded(res.stderr) is None and res.stdout == b"plain\n",
+             "serve: ... and runs without the stand-in")
+    finally:
+        srv.stop()
+finally:
+    subprocess.run(["rm", "-rf", base])
+t.done()
