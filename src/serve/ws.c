@@ -159,7 +159,10 @@ static void send_answer(struct cd_conn *c, const char *content_type, const struc
 			 "HTTP/1.1 200 OK\r\ncontent-type: %s\r\ncontent-length: %zu\r\n"
 			 "cache-control: no-store\r\nconnection: close\r\n\r\n",
 			 content_type, body->len);
-	wbuf_reserve(w, (size_t)n + body->len);
+	/* Its own size, not the frames' WS_WBUF: a scrape is a few KiB. */
+	free(w->wbuf);
+	w->wbuf_cap = (size_t)n + body->len;
+	w->wbuf = cd_xmalloc(w->wbuf_cap);
 	memcpy(w->wbuf, head, (size_t)n);
 	if (body->len)
 		memcpy(w->wbuf + n, body->buf, body->len);

@@ -211,6 +211,8 @@ def counts_move(tag):
         r2 = c.start("sbx", ["sh", "-c", "printf oops >&2"], cwd=base,
                      sandbox={"permissions": workspace_write(), "windowsSandboxLevel": "disabled"})
         sandboxed = r2.get("result", {}).get("sandboxType") == "linuxSeccomp"
+        t.diag("[%s] the second process's sandboxType: %s" %
+               (tag, r2.get("result", {}).get("sandboxType")))
         t.ok("result" in r2, "[%s] the sandboxed process starts" % tag, r2)
         if "result" in r2:
             c.wait_closed("sbx")
