@@ -19,6 +19,7 @@ cordon_common_sources = \
 	src/serve/workq.c src/serve/workq.h src/serve/admit.c \
 	src/serve/testhook.c src/serve/testhook.h src/serve/budget.c src/serve/budget.h \
 	src/serve/sd-daemon.c src/serve/sd-daemon.h \
+	src/serve/metrics.c src/serve/metrics.h src/serve/status.c src/serve/status.h \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h
 cordon_SOURCES = $(cordon_common_sources)

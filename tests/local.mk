@@ -89,7 +89,7 @@ tests_unit_test_loop_LDADD = $(UNIT_LIBS)
 tests_unit_test_proc_SOURCES = tests/unit/test-proc.c tests/unit/unit.h src/serve/proc.c \
 	src/serve/proc.h src/serve/loop.c src/serve/loop.h src/serve/base64.c src/spawn.c src/init/init.c \
 	src/serve/sandboxes.c src/serve/sandboxes.h src/serve/budget.c src/serve/budget.h \
-	src/shared/log.c src/shared/fd-util.c
+	src/serve/metrics.c src/serve/metrics.h src/shared/log.c src/shared/fd-util.c
 tests_unit_test_proc_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_proc_LDADD = $(UNIT_LIBS)
 # ---- end of the serve engine unit tests ----
@@ -179,6 +179,7 @@ SERVE_TESTS = \
 	tests/integration/serve-stop-stuck.py \
 	tests/integration/serve-request-id.py \
 	tests/integration/serve-pathuri.py \
+	tests/integration/serve-metrics.py \
 	tests/integration/serve-codex-parity.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)

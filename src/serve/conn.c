@@ -16,6 +16,7 @@
 
 #include "serve/budget.h"
 #include "serve/fs.h"
+#include "serve/metrics.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
 #include "serve/workq.h"
@@ -232,6 +233,7 @@ static void on_stall(struct cd_loop *l, void *data)
 {
 	struct cd_conn *c = data;
 	c->stall = NULL;
+	cd_metric_pressure(CD_PRESSURE_STALLED);
 	if (cd_conn_out_queued(c) == 0 && c->ws)
 		/*
 		 * Its kernel took everything, and no pong confirmed it (ws.c:
@@ -290,6 +292,7 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 	bool over_budget = cd_mem_used() > cd_mem_limit();
 	if (!c->output_paused && (q > c->out_cap || (over_budget && q > QUEUE_FLOOR))) {
 		c->output_paused = true;
+		cd_metric_pressure(CD_PRESSURE_OUTPUT_PAUSED);
 		if (c->out_cap < c->server->opts.max_queued_bytes || q <= c->out_cap) {
 			cd_mem_note_pressure();
 			cd_log_debug(
@@ -1470,6 +1473,7 @@ struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_
 	s->conns = c;
 	s->n_conns++;
 	s->n_live++;
+	cd_metrics.conns_accepted[kind]++;
 #ifdef CD_WEBSOCKET
 	if (kind == CD_CONN_WS)
 		c->ws = cd_ws_new(c);

@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "serve/metrics.h"
 #include "serve/peer.h"
 #include "serve/sandboxes.h"
 #include "serve/server.h"
@@ -253,6 +254,7 @@ static void note_busy(struct cd_server *s)
 {
 	uint64_t now = cd_loop_now_ms();
 	s->busy_refused++;
+	cd_metric_refusal(CD_REFUSAL_MAX_CONNECTIONS);
 	if (s->busy_logged_at && now - s->busy_logged_at < FD_LOG_MS)
 		return;
 	s->busy_logged_at = now;
@@ -355,6 +357,7 @@ static void out_of_descriptors(struct cd_server *s, int lfd, int e)
 		}
 		refuse_now(s, fd, "503 Service Unavailable", why);
 		s->fd_refused++;
+		cd_metric_refusal(CD_REFUSAL_DESCRIPTORS);
 	}
 	s->fd_shortages++;
 	uint64_t now = cd_loop_now_ms();
@@ -409,6 +412,7 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 				 (unsigned long long)s->nofile_limit);
 			refuse_now(s, fd, "503 Service Unavailable", why);
 			s->fd_refused++;
+			cd_metric_refusal(CD_REFUSAL_DESCRIPTORS);
 			out_of_descriptors(s, lfd, EMFILE);
 			return;
 		}
@@ -424,6 +428,7 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 		if (!ws && !unix_peer_allowed(s, fd, peer, sizeof(peer), why, sizeof(why))) {
 			cd_log_warn("serve: refusing a unix socket connection from %s: %s", peer,
 				    why);
+			cd_metric_refusal(CD_REFUSAL_PEER);
 			close(fd);
 			continue;
 		}
@@ -448,6 +453,7 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 		}
 		if (refused[0] && s->n_refused_handshakes >= MAX_REFUSED) {
 			cd_log_warn("serve: refusing a connection at once: %s", refused);
+			cd_metric_refusal(CD_REFUSAL_PEER);
 			char body[sizeof(refused) + 1];
 			snprintf(body, sizeof(body), "%s\n", refused);
 			refuse_now(s, fd, "403 Forbidden", body);
@@ -460,6 +466,7 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 				refuse_now(s, fd, "503 Service Unavailable",
 					   "out of file descriptors\n");
 				s->fd_refused++;
+				cd_metric_refusal(CD_REFUSAL_DESCRIPTORS);
 				out_of_descriptors(s, lfd, e);
 				return;
 			}

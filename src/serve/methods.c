@@ -12,7 +12,9 @@
 #include "serve/budget.h"
 #include "serve/fs.h"
 #include "serve/intent.h"
+#include "serve/metrics.h"
 #include "serve/server.h"
+#include "serve/status.h"
 #include "serve/testhook.h"
 #include "serve/workq.h"
 #include "shared/log.h"
@@ -117,6 +119,7 @@ static void m_initialize(struct cd_conn *c, const char *id, const struct cd_json
 	} else {
 		se = cd_session_new(s, c);
 		if (!se) {
+			cd_metric_refusal(CD_REFUSAL_MAX_SESSIONS);
 			invalid_request(c, id,
 					cd_xasprintf("too many sessions (limit %u); end some or "
 						     "raise --max-sessions",
@@ -145,34 +148,29 @@ static void m_env_status(struct cd_conn *c, const char *id, const struct cd_json
 
 /*
  * cordon/status (a cordon extension): the server's state, its memory
- * budget and what holds it, the connections, sessions and processes, and
- * whether it is short of descriptors.
+ * budget and what holds it, the connections, sessions and processes,
+ * whether it is short of descriptors, and the counters of cordon/metrics
+ * (status.c: GET /status on WebSocket answers the same).
  */
 static void m_cordon_status(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
-	struct cd_server *s = c->server;
 	struct cd_strbuf sb = { 0 };
-	size_t procs = 0;
-	unsigned held = 0;
-	unsigned paused = 0;
-	for (struct cd_session *se = s->sessions; se; se = se->next) {
-		procs += se->n_procs;
-		held += se->n_held;
-	}
-	for (struct cd_conn *k = s->conns; k; k = k->next)
-		paused += !k->freed && k->output_paused;
-	cd_strbuf_printf(&sb, "{\"memory\":{\"limit\":%zu,\"used\":%zu,\"peak\":%zu",
-			 cd_mem_limit(), cd_mem_used(), cd_mem_peak());
-	for (int k = 0; k < CD_MEM_KIND_COUNT; k++)
-		cd_strbuf_printf(&sb, ",\"%s\":%zu", cd_mem_kind_name(k), cd_mem_used_kind(k));
-	cd_strbuf_printf(&sb,
-			 ",\"pressure\":%lu},\"connections\":%u,\"pausedConnections\":%u,"
-			 "\"sessions\":%u,\"processes\":%zu,\"heldProcesses\":%u,"
-			 "\"detachedOutput\":\"%s\",\"descriptors\":{\"limit\":%llu,"
-			 "\"acceptPaused\":%s,\"shortages\":%lu}}",
-			 cd_mem_pressure_count(), s->n_live, paused, s->n_sessions, procs, held,
-			 s->opts.lossless ? "pause" : "drop", (unsigned long long)s->nofile_limit,
-			 s->accept_paused ? "true" : "false", s->fd_shortages);
+	cd_serve_status_json(c->server, &sb);
+	reply_sb(c, id, &sb);
+}
+
+/*
+ * cordon/metrics (a cordon extension): the Prometheus text of GET
+ * /metrics, for clients of the unix socket and stdio, as a JSON string.
+ */
+static void m_cordon_metrics(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	struct cd_strbuf text = { 0 }, sb = { 0 };
+	cd_serve_metrics_text(c->server, &text);
+	cd_strbuf_append(&sb, "{\"contentType\":\"" CD_METRICS_CONTENT_TYPE "\",\"text\":");
+	cd_strbuf_append_json_string(&sb, text.buf, text.len);
+	cd_strbuf_append_c(&sb, '}');
+	cd_strbuf_done(&text);
 	reply_sb(c, id, &sb);
 }
 
@@ -325,7 +323,9 @@ struct cd_start {
 	/* The worker's results. */
 	char **envp;
 	struct cd_cli_bound b;
-	char *err; /* a refusal: -32602 */
+	char *err;		 /* a refusal: -32602 */
+	enum cd_refusal refusal; /* its kind, for the metrics */
+	uint64_t began_ns;	 /* when the request was handled (cd_metric_now_ns) */
 	/* The hidden files looked at (cd_server_hidden_check's ret_why), for the loop to log. */
 	bool hidden_checked;
 	const char *hidden_why[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
@@ -400,6 +400,7 @@ static void start_run(struct cd_work *w)
 		.max = &s->opts.max_limits,
 	};
 	int r = cd_env_build(st->env, st->env_policy, environ, &st->envp, &st->err);
+	st->refusal = r < 0 ? CD_REFUSAL_INVALID : CD_REFUSAL_SANDBOX;
 	if (r >= 0 && st->sandbox)
 		r = cd_intent_bind_limited(st->sandbox, st->cwd, st->enforce, &s->host, &st->lopts,
 					   &lim, &st->b, &st->err);
@@ -471,6 +472,7 @@ static void start_done(struct cd_work *w)
 	} else if (st->err) {
 		err = st->err;
 		st->err = NULL;
+		cd_metric_refusal(st->refusal);
 	}
 	if (w->ran && st->hidden_checked)
 		cd_server_hidden_note(s, st->hidden_why);
@@ -495,8 +497,11 @@ static void start_done(struct cd_work *w)
 		};
 		if (cd_session_start(e, &po, &code, &err) < 0) {
 			cd_log_debug("serve: process %s: %s", st->argv[0], err);
+			cd_metric_refusal(CD_REFUSAL_SPAWN);
 			e = NULL;
 		} else {
+			/* cd_spawn returns once the child has exec'd (or failed to). */
+			cd_metric_start_latency(cd_metric_now_ns() - st->began_ns);
 			cd_log_debug("serve: started process %s (pid %d, %s)", e->id,
 				     (int)cd_proc_pid(e->proc),
 				     cd_proc_is_sandboxed(e->proc) ? "sandboxed" : "unsandboxed");
@@ -551,6 +556,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	bool tty, pipe_stdin, enforce;
 	char **argv = NULL, *cwd = NULL, *err = NULL;
 	struct cd_limits asked;
+	uint64_t began_ns = cd_metric_now_ns();
 
 	if (cd_param_object(params, "struct ExecParams", &err) < 0 ||
 	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0 ||
@@ -579,6 +585,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	}
 	/* It is repeated in every notification of the process: bounded. */
 	if (pid->u.str.len > CD_SERVE_MAX_PROCESS_ID) {
+		cd_metric_refusal(CD_REFUSAL_INVALID);
 		invalid_request(c, id,
 				cd_xasprintf("processId must not exceed %d bytes (it has %zu)",
 					     CD_SERVE_MAX_PROCESS_ID, pid->u.str.len));
@@ -608,10 +615,12 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 		cd_strbuf_append(&sb, "process ");
 		append_pid(&sb, pid);
 		cd_strbuf_append(&sb, " already exists");
+		cd_metric_refusal(CD_REFUSAL_INVALID);
 		invalid_request(c, id, cd_strbuf_steal(&sb));
 		goto out;
 	}
 	if (se->n_procs >= s->opts.max_processes) {
+		cd_metric_refusal(CD_REFUSAL_MAX_PROCESSES);
 		invalid_request(c, id,
 				cd_xasprintf("too many processes (limit %u); wait for some to "
 					     "close or raise --max-processes",
@@ -620,6 +629,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	}
 	struct cd_start *st = cd_xcalloc(1, sizeof(*st));
 	st->server = s;
+	st->began_ns = began_ns;
 	st->id = cd_xstrdup(id);
 	st->msg = c->cur_msg;
 	c->cur_msg = NULL;
@@ -661,6 +671,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	goto out;
 
 invalid:
+	cd_metric_refusal(CD_REFUSAL_INVALID);
 	invalid_params(c, id, err);
 out:
 	cd_strv_free(argv);
@@ -825,6 +836,7 @@ static const struct {
 	{ "environment/info", "environment info", m_env_info },
 	{ "environment/status", "environment status", m_env_status },
 	{ "cordon/status", "environment status", m_cordon_status },
+	{ "cordon/metrics", "environment status", m_cordon_metrics },
 	{ "process/start", "exec", m_start },
 	{ "process/read", "exec", m_read },
 	{ "process/write", "exec", m_write },
@@ -843,6 +855,18 @@ static const struct {
 	{ "fs/readBlock", "filesystem", cd_fs_read_block_in_order },
 	{ "fs/close", "filesystem", cd_fs_close_in_order },
 };
+
+/* Requests handled, per entry of methods[] (loop thread only). */
+static uint64_t method_counts[CD_ARRAY_SIZE(methods)];
+
+bool cd_methods_counter(size_t i, const char **ret_name, uint64_t *ret_count)
+{
+	if (i >= CD_ARRAY_SIZE(methods))
+		return false;
+	*ret_name = methods[i].name;
+	*ret_count = method_counts[i];
+	return true;
+}
 
 void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
 			const struct cd_json *params)
@@ -870,6 +894,7 @@ void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
 						     methods[i].category));
 			return;
 		}
+		method_counts[i]++;
 		methods[i].fn(c, id, params);
 		return;
 	}

@@ -44,6 +44,7 @@
 
 #include "core/util.h"
 #include "serve/budget.h"
+#include "serve/metrics.h"
 #include "serve/proc.h"
 #include "serve/sandboxes.h"
 
@@ -571,6 +572,8 @@ static void set_held(struct cd_proc *p, bool held)
 	if (p->held == held)
 		return;
 	p->held = held;
+	if (held)
+		cd_metric_pressure(CD_PRESSURE_PROCESS_HELD);
 	update_watches(p);
 	if (p->ev.held && !p->free_pending)
 		p->ev.held(p, held, p->ev.data);
@@ -595,6 +598,7 @@ static void read_stream(struct cd_proc *p, struct pstream *s)
 		}
 		ssize_t n = read(s->fd, p->ring.buf + off, READ_MAX);
 		if (n > 0) {
+			cd_metrics.output_bytes[s->kind] += (size_t)n;
 			for (size_t done = 0; done < (size_t)n;) {
 				size_t len =
 					(size_t)n - done < CHUNK_MAX ? (size_t)n - done : CHUNK_MAX;
@@ -660,11 +664,19 @@ static void on_grace(struct cd_loop *l, void *data)
 	proc_unref(p);
 }
 
+/* A child was reaped: it no longer runs (cordon_processes_running is started - exited). */
+static void count_exit(bool sandboxed)
+{
+	cd_metrics.procs_exited[sandboxed ? CD_METRIC_SANDBOX_LINUX_SECCOMP
+					  : CD_METRIC_SANDBOX_NONE]++;
+}
+
 static void on_child(struct cd_loop *l, pid_t pid, int status, void *data)
 {
 	struct cd_proc *p = data;
 	p->cw = NULL;
 	p->reaped = true;
+	count_exit(p->sandboxed);
 	p->known = cd_sandboxes_remove(p->known);
 	p->exit_code = cd_exit_code_from_status(status);
 	/*
@@ -859,6 +871,8 @@ int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct 
 	p->child = child;
 	p->pid = cd_child_pid(child);
 	p->sandboxed = o->lp && o->lp->sandboxed;
+	cd_metrics.procs_started[p->sandboxed ? CD_METRIC_SANDBOX_LINUX_SECCOMP
+					      : CD_METRIC_SANDBOX_NONE]++;
 	/*
 	 * Known before the loop runs again, which is before the server can
 	 * accept a connection the command makes: it is judged as what it is.
@@ -1028,6 +1042,7 @@ int cd_proc_write(struct cd_proc *p, const char *write_id, const void *data, siz
 	}
 	if (len)
 		memcpy(p->inq + p->inq_off + p->inq_len, data, len);
+	cd_metrics.stdin_bytes += len;
 	p->inq_len += len;
 	flush_stdin(p);
 	if (p->stdin_broken)
@@ -1188,6 +1203,7 @@ struct zombie {
 	struct cd_child *child;
 	struct cd_sandbox_entry *known;
 	struct cd_child_watch *cw;
+	bool sandboxed;
 	struct zombie *prev, *next;
 };
 
@@ -1203,6 +1219,7 @@ static void zombie_release(struct zombie *z)
 		z->next->prev = z->prev;
 	z->known = cd_sandboxes_remove(z->known);
 	z->child = cd_child_free(z->child);
+	count_exit(z->sandboxed);
 	free(z);
 }
 
@@ -1219,6 +1236,7 @@ static bool zombie_add(struct cd_proc *p)
 	struct zombie *z = cd_xcalloc(1, sizeof(*z));
 	z->loop = p->loop;
 	z->pid = p->pid;
+	z->sandboxed = p->sandboxed;
 	z->cw = cd_loop_watch_child(p->loop, p->pid, cd_child_pidfd(p->child), on_zombie, z);
 	if (!z->cw) {
 		free(z);
@@ -1269,6 +1287,7 @@ static void proc_destroy(struct cd_proc *p)
 			r = waitpid(p->pid, &status, 0);
 		while (r < 0 && errno == EINTR);
 		p->reaped = true;
+		count_exit(p->sandboxed);
 	} else if (!p->closed_emitted && !p->sandboxed) {
 		/* Exited, but something in its group still holds the output open. */
 		(void)kill(-p->pid, SIGKILL);

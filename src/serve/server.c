@@ -24,6 +24,7 @@
 #include "serve/budget.h"
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
+#include "serve/metrics.h"
 #include "serve/sandboxes.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
@@ -1097,6 +1098,7 @@ int cd_serve(const struct cd_serve_opts *o)
 		return 1;
 	srv.opts = *o;
 	cd_mem_set_limit(o->max_memory);
+	cd_metrics.started_ms = cd_loop_now_ms();
 	srv.sig_fd = -1;
 	srv.listen_fd = -1;
 	srv.reserve_fd = -1;

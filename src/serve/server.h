@@ -591,3 +591,8 @@ void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
 			const struct cd_json *params);
 /* A notification; returns false when the connection must close. */
 bool cd_methods_notification(struct cd_conn *c, const char *method);
+/*
+ * The i-th method of the table, and how many requests of it were handled
+ * (past the handshake's checks); false past the end. Loop thread only.
+ */
+bool cd_methods_counter(size_t i, const char **ret_name, uint64_t *ret_count);

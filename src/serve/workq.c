@@ -28,6 +28,7 @@ struct cd_workq {
 	struct cd_work *done, **done_tail;
 	unsigned max_threads, n_threads, n_idle, n_running;
 	unsigned n_started; /* entries of threads[] */
+	unsigned n_pending; /* submitted and not completed nor cancelled (loop thread only) */
 	bool stop;
 	pthread_t *threads;
 	struct cd_workq *next_left; /* left: on the list below */
@@ -95,6 +96,7 @@ static void run_done(struct cd_workq *q)
 	while (list) {
 		struct cd_work *w = list;
 		list = w->next;
+		q->n_pending--;
 		w->done(w);
 	}
 }
@@ -175,6 +177,8 @@ int cd_workq_submit(struct cd_workq *q, struct cd_work *w)
 		pthread_cond_signal(&q->wake);
 	}
 	pthread_mutex_unlock(&q->lock);
+	if (r == 0)
+		q->n_pending++;
 	return r;
 }
 
@@ -194,7 +198,14 @@ bool cd_workq_cancel(struct cd_workq *q, struct cd_work *w)
 		break;
 	}
 	pthread_mutex_unlock(&q->lock);
+	if (found)
+		q->n_pending--;
 	return found;
+}
+
+unsigned cd_workq_pending(const struct cd_workq *q)
+{
+	return q ? q->n_pending : 0;
 }
 
 int cd_workq_free(struct cd_workq *q, unsigned timeout_ms, const char *what)

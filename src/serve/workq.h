@@ -41,6 +41,12 @@ bool cd_workq_can_start(struct cd_workq *q);
  */
 bool cd_workq_cancel(struct cd_workq *q, struct cd_work *w);
 /*
+ * Jobs submitted and not yet completed (queued, running, or finished and
+ * waiting for their done): the pool's queue depth. Loop thread only; no
+ * lock (the count is the loop's own). 0 for NULL.
+ */
+unsigned cd_workq_pending(const struct cd_workq *q);
+/*
  * Stop: jobs not started are not run; wait at most timeout_ms for the
  * running ones (the caller asked them to stop first), then call every
  * done on this thread and free the pool. 0, or -ETIMEDOUT after a warning

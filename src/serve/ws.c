@@ -11,8 +11,10 @@
 #include <unistd.h>
 #include <wslay/wslay.h>
 
+#include "serve/metrics.h"
 #include "serve/proc.h"
 #include "serve/server.h"
+#include "serve/status.h"
 #include "shared/log.h"
 
 /*
@@ -20,8 +22,9 @@
  *
  * Before the upgrade the connection speaks HTTP/1.1, one request and then
  * the answer: `GET /readyz` is 200, a request with an Origin header is 403
- * (browsers), `/` is the upgrade, anything else 404; the answer to anything
- * but an upgrade closes the connection. With --auth-token-file the upgrade
+ * (browsers), `/` is the upgrade, `GET /metrics` and `GET /status` are the
+ * operators' (status.h), anything else 404; the answer to anything but an
+ * upgrade closes the connection. With --auth-token-file the upgrade
  * needs "Authorization: Bearer TOKEN" (401 otherwise); on loopback without
  * one, a peer whose owner listen.c did not admit gets 403. Statuses and texts
  * follow the released Codex binary (axum) where it has them.
@@ -80,6 +83,7 @@ struct cd_ws {
 	size_t wbuf_len, wbuf_cap;
 	bool wbuf_broken; /* a send failed: the peer is gone */
 	bool unbounded;	  /* cd_ws_take_pending: wbuf takes all wslay has */
+	bool http_out;	  /* not upgraded: wbuf holds an HTTP answer going out (send_answer) */
 	/* Lossless sessions: the position the last ack ping carried; the highest echoed. */
 	uint64_t ack_pinged, ack_got;
 };
@@ -136,6 +140,52 @@ static void http_reply(struct cd_conn *c, const char *status, const char *extra_
 		(void)send(c->out_fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	/* Answered: the connection ends (after the messages, of which there are none). */
 	c->in_eof = true;
+}
+
+static void on_handshake_timeout(struct cd_loop *l, void *data);
+
+/*
+ * A 200 answer of any size (GET /metrics, /status): into wbuf, written as
+ * the socket takes it (cd_ws_flush), never waiting on the client; the
+ * connection ends once it is all out. A client that does not read it is
+ * dropped after CD_SERVE_HANDSHAKE_MS, as one that does not send its
+ * request.
+ */
+static void send_answer(struct cd_conn *c, const char *content_type, const struct cd_strbuf *body)
+{
+	struct cd_ws *w = c->ws;
+	char head[256];
+	int n = snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\ncontent-type: %s\r\ncontent-length: %zu\r\n"
+			 "cache-control: no-store\r\nconnection: close\r\n\r\n",
+			 content_type, body->len);
+	/* Its own size, not the frames' WS_WBUF: a scrape is a few KiB. */
+	free(w->wbuf);
+	w->wbuf_cap = (size_t)n + body->len;
+	w->wbuf = cd_xmalloc(w->wbuf_cap);
+	memcpy(w->wbuf, head, (size_t)n);
+	if (body->len)
+		memcpy(w->wbuf + n, body->buf, body->len);
+	w->wbuf_len = (size_t)n + body->len;
+	w->http_out = true;
+	w->handshake_timer =
+		cd_loop_add_timer(c->server->loop, CD_SERVE_HANDSHAKE_MS, on_handshake_timeout, c);
+	cd_conn_update_watches(c);
+}
+
+/* GET /metrics or /status, past the checks of an upgrade. */
+static void answer_status(struct cd_conn *c, const char *target)
+{
+	struct cd_strbuf body = { 0 };
+	bool metrics = !strcmp(target, "/metrics");
+	if (metrics)
+		cd_serve_metrics_text(c->server, &body);
+	else
+		cd_serve_status_json(c->server, &body);
+	if (!metrics)
+		cd_strbuf_append_c(&body, '\n');
+	send_answer(c, metrics ? CD_METRICS_CONTENT_TYPE : "application/json", &body);
+	cd_strbuf_done(&body);
 }
 
 struct http_req {
@@ -273,6 +323,7 @@ static void handle_request(struct cd_conn *c)
 		cd_log_warn("serve: connection %lu (%s): refused: the request has an Origin header "
 			    "(%s)",
 			    c->serial, c->peer, r.origin);
+		cd_metric_refusal(CD_REFUSAL_ORIGIN);
 		http_reply(c, "403 Forbidden", NULL, NULL);
 		return;
 	}
@@ -283,27 +334,38 @@ static void handle_request(struct cd_conn *c)
 			http_reply(c, "200 OK", NULL, NULL);
 		return;
 	}
-	if (strcmp(r.target, "/")) {
+	/* The operators' endpoints pass the very checks of an upgrade, then answer. */
+	bool status = !strcmp(r.target, "/metrics") || !strcmp(r.target, "/status");
+	if (strcmp(r.target, "/") && !status) {
 		http_reply(c, "404 Not Found", NULL, NULL);
 		return;
 	}
 	if (!authorized(c, &r)) {
 		cd_log_warn("serve: connection %lu (%s): refused: %s bearer token", c->serial,
 			    c->peer, r.auth ? "wrong" : "no");
+		cd_metric_refusal(CD_REFUSAL_AUTH);
 		http_reply(c, "401 Unauthorized", "www-authenticate: Bearer\r\n", NULL);
 		return;
 	}
 	/* Past --max-connections, or (loopback without a token) the peer's owner (listen.c). */
 	if (c->refused[0]) {
-		if (!c->refused_busy)
+		if (!c->refused_busy) {
 			cd_log_warn("serve: connection %lu (%s): refused: %s", c->serial, c->peer,
 				    c->refused);
+			/* (One refused as busy was counted when accepted: listen.c.) */
+			cd_metric_refusal(CD_REFUSAL_PEER);
+		}
 		http_reply(c, c->refused_busy ? "503 Service Unavailable" : "403 Forbidden", NULL,
 			   c->refused);
 		return;
 	}
 	if (strcmp(r.method, "GET")) {
-		http_reply(c, "405 Method Not Allowed", NULL, "Request method must be `GET`");
+		http_reply(c, "405 Method Not Allowed", status ? "allow: GET\r\n" : NULL,
+			   "Request method must be `GET`");
+		return;
+	}
+	if (status) {
+		answer_status(c, r.target);
 		return;
 	}
 	if (!r.connection || !has_token(r.connection, "upgrade")) {
@@ -329,6 +391,7 @@ static void handle_request(struct cd_conn *c)
 		cd_log_debug("serve: connection %lu (%s): refused: %u connections already (raise "
 			     "--max-connections)",
 			     c->serial, c->peer, c->server->opts.max_connections);
+		cd_metric_refusal(CD_REFUSAL_MAX_CONNECTIONS);
 		http_reply(c, "503 Service Unavailable", NULL,
 			   "too many connections: raise --max-connections");
 		return;
@@ -418,8 +481,13 @@ static void on_handshake_timeout(struct cd_loop *l, void *data)
 {
 	struct cd_conn *c = data;
 	c->ws->handshake_timer = NULL;
-	cd_log_debug("serve: connection %lu (%s): no complete HTTP request within %u ms", c->serial,
-		     c->peer, CD_SERVE_HANDSHAKE_MS);
+	if (c->ws->http_out)
+		cd_log_debug("serve: connection %lu (%s): the client did not read its answer "
+			     "within %u ms",
+			     c->serial, c->peer, CD_SERVE_HANDSHAKE_MS);
+	else
+		cd_log_debug("serve: connection %lu (%s): no complete HTTP request within %u ms",
+			     c->serial, c->peer, CD_SERVE_HANDSHAKE_MS);
 	cd_conn_close(c, "handshake timeout");
 }
 
@@ -651,7 +719,16 @@ int cd_ws_flush(struct cd_conn *c)
 		/* Nothing is framed before the upgrade; nothing can be queued either. */
 		c->out_consumed += c->out.len - c->out_off;
 		c->out_off = c->out.len;
-		return 0;
+		if (!w->http_out || w->wbuf_broken)
+			return 0;
+		/* An HTTP answer (send_answer): once it is all out, the connection ends. */
+		int r = wbuf_flush(c);
+		if (r == 0) {
+			w->http_out = false;
+			c->in_eof = true;
+			cd_conn_schedule_process(c);
+		}
+		return r;
 	}
 	for (;;) {
 		size_t before = c->out.len - c->out_off;
@@ -702,7 +779,9 @@ int cd_ws_flush(struct cd_conn *c)
 size_t cd_ws_queued(const struct cd_conn *c)
 {
 	const struct cd_ws *w = c->ws;
-	return w->open ? wslay_event_get_queued_msg_length(w->ctx) + w->wbuf_len : 0;
+	if (!w->open)
+		return w->http_out ? w->wbuf_len : 0;
+	return wslay_event_get_queued_msg_length(w->ctx) + w->wbuf_len;
 }
 
 bool cd_ws_want_read(const struct cd_conn *c)
