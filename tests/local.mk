@@ -11,8 +11,10 @@ AM_TESTS_ENVIRONMENT = \
 	CD_TEST_HELPERS=$(abs_top_builddir)/tests/helpers; \
 	CD_SRCDIR=$(abs_top_srcdir); CD_BUILDDIR=$(abs_top_builddir); \
 	MANDOC=$(MANDOC); SYSTEMD_ANALYZE=$(SYSTEMD_ANALYZE); \
+	MINGW_CC=$(MINGW_CC); WINE=$(WINE); \
 	CK_TAP_LOG_FILE_NAME=-; CK_VERBOSITY=silent; CK_DEFAULT_TIMEOUT=30; \
 	export CORDON CD_POLICYDIR CD_TEST_HELPERS CD_SRCDIR CD_BUILDDIR MANDOC SYSTEMD_ANALYZE \
+	MINGW_CC WINE \
 		CK_TAP_LOG_FILE_NAME CK_VERBOSITY CK_DEFAULT_TIMEOUT;
 
 EXTRA_DIST += tests/lib/libtest.sh tests/data
@@ -125,6 +127,7 @@ INTEGRATION_TESTS = \
 	tests/integration/explain-backends.sh \
 	tests/integration/explain-golden.py \
 	tests/integration/seatbelt-standin.py \
+	tests/integration/windows-wine.sh \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \
 	tests/integration/run-mask-race.sh \

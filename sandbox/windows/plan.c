@@ -20,8 +20,18 @@
 
 char *cd_windows_path(const char *posix, const char *drive)
 {
-	if (!drive)
-		return cd_xstrdup(posix);
+	if (!drive) {
+		/* Bound on Windows: "/C:/a/b" is C:\a\b (win-util.h). */
+		const char *p = posix;
+		bool letter = (p[1] >= 'A' && p[1] <= 'Z') || (p[1] >= 'a' && p[1] <= 'z');
+		if (p[0] != '/' || !letter || p[2] != ':' || (p[3] && p[3] != '/'))
+			return cd_xstrdup(posix);
+		char *w = cd_xasprintf("%c:%s", p[1], p[3] ? p + 3 : "\\");
+		for (char *q = w; *q; q++)
+			if (*q == '/')
+				*q = '\\';
+		return w;
+	}
 	char *w = cd_xasprintf("%s%s", drive, posix);
 	for (char *p = w + strlen(drive); *p; p++)
 		if (*p == '/')
@@ -160,13 +170,12 @@ static char *read_narrowing(const struct cd_profile *prof, const struct cd_plan 
 
 static void env_network(struct builder *b)
 {
+	/* Windows' variable names ignore case: http_proxy is HTTP_PROXY. */
 	static const char *const proxies[] = { "HTTP_PROXY",	 "HTTPS_PROXY",	    "ALL_PROXY",
-					       "http_proxy",	 "https_proxy",	    "all_proxy",
 					       "GIT_HTTP_PROXY", "GIT_HTTPS_PROXY", NULL };
 	for (const char *const *p = proxies; *p; p++)
 		add_env(b, *p, "http://127.0.0.1:9");
 	add_env(b, "NO_PROXY", "localhost,127.0.0.1,::1");
-	add_env(b, "no_proxy", "localhost,127.0.0.1,::1");
 	add_env(b, "SBX_NONET_ACTIVE", "1");
 	add_env(b, "PIP_NO_INDEX", "1");
 	add_env(b, "NPM_CONFIG_OFFLINE", "true");
@@ -255,6 +264,12 @@ int cd_windows_plan_build(const struct cd_windows_input *in, struct cd_windows_p
 		}
 	}
 	size_t n_caps = b.wp->n_sids;
+	for (size_t k = 0; k < n_caps; k++)
+		if (!b.wp->sids[k].sid)
+			return refuse(&b, reterr, -EIO,
+				      cd_xstrdup("cannot read or extend the store of capability "
+						 "SIDs (%LOCALAPPDATA%\\cordon\\cap-sids): check "
+						 "that the directory is writable"));
 	add_sid(&b, CD_WIN_SID_LOGON, cd_xstrdup("logon"), NULL);
 	add_sid(&b, CD_WIN_SID_EVERYONE, cd_xstrdup("S-1-1-0"), NULL);
 

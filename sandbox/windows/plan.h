@@ -107,7 +107,7 @@ struct cd_windows_plan {
 
 /* Where capability SIDs come from: key is "readonly", "workspace:PATH" or "root:PATH". */
 struct cd_win_sid_source {
-	/* A malloc'ed SID string for key, the same for the same key every time. */
+	/* A malloc'ed SID string for key, the same for the same key every time; NULL on failure. */
 	char *(*sid_for)(void *ctx, const char *key);
 	void *ctx;
 };
@@ -132,7 +132,10 @@ int cd_windows_plan_build(const struct cd_windows_input *in, struct cd_windows_p
 			  char **reterr);
 struct cd_windows_plan *cd_windows_plan_free(struct cd_windows_plan *wp);
 
-/* A POSIX absolute path on drive ("C:"): "/a/b" -> "C:\a\b", "/" -> "C:\". */
+/*
+ * A POSIX absolute path on drive ("C:"): "/a/b" -> "C:\a\b", "/" -> "C:\".
+ * With no drive (bound on Windows), cordon's form "/C:/a/b" -> "C:\a\b".
+ */
 char *cd_windows_path(const char *posix, const char *drive);
 
 /*

@@ -15,8 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CD_UNUSED	 __attribute__((unused))
-#define CD_PRINTF(a, b)	 __attribute__((format(printf, a, b)))
+#define CD_UNUSED __attribute__((unused))
+/* mingw-w64 (cordon.exe) builds with its C99 stdio: check formats as GNU's. */
+#ifdef __MINGW32__
+#define CD_PRINTF(a, b) __attribute__((format(gnu_printf, a, b)))
+#else
+#define CD_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#endif
 #define CD_NORETURN	 __attribute__((noreturn))
 #define CD_ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
 #define CD_CLEANUP(f)	 __attribute__((cleanup(f)))

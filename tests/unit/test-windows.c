@@ -292,6 +292,16 @@ START_TEST(test_read_only_and_env_network)
 		offline = offline || cd_streq(f.wp->env[i].name, "PIP_NO_INDEX");
 	}
 	ck_assert(proxy && offline);
+	/* Windows' names ignore case: the planned variables must make a valid block. */
+	char **env = NULL;
+	for (size_t i = 0; i < f.wp->n_env; i++)
+		cd_strv_push_take(&env,
+				  cd_xasprintf("%s=%s", f.wp->env[i].name, f.wp->env[i].value));
+	size_t len = 0;
+	unsigned char *block = cd_windows_env_block(env, &len, &err);
+	ck_assert_msg(block != NULL, "%s", err ? err : "?");
+	free(block);
+	cd_strv_free(env);
 	ck_assert_str_eq(f.wp->path_prepend, "C:\\Users\\me\\.cordon\\denybin");
 	ck_assert_uint_eq(cd_strv_length(f.wp->degraded), 1);
 	done(&f);
