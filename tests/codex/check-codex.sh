@@ -1,0 +1,127 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# make check-codex: the released Codex CLI drives `cordon serve` (and, as the
+# control, the released `codex exec-server`) through check-codex.py.
+#
+# The CLI is npm @openai/codex at $CODEX_VERSION, installed once into
+# $CODEX_NPM_DIR (a directory of the build tree; kept across runs, removed by
+# make distclean). Without node and npm, or with the registry unreachable and
+# nothing installed yet, the check is skipped with the reason (exit 0; with
+# CD_CODEX_REQUIRED=1 a skip is a failure). CODEX_BIN=PATH uses that codex
+# (the npm shim or the native binary) and no npm at all.
+#
+# As root it runs twice: as root, then as the system user cordon-test (when
+# it exists) from a copy of cordon and of the scripts that user can read.
+# TAP from each run; the last line says PASS, FAIL or SKIP.
+#
+# Environment: CORDON (the binary), CD_SRCDIR, CODEX_NPM_DIR, CODEX_BIN,
+# CD_CODEX_REQUIRED, CD_CODEX_TIMEOUT (s, a safety net only; default 300),
+# CD_CODEX_TRANSCRIPT (a path prefix: each run's executor traffic is written to
+# PREFIX.KIND.jsonl).
+
+set -u
+CODEX_VERSION=0.169.0
+here=$(cd "$(dirname "$0")" && pwd)
+: "${CORDON:?CORDON must name the cordon binary}"
+: "${CODEX_NPM_DIR:=$PWD/tests/codex/npm}"
+
+skip() {
+	echo "1..0 # SKIP $*"
+	if [ -n "${CD_CODEX_REQUIRED:-}" ]; then
+		echo "check-codex: FAIL: skipped, and CD_CODEX_REQUIRED is set" >&2
+		exit 1
+	fi
+	echo "check-codex: SKIP: $*"
+	exit 0
+}
+
+# The installed version, or nothing.
+installed_version() {
+	sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' \
+		"$CODEX_NPM_DIR/node_modules/@openai/codex/package.json" 2>/dev/null | head -n 1
+}
+
+if [ -n "${CODEX_BIN:-}" ]; then
+	codex=$CODEX_BIN
+	[ -x "$codex" ] || skip "CODEX_BIN=$codex is not an executable"
+else
+	command -v node >/dev/null 2>&1 || skip "node is missing (apt-get install nodejs npm)"
+	command -v npm >/dev/null 2>&1 || skip "npm is missing (apt-get install npm)"
+	codex=$CODEX_NPM_DIR/node_modules/.bin/codex
+	if [ "$(installed_version)" != "$CODEX_VERSION" ] || [ ! -x "$codex" ]; then
+		registry=$(npm config get registry 2>/dev/null)
+		# One look-up of the package we install: is the registry there?
+		if ! npm view "@openai/codex@$CODEX_VERSION" version --fetch-timeout=30000 \
+			--fetch-retries=1 >/dev/null 2>&1; then
+			skip "the npm registry ($registry) is unreachable:" \
+				"cannot install @openai/codex@$CODEX_VERSION"
+		fi
+		echo "# installing @openai/codex@$CODEX_VERSION into $CODEX_NPM_DIR"
+		rm -rf "$CODEX_NPM_DIR"
+		mkdir -p "$CODEX_NPM_DIR" || exit 1
+		echo '{ "private": true }' >"$CODEX_NPM_DIR/package.json"
+		if ! npm install --prefix "$CODEX_NPM_DIR" --no-audit --no-fund --loglevel=error \
+			"@openai/codex@$CODEX_VERSION" >"$CODEX_NPM_DIR/install.log" 2>&1; then
+			sed 's/^/# /' "$CODEX_NPM_DIR/install.log"
+			echo "check-codex: FAIL: npm install @openai/codex@$CODEX_VERSION failed"
+			exit 1
+		fi
+		if [ "$(installed_version)" != "$CODEX_VERSION" ] || [ ! -x "$codex" ]; then
+			echo "check-codex: FAIL: npm installed no codex $CODEX_VERSION at $codex"
+			exit 1
+		fi
+	fi
+fi
+echo "# codex: $codex ($("$codex" --version 2>&1))"
+
+rc=0
+summary=
+echo "# ---- as $(id -un) ----"
+python3 "$here/check-codex.py" "$CORDON" "$codex"
+r=$?
+[ $r -eq 0 ] || rc=1
+summary="$(id -un): $([ $r -eq 0 ] && echo pass || echo FAIL)"
+
+if [ "$(id -u)" -eq 0 ]; then
+	if ! id cordon-test >/dev/null 2>&1; then
+		echo "# ---- as cordon-test: SKIP: no such user (useradd -r cordon-test) ----"
+		summary="$summary; cordon-test: skipped (no user)"
+	elif ! su -s /bin/sh cordon-test -c 'test -x "$1"' - "$codex"; then
+		echo "# ---- as cordon-test: SKIP: cordon-test cannot run $codex" \
+			"(a directory above it is closed to that user) ----"
+		summary="$summary; cordon-test: skipped (codex not readable)"
+	else
+		copy=$(mktemp -d /var/tmp/cordon-check-codex-copy.XXXXXX) || exit 1
+		cp "$CORDON" "$here/check-codex.py" "$here/mock_model.py" "$here/ws_tap.py" "$copy/"
+		# the helpers cordon runs from beside itself
+		for p in cordon-ws cordon-init cordon-fs-helper; do
+			if [ -e "$(dirname "$CORDON")/$p" ]; then
+				cp "$(dirname "$CORDON")/$p" "$copy/"
+			fi
+		done
+		chmod 755 "$copy" "$copy"/*
+		echo "# ---- as cordon-test ----"
+		tr_env=
+		if [ -n "${CD_CODEX_TRANSCRIPT:-}" ]; then
+			tr_env="CD_CODEX_TRANSCRIPT=$copy/transcript"
+		fi
+		su -s /bin/sh cordon-test -c 'cd / && exec env PYTHONDONTWRITEBYTECODE=1 '"$tr_env"' \
+			CD_CODEX_TIMEOUT="$1" python3 "$2/check-codex.py" "$2/cordon" "$3"' \
+			- "${CD_CODEX_TIMEOUT:-300}" "$copy" "$codex"
+		r=$?
+		[ $r -eq 0 ] || rc=1
+		summary="$summary; cordon-test: $([ $r -eq 0 ] && echo pass || echo FAIL)"
+		if [ -n "${CD_CODEX_TRANSCRIPT:-}" ]; then
+			for f in "$copy"/transcript.*.jsonl; do
+				[ -e "$f" ] && cp "$f" "$CD_CODEX_TRANSCRIPT.cordon-test.${f##*/transcript.}"
+			done
+		fi
+		rm -rf "$copy"
+	fi
+fi
+if [ $rc -eq 0 ]; then
+	echo "check-codex: PASS ($summary)"
+else
+	echo "check-codex: FAIL ($summary)"
+fi
+exit $rc
