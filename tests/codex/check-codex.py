@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # `make check-codex`: the released Codex CLI (`codex exec`) drives an executor
-# over WebSocket (CODEX_EXEC_SERVER_URL=ws://...), its model being the local
-# mock of mock_model.py, which asks for three tool calls in turn:
+# over WebSocket, its model being the local mock of mock_model.py, which asks
+# for three tool calls in turn:
 #   1. exec_command: a shell command that prints a marker and its own
 #      sandbox state (/proc/self/status: NoNewPrivs, Seccomp);
 #   2. apply_patch: an edit of a file of the workspace;
 #   3. exec_command: a write outside the workspace.
 # It passes when the command ran on the executor under the sandbox intent the
-# CLI sent (the executor's log shows the process/start and its sandbox, and
-# the process reports seccomp and no_new_privs), its output reached the mock,
-# the edit landed, and the outside write was refused (no file; the mock saw
-# the denial). The executors: `cordon serve` and, as the control, the released
-# `codex exec-server`; both must pass.
+# CLI sent (the relay between them saw process/start with the intent, cordon's
+# log and its replies say sandboxed, the process reports seccomp and
+# no_new_privs), its output reached the mock, the edit landed, and the outside
+# write was refused (no file; the mock saw the denial). The executors: `cordon
+# serve`, reached the two ways the CLI selects one (CODEX_EXEC_SERVER_URL, and
+# environments.toml with a bearer token; a wrong token must run nothing), and,
+# as the control, the released `codex exec-server`. See SCENARIOS.
 #
-# Usage: check-codex.py CORDON CODEX [EXECUTOR...]   (executors: cordon codex)
+# Usage: check-codex.py CORDON CODEX [SCENARIO...]   (default: all)
 # TAP on stdout. Synchronised on the mock's requests and on the CLI's exit;
 # CD_CODEX_TIMEOUT (s, default 300) only bounds a hang.
 
@@ -136,6 +138,26 @@ def save_transcript(kind, msgs, work):
             fh.write("%s %s\n" % (d, json.dumps(trim(m))))
 
 
+TOKEN = "cordon-check-codex-token-0123456789abcdef"
+
+# The scenarios: how the executor runs and how the CLI is pointed at it.
+#   cordon          CODEX_EXEC_SERVER_URL, no token: cordon's loopback rule
+#                   (only our own uid gets in) is what admits the CLI
+#   cordon-token    $CODEX_HOME/environments.toml with auth_bearer_token and
+#                   include_local = false; cordon serve --auth-token-file
+#   cordon-refused  the same with a wrong token: cordon refuses the upgrade,
+#                   and the CLI, with no local environment to fall back on,
+#                   runs nothing (the mock is told so)
+#   codex           the control: the released codex exec-server, as `cordon`
+SCENARIOS = ("cordon", "cordon-token", "cordon-refused", "codex")
+
+
+def write_environments(home, url, token):
+    with open(os.path.join(home, "environments.toml"), "w") as fh:
+        fh.write('default = "cordon"\ninclude_local = false\n\n[[environments]]\n'
+                 'id = "cordon"\nurl = "%s"\nauth_bearer_token = "%s"\n' % (url, token))
+
+
 def run_one(kind, cordon, codex, work):
     os.makedirs(work)
     home = os.path.join(work, "home")
@@ -146,7 +168,14 @@ def run_one(kind, cordon, codex, work):
     outside = os.path.join(outdir, "escaped.txt")
     with open(os.path.join(ws, "notes.txt"), "w") as fh:
         fh.write("before\n")
-    mock = MockModel(steps(outside))
+    refused = kind == "cordon-refused"
+    if refused:
+        # One call, which must not run anywhere.
+        mock = MockModel([lambda body: {
+            "type": "function_call", "name": "exec_command",
+            "arguments": json.dumps({"cmd": "echo ran > ran.txt", "yield_time_ms": 30000})}])
+    else:
+        mock = MockModel(steps(outside))
     with open(os.path.join(home, "config.toml"), "w") as fh:
         fh.write('model = "%s"\nmodel_provider = "mock"\n\n[model_providers.mock]\n'
                  'name = "mock"\nbase_url = "http://127.0.0.1:%d/v1"\nwire_api = "responses"\n'
@@ -155,33 +184,52 @@ def run_one(kind, cordon, codex, work):
     base = {k: v for k, v in os.environ.items()
             if k in ("PATH", "LANG", "LC_ALL", "USER", "LOGNAME", "HOME", "SHELL")}
     base.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    if kind == "cordon":
-        argv = [cordon, "serve", "--listen", "ws://127.0.0.1:0", "-v"]
-        senv = dict(base)
-    else:
+    if kind == "codex":
         argv = [codex, "exec-server", "--listen", "ws://127.0.0.1:0"]
         senv = dict(base, CODEX_HOME=os.path.join(work, "server-home"), RUST_LOG="debug")
         os.mkdir(senv["CODEX_HOME"])
+    else:
+        argv = [cordon, "serve", "--listen", "ws://127.0.0.1:0", "-v"]
+        if kind != "cordon":
+            tokfile = os.path.join(work, "token")
+            fd = os.open(tokfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, (TOKEN + "\n").encode())
+            os.close(fd)
+            argv += ["--auth-token-file", tokfile]
+        senv = dict(base)
     ex = Executor(argv, senv, os.path.join(work, "executor.log"))
+    tap = None
     try:
         if not ok(ex.url is not None and ex.url.startswith("ws://"),
                   "[%s] the executor listens (%s)" % (kind, ex.url), ex.log()):
             return
         host, port = ex.url[len("ws://"):].rsplit(":", 1)
         tap = WsTap(host.strip("[]"), int(port))
+        url = "ws://127.0.0.1:%d" % tap.port
         cenv = dict(base, CODEX_HOME=home, CD_MOCK_API_KEY="mock-key",
-                    CODEX_EXEC_SERVER_URL="ws://127.0.0.1:%d" % tap.port, TMPDIR=os.path.join(work, "tmp"))
+                    TMPDIR=os.path.join(work, "tmp"))
         os.mkdir(cenv["TMPDIR"])
+        if kind in ("cordon", "codex"):
+            cenv["CODEX_EXEC_SERVER_URL"] = url
+        else:
+            write_environments(home, url, "wrong-" + TOKEN if refused else TOKEN)
         cli_out = open(os.path.join(work, "cli.log"), "wb")
         cli = subprocess.Popen([codex, "exec", "--skip-git-repo-check", "--sandbox",
                                 "workspace-write", "-C", ws, "-m", MODEL,
-                                "Run the three steps you are given."],
+                                "Run the steps you are given."],
                                stdin=subprocess.DEVNULL, stdout=cli_out,
                                stderr=subprocess.STDOUT, env=cenv, cwd=ws,
                                start_new_session=True)
-        waiter = threading.Thread(target=cli.wait, daemon=True)
+
+        def reap():
+            cli.wait()
+            with mock.cond:
+                mock.cond.notify_all()
+
+        waiter = threading.Thread(target=reap, daemon=True)
         waiter.start()
-        got = mock.wait_requests(4, TIMEOUT, alive=lambda: cli.poll() is None)
+        want = 2 if refused else 4
+        got = mock.wait_requests(want, TIMEOUT, alive=lambda: cli.poll() is None)
         # The closing message has been streamed: the CLI now exits on its own.
         waiter.join(TIMEOUT)
         if cli.poll() is None:
@@ -190,9 +238,21 @@ def run_one(kind, cordon, codex, work):
         cli_out.close()
         with open(os.path.join(work, "cli.log"), "rb") as fh:
             cli_text = fh.read().decode(errors="replace")
-        ok(got, "[%s] the CLI came back to the mock after each of the 3 tool calls (%d requests)"
+        ok(got, "[%s] the CLI came back to the mock after each tool call (%d requests)"
            % (kind, len(mock.requests)), cli_text)
         ok(cli.returncode == 0, "[%s] codex exec exits 0 (%s)" % (kind, cli.returncode), cli_text)
+        msgs = tap.messages()
+        log = ex.log()
+        if refused:
+            out = mock.output_of(0) or ""
+            ok(not os.path.exists(os.path.join(ws, "ran.txt")),
+               "[%s] the command ran nowhere (no file)" % kind, out)
+            ok("No usable execution environment" in out,
+               "[%s] the mock was told there is no execution environment" % kind, out)
+            ok("wrong bearer token" in log and "process/start" not in log,
+               "[%s] cordon refused the upgrade and started nothing" % kind, log)
+            save_transcript(kind, msgs, work)
+            return
         out1 = mock.output_of(0) or ""
         ok(MARKER in out1, "[%s] the command's output reached the mock" % kind, out1)
         ok("NoNewPrivs:\t1" in out1 and "Seccomp:\t2" in out1,
@@ -206,8 +266,6 @@ def run_one(kind, cordon, codex, work):
            % kind, out3)
         ok("status=0" not in out3 and ("denied" in out3.lower() or "read-only" in out3.lower()),
            "[%s] the mock saw the outside write denied" % kind, out3)
-        msgs = tap.messages()
-        tap.close()
         starts = [m for d, m in msgs if d == "c>s" and isinstance(m, dict)
                   and m.get("method") == "process/start"]
         replies = {m.get("id"): m for d, m in msgs if d == "s>c" and isinstance(m, dict)
@@ -218,13 +276,12 @@ def run_one(kind, cordon, codex, work):
            and all("result" in replies.get(m.get("id"), {}) for m in starts),
            "[%s] both commands went to the executor as process/start with a sandbox intent, "
            "and it started them" % kind, json.dumps(starts)[:3000])
-        log = ex.log()
-        if kind == "cordon":
+        if kind != "codex":
             ok(log.count("sandboxed)") >= 2 and len(starts) == 2
                and all(replies.get(m.get("id"), {}).get("result", {}).get("cordon", {})
                        .get("sandboxed") is True for m in starts),
-               "[cordon] cordon started both sandboxed (its log, and \"cordon\" in the replies)",
-               log + json.dumps([replies.get(m.get("id")) for m in starts]))
+               "[%s] cordon started both sandboxed (its log, and \"cordon\" in the replies)"
+               % kind, log + json.dumps([replies.get(m.get("id")) for m in starts]))
         save_transcript(kind, msgs, work)
         calls.setdefault(kind, [m.get("method") for d, m in msgs
                                 if d == "c>s" and isinstance(m, dict) and "method" in m])
@@ -234,6 +291,8 @@ def run_one(kind, cordon, codex, work):
         if mock.other:
             diag("[%s] other requests to the mock: %s" % (kind, ", ".join(mock.other)))
     finally:
+        if tap is not None:
+            tap.close()
         ex.stop()
         mock.close()
 
@@ -242,15 +301,20 @@ def main():
     if len(sys.argv) < 3:
         print("usage: check-codex.py CORDON CODEX [cordon|codex...]", file=sys.stderr)
         return 2
-    cordon, codex = sys.argv[1], sys.argv[2]
-    kinds = sys.argv[3:] or ["cordon", "codex"]
+    cordon, codex = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    kinds = sys.argv[3:] or list(SCENARIOS)
+    for k in kinds:
+        if k not in SCENARIOS:
+            print("check-codex.py: unknown scenario %s (%s)" % (k, " ".join(SCENARIOS)),
+                  file=sys.stderr)
+            return 2
     # The CLI's state directory must not be under /tmp (it refuses that).
     top = tempfile.mkdtemp(prefix="cordon-check-codex-", dir="/var/tmp")
     keep = os.environ.get("CD_CODEX_KEEP")
     try:
         for kind in kinds:
             run_one(kind, cordon, codex, os.path.join(top, kind))
-        if len(calls) == 2:
+        if "cordon" in calls and "codex" in calls:
             a, b = calls["cordon"], calls["codex"]
             diag("methods the CLI called, cordon: %s" % " ".join(dict.fromkeys(a)))
             diag("methods the CLI called, codex:  %s" % " ".join(dict.fromkeys(b)))

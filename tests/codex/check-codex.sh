@@ -22,6 +22,20 @@
 set -u
 CODEX_VERSION=0.169.0
 here=$(cd "$(dirname "$0")" && pwd)
+
+# As root, the check runs in a mount namespace of its own with a fresh tmpfs
+# on /tmp: the sandbox intent the CLI sends makes /tmp writable and its .git
+# protected, so another program creating or removing /tmp/.git while a
+# sandbox is set up fails that call in either executor (cordon: "it changed
+# while the sandbox was set up"; codex: "bwrap: Can't mkdir /tmp/.git"). A
+# shared host's /tmp is no part of what this check is about.
+if [ "$(id -u)" -eq 0 ] && [ -z "${CD_CODEX_PRIVATE_TMP:-}" ] &&
+	command -v unshare >/dev/null 2>&1 &&
+	unshare --mount --propagation private true 2>/dev/null; then
+	CD_CODEX_PRIVATE_TMP=1 exec unshare --mount --propagation private \
+		/bin/sh -c 'mount -t tmpfs -o mode=1777,nosuid,nodev cordon-check-codex /tmp &&
+			exec /bin/sh "$0"' "$0"
+fi
 : "${CORDON:?CORDON must name the cordon binary}"
 : "${CODEX_NPM_DIR:=$PWD/tests/codex/npm}"
 
@@ -73,6 +87,7 @@ else
 	fi
 fi
 echo "# codex: $codex ($("$codex" --version 2>&1))"
+[ -z "${CD_CODEX_PRIVATE_TMP:-}" ] || echo "# /tmp: a private tmpfs (a mount namespace of this check's own)"
 
 rc=0
 summary=
