@@ -97,6 +97,21 @@ class Executor:
         self.errf.close()
 
 
+class StdioExecutor:
+    """A cordon the CLI starts itself (environments.toml `program`): only its log."""
+
+    def __init__(self, logpath):
+        self.logpath = logpath
+        open(logpath, "wb").close()
+
+    def log(self):
+        with open(self.logpath, "rb") as fh:
+            return fh.read().decode(errors="replace")
+
+    def stop(self):
+        pass
+
+
 def steps(outside):
     return [
         lambda body: {"type": "function_call", "name": "exec_command",
@@ -148,8 +163,19 @@ TOKEN = "cordon-check-codex-token-0123456789abcdef"
 #   cordon-refused  the same with a wrong token: cordon refuses the upgrade,
 #                   and the CLI, with no local environment to fall back on,
 #                   runs nothing (the mock is told so)
+#   cordon-stdio    environments.toml with program = cordon serve: the CLI
+#                   starts cordon itself and speaks over its stdin/stdout (no
+#                   relay: the traffic is checked through cordon's log)
 #   codex           the control: the released codex exec-server, as `cordon`
-SCENARIOS = ("cordon", "cordon-token", "cordon-refused", "codex")
+SCENARIOS = ("cordon", "cordon-token", "cordon-refused", "cordon-stdio", "codex")
+
+
+def write_stdio_environment(home, cordon, log):
+    with open(os.path.join(home, "environments.toml"), "w") as fh:
+        fh.write('default = "cordon"\ninclude_local = false\n\n[[environments]]\n'
+                 'id = "cordon"\nprogram = "/bin/sh"\n'
+                 'args = ["-c", "exec \\"$0\\" serve -v 2>>\\"$1\\"", %s, %s]\n'
+                 % (json.dumps(cordon), json.dumps(log)))
 
 
 def write_environments(home, url, token):
@@ -197,22 +223,27 @@ def run_one(kind, cordon, codex, work):
             os.close(fd)
             argv += ["--auth-token-file", tokfile]
         senv = dict(base)
-    ex = Executor(argv, senv, os.path.join(work, "executor.log"))
+    stdio = kind == "cordon-stdio"
+    logpath = os.path.join(work, "executor.log")
+    ex = StdioExecutor(logpath) if stdio else Executor(argv, senv, logpath)
     tap = None
     try:
-        if not ok(ex.url is not None and ex.url.startswith("ws://"),
-                  "[%s] the executor listens (%s)" % (kind, ex.url), ex.log()):
-            return
-        host, port = ex.url[len("ws://"):].rsplit(":", 1)
-        tap = WsTap(host.strip("[]"), int(port))
-        url = "ws://127.0.0.1:%d" % tap.port
         cenv = dict(base, CODEX_HOME=home, CD_MOCK_API_KEY="mock-key",
                     TMPDIR=os.path.join(work, "tmp"))
         os.mkdir(cenv["TMPDIR"])
-        if kind in ("cordon", "codex"):
-            cenv["CODEX_EXEC_SERVER_URL"] = url
+        if stdio:
+            write_stdio_environment(home, cordon, logpath)
         else:
-            write_environments(home, url, "wrong-" + TOKEN if refused else TOKEN)
+            if not ok(ex.url is not None and ex.url.startswith("ws://"),
+                      "[%s] the executor listens (%s)" % (kind, ex.url), ex.log()):
+                return
+            host, port = ex.url[len("ws://"):].rsplit(":", 1)
+            tap = WsTap(host.strip("[]"), int(port))
+            url = "ws://127.0.0.1:%d" % tap.port
+            if kind in ("cordon", "codex"):
+                cenv["CODEX_EXEC_SERVER_URL"] = url
+            else:
+                write_environments(home, url, "wrong-" + TOKEN if refused else TOKEN)
         cli_out = open(os.path.join(work, "cli.log"), "wb")
         cli = subprocess.Popen([codex, "exec", "--skip-git-repo-check", "--sandbox",
                                 "workspace-write", "-C", ws, "-m", MODEL,
@@ -241,7 +272,7 @@ def run_one(kind, cordon, codex, work):
         ok(got, "[%s] the CLI came back to the mock after each tool call (%d requests)"
            % (kind, len(mock.requests)), cli_text)
         ok(cli.returncode == 0, "[%s] codex exec exits 0 (%s)" % (kind, cli.returncode), cli_text)
-        msgs = tap.messages()
+        msgs = tap.messages() if tap is not None else []
         log = ex.log()
         if refused:
             out = mock.output_of(0) or ""
@@ -266,6 +297,11 @@ def run_one(kind, cordon, codex, work):
            % kind, out3)
         ok("status=0" not in out3 and ("denied" in out3.lower() or "read-only" in out3.lower()),
            "[%s] the mock saw the outside write denied" % kind, out3)
+        if stdio:
+            ok(log.count("process/start") == 2 and log.count("sandboxed)") == 2,
+               "[%s] cordon, started by the CLI, ran both commands sandboxed (its log)" % kind,
+               log)
+            return
         starts = [m for d, m in msgs if d == "c>s" and isinstance(m, dict)
                   and m.get("method") == "process/start"]
         replies = {m.get("id"): m for d, m in msgs if d == "s>c" and isinstance(m, dict)
