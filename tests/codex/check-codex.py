@@ -132,14 +132,14 @@ def steps(outside):
 calls = {}
 
 
-def trim(v, depth=0):
-    """v with long strings cut, for a readable transcript."""
+def trim(v):
+    """v with long strings and lists cut, for a readable transcript."""
     if isinstance(v, str):
         return v if len(v) <= 160 else v[:160] + "...(%d chars)" % len(v)
     if isinstance(v, list):
-        return [trim(x, depth + 1) for x in v[:12]] + (["..."] if len(v) > 12 else [])
+        return [trim(x) for x in v[:12]] + (["..."] if len(v) > 12 else [])
     if isinstance(v, dict):
-        return {k: trim(x, depth + 1) for k, x in v.items()}
+        return {k: trim(x) for k, x in v.items()}
     return v
 
 
@@ -335,7 +335,7 @@ def run_one(kind, cordon, codex, work):
 
 def main():
     if len(sys.argv) < 3:
-        print("usage: check-codex.py CORDON CODEX [cordon|codex...]", file=sys.stderr)
+        print("usage: check-codex.py CORDON CODEX [SCENARIO...]", file=sys.stderr)
         return 2
     cordon, codex = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     kinds = sys.argv[3:] or list(SCENARIOS)

@@ -32,9 +32,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" -eq 0 ] && [ -z "${CD_CODEX_PRIVATE_TMP:-}" ] &&
 	command -v unshare >/dev/null 2>&1 &&
 	unshare --mount --propagation private true 2>/dev/null; then
-	CD_CODEX_PRIVATE_TMP=1 exec unshare --mount --propagation private \
-		/bin/sh -c 'mount -t tmpfs -o mode=1777,nosuid,nodev cordon-check-codex /tmp &&
-			exec /bin/sh "$0"' "$0"
+	CD_CODEX_PRIVATE_TMP=no exec unshare --mount --propagation private /bin/sh -c '
+		if mount -t tmpfs -o mode=1777,nosuid,nodev cordon-check-codex /tmp; then
+			CD_CODEX_PRIVATE_TMP=yes
+		fi
+		exec /bin/sh "$0"' "$0"
 fi
 : "${CORDON:?CORDON must name the cordon binary}"
 : "${CODEX_NPM_DIR:=$PWD/tests/codex/npm}"
@@ -87,7 +89,10 @@ else
 	fi
 fi
 echo "# codex: $codex ($("$codex" --version 2>&1))"
-[ -z "${CD_CODEX_PRIVATE_TMP:-}" ] || echo "# /tmp: a private tmpfs (a mount namespace of this check's own)"
+case ${CD_CODEX_PRIVATE_TMP:-} in
+yes) echo "# /tmp: a private tmpfs (in a mount namespace of this check's own)" ;;
+no) echo "# /tmp: shared (mounting a private tmpfs failed)" ;;
+esac
 
 rc=0
 summary=
