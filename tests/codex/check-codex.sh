@@ -11,10 +11,11 @@
 # (the npm shim or the native binary) and no npm at all.
 #
 # As root it runs twice: as root, then as the system user cordon-test (when
-# it exists) from a copy of cordon and of the scripts that user can read.
+# it exists) from a copy of cordon and of the scripts that user can read (and
+# of the native codex binary, when the build tree is closed to that user).
 # TAP from each run; the last line says PASS, FAIL or SKIP.
 #
-# Environment: CORDON (the binary), CD_SRCDIR, CODEX_NPM_DIR, CODEX_BIN,
+# Environment: CORDON (the binary), CODEX_NPM_DIR, CODEX_BIN,
 # CD_CODEX_REQUIRED, CD_CODEX_TIMEOUT (s, a safety net only; default 300),
 # CD_CODEX_TRANSCRIPT (a path prefix: each run's executor traffic is written to
 # PREFIX.KIND.jsonl).
@@ -106,10 +107,6 @@ if [ "$(id -u)" -eq 0 ]; then
 	if ! id cordon-test >/dev/null 2>&1; then
 		echo "# ---- as cordon-test: SKIP: no such user (useradd -r cordon-test) ----"
 		summary="$summary; cordon-test: skipped (no user)"
-	elif ! su -s /bin/sh cordon-test -c 'test -x "$1"' - "$codex"; then
-		echo "# ---- as cordon-test: SKIP: cordon-test cannot run $codex" \
-			"(a directory above it is closed to that user) ----"
-		summary="$summary; cordon-test: skipped (codex not readable)"
 	else
 		copy=$(mktemp -d /var/tmp/cordon-check-codex-copy.XXXXXX) || exit 1
 		cp "$CORDON" "$here/check-codex.py" "$here/mock_model.py" "$here/ws_tap.py" "$copy/"
@@ -119,6 +116,22 @@ if [ "$(id -u)" -eq 0 ]; then
 				cp "$(dirname "$CORDON")/$p" "$copy/"
 			fi
 		done
+		ucodex=$codex
+		if ! su -s /bin/sh cordon-test -c 'test -x "$1"' - "$codex"; then
+			# A directory above the build tree is closed to that user (a
+			# clone under /root): it runs a copy of the native binary the
+			# npm shim would start.
+			native=$(find -L "$CODEX_NPM_DIR/node_modules/@openai" -type f -name codex \
+				-path '*/vendor/*/bin/codex' 2>/dev/null | head -n 1)
+			[ -n "${CODEX_BIN:-}" ] && native=$CODEX_BIN
+			if [ -z "$native" ] || ! cp "$native" "$copy/codex"; then
+				rm -rf "$copy"
+				echo "check-codex: FAIL: no native codex binary to copy for cordon-test"
+				exit 1
+			fi
+			ucodex=$copy/codex
+			echo "# cordon-test cannot reach $codex: it runs a copy of $native"
+		fi
 		chmod 755 "$copy" "$copy"/*
 		echo "# ---- as cordon-test ----"
 		tr_env=
@@ -127,7 +140,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		fi
 		su -s /bin/sh cordon-test -c 'cd / && exec env PYTHONDONTWRITEBYTECODE=1 '"$tr_env"' \
 			CD_CODEX_TIMEOUT="$1" python3 "$2/check-codex.py" "$2/cordon" "$3"' \
-			- "${CD_CODEX_TIMEOUT:-300}" "$copy" "$codex"
+			- "${CD_CODEX_TIMEOUT:-300}" "$copy" "$ucodex"
 		r=$?
 		[ $r -eq 0 ] || rc=1
 		summary="$summary; cordon-test: $([ $r -eq 0 ] && echo pass || echo FAIL)"
