@@ -200,3 +200,18 @@ check-stress:
 .PHONY: check-stress
 EXTRA_DIST += tests/stress.sh
 MOSTLYCLEANFILES = test-suite-stress-*.log
+
+# make check-codex: the released Codex CLI (npm @openai/codex, pinned in the
+# script, installed into tests/codex/npm of the build tree) drives `cordon
+# serve` and, as the control, the released `codex exec-server`; skipped with
+# the reason without node/npm or the registry. See tests/codex/check-codex.sh.
+CODEX_NPM_DIR = $(abs_top_builddir)/tests/codex/npm
+check-codex: cordon$(EXEEXT)
+	CORDON=$(abs_top_builddir)/cordon$(EXEEXT) CODEX_NPM_DIR=$(CODEX_NPM_DIR) \
+		PYTHONDONTWRITEBYTECODE=1 $(SHELL) $(srcdir)/tests/codex/check-codex.sh
+distclean-local: distclean-codex
+distclean-codex:
+	rm -rf $(CODEX_NPM_DIR)
+.PHONY: check-codex distclean-codex
+EXTRA_DIST += tests/codex/check-codex.sh tests/codex/check-codex.py tests/codex/mock_model.py \
+	tests/codex/ws_tap.py
