@@ -826,6 +826,7 @@ static const struct {
 	{ "fs/open", "filesystem", cd_fs_open },
 	{ "fs/readBlock", "filesystem", cd_fs_read_block_in_order },
 	{ "fs/close", "filesystem", cd_fs_close_in_order },
+	{ "fs/writeBlock", "filesystem", cd_fs_write_block_in_order },
 };
 
 void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
