@@ -38,6 +38,16 @@
  * the kernel knows of it, as it does for a read served from the page cache.
  * One block per connection.
  *
+ * Writes (fs/writeBlock, fs-write.c) take the same road: a handle opened
+ * for writing (fs/open "replace") is in the same table and counts against
+ * the same 128 (until fs/close: it never reaches EOF); each block is written
+ * by a worker (pwrite) at its turn in the connection's FIFO, its data
+ * charged to the budget as fs data while it waits; past
+ * STREAM_WRITE_BYTES_MAX of such data queued, the connection's next
+ * messages wait, as past STREAM_QUEUE_MAX requests. A write error leaves
+ * the handle open (reference). Nothing is read ahead on a write handle (a
+ * read of one fails with EBADF and closes it, as in the reference).
+ *
  * Memory: a connection that streams holds two block buffers (FS_BLOCK_MAX
  * each: the block being answered or read ahead, and a spare), charged to
  * the server's budget as fs data (budget.h), and freed when its last

@@ -38,7 +38,7 @@ void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params
 void cd_fs_read_block_in_order(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_close_in_order(struct cd_conn *c, const char *id, const struct cd_json *params);
 /*
- * Close every open read handle of the connection (it ends) and drop its fs
+ * Close every open file handle of the connection (it ends) and drop its fs
  * requests: the running one's answer is discarded, the queued ones are not
  * performed.
  */
