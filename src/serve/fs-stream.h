@@ -3,11 +3,12 @@
 
 /*
  * Streaming reads and writes of `cordon serve` (reference 2.10: fs/open's
- * handles, fs/readBlock, fs/writeBlock, fs/close), between fs.c, which opens the files (on a
- * worker, in a sandboxed helper when asked), and fs-stream.c, which keeps
- * the handles and reads and closes them, on the fs workers too: a pread or
- * a close (FUSE sends FLUSH) on a hung file system holds a worker, never
- * the loop. Loop thread only, but where said.
+ * handles, fs/readBlock, fs/writeBlock, fs/close), between fs.c, which
+ * opens the files (on a worker, in a sandboxed helper when asked), and
+ * fs-stream.c, which keeps the handles and reads, writes and closes them,
+ * on the fs workers too: a pread, a pwrite or a close (FUSE sends FLUSH) on
+ * a hung file system holds a worker, never the loop. Loop thread only, but
+ * where said.
  */
 
 #include <stdbool.h>
