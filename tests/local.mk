@@ -163,6 +163,7 @@ SERVE_TESTS = \
 	tests/integration/serve-fs.py \
 	tests/integration/serve-fs-async.py \
 	tests/integration/serve-fs-readfile.py \
+	tests/integration/serve-fs-write-stream.py \
 	tests/integration/serve-net.py \
 	tests/integration/serve-loopback.py \
 	tests/integration/serve-selfconnect.py \

@@ -417,6 +417,63 @@ static void op_write_file(const struct cd_fs_req *q, struct cd_fs_res *r)
 		cd_strbuf_append(&r->out, "{}");
 }
 
+/*
+ * fs/open "replace" (fs-write.c): the file, created (0666 less the umask)
+ * or truncated, open for writing only; fs/writeBlock writes in place, at
+ * the offsets it names. As for fs/writeFile: symlinks are followed, a
+ * directory is EISDIR, anything but a regular file is refused before it is
+ * opened (a FIFO planted by a sandboxed process cannot hang the server). In
+ * a sandbox, a file with other hard links is not truncated in place: the
+ * other names may lie outside the allowed roots, and keep the old contents;
+ * a new empty file (the old one's mode and owner) takes its name, or the
+ * open fails where fs/writeFile fails.
+ */
+static void op_open_write(const struct cd_fs_req *q, struct cd_fs_res *r)
+{
+	struct stat st;
+	struct target t = { .fd = -1 };
+	int e = 0;
+	bool exists = stat(q->path, &st) == 0;
+	if (!exists && errno != ENOENT)
+		e = -errno;
+	else if (exists && S_ISDIR(st.st_mode))
+		e = -EISDIR;
+	else if (exists && !S_ISREG(st.st_mode))
+		e = -EINVAL;
+	else if (exists && st.st_nlink > 1 && q->sandboxed)
+		e = target_open(q->path, 0666, true, false, &t);
+	else if ((t.fd = open(q->path,
+			      O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+			      0666)) < 0)
+		e = -errno;
+	if (e == 0 && t.tmp && rename(t.tmp, t.real) < 0) {
+		e = -errno;
+		(void)unlink(t.tmp);
+	}
+	if (e == 0 && t.tmp) {
+		/* mkostemp's descriptor reads too: the new file, opened again for writing only. */
+		struct stat a, b;
+		int fd = open(t.real, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &b) < 0 || fstat(t.fd, &a) < 0 || a.st_dev != b.st_dev ||
+		    a.st_ino != b.st_ino)
+			e = fd < 0 ? -errno : -EBUSY;
+		close(t.fd);
+		t.fd = fd;
+	}
+	free(t.tmp);
+	free(t.real);
+	if (e == 0 && (fstat(t.fd, &st) < 0 || !S_ISREG(st.st_mode)))
+		e = -EINVAL; /* swapped for something else since */
+	if (e && t.fd >= 0)
+		close(t.fd);
+	if (e == -EINVAL)
+		cd_fs_res_error(r, CD_RPC_INVALID_REQUEST, "path `%s` is not a file", q->path);
+	else if (e)
+		cd_fs_res_errno(r, -e);
+	else
+		r->fd = t.fd;
+}
+
 static int mkdir_p(const char *path)
 {
 	char *p = cd_xstrdup(path);
@@ -1132,6 +1189,7 @@ static void (*const fs_ops[CD_FS_OP_COUNT])(const struct cd_fs_req *q, struct cd
 	[CD_FS_METADATA] = op_metadata,	     [CD_FS_CANONICALIZE] = op_canonicalize,
 	[CD_FS_READ_DIR] = op_read_dir,	     [CD_FS_WALK] = op_walk,
 	[CD_FS_REMOVE] = op_remove,	     [CD_FS_COPY] = op_copy,
+	[CD_FS_OPEN_WRITE] = op_open_write,
 };
 
 void cd_fs_do(const struct cd_fs_req *q, struct cd_fs_res *r)
@@ -1310,7 +1368,9 @@ int cd_fs_req_recv(int sock, struct cd_fs_req *q)
 
 const char *cd_fs_res_flaw(const struct cd_fs_req *q, const struct cd_fs_res *r)
 {
-	bool wants_fd = q->op == CD_FS_READ_FILE || q->op == CD_FS_OPEN;
+	bool wants_fd =
+		q->op == CD_FS_READ_FILE || q->op == CD_FS_OPEN || q->op == CD_FS_OPEN_WRITE;
+	int mode = q->op == CD_FS_OPEN_WRITE ? O_WRONLY : O_RDONLY;
 	if (r->code)
 		return r->code == CD_RPC_INVALID_REQUEST || r->code == CD_RPC_INTERNAL ||
 				       r->code == CD_RPC_INVALID_PARAMS ||
@@ -1323,9 +1383,10 @@ const char *cd_fs_res_flaw(const struct cd_fs_req *q, const struct cd_fs_res *r)
 		if (r->fd < 0 || r->out.len)
 			return "a read without its file";
 		if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    (fl = fcntl(r->fd, F_GETFL)) < 0 || (fl & O_ACCMODE) != O_RDONLY ||
-		    (fl & O_PATH))
-			return "a descriptor that is not a regular file open for reading";
+		    (fl = fcntl(r->fd, F_GETFL)) < 0 || (fl & O_ACCMODE) != mode || (fl & O_PATH))
+			return mode == O_RDONLY
+				       ? "a descriptor that is not a regular file open for reading"
+				       : "a descriptor that is not a regular file open for writing";
 		return NULL;
 	}
 	if (r->fd >= 0)

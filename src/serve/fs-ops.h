@@ -41,6 +41,7 @@ enum cd_fs_op {
 	CD_FS_WALK,
 	CD_FS_REMOVE,
 	CD_FS_COPY,
+	CD_FS_OPEN_WRITE, /* fs/open "replace": created or truncated, the result is its fd */
 	CD_FS_OP_COUNT,
 };
 
@@ -63,7 +64,7 @@ struct cd_fs_req {
 struct cd_fs_res {
 	int code;	      /* 0 or a JSON-RPC error code */
 	struct cd_strbuf out; /* the result's JSON text, or the error message */
-	int fd;		      /* CD_FS_READ_FILE, CD_FS_OPEN: the opened file, else -1 */
+	int fd;		      /* READ_FILE, OPEN, OPEN_WRITE: the opened file, else -1 */
 	int err;	      /* the errno behind cd_fs_res_errno's error, or 0 */
 };
 
@@ -109,7 +110,8 @@ int cd_fs_res_recv(int sock, struct cd_fs_res *r, bool *timed_out);
  * not trusted. A result's text is written into the client's stream as it
  * is, so it must be one JSON object on one line; an error must carry a
  * known code (its message is escaped when written); a descriptor comes only
- * with the reads, and must be a regular file open for reading only, which
- * the server can read without blocking.
+ * with the opens, and must be a regular file open for reading only (for
+ * writing only: CD_FS_OPEN_WRITE), which the server can use without
+ * blocking.
  */
 const char *cd_fs_res_flaw(const struct cd_fs_req *q, const struct cd_fs_res *r);

@@ -38,6 +38,16 @@
  * the kernel knows of it, as it does for a read served from the page cache.
  * One block per connection.
  *
+ * Writes (fs/writeBlock, fs-write.c) take the same road: a handle opened
+ * for writing (fs/open "replace") is in the same table and counts against
+ * the same 128 (until fs/close: it never reaches EOF); each block is written
+ * by a worker (pwrite) at its turn in the connection's FIFO, its data
+ * charged to the budget as fs data while it waits; past
+ * STREAM_WRITE_BYTES_MAX of such data queued, the connection's next
+ * messages wait, as past STREAM_QUEUE_MAX requests. A write error leaves
+ * the handle open (reference). Nothing is read ahead on a write handle (a
+ * read of one fails with EBADF and closes it, as in the reference).
+ *
  * Memory: a connection that streams holds two block buffers (FS_BLOCK_MAX
  * each: the block being answered or read ahead, and a spare), charged to
  * the server's budget as fs data (budget.h), and freed when its last
@@ -66,8 +76,10 @@
 
 #define FS_BLOCK_MAX   (1024u * 1024)
 #define FS_MAX_HANDLES 128
-/* Per connection: fs/readBlock and fs/close requests waiting for their turn. */
+/* Per connection: fs/readBlock, fs/writeBlock and fs/close requests waiting for their turn. */
 #define STREAM_QUEUE_MAX 64
+/* Per connection: the fs/writeBlock data they may hold (past that, input waits). */
+#define STREAM_WRITE_BYTES_MAX (16u * 1024 * 1024)
 
 /*
  * A stream that reached EOF no longer counts against the 128 (its capacity
@@ -83,12 +95,14 @@ struct cd_fs_handle {
 	bool listed;	    /* in the connection's table: its id is taken */
 	bool gone;	    /* closed, failed or evicted: later reads find it unknown */
 	bool at_eof;	    /* the last block read came short */
+	bool write;	    /* opened for writing (fs/open "replace", fs-write.c) */
 	uint64_t eof_order; /* when it reached EOF, for eviction */
 	unsigned refs;
 };
 
 enum sreq_kind {
 	SREQ_READ,   /* fs/readBlock of h */
+	SREQ_WRITE,  /* fs/writeBlock of h: data[0..len) at off */
 	SREQ_CLOSE,  /* fs/close of h (NULL: an unknown handle, answered {}) */
 	SREQ_ANSWER, /* an error known at once, answered at its turn */
 };
@@ -100,8 +114,9 @@ struct sreq {
 	char *id; /* JSON text */
 	struct cd_fs_handle *h;
 	uint64_t off, len;
-	int code;  /* SREQ_ANSWER */
-	char *msg; /* SREQ_ANSWER */
+	int code;	     /* SREQ_ANSWER */
+	char *msg;	     /* SREQ_ANSWER */
+	unsigned char *data; /* SREQ_WRITE, owned (charged to the budget) */
 };
 
 /* What says a file changed: its identity, size and times. */
@@ -116,6 +131,7 @@ enum sjob_kind {
 	SJOB_READ,  /* a request's block */
 	SJOB_AHEAD, /* the block after it */
 	SJOB_CLOSE, /* a descriptor (a request's fs/close, or nobody's) */
+	SJOB_WRITE, /* a request's block, written (req->data) */
 };
 
 /* The work a worker does (fields but work and the results are set before submit). */
@@ -132,7 +148,7 @@ struct sjob {
 	/* Results. */
 	size_t got; /* bytes read */
 	bool eof;
-	int err; /* READ: the read failed (errno) */
+	int err; /* READ, WRITE: the read or write failed (errno) */
 	bool ok; /* AHEAD: buf holds [off, off + got) */
 };
 
@@ -143,6 +159,7 @@ struct cd_fs_streams {
 	size_t n_handles;
 	struct sreq *head, *tail;
 	size_t n;
+	size_t wbytes;	   /* fs/writeBlock data queued */
 	bool held;	   /* input held back: the queue was full */
 	bool replying;	   /* an answer is being written: nothing else starts */
 	struct sjob *busy; /* the job on a worker, or NULL */
@@ -223,6 +240,10 @@ static void sreq_free(struct cd_fs_streams *st, struct sreq *q)
 	unref(st->server, q->h);
 	free(q->id);
 	free(q->msg);
+	if (q->data) {
+		free(q->data);
+		cd_mem_release(CD_MEM_FILES, q->len);
+	}
 	free(q);
 }
 
@@ -308,6 +329,21 @@ static int64_t ms_of(int64_t sec, uint32_t nsec)
 	return sec * 1000 + nsec / 1000000;
 }
 
+/* pwrite all of buf; -errno on error. */
+static int pwrite_full(int fd, const unsigned char *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pwrite(fd, buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 /* pread until len bytes or EOF; -errno on error. */
 static ssize_t pread_full(int fd, unsigned char *buf, size_t len, uint64_t off)
 {
@@ -357,6 +393,9 @@ static void job_run(struct cd_work *w)
 	case SJOB_CLOSE:
 		/* The descriptor is released whatever close says (Linux). */
 		(void)close(j->fd);
+		return;
+	case SJOB_WRITE:
+		j->err = -pwrite_full(j->fd, j->req->data, j->len, j->off);
 		return;
 	}
 }
@@ -432,7 +471,9 @@ static void enqueue(struct cd_fs_streams *st, struct sreq *q)
 	else
 		st->head = q;
 	st->tail = q;
-	if (++st->n >= STREAM_QUEUE_MAX)
+	if (q->kind == SREQ_WRITE)
+		st->wbytes += q->len;
+	if (++st->n >= STREAM_QUEUE_MAX || st->wbytes >= STREAM_WRITE_BYTES_MAX)
 		st->held = true;
 	pump(st);
 }
@@ -581,6 +622,8 @@ static struct sreq *pop(struct cd_fs_streams *st)
 	if (!st->head)
 		st->tail = NULL;
 	st->n--;
+	if (q->kind == SREQ_WRITE)
+		st->wbytes -= q->len;
 	return q;
 }
 
@@ -597,12 +640,20 @@ static void pump(struct cd_fs_streams *st)
 		struct sreq *q = pop(st);
 		if (q->kind == SREQ_ANSWER) {
 			cd_conn_error(c, q->id, q->code, q->msg);
-		} else if (q->kind == SREQ_READ && q->h->gone) {
+		} else if ((q->kind == SREQ_READ || q->kind == SREQ_WRITE) && q->h->gone) {
 			char *msg = unknown_handle(q->h->id, q->h->id_len);
 			cd_conn_error(c, q->id, CD_RPC_NOT_FOUND, msg);
 			free(msg);
 		} else if (q->kind == SREQ_READ) {
 			start_read(st, q); /* answered at once, or a job runs */
+			continue;
+		} else if (q->kind == SREQ_WRITE) {
+			struct sjob *j = job_new(st, SJOB_WRITE);
+			j->req = q;
+			j->fd = q->h->fd;
+			j->off = q->off;
+			j->len = q->len;
+			job_submit(st->server, j);
 			continue;
 		} else if (!q->h || q->h->gone) {
 			/* fs/close is idempotent. */
@@ -626,7 +677,8 @@ static void pump(struct cd_fs_streams *st)
 		}
 		sreq_free(st, q);
 	}
-	if ((c = st->conn) && !c->freed && st->held && st->n < STREAM_QUEUE_MAX) {
+	if ((c = st->conn) && !c->freed && st->held && st->n < STREAM_QUEUE_MAX &&
+	    st->wbytes < STREAM_WRITE_BYTES_MAX) {
 		st->held = false;
 		cd_conn_schedule_process(c);
 	}
@@ -672,6 +724,14 @@ static void job_done(struct cd_work *w)
 		buf_put(st, j->buf);
 	} else if (j->kind == SJOB_CLOSE) {
 		cd_conn_result(c, q->id, "{}", 2);
+	} else if (j->kind == SJOB_WRITE && !j->err) {
+		cd_conn_result(c, q->id, "{}", 2);
+	} else if (j->kind == SJOB_WRITE) {
+		/* A write error leaves the handle open (reference). */
+		struct cd_fs_res r = { .fd = -1 };
+		cd_fs_res_errno(&r, j->err);
+		cd_conn_error(c, q->id, r.code, r.out.buf ? r.out.buf : "error");
+		cd_strbuf_done(&r.out);
 	} else if (j->err) {
 		/* A read error closes the handle (reference). */
 		struct cd_fs_handle *h = q->h;
@@ -728,18 +788,18 @@ bool cd_fs_stream_open_refused(struct cd_conn *c, const char *id, const char *hi
 	}
 	size_t active = 0;
 	for (size_t i = 0; st && i < st->n_handles; i++)
-		if (!st->handles[i]->at_eof)
+		if (!st->handles[i]->at_eof || st->handles[i]->write)
 			active++;
 	if (active >= FS_MAX_HANDLES) {
 		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "at most 128 file reads may be open per connection");
+			      "at most 128 file handles may be open per connection");
 		return true;
 	}
 	return false;
 }
 
 void cd_fs_stream_open_finish(struct cd_conn *c, const char *id, const char *hid, size_t len,
-			      int fd)
+			      int fd, bool write)
 {
 	/* Checked again: opens queued beside this one may have taken the id or the room. */
 	if (cd_fs_stream_open_refused(c, id, hid, len)) {
@@ -767,6 +827,7 @@ void cd_fs_stream_open_finish(struct cd_conn *c, const char *id, const char *hid
 	memcpy(h->id, hid, len);
 	h->id_len = len;
 	h->fd = fd;
+	h->write = write;
 	h->listed = true;
 	h->refs = 1; /* the table's */
 	st->handles[st->n_handles++] = h;
@@ -817,6 +878,26 @@ void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *p
 	enqueue(c->fs_streams, q);
 }
 
+void cd_fs_stream_write(struct cd_conn *c, const char *id, const char *hid, size_t len,
+			uint64_t off, unsigned char *data, size_t n)
+{
+	struct cd_fs_handle *h = find(c->fs_streams, hid, len);
+	if (!h) {
+		free(data);
+		answer_error(c, id, CD_RPC_NOT_FOUND, unknown_handle(hid, len));
+		return;
+	}
+	struct sreq *q = cd_xcalloc(1, sizeof(*q));
+	q->kind = SREQ_WRITE;
+	q->id = cd_xstrdup(id);
+	q->h = ref(h);
+	q->off = off;
+	q->len = n;
+	q->data = data;
+	cd_mem_charge(CD_MEM_FILES, n);
+	enqueue(c->fs_streams, q);
+}
+
 void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	const struct cd_json *hid;
@@ -841,6 +922,11 @@ void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params
 		q->h = h;
 	}
 	enqueue(st, q);
+}
+
+void cd_fs_stream_error(struct cd_conn *c, const char *id, int code, char *msg)
+{
+	answer_error(c, id, code, msg);
 }
 
 bool cd_fs_stream_busy(const struct cd_conn *c)

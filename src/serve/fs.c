@@ -71,7 +71,7 @@
 
 /* ---- request decoding ---------------------------------------------------- */
 
-static int get_path(const struct cd_json *params, const char *key, char **ret, char **err)
+int cd_fs_get_path(const struct cd_json *params, const char *key, char **ret, char **err)
 {
 	const struct cd_json *v;
 	if (cd_param_string(params, key, key, true, false, &v, err) < 0)
@@ -227,11 +227,17 @@ static struct fs_job *job_new(struct cd_conn *c, const char *id)
 static const char *job_method(const struct fs_job *j)
 {
 	static const char *const names[CD_FS_OP_COUNT] = {
-		[CD_FS_READ_FILE] = "fs/readFile",     [CD_FS_OPEN] = "fs/open",
-		[CD_FS_WRITE_FILE] = "fs/writeFile",   [CD_FS_MKDIR] = "fs/createDirectory",
-		[CD_FS_METADATA] = "fs/getMetadata",   [CD_FS_CANONICALIZE] = "fs/canonicalize",
-		[CD_FS_READ_DIR] = "fs/readDirectory", [CD_FS_WALK] = "fs/walk",
-		[CD_FS_REMOVE] = "fs/remove",	       [CD_FS_COPY] = "fs/copy",
+		[CD_FS_READ_FILE] = "fs/readFile",
+		[CD_FS_OPEN] = "fs/open",
+		[CD_FS_OPEN_WRITE] = "fs/open",
+		[CD_FS_WRITE_FILE] = "fs/writeFile",
+		[CD_FS_MKDIR] = "fs/createDirectory",
+		[CD_FS_METADATA] = "fs/getMetadata",
+		[CD_FS_CANONICALIZE] = "fs/canonicalize",
+		[CD_FS_READ_DIR] = "fs/readDirectory",
+		[CD_FS_WALK] = "fs/walk",
+		[CD_FS_REMOVE] = "fs/remove",
+		[CD_FS_COPY] = "fs/copy",
 	};
 	if (j->method)
 		return "deferred"; /* an fs/readBlock or fs/close behind its fs/open */
@@ -640,18 +646,20 @@ static void job_reply(struct cd_conn *c, struct fs_job *j)
 {
 	if (j->answered) {
 		/* fs/readFile: the worker wrote it. */
-	} else if (j->q.op == CD_FS_OPEN && !j->r.code) {
-		cd_fs_stream_open_finish(c, j->id, j->hid, j->hid_len, j->r.fd);
+	} else if ((j->q.op == CD_FS_OPEN || j->q.op == CD_FS_OPEN_WRITE) && !j->r.code) {
+		cd_fs_stream_open_finish(c, j->id, j->hid, j->hid_len, j->r.fd,
+					 j->q.op == CD_FS_OPEN_WRITE);
 		j->r.fd = -1;
 	} else {
 		reply_res(c, j->id, &j->r);
 	}
 }
 
-/* A job that is not offloaded (an fs/readBlock or fs/close behind its fs/open), at its turn. */
+/* A job that is not offloaded (a block or close request behind its fs/open), at its turn. */
 static void run_on_loop(struct cd_conn *c, struct fs_job *j)
 {
-	static const struct cd_json_limits lim = { .max_bytes = 4096, .max_values = 16 };
+	/* An fs/writeBlock's params hold its chunk (fs-write.c). */
+	static const struct cd_json_limits lim = { .max_bytes = 2u << 20, .max_values = 16 };
 	struct cd_json *v = NULL;
 	struct cd_json_error jerr;
 	memset(&jerr, 0, sizeof(jerr));
@@ -899,8 +907,8 @@ static void enqueue(struct cd_conn *c, struct fs_job *j)
  * Queue a decoded request (takes q); performed when nothing is before it.
  * With a sandbox context (in params), the request's tree is taken along.
  */
-static void submit(struct cd_conn *c, const char *id, struct cd_fs_req *q,
-		   const struct cd_json *params, const char *hid, size_t hid_len)
+void cd_fs_submit(struct cd_conn *c, const char *id, struct cd_fs_req *q,
+		  const struct cd_json *params, const char *hid, size_t hid_len)
 {
 	struct cd_server *s = c->server;
 	const struct cd_json *sandbox = cd_json_get(params, "sandbox");
@@ -1041,33 +1049,33 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		goto invalid;
 	switch (op) {
 	case CD_FS_COPY:
-		if (get_path(params, "sourcePath", &q.path, &err) < 0 ||
-		    get_path(params, "destinationPath", &q.dest, &err) < 0 ||
+		if (cd_fs_get_path(params, "sourcePath", &q.path, &err) < 0 ||
+		    cd_fs_get_path(params, "destinationPath", &q.dest, &err) < 0 ||
 		    cd_param_bool(params, "recursive", "recursive", true, false, &q.recursive,
 				  &err) < 0)
 			goto invalid;
 		break;
 	case CD_FS_WRITE_FILE:
-		if (get_path(params, "path", &q.path, &err) < 0 ||
+		if (cd_fs_get_path(params, "path", &q.path, &err) < 0 ||
 		    cd_param_string(params, "dataBase64", "dataBase64", true, false, &v, &err) < 0)
 			goto invalid;
 		/* Decoded on the worker (job_run), in the connection's order. */
 		break;
 	case CD_FS_MKDIR:
-		if (get_path(params, "path", &q.path, &err) < 0 ||
+		if (cd_fs_get_path(params, "path", &q.path, &err) < 0 ||
 		    cd_param_bool(params, "recursive", "recursive", false, true, &q.recursive,
 				  &err) < 0)
 			goto invalid;
 		break;
 	case CD_FS_REMOVE:
-		if (get_path(params, "path", &q.path, &err) < 0 ||
+		if (cd_fs_get_path(params, "path", &q.path, &err) < 0 ||
 		    cd_param_bool(params, "recursive", "recursive", false, true, &q.recursive,
 				  &err) < 0 ||
 		    cd_param_bool(params, "force", "force", false, true, &q.force, &err) < 0)
 			goto invalid;
 		break;
 	case CD_FS_WALK: {
-		if (get_path(params, "path", &q.path, &err) < 0)
+		if (cd_fs_get_path(params, "path", &q.path, &err) < 0)
 			goto invalid;
 		const struct cd_json *o = cd_json_get(params, "options");
 		if (!o) {
@@ -1100,16 +1108,17 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 	}
 	case CD_FS_READ_FILE:
 	case CD_FS_OPEN:
+	case CD_FS_OPEN_WRITE:
 	case CD_FS_METADATA:
 	case CD_FS_CANONICALIZE:
 	case CD_FS_READ_DIR:
-		if (get_path(params, "path", &q.path, &err) < 0)
+		if (cd_fs_get_path(params, "path", &q.path, &err) < 0)
 			goto invalid;
 		break;
 	case CD_FS_OP_COUNT:
 		abort();
 	}
-	submit(c, id, &q, params, NULL, 0);
+	cd_fs_submit(c, id, &q, params, NULL, 0);
 	goto out;
 invalid:
 	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
@@ -1134,33 +1143,7 @@ FS_HANDLER(cd_fs_walk, CD_FS_WALK)
 FS_HANDLER(cd_fs_remove, CD_FS_REMOVE)
 FS_HANDLER(cd_fs_copy, CD_FS_COPY)
 
-/* ---- streaming reads (fs-stream.c) ------------------------------------ */
-
-void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
-{
-	struct cd_fs_req q = { .op = CD_FS_OPEN };
-	const struct cd_json *hid;
-	char *err = NULL;
-
-	if (cd_param_object(params, "params", &err) < 0 ||
-	    cd_param_string(params, "handleId", "handleId", true, false, &hid, &err) < 0 ||
-	    get_path(params, "path", &q.path, &err) < 0) {
-		cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
-		goto out;
-	}
-	if (hid->u.str.len > FS_MAX_HANDLE_ID) {
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "file handle ID must not exceed 32 bytes");
-		goto out;
-	}
-	if (cd_fs_stream_open_refused(c, id, hid->u.str.s, hid->u.str.len))
-		goto out;
-	/* Opened inside the confinement (when there is one), read outside. */
-	submit(c, id, &q, params, hid->u.str.s, hid->u.str.len);
-out:
-	free(err);
-	cd_fs_req_done(&q);
-}
+/* ---- streaming (fs-stream.c, fs-write.c) ---------------------------- */
 
 /*
  * An fs/readBlock or fs/close of this handle waits in c's queue behind its
@@ -1169,18 +1152,38 @@ out:
 static bool queued_for(struct cd_conn *c, const char *hid, size_t len, bool deferred_only)
 {
 	for (struct fs_job *j = c->fs_queue ? c->fs_queue->head : NULL; j; j = j->next)
-		if ((j->method || (!deferred_only && j->q.op == CD_FS_OPEN)) && j->hid_len == len &&
-		    !memcmp(j->hid, hid, len))
+		if ((j->method ||
+		     (!deferred_only && (j->q.op == CD_FS_OPEN || j->q.op == CD_FS_OPEN_WRITE))) &&
+		    j->hid_len == len && !memcmp(j->hid, hid, len))
 			return true;
 	return false;
 }
 
 /*
- * fs/readBlock and fs/close of a handle whose fs/open is still queued wait
- * behind it (a client may pipeline them), and so do the later ones while
- * those wait; on any other handle they go to the connection's stream queue
- * (fs-stream.c) at once, whatever its fs queue holds. True when queued.
+ * fs/readBlock, fs/writeBlock and fs/close of a handle whose fs/open is
+ * still queued wait behind it (a client may pipeline them), and so do the
+ * later ones while those wait; on any other handle they go to the
+ * connection's stream queue (fs-stream.c) at once, whatever its fs queue
+ * holds.
  */
+bool cd_fs_open_queued(struct cd_conn *c, const char *hid, size_t len)
+{
+	/* Open: only behind those of it still waiting (the open was answered). */
+	return c->fs_queue && queued_for(c, hid, len, cd_fs_stream_exists(c, hid, len));
+}
+
+void cd_fs_defer(struct cd_conn *c, const char *id, const char *hid, size_t len,
+		 void (*fn)(struct cd_conn *, const char *, const struct cd_json *), char *text)
+{
+	struct fs_job *j = job_new(c, id);
+	j->method = fn;
+	j->params = text;
+	j->bytes = strlen(text); /* an fs/writeBlock's chunk counts against the queue's cap */
+	memcpy(j->hid, hid, len);
+	j->hid_len = len;
+	enqueue(c, j);
+}
+
 static bool defer_behind_open(struct cd_conn *c, const char *id, const struct cd_json *params,
 			      fs_method_fn fn, bool block)
 {
@@ -1192,9 +1195,7 @@ static bool defer_behind_open(struct cd_conn *c, const char *id, const struct cd
 	    (block && (cd_fs_param_u64(params, "offset", &off, &err) < 0 ||
 		       cd_fs_param_u64(params, "len", &len, &err) < 0)) ||
 	    hid->u.str.len > FS_MAX_HANDLE_ID ||
-	    /* Open: only behind those of it still waiting (the open was answered). */
-	    !queued_for(c, hid->u.str.s, hid->u.str.len,
-			cd_fs_stream_exists(c, hid->u.str.s, hid->u.str.len))) {
+	    !cd_fs_open_queued(c, hid->u.str.s, hid->u.str.len)) {
 		free(err);
 		return false;
 	}
@@ -1205,12 +1206,7 @@ static bool defer_behind_open(struct cd_conn *c, const char *id, const struct cd
 		cd_strbuf_printf(&sb, ",\"offset\":%llu,\"len\":%llu", (unsigned long long)off,
 				 (unsigned long long)len);
 	cd_strbuf_append_c(&sb, '}');
-	struct fs_job *j = job_new(c, id);
-	j->method = fn;
-	j->params = cd_strbuf_steal(&sb);
-	memcpy(j->hid, hid->u.str.s, hid->u.str.len);
-	j->hid_len = hid->u.str.len;
-	enqueue(c, j);
+	cd_fs_defer(c, id, hid->u.str.s, hid->u.str.len, fn, cd_strbuf_steal(&sb));
 	return true;
 }
 

@@ -28,14 +28,17 @@ void cd_fs_read_directory(struct cd_conn *c, const char *id, const struct cd_jso
 void cd_fs_walk(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_remove(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_copy(struct cd_conn *c, const char *id, const struct cd_json *params);
+/* fs/open, with its modes, and fs/writeBlock: fs-write.c. */
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params);
+void cd_fs_write_block(struct cd_conn *c, const char *id, const struct cd_json *params);
+void cd_fs_write_block_in_order(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params);
 /* fs/readBlock and fs/close, behind an fs/open of the same handle that is still queued. */
 void cd_fs_read_block_in_order(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_close_in_order(struct cd_conn *c, const char *id, const struct cd_json *params);
 /*
- * Close every open read handle of the connection (it ends) and drop its fs
+ * Close every open file handle of the connection (it ends) and drop its fs
  * requests: the running one's answer is discarded, the queued ones are not
  * performed.
  */

@@ -854,6 +854,7 @@ static const struct {
 	{ "fs/open", "filesystem", cd_fs_open },
 	{ "fs/readBlock", "filesystem", cd_fs_read_block_in_order },
 	{ "fs/close", "filesystem", cd_fs_close_in_order },
+	{ "fs/writeBlock", "filesystem", cd_fs_write_block_in_order },
 };
 
 /* Requests handled, per entry of methods[] (loop thread only). */

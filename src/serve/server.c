@@ -783,7 +783,8 @@ static char *build_env_info(void)
 	cd_strbuf_append(&sb, "],\"tempDir\":");
 	cd_json_write_path_uri(&sb, tmp);
 	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":false,"
-			      "\"sandboxedFileStreaming\":true}}");
+			      "\"sandboxedFileStreaming\":true,"
+			      "\"fileWriteStreaming\":true}}");
 	return cd_strbuf_steal(&sb);
 }
 

@@ -85,6 +85,22 @@ START_TEST(test_flaw_descriptors)
 	ck_assert_ptr_nonnull(cd_fs_res_flaw(&read, &r));
 	r = res(0, NULL, -1);
 	ck_assert_str_eq(cd_fs_res_flaw(&read, &r), "a read without its file");
+	/* fs/open "replace": a regular file open for writing only, nothing else. */
+	struct cd_fs_req wopen = { .op = CD_FS_OPEN_WRITE };
+	int reg_wo = open(fdp, O_WRONLY);
+	ck_assert_int_ge(reg_wo, 0);
+	r = res(0, NULL, reg_wo);
+	ck_assert_ptr_null(cd_fs_res_flaw(&wopen, &r));
+	ck_assert_str_eq(cd_fs_res_flaw(&read, &r),
+			 "a descriptor that is not a regular file open for reading");
+	r = res(0, NULL, reg_ro);
+	ck_assert_str_eq(cd_fs_res_flaw(&wopen, &r),
+			 "a descriptor that is not a regular file open for writing");
+	r = res(0, NULL, f); /* O_RDWR: the server could read what a sandbox may only write */
+	ck_assert_ptr_nonnull(cd_fs_res_flaw(&wopen, &r));
+	r = res(0, NULL, p[1]);
+	ck_assert_ptr_nonnull(cd_fs_res_flaw(&wopen, &r));
+	close(reg_wo);
 	close(p[0]);
 	close(p[1]);
 	close(ro);
