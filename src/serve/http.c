@@ -396,13 +396,15 @@ static const char *addr_refusal(const struct cd_server *s, const struct sockaddr
 	}
 	if (why)
 		return why;
-	if (s->opts.listen == CD_LISTEN_WS) {
-		const struct sockaddr *l = (const struct sockaddr *)&s->opts.ws_addr;
-		if ((l->sa_family == AF_INET || l->sa_family == AF_INET6) &&
-		    port_of(l) == port_of(sa) &&
-		    (same_addr(l, sa) || (is_wildcard(l) && is_local(sa))))
-			return "this server's own listening address";
-	}
+	/* The address bound (the options may say port 0). */
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	const struct sockaddr *l = (const struct sockaddr *)&ss;
+	if (s->opts.listen == CD_LISTEN_WS && s->listen_fd >= 0 &&
+	    getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) == 0 &&
+	    (l->sa_family == AF_INET || l->sa_family == AF_INET6) && port_of(l) == port_of(sa) &&
+	    (same_addr(l, sa) || (is_wildcard(l) && is_local(sa))))
+		return "this server's own listening address";
 	return NULL;
 }
 
@@ -410,11 +412,39 @@ static const char *addr_refusal(const struct cd_server *s, const struct sockaddr
 
 /* ---- without libcurl: decode, then refuse ---- */
 
+/* Without a URL parser: the scheme (RFC 3986), which must be http or https. */
+static int check_scheme(const struct cd_json *url, char **err)
+{
+	const char *u = url->u.str.s;
+	size_t n = 0;
+	while ((u[n] >= 'a' && u[n] <= 'z') || (u[n] >= 'A' && u[n] <= 'Z') ||
+	       (n > 0 && ((u[n] >= '0' && u[n] <= '9') || u[n] == '+' || u[n] == '-' ||
+			  u[n] == '.')))
+		n++;
+	if (n == 0 || u[n] != ':') {
+		*err = cd_xstrdup("http/request url is invalid: relative URL without a base");
+		return -EINVAL;
+	}
+	char *scheme = cd_xstrndup(u, n);
+	for (size_t i = 0; i < n; i++)
+		if (scheme[i] >= 'A' && scheme[i] <= 'Z')
+			scheme[i] = (char)(scheme[i] - 'A' + 'a');
+	if (!cd_streq(scheme, "http") && !cd_streq(scheme, "https")) {
+		*err = cd_xasprintf("http/request only supports http and https URLs, got %s",
+				    scheme);
+		free(scheme);
+		return -EINVAL;
+	}
+	free(scheme);
+	return 0;
+}
+
 void cd_http_request(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
 	struct http_params p;
 	char *err = NULL;
-	if (decode_params(params, &p, &err) < 0 || check_headers(p.headers, &err) < 0) {
+	if (decode_params(params, &p, &err) < 0 || check_scheme(p.url, &err) < 0 ||
+	    check_headers(p.headers, &err) < 0) {
 		invalid(c, id, err);
 		return;
 	}
