@@ -418,8 +418,8 @@ static int check_scheme(const struct cd_json *url, char **err)
 	const char *u = url->u.str.s;
 	size_t n = 0;
 	while ((u[n] >= 'a' && u[n] <= 'z') || (u[n] >= 'A' && u[n] <= 'Z') ||
-	       (n > 0 && ((u[n] >= '0' && u[n] <= '9') || u[n] == '+' || u[n] == '-' ||
-			  u[n] == '.')))
+	       (n > 0 &&
+		((u[n] >= '0' && u[n] <= '9') || u[n] == '+' || u[n] == '-' || u[n] == '.')))
 		n++;
 	if (n == 0 || u[n] != ':') {
 		*err = cd_xstrdup("http/request url is invalid: relative URL without a base");
