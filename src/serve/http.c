@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #endif
 
+#include "serve/budget.h"
 #include "serve/http.h"
 #include "serve/intent.h"
 #include "serve/server.h"
@@ -488,8 +489,13 @@ struct http_req {
 	bool too_big;	/* a buffered body went over CD_HTTP_MAX_BODY */
 	bool head_big;	/* the headers went over CD_HTTP_MAX_HEADERS */
 	long status;
-	struct cd_strbuf headers; /* the JSON array's members so far */
+	struct cd_strbuf hraw; /* the header block being read: lower-case names and values */
+	struct {
+		size_t name, name_len, value, value_len; /* offsets into hraw */
+	} hdr[CD_HTTP_MAX_HEADER_COUNT];
+	unsigned n_hdr;
 	size_t header_bytes;
+	size_t mem;	    /* charged to the memory budget (buf) */
 	unsigned char *buf; /* body bytes not sent yet (owned) */
 	size_t len, cap;
 	uint64_t seq; /* deltas sent */
@@ -525,7 +531,8 @@ static void free_req(struct http_req *r)
 	curl_url_cleanup(r->curlu);
 	curl_slist_free_all(r->slist);
 	curl_free(r->url);
-	cd_strbuf_done(&r->headers);
+	cd_strbuf_done(&r->hraw);
+	cd_mem_set(CD_MEM_FILES, &r->mem, 0);
 	free(r->buf);
 	free(r->body);
 	free(r->id);
@@ -540,14 +547,51 @@ static void queue(struct cd_conn *c, struct cd_strbuf *sb)
 	cd_conn_kick(c);
 }
 
+static bool same_name(const struct http_req *r, unsigned i, unsigned j)
+{
+	return r->hdr[i].name_len == r->hdr[j].name_len &&
+	       memcmp(r->hraw.buf + r->hdr[i].name, r->hraw.buf + r->hdr[j].name,
+		      r->hdr[i].name_len) == 0;
+}
+
+/*
+ * The headers as a JSON array, grouped by name in the order each name
+ * first came, each name's values in order: as the reference server's
+ * header map lists them.
+ */
+static void append_headers(struct cd_strbuf *sb, const struct http_req *r)
+{
+	bool first = true;
+	cd_strbuf_append_c(sb, '[');
+	for (unsigned i = 0; i < r->n_hdr; i++) {
+		bool seen = false;
+		for (unsigned j = 0; j < i && !seen; j++)
+			seen = same_name(r, i, j);
+		if (seen)
+			continue;
+		for (unsigned k = i; k < r->n_hdr; k++) {
+			if (!same_name(r, i, k))
+				continue;
+			cd_strbuf_append(sb, first ? "{\"name\":" : ",{\"name\":");
+			first = false;
+			cd_strbuf_append_json_string(sb, r->hraw.buf + r->hdr[k].name,
+						     r->hdr[k].name_len);
+			cd_strbuf_append(sb, ",\"value\":");
+			cd_strbuf_append_json_string(sb, r->hraw.buf + r->hdr[k].value,
+						     r->hdr[k].value_len);
+			cd_strbuf_append_c(sb, '}');
+		}
+	}
+	cd_strbuf_append_c(sb, ']');
+}
+
 /* {"status":N,"headers":[...],"bodyBase64":"<body>"} as the request's result. */
 static void send_result(struct http_req *r, const unsigned char *body, size_t n)
 {
 	struct cd_strbuf sb = { 0 };
-	cd_strbuf_printf(&sb, "{\"status\":%ld,\"headers\":[", r->status);
-	if (r->headers.len)
-		cd_strbuf_append_n(&sb, r->headers.buf, r->headers.len);
-	cd_strbuf_append(&sb, "],\"bodyBase64\":\"");
+	cd_strbuf_printf(&sb, "{\"status\":%ld,\"headers\":", r->status);
+	append_headers(&sb, r);
+	cd_strbuf_append(&sb, ",\"bodyBase64\":\"");
 	cd_strbuf_reserve(&sb, cd_base64_encoded_len(n) + 3);
 	sb.len += cd_base64_encode(body, n, sb.buf + sb.len);
 	cd_strbuf_append(&sb, "\"}");
@@ -601,6 +645,7 @@ static bool append_body(struct http_req *r, const char *p, size_t n)
 	}
 	memcpy(r->buf + r->len, p, n);
 	r->len += n;
+	cd_mem_set(CD_MEM_FILES, &r->mem, r->cap);
 	return true;
 }
 
@@ -687,7 +732,8 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *data)
 		return n; /* trailers */
 	if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
 		/* A new response: an interim one's (1xx) or a followed redirect's go. */
-		r->headers.len = 0;
+		r->hraw.len = 0;
+		r->n_hdr = 0;
 		r->header_bytes = 0;
 		r->location = false;
 		return n;
@@ -724,18 +770,19 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *data)
 	/* Values that are not UTF-8 are left out, as the reference server does. */
 	if (!valid_utf8((const unsigned char *)v, (size_t)(end - v)))
 		return n;
-	char name[256];
-	if (nlen >= sizeof(name))
-		return n;
+	if (r->n_hdr == CD_HTTP_MAX_HEADER_COUNT) {
+		r->head_big = true;
+		return 0;
+	}
+	r->hdr[r->n_hdr].name = r->hraw.len;
+	r->hdr[r->n_hdr].name_len = nlen;
 	for (size_t i = 0; i < nlen; i++)
-		name[i] = (char)((p[i] >= 'A' && p[i] <= 'Z') ? p[i] - 'A' + 'a' : p[i]);
-	if (r->headers.len)
-		cd_strbuf_append_c(&r->headers, ',');
-	cd_strbuf_append(&r->headers, "{\"name\":");
-	cd_strbuf_append_json_string(&r->headers, name, nlen);
-	cd_strbuf_append(&r->headers, ",\"value\":");
-	cd_strbuf_append_json_string(&r->headers, v, (size_t)(end - v));
-	cd_strbuf_append_c(&r->headers, '}');
+		cd_strbuf_append_c(&r->hraw,
+				   (char)((p[i] >= 'A' && p[i] <= 'Z') ? p[i] - 'A' + 'a' : p[i]));
+	r->hdr[r->n_hdr].value = r->hraw.len;
+	r->hdr[r->n_hdr].value_len = (size_t)(end - v);
+	cd_strbuf_append_n(&r->hraw, v, (size_t)(end - v));
+	r->n_hdr++;
 	return n;
 }
 
@@ -791,13 +838,16 @@ static void on_done(struct http_req *r, CURLcode res)
 	} else if (r->head_big) {
 		cd_strbuf_printf(&sb,
 				 "http/request failed: the response headers are over cordon "
-				 "serve's %u KiB limit",
-				 CD_HTTP_MAX_HEADERS >> 10);
+				 "serve's limits (%u KiB, %u headers)",
+				 CD_HTTP_MAX_HEADERS >> 10, CD_HTTP_MAX_HEADER_COUNT);
 	} else if (r->head_done && !r->stream) {
 		cd_strbuf_append(&sb, "failed to read http/request response body: error decoding "
 				      "response body");
 	} else if (res == CURLE_TOO_MANY_REDIRECTS) {
 		cd_strbuf_append(&sb, "http/request failed: too many redirects");
+	} else if (res == CURLE_OPERATION_TIMEDOUT && !r->refused[0]) {
+		/* One of the reference server's two wordings of it (the other is below). */
+		cd_strbuf_append(&sb, "http/request failed: route-aware request timed out");
 	} else {
 		cd_strbuf_printf(&sb, "http/request failed: error sending request for url (%s)",
 				 r->url);

@@ -39,6 +39,8 @@ struct cd_server;
 #define CD_HTTP_MAX_DELTA (1024u * 1024)
 /* The response headers (all lines of the final response) may take this many bytes. */
 #define CD_HTTP_MAX_HEADERS (256u * 1024)
+/* And at most this many header lines. */
+#define CD_HTTP_MAX_HEADER_COUNT 256
 /* Redirects followed at most (then "too many redirects"). */
 #define CD_HTTP_MAX_REDIRECTS 10
 
