@@ -51,6 +51,8 @@ class Origin:
     def __init__(self):
         self.requests = 0
         self.release = threading.Event()
+        self.hold = threading.Event()
+        self.held = 0
         self.gates = [threading.Event() for _ in range(3)]
         self.huge_sent = 0
         self.lock = threading.Lock()
@@ -100,6 +102,13 @@ class Origin:
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(word), word))
                         self.wfile.flush()
                     self.wfile.write(b"0\r\n\r\n")
+                elif p == "/hold":
+                    with origin.lock:
+                        origin.held += 1
+                    origin.hold.wait(120)
+                    self.reply(200, b"held")
+                elif p == "/over":
+                    self.reply(200, b"o" * (16 * 1024 * 1024 + 1))
                 elif p == "/big":
                     self.reply(200, BIG_BODY)
                 elif p == "/huge":
@@ -453,6 +462,32 @@ def policy():
     ns.stop()
 
 
+def limits():
+    """16 requests in flight per connection; a buffered body of at most 16 MiB."""
+    s = Server(args=ALLOW)
+    s.handshake()
+    ids = [s.send_request("http/request", {"method": "GET", "url": BASE + "/hold",
+                                           "requestId": "h%d" % i}) for i in range(16)]
+    r = req(s, BASE + "/echo")
+    t.ok(err_code(r) == -32603 and err_msg(r) == "http/request failed: this connection has "
+         "16 requests in flight, cordon serve's limit", "a 17th request in flight: -32603", r)
+    origin.hold.set()
+    answers = [s.wait_id(i) for i in ids]
+    t.ok(all((a or {}).get("result", {}).get("status") == 200 for a in answers),
+         "the 16 are answered once the origin lets them go")
+    r = req(s, BASE + "/echo")
+    t.ok((r.get("result") or {}).get("status") == 201, "then the next one goes", r)
+    r = req(s, BASE + "/over")
+    t.ok(err_code(r) == -32603 and err_msg(r).startswith(
+         "failed to read http/request response body: the body is over cordon serve's 16 MiB"),
+         "a buffered body over 16 MiB fails the request", r)
+    r = req(s, BASE + "/over", rid="o", streamResponse=True)
+    got = deltas(s, "o")
+    t.ok(sum(len(base64.b64decode(d["deltaBase64"])) for d in got) == 16 * 1024 * 1024 + 1,
+         "streamed, the same body comes whole")
+    s.stop()
+
+
 def vm_rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -528,6 +563,7 @@ for loop in ("epoll", "poll"):
     parity(s, loop)
     s.stop()
 policy()
+limits()
 back_pressure()
 origin.release.set()
 t.done()
