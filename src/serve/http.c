@@ -488,6 +488,7 @@ struct http_req {
 	bool paused;	/* the transfer was paused for back-pressure */
 	bool too_big;	/* a buffered body went over CD_HTTP_MAX_BODY */
 	bool head_big;	/* the headers went over CD_HTTP_MAX_HEADERS */
+	bool finished;	/* libcurl is done with it: freed by the next sweep */
 	long status;
 	struct cd_strbuf hraw; /* the header block being read: lower-case names and values */
 	struct {
@@ -861,25 +862,35 @@ static void on_done(struct http_req *r, CURLcode res)
 
 static void resume_paused(void);
 
-/* After every libcurl call: finished transfers, partial bodies, dead requests. */
+/*
+ * After every libcurl call: finished transfers, partial bodies, then dead
+ * requests. Answering may end a connection (a failed write), whose
+ * requests are then only marked (conn NULL): nothing is freed until the
+ * sweep at the end, outside every libcurl call and every walk of the list.
+ */
 static void after_curl(void)
 {
 	CURLMsg *m;
 	int left;
+	H.in_curl++;
 	while ((m = curl_multi_info_read(H.multi, &left))) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		struct http_req *r = NULL;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
 		on_done(r, m->data.result);
-		free_req(r);
+		r->finished = true;
 	}
+	for (struct http_req *r = H.reqs; r; r = r->next)
+		if (r->conn && r->stream && !r->finished)
+			flush_deltas(r);
+	H.in_curl--;
+	if (H.in_curl)
+		return; /* the outermost call sweeps */
 	for (struct http_req *r = H.reqs, *next; r; r = next) {
 		next = r->next;
-		if (!r->conn)
+		if (!r->conn || r->finished)
 			free_req(r);
-		else if (r->stream)
-			flush_deltas(r);
 	}
 	if (H.resume) {
 		H.resume = false;
@@ -893,8 +904,7 @@ static void socket_action(curl_socket_t fd, int ev)
 	H.in_curl++;
 	curl_multi_socket_action(H.multi, fd, ev, &running);
 	H.in_curl--;
-	if (!H.in_curl)
-		after_curl();
+	after_curl();
 }
 
 static void on_fd(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
@@ -1209,7 +1219,7 @@ void cd_http_conn_release(struct cd_conn *c)
 static void resume_paused(void)
 {
 	for (struct http_req *r = H.reqs; r; r = r->next) {
-		if (!r->paused || !r->conn || r->conn->output_paused)
+		if (!r->paused || !r->conn || r->finished || r->conn->output_paused)
 			continue;
 		r->paused = false;
 		cd_testhook_event("http-resumed rid=%.*s", (int)r->rid_len, r->rid);
@@ -1217,8 +1227,7 @@ static void resume_paused(void)
 		curl_easy_pause(r->easy, CURLPAUSE_CONT);
 		H.in_curl--;
 	}
-	if (!H.in_curl)
-		after_curl();
+	after_curl();
 }
 
 void cd_http_conn_paused(struct cd_conn *c, bool paused)
