@@ -45,6 +45,8 @@ enum {
 	OPT_DETACHED_OUTPUT,
 	OPT_RETENTION,
 	OPT_DURABLE_WRITES,
+	OPT_ALLOW_HTTP_REQUEST,
+	OPT_HTTP_ALLOW_LOOPBACK,
 };
 
 const struct cd_cli_opt cd_serve_options[] = {
@@ -72,6 +74,8 @@ const struct cd_cli_opt cd_serve_options[] = {
 	{ "detached-output", 0, true, OPT_DETACHED_OUTPUT },
 	{ "retention", 0, true, OPT_RETENTION },
 	{ "durable-writes", 0, false, OPT_DURABLE_WRITES },
+	{ "allow-http-request", 0, false, OPT_ALLOW_HTTP_REQUEST },
+	{ "http-allow-loopback", 0, false, OPT_HTTP_ALLOW_LOOPBACK },
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED },
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI },
 	{ NULL, 0, false, 0 },
@@ -92,6 +96,7 @@ static void serve_help(void)
 	       "                    [--stall-timeout TIME] [--pid-file FILE]\n"
 	       "                    [--allow-degraded=FEATURE] [--min-landlock-abi N]\n"
 	       "                    [--default-limits LIST] [--max-limits LIST]\n"
+	       "                    [--allow-http-request [--http-allow-loopback]]\n"
 	       "                    [-v]\n"
 	       "\n"
 	       "Serve the Codex exec-server protocol: JSON-RPC (without the \"jsonrpc\"\n"
@@ -104,8 +109,10 @@ static void serve_help(void)
 	       "Methods: initialize (then the initialized notification), environment/info,\n"
 	       "environment/status, cordon/status (the server's memory budget, connections,\n"
 	       "processes and descriptors), process/start, process/read (long poll with\n"
-	       "waitMs), process/write, process/signal, process/terminate, fs/*.\n"
-	       "Notifications: process/output, process/exited, process/closed. Closed\n"
+	       "waitMs), process/write, process/signal, process/terminate, fs/*,\n"
+	       "http/request (only with --allow-http-request).\n"
+	       "Notifications: process/output, process/exited, process/closed,\n"
+	       "http/request/bodyDelta. Closed\n"
 	       "processes are kept for 30 s (--retention), and while their session can be\n"
 	       "resumed. See cordon-protocol(7).\n"
 	       "\n"
@@ -171,6 +178,12 @@ static void serve_help(void)
 	       "                          nothing for this long is dropped and its session\n"
 	       "                          detached (default 60s; not stdio)\n"
 	       "  --pid-file FILE         write the server's pid once listening; removed at exit\n"
+	       "  --allow-http-request    serve http/request: HTTP(S) requests made by the\n"
+	       "                          server itself, outside any sandbox, to public\n"
+	       "                          addresses only (loopback, private, link-local and\n"
+	       "                          metadata addresses are refused after DNS, on\n"
+	       "                          redirects too). Off by default: refused (-32603)\n"
+	       "  --http-allow-loopback   with --allow-http-request: loopback addresses too\n"
 	       "  --durable-writes        fs/writeFile and fs/copy fsync each file (and its\n"
 	       "                          directory) before answering\n"
 	       "  --loop epoll|poll       event loop implementation (default epoll; also\n"
@@ -799,6 +812,25 @@ int cd_cmd_serve(int argc, char **argv)
 		case OPT_DURABLE_WRITES:
 			o.durable_writes = true;
 			break;
+		case OPT_ALLOW_HTTP_REQUEST:
+#if defined(CD_HTTP)
+			o.http_allow = true;
+#elif !defined(CD_WEBSOCKET) && defined(CD_HTTP_HELPER)
+			/* libcurl lives in cordon-ws (src/local.mk): it serves the request. */
+			exec_ws_helper(argc, argv);
+			ret = 1;
+			goto out;
+#else
+			fprintf(stderr,
+				"cordon: serve: --allow-http-request: this cordon was built "
+				"without libcurl (configure found no libcurl >= 7.85, or no "
+				"WebSocket helper)\n");
+			goto out;
+#endif
+			break;
+		case OPT_HTTP_ALLOW_LOOPBACK:
+			o.http_allow_loopback = true;
+			break;
 		case OPT_SESSION_TTL:
 		case OPT_RETENTION:
 		case OPT_PING_INTERVAL:
@@ -918,6 +950,10 @@ int cd_cmd_serve(int argc, char **argv)
 		    0)
 			goto out;
 		o.allow_local_group_set = true;
+	}
+	if (o.http_allow_loopback && !o.http_allow) {
+		cd_cli_usage_error(a.cmd, "--http-allow-loopback needs --allow-http-request");
+		goto out;
 	}
 	if (token_file && read_token_file(token_file, &o) < 0)
 		goto out;

@@ -21,6 +21,7 @@ cordon_common_sources = \
 	src/serve/testhook.c src/serve/testhook.h src/serve/budget.c src/serve/budget.h \
 	src/serve/sd-daemon.c src/serve/sd-daemon.h \
 	src/serve/metrics.c src/serve/metrics.h src/serve/status.c src/serve/status.h \
+	src/serve/http.c src/serve/http.h \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h
 cordon_SOURCES = $(cordon_common_sources)
@@ -41,6 +42,12 @@ nodist_cordon_ws_SOURCES = src/builtin-profiles.c
 cordon_ws_CPPFLAGS = $(AM_CPPFLAGS) -DCD_WEBSOCKET
 cordon_ws_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(WS_CFLAGS) -pthread
 cordon_ws_LDADD = $(SANDBOX_LIBS) $(JANSSON_LIBS) $(WS_LIBS)
+# http/request's transfers (src/serve/http.c): libcurl, in this program only.
+if HTTP
+cordon_ws_CPPFLAGS += -DCD_HTTP
+cordon_ws_CFLAGS += $(CURL_CFLAGS)
+cordon_ws_LDADD += $(CURL_LIBS)
+endif
 cordon_ws_LDFLAGS = $(AM_LDFLAGS) -pthread
 else
 EXTRA_DIST += src/serve/ws.c

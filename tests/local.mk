@@ -184,6 +184,7 @@ SERVE_TESTS = \
 	tests/integration/serve-request-id.py \
 	tests/integration/serve-pathuri.py \
 	tests/integration/serve-metrics.py \
+	tests/integration/serve-http.py \
 	tests/integration/serve-codex-parity.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)

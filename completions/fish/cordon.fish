@@ -163,5 +163,7 @@ complete -c cordon -n '__cordon_cmd serve' -l max-memory -x -d 'memory of the wh
 complete -c cordon -n '__cordon_cmd serve' -l detached-output -x -a 'pause drop' -d 'detached output when full'
 complete -c cordon -n '__cordon_cmd serve' -l retention -x -d 'how long exited processes are kept'
 complete -c cordon -n '__cordon_cmd serve' -l durable-writes -d 'fsync fs/ writes'
+complete -c cordon -n '__cordon_cmd serve' -l allow-http-request -d 'serve http/request to public addresses'
+complete -c cordon -n '__cordon_cmd serve' -l http-allow-loopback -d 'http/request may reach loopback too'
 complete -c cordon -n '__cordon_cmd serve' -l allow-degraded -x -a 'protected-metadata pid-isolation deny-masks file-attributes nested-repositories network tasks memory swap cpu inotify-instances inotify-watches' -d 'run without FEATURE'
 complete -c cordon -n '__cordon_cmd serve' -l min-landlock-abi -x -d 'refuse below this Landlock ABI'

@@ -17,6 +17,7 @@
 #include "serve/budget.h"
 #include "serve/fs.h"
 #include "serve/metrics.h"
+#include "serve/http.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
 #include "serve/workq.h"
@@ -301,10 +302,12 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 				c->serial, c->peer, q, cd_mem_used(), cd_mem_limit());
 		}
 		cd_session_pause_output(c->session, true);
+		cd_http_conn_paused(c, true);
 	} else if (c->output_paused && q <= c->out_cap / 2 &&
 		   (!over_budget || q <= QUEUE_FLOOR / 2)) {
 		c->output_paused = false;
 		cd_session_pause_output(c->session, false);
+		cd_http_conn_paused(c, false);
 	}
 	if (c->kind == CD_CONN_STDIO || c->freed)
 		return;
@@ -1557,6 +1560,7 @@ void cd_conn_close(struct cd_conn *c, const char *why)
 	}
 	/* Connection-scoped state (reference 1.7): the fs/open handles go now. */
 	cd_fs_conn_release(c);
+	cd_http_conn_release(c);
 	c->reaper = cd_loop_add_timer(c->server->loop, 0, on_reap, c);
 }
 
@@ -1597,6 +1601,7 @@ void cd_conn_free(struct cd_conn *c)
 	if (c->parsing)
 		c->parsing->conn = NULL;
 	cd_fs_conn_release(c);
+	cd_http_conn_release(c);
 	cd_json_free(c->cur_msg);
 	free(c->in_buf);
 	cd_strbuf_done(&c->out);

@@ -11,6 +11,7 @@
 #include "os-backend.h"
 #include "serve/budget.h"
 #include "serve/fs.h"
+#include "serve/http.h"
 #include "serve/intent.h"
 #include "serve/metrics.h"
 #include "serve/server.h"
@@ -855,6 +856,7 @@ static const struct {
 	{ "fs/readBlock", "filesystem", cd_fs_read_block_in_order },
 	{ "fs/close", "filesystem", cd_fs_close_in_order },
 	{ "fs/writeBlock", "filesystem", cd_fs_write_block_in_order },
+	{ "http/request", "http", cd_http_request },
 };
 
 /* Requests handled, per entry of methods[] (loop thread only). */

@@ -25,6 +25,7 @@
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
 #include "serve/metrics.h"
+#include "serve/http.h"
 #include "serve/sandboxes.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
@@ -1254,6 +1255,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
 	cd_start_server_stop(&srv);
+	cd_http_server_stop(&srv);
 	workers_left = srv.workers_left;
 	if (workers_left)
 		cd_testhook_event("server-workers-left");

@@ -138,6 +138,12 @@ struct cd_serve_opts {
 	 */
 	struct cd_limits default_limits;
 	struct cd_limits max_limits;
+	/*
+	 * http/request (http.h): served only with --allow-http-request, and to
+	 * loopback addresses only with --http-allow-loopback as well.
+	 */
+	bool http_allow;
+	bool http_allow_loopback;
 };
 
 /* Fill the defaults of everything but loop, lopts and the transport. */
