@@ -781,8 +781,25 @@ static char *build_env_info(void)
 	cd_json_write_path_uri(&sb, tmp);
 	cd_strbuf_append(&sb, "],\"tempDir\":");
 	cd_json_write_path_uri(&sb, tmp);
+	/*
+	 * The released binary's 15 flags, in its order; true only for what
+	 * cordon honours (cordon-protocol(7) says why for each).
+	 */
 	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":false,"
-			      "\"sandboxedFileStreaming\":true}}");
+			      "\"networkProxyReviewDomains\":false,"
+			      "\"credentialMasking\":false,"
+			      "\"credentialMaskingCustomProviders\":false,"
+			      "\"capabilityDiscoverySandbox\":false,"
+			      "\"fsWatchMissing\":false,"
+			      "\"capabilityDiscoveryV2\":false,"
+			      "\"environmentConfigRead\":false,"
+			      "\"httpHeaderEnvVars\":false,"
+			      "\"sandboxedFileStreaming\":true,"
+			      "\"fileWriteStreaming\":false,"
+			      "\"shellSnapshotV2\":false,"
+			      "\"windowsMxc\":false,"
+			      "\"linuxRootWritePreservesDevices\":false,"
+			      "\"linuxApprovedRootWritePreservesRestrictions\":false}}");
 	return cd_strbuf_steal(&sb);
 }
 
