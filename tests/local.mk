@@ -142,6 +142,7 @@ valgrind:
 # (tests/lib/netclient.py over WebSocket and unix sockets).
 SERVE_TESTS = \
 	tests/integration/serve-handshake.py \
+	tests/integration/serve-discover.py \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \
 	tests/integration/serve-sandbox.py \

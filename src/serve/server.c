@@ -22,6 +22,7 @@
 #include "core/pathuri.h"
 #include "sandbox/backend.h"
 #include "serve/budget.h"
+#include "serve/discover.h"
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
 #include "serve/sandboxes.h"
@@ -1267,6 +1268,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	cd_admit_stop(&srv);
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
+	cd_discover_server_stop(&srv);
 	cd_start_server_stop(&srv);
 	workers_left = srv.workers_left;
 	if (workers_left)
