@@ -200,6 +200,7 @@ else:
     os.symlink(tok, os.path.join(work, "tp/.mcp.json"))
     srv = NetServer("ws", args=["--auth-token-file", tok])
     try:
+        t.ok(srv.ready, "token: the server listens", srv.stderr_text())
         c = srv.connect(token="secret-token-0123456789abcdef")
         c.handshake()
         r = c.request(M, {"roots": [{"id": "tp", "path": uri(os.path.join(work, "tp"))}]})
