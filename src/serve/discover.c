@@ -16,6 +16,7 @@
 #include "serve/fs-ops.h"
 #include "serve/intent.h"
 #include "serve/server.h"
+#include "serve/testhook.h"
 #include "serve/workq.h"
 
 /*
@@ -41,6 +42,7 @@
 /* Scans at once, server-wide: the others wait; fs requests never do. */
 #define DISCOVER_WORKERS 2
 #define STOP_MS		 2000
+#define METHOD		 "capabilityRoots/discoverV1"
 
 static const char *const manifest_dirs[] = { ".codex-plugin", ".claude-plugin", ".cursor-plugin" };
 
@@ -625,6 +627,11 @@ static void job_run(struct cd_work *w)
 {
 	struct job *j = (struct job *)w;
 	cd_fs_cur_cancel = &stopping;
+	if (cd_testhook_holds(METHOD)) {
+		char *key = cd_xasprintf("conn=%lu id=%s", j->serial, j->id);
+		cd_testhook_hold(key, METHOD, &stopping);
+		free(key);
+	}
 	cd_strbuf_append(&j->out, "{\"roots\":[");
 	for (size_t i = 0; i < j->n_roots; i++) {
 		if (i)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Side by side: serve-request-id.py and serve-pathuri.py, whose expectations
+# Side by side: serve-request-id.py, serve-pathuri.py and serve-discover.py, whose expectations
 # were read off the released Codex exec-server, run against that binary as
 # their control (stdio and WebSocket; no unix socket there). Skipped unless
 # CODEX_BIN names the native binary of npm @openai/codex@0.169.0
@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = ["serve-request-id.py", "serve-pathuri.py"]
+SCRIPTS = ["serve-request-id.py", "serve-pathuri.py", "serve-discover.py"]
 
 binary = os.environ.get("CODEX_BIN", "")
 if not binary or not os.access(binary, os.X_OK):
