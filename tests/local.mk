@@ -94,6 +94,7 @@ tests_unit_test_serve_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_serve_LDADD = $(UNIT_LIBS)
 UNIT_TESTS += tests/unit/test-fs-ops
 tests_unit_test_fs_ops_SOURCES = tests/unit/test-fs-ops.c src/serve/fs-ops.c src/serve/fs-ops.h \
+	src/serve/discover-scan.c src/serve/discover-scan.h \
 	src/shared/fd-util.c
 tests_unit_test_fs_ops_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_fs_ops_LDADD = $(UNIT_LIBS)

@@ -790,7 +790,7 @@ static char *build_env_info(void)
 			      "\"networkProxyReviewDomains\":false,"
 			      "\"credentialMasking\":false,"
 			      "\"credentialMaskingCustomProviders\":false,"
-			      "\"capabilityDiscoverySandbox\":false,"
+			      "\"capabilityDiscoverySandbox\":true,"
 			      "\"fsWatchMissing\":false,"
 			      "\"capabilityDiscoveryV2\":false,"
 			      "\"environmentConfigRead\":false,"

@@ -38,7 +38,8 @@ CAPABILITY_KEYS = ["networkProxyLaunch", "networkProxyReviewDomains", "credentia
                    "httpHeaderEnvVars", "sandboxedFileStreaming", "fileWriteStreaming",
                    "shellSnapshotV2", "windowsMxc", "linuxRootWritePreservesDevices",
                    "linuxApprovedRootWritePreservesRestrictions"]
-CAPABILITY_KEYS_TRUE = [(k, k == "sandboxedFileStreaming") for k in CAPABILITY_KEYS]
+CAPABILITY_KEYS_TRUE = [(k, k in ("sandboxedFileStreaming", "capabilityDiscoverySandbox"))
+                        for k in CAPABILITY_KEYS]
 
 
 def closes(t, tag, lines, desc):
@@ -88,7 +89,8 @@ def initialize_shape(tag, tmp):
         t.eq(list(caps), CAPABILITY_KEYS,
              "[%s] capabilities has exactly the released binary's 15 keys, in its order" % tag)
         t.eq(caps, dict(CAPABILITY_KEYS_TRUE),
-             "[%s] capabilities: true only for sandboxedFileStreaming" % tag)
+             "[%s] capabilities: true only for sandboxedFileStreaming and "
+             "capabilityDiscoverySandbox" % tag)
         s.notify("initialized", {})
         for desc, kw in (("missing", {"omit_params": True}), ("null", {}), ("{}", {})):
             p = {} if desc == "{}" else None
