@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/pathuri.h"
+#include "serve/budget.h"
 #include "serve/discover-scan.h"
 #include "serve/discover.h"
 #include "serve/fs-helper.h"
@@ -55,6 +56,8 @@ struct job {
 	struct cd_linux_opts lopts; /* the server's fs_lopts, hidden files copied */
 	struct cd_hidden_path hid[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
 	struct cd_strbuf out; /* the result */
+	size_t charged;	      /* of out, to the memory budget (files) */
+	bool over_budget;     /* out grew past the budget: the answer is an error */
 };
 
 static struct cd_workq *pool;
@@ -164,6 +167,7 @@ static void job_free(struct job *j)
 	free(j->id);
 	cd_json_free(j->msg);
 	cd_strbuf_done(&j->out);
+	cd_mem_set(CD_MEM_FILES, &j->charged, 0);
 	free(j);
 }
 
@@ -182,6 +186,15 @@ static void job_run(struct cd_work *w)
 		if (i)
 			cd_strbuf_append_c(&j->out, ',');
 		scan_root(j, &j->roots[i]);
+		/*
+		 * 128 roots of 16 MiB each would be 2 GiB: the result counts as
+		 * fs data in flight, and one past the server's budget is not sent.
+		 */
+		cd_mem_set(CD_MEM_FILES, &j->charged, j->out.len);
+		if (!cd_mem_room(0)) {
+			j->over_budget = true;
+			break;
+		}
 	}
 	cd_strbuf_append(&j->out, "]}");
 	cd_fs_cur_cancel = NULL;
@@ -195,7 +208,12 @@ static void job_done(struct cd_work *w)
 	     c = c->next) {
 		if (c != j->conn || c->serial != j->serial || c->freed)
 			continue;
-		cd_conn_result(c, j->id, j->out.buf, j->out.len);
+		if (j->over_budget)
+			cd_conn_error(c, j->id, CD_RPC_INTERNAL,
+				      "capability discovery result exceeds the server's memory "
+				      "budget (--max-memory)");
+		else
+			cd_conn_result(c, j->id, j->out.buf, j->out.len);
 		break;
 	}
 	job_free(j);

@@ -195,6 +195,24 @@ try:
 finally:
     s.stop()
 
+# The result counts against the memory budget: eight roots of 16 MiB are past 64 MiB.
+if CONTROL:
+    t.skip("memory budget", "cordon's --max-memory")
+else:
+    s = Server(args=["--max-memory", "64M"])
+    try:
+        s.handshake()
+        b = uri(os.path.join(work, "bundle"))
+        r = s.request(M, {"roots": [{"id": str(k), "path": b} for k in range(8)]}, timeout=120)
+        t.eq((err_code(r), err_msg(r)),
+             (-32603, "capability discovery result exceeds the server's memory budget "
+              "(--max-memory)"), "a result past the memory budget is an error")
+        r = s.request(M, {"roots": [{"id": "0", "path": b}]}, timeout=120)
+        t.eq(len(r.get("result", {}).get("roots", [{}])[0].get("skills", [])), 16,
+             "one root of 16 MiB still fits; the budget was given back")
+    finally:
+        s.stop()
+
 # Scans hold no other session up: two scans held on the pool's two workers
 # (CORDON_TEST_HOLD), a third queued behind them, and meanwhile another session's
 # requests, the fs ones too, are answered.
