@@ -204,17 +204,25 @@ static void job_run(struct cd_work *w)
 static void job_done(struct cd_work *w)
 {
 	struct job *j = (struct job *)w;
-	for (struct cd_conn *c = j->server->conns; c && w->ran && !atomic_load(&stopping);
-	     c = c->next) {
-		if (c != j->conn || c->serial != j->serial || c->freed)
-			continue;
+	struct cd_conn *c = j->server->conns;
+	while (c && (c != j->conn || c->serial != j->serial))
+		c = c->next;
+	if (c) {
+		c->n_discover--;
+		if (c->freed || !w->ran || atomic_load(&stopping))
+			c = NULL;
+	}
+	if (c) {
 		if (j->over_budget)
 			cd_conn_error(c, j->id, CD_RPC_INTERNAL,
 				      "capability discovery result exceeds the server's memory "
 				      "budget (--max-memory)");
 		else
 			cd_conn_result(c, j->id, j->out.buf, j->out.len);
-		break;
+		/* The end of input was waiting for this answer (cd_conn_process). */
+		if (c->in_eof)
+			cd_conn_schedule_process(c);
+		cd_conn_kick(c);
 	}
 	job_free(j);
 }
@@ -286,8 +294,10 @@ void cd_discover_roots_v1(struct cd_conn *c, const char *id, const struct cd_jso
 		job_free(j);
 		return;
 	}
-	if (!pool)
+	if (!pool) {
+		atomic_store(&stopping, false);
 		pool = cd_workq_new(s->loop, DISCOVER_WORKERS);
+	}
 	if (!pool) {
 		cd_conn_error(c, id, CD_RPC_INTERNAL, "capability discovery is unavailable");
 		job_free(j);
@@ -315,7 +325,9 @@ void cd_discover_roots_v1(struct cd_conn *c, const char *id, const struct cd_jso
 	}
 	j->w.run = job_run;
 	j->w.done = job_done;
+	c->n_discover++;
 	if (cd_workq_submit(pool, &j->w) < 0) {
+		c->n_discover--;
 		cd_conn_error(c, id, CD_RPC_INTERNAL, "capability discovery is unavailable");
 		job_free(j);
 	}

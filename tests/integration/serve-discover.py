@@ -195,6 +195,22 @@ try:
 finally:
     s.stop()
 
+# `printf ... | cordon serve`: the end of input waits for the scan's answer, as it
+# does for fs requests (the released binary drops it).
+if CONTROL:
+    t.skip("end of input", "cordon waits for the answer; Codex does not")
+else:
+    msgs = [{"id": 1, "method": "initialize", "params": {"clientName": "eof"}},
+            {"method": "initialized", "params": {}},
+            {"id": 2, "method": M, "params": {"roots": [{"id": "p1",
+                                                          "path": uri(os.path.join(work, "p1"))}]}}]
+    p = subprocess.run([CORDON, "serve", "--listen", "stdio"],
+                       input="".join(json.dumps(m) + "\n" for m in msgs).encode(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    got = [json.loads(ln) for ln in p.stdout.splitlines()]
+    t.ok(p.returncode == 0 and len(got) == 2 and got[1].get("result", {}).get("roots") == [P1],
+         "stdio: the end of input waits for the scan's answer", (p.returncode, p.stderr[-300:]))
+
 # The result counts against the memory budget: eight roots of 16 MiB are past 64 MiB.
 if CONTROL:
     t.skip("memory budget", "cordon's --max-memory")
