@@ -14,6 +14,7 @@ cordon_common_sources = \
 	src/serve/base64.c src/serve/pidns.c \
 	src/serve/fs.c src/serve/fs.h src/serve/fs-stream.c src/serve/fs-stream.h \
 	src/serve/fs-write.c \
+	src/serve/discover.c src/serve/discover.h src/serve/discover-scan.c src/serve/discover-scan.h \
 	src/serve/fs-ops.c src/serve/fs-ops.h \
 	src/serve/fs-helper.c src/serve/fs-helper.h src/serve/listen.c \
 	src/serve/peer.c src/serve/peer.h src/serve/sandboxes.c src/serve/sandboxes.h \
@@ -58,6 +59,7 @@ endif
 # per request and inside sandboxes that may not read the shared libraries.
 pkglibexec_PROGRAMS += cordon-fs-helper
 cordon_fs_helper_SOURCES = src/serve/fs-helper-main.c src/serve/fs-ops.c src/serve/fs-ops.h \
+	src/serve/discover-scan.c src/serve/discover-scan.h \
 	src/shared/fd-util.c src/shared/fd-util.h
 cordon_fs_helper_CFLAGS = $(AM_CFLAGS)
 cordon_fs_helper_LDADD = libcdcore.a

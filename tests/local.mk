@@ -104,6 +104,7 @@ tests_unit_test_serve_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_serve_LDADD = $(UNIT_LIBS)
 UNIT_TESTS += tests/unit/test-fs-ops
 tests_unit_test_fs_ops_SOURCES = tests/unit/test-fs-ops.c src/serve/fs-ops.c src/serve/fs-ops.h \
+	src/serve/discover-scan.c src/serve/discover-scan.h \
 	src/shared/fd-util.c
 tests_unit_test_fs_ops_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_fs_ops_LDADD = $(UNIT_LIBS)
@@ -156,6 +157,7 @@ valgrind:
 # (tests/lib/netclient.py over WebSocket and unix sockets).
 SERVE_TESTS = \
 	tests/integration/serve-handshake.py \
+	tests/integration/serve-discover.py \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \
 	tests/integration/serve-sandbox.py \

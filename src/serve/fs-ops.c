@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/pathuri.h"
+#include "serve/discover-scan.h"
 #include "serve/fs-ops.h"
 #include "serve/server.h"
 #include "shared/fd-util.h"
@@ -1183,6 +1184,12 @@ static void op_copy(const struct cd_fs_req *q, struct cd_fs_res *r)
 		cd_strbuf_append(&r->out, "{}");
 }
 
+/* Hidden files: none known here (in the helper, the sandbox masks them). */
+static void op_discover(const struct cd_fs_req *q, struct cd_fs_res *r)
+{
+	cd_discover_scan(q->path, NULL, &r->out);
+}
+
 static void (*const fs_ops[CD_FS_OP_COUNT])(const struct cd_fs_req *q, struct cd_fs_res *r) = {
 	[CD_FS_READ_FILE] = op_open_regular, [CD_FS_OPEN] = op_open_regular,
 	[CD_FS_WRITE_FILE] = op_write_file,  [CD_FS_MKDIR] = op_mkdir,
@@ -1190,6 +1197,7 @@ static void (*const fs_ops[CD_FS_OP_COUNT])(const struct cd_fs_req *q, struct cd
 	[CD_FS_READ_DIR] = op_read_dir,	     [CD_FS_WALK] = op_walk,
 	[CD_FS_REMOVE] = op_remove,	     [CD_FS_COPY] = op_copy,
 	[CD_FS_OPEN_WRITE] = op_open_write,
+	[CD_FS_DISCOVER] = op_discover,
 };
 
 void cd_fs_do(const struct cd_fs_req *q, struct cd_fs_res *r)

@@ -1115,6 +1115,7 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		if (cd_fs_get_path(params, "path", &q.path, &err) < 0)
 			goto invalid;
 		break;
+	case CD_FS_DISCOVER: /* discover.c's, never a method of its own */
 	case CD_FS_OP_COUNT:
 		abort();
 	}

@@ -10,6 +10,7 @@
 #include "core/pathuri.h"
 #include "os-backend.h"
 #include "serve/budget.h"
+#include "serve/discover.h"
 #include "serve/fs.h"
 #include "serve/http.h"
 #include "serve/intent.h"
@@ -852,6 +853,7 @@ static const struct {
 	{ "fs/walk", "filesystem", cd_fs_walk },
 	{ "fs/remove", "filesystem", cd_fs_remove },
 	{ "fs/copy", "filesystem", cd_fs_copy },
+	{ "capabilityRoots/discoverV1", "capability discovery", cd_discover_roots_v1 },
 	{ "fs/open", "filesystem", cd_fs_open },
 	{ "fs/readBlock", "filesystem", cd_fs_read_block_in_order },
 	{ "fs/close", "filesystem", cd_fs_close_in_order },

@@ -22,6 +22,7 @@
 #include "core/pathuri.h"
 #include "sandbox/backend.h"
 #include "serve/budget.h"
+#include "serve/discover.h"
 #include "serve/fs-ops.h"
 #include "serve/fs.h"
 #include "serve/metrics.h"
@@ -783,9 +784,25 @@ static char *build_env_info(void)
 	cd_json_write_path_uri(&sb, tmp);
 	cd_strbuf_append(&sb, "],\"tempDir\":");
 	cd_json_write_path_uri(&sb, tmp);
+	/*
+	 * The released binary's 15 flags, in its order; true only for what
+	 * cordon honours (cordon-protocol(7) says why for each).
+	 */
 	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":false,"
+			      "\"networkProxyReviewDomains\":false,"
+			      "\"credentialMasking\":false,"
+			      "\"credentialMaskingCustomProviders\":false,"
+			      "\"capabilityDiscoverySandbox\":true,"
+			      "\"fsWatchMissing\":false,"
+			      "\"capabilityDiscoveryV2\":false,"
+			      "\"environmentConfigRead\":false,"
+			      "\"httpHeaderEnvVars\":false,"
 			      "\"sandboxedFileStreaming\":true,"
-			      "\"fileWriteStreaming\":true}}");
+			      "\"fileWriteStreaming\":true,"
+			      "\"shellSnapshotV2\":false,"
+			      "\"windowsMxc\":false,"
+			      "\"linuxRootWritePreservesDevices\":false,"
+			      "\"linuxApprovedRootWritePreservesRestrictions\":false}}");
 	return cd_strbuf_steal(&sb);
 }
 
@@ -1254,6 +1271,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	cd_admit_stop(&srv);
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
+	cd_discover_server_stop(&srv);
 	cd_start_server_stop(&srv);
 	cd_http_server_stop(&srv);
 	workers_left = srv.workers_left;

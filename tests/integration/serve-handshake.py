@@ -31,6 +31,16 @@ VALID = {
 }
 ENV_KEYS = {"shell", "executorVersion", "providerId", "cwd", "userHomeDir", "platformOs",
             "prependPathDirs", "temporaryDirectories", "tempDir", "capabilities"}
+# environmentInfo.capabilities of the released Codex 0.169.0 exec-server, in its order.
+CAPABILITY_KEYS = ["networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
+                   "credentialMaskingCustomProviders", "capabilityDiscoverySandbox",
+                   "fsWatchMissing", "capabilityDiscoveryV2", "environmentConfigRead",
+                   "httpHeaderEnvVars", "sandboxedFileStreaming", "fileWriteStreaming",
+                   "shellSnapshotV2", "windowsMxc", "linuxRootWritePreservesDevices",
+                   "linuxApprovedRootWritePreservesRestrictions"]
+CAPABILITY_KEYS_TRUE = [(k, k in ("sandboxedFileStreaming", "capabilityDiscoverySandbox",
+                                  "fileWriteStreaming"))
+                        for k in CAPABILITY_KEYS]
 
 
 def closes(t, tag, lines, desc):
@@ -76,9 +86,12 @@ def initialize_shape(tag, tmp):
         t.eq(info.get("prependPathDirs"), [], "[%s] prependPathDirs is []" % tag)
         t.eq(info.get("tempDir"), uri(tmpdir), "[%s] tempDir is $TMPDIR as a URI" % tag)
         t.eq(info.get("temporaryDirectories"), [uri(tmpdir)], "[%s] temporaryDirectories" % tag)
-        t.eq(info.get("capabilities"), {"networkProxyLaunch": False, "sandboxedFileStreaming": True,
-                                        "fileWriteStreaming": True},
-             "[%s] capabilities: no proxy, sandboxed streaming, write streaming" % tag)
+        caps = info.get("capabilities", {})
+        t.eq(list(caps), CAPABILITY_KEYS,
+             "[%s] capabilities has exactly the released binary's 15 keys, in its order" % tag)
+        t.eq(caps, dict(CAPABILITY_KEYS_TRUE),
+             "[%s] capabilities: true only for sandboxedFileStreaming, "
+             "capabilityDiscoverySandbox and fileWriteStreaming" % tag)
         s.notify("initialized", {})
         for desc, kw in (("missing", {"omit_params": True}), ("null", {}), ("{}", {})):
             p = {} if desc == "{}" else None

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The scan of one root of capabilityRoots/discoverV1 (discover.c), done by
+ * the server itself, or by cordon-fs-helper in the root's sandbox (the
+ * CD_FS_DISCOVER operation of fs-ops.h).
+ */
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "core/util.h"
+
+/* Files never read, by identity (the server's hidden files). */
+struct cd_discover_hidden {
+	dev_t dev[4];
+	ino_t ino[4];
+	size_t n;
+};
+
+/*
+ * Scan the directory at path (absolute, normalised) and append to out the
+ * root's result without its id and path: {"plugin":...,"skills":[...],
+ * "namespaceManifests":[...],"warnings":[...],"error":...}, one line.
+ * hidden may be NULL. A cancelled scan (cd_fs_cancelled) stops early.
+ */
+void cd_discover_scan(const char *path, const struct cd_discover_hidden *hidden,
+		      struct cd_strbuf *out);
