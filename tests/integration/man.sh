@@ -29,7 +29,7 @@ done
 
 # shellcheck disable=SC2086 # split the page list into words
 set -- $pages
-echo "1..$(($# * 2))"
+echo "1..$(($# * 3))"
 n=0
 for p in $pages; do
 	n=$((n + 1))
@@ -60,4 +60,14 @@ for p in $pages; do
 	else
 		echo "not ok $n - $p lacks section(s):$missing"
 	fi
+
+	# The NAME line as apropos/whatis (man-db's lexgrog, and lintian's
+	# bad-whatis-entry) read it: "PAGE - description", the page's own
+	# name as one word (cordon-serve, not "cordon serve").
+	n=$((n + 1))
+	name=$(sed -n '/^\.SH NAME$/{n;p;q}' "$mandir/$p")
+	case "$name" in
+	"${p%.*} - "?*) echo "ok $n - $p: whatis entry '$name'" ;;
+	*) echo "not ok $n - $p: NAME line '$name' is not '${p%.*} - DESCRIPTION'" ;;
+	esac
 done
