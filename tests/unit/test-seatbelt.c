@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/glob.h"
+#include "core/linux-plan.h"
 #include "core/util.h"
 #include "fakefs.h"
 #include "sandbox/seatbelt/sbpl.h"
@@ -427,7 +428,52 @@ static bool glob_denies(const struct fixture *f, const char *path)
 	return false;
 }
 
-static size_t diff_cases;
+static size_t diff_cases, diff_linux_cases;
+
+/*
+ * The Linux plan's decision, simulated: Landlock grants the union of the
+ * rights of the rules on the path and its ancestors; then the deepest
+ * mount around the path (pins aside) decides: a deny mount hides it (a
+ * missing name's mask keeps it missing: nothing can be made there), a
+ * read-only bind takes writes away, a writable region or a writable
+ * bind gives them back; with a read-only root, what no writable mount holds
+ * is read-only.
+ */
+static int linux_allows(const struct cd_linux_plan *lp, bool write, const char *path)
+{
+	if (!lp->sandboxed)
+		return 1;
+	uint64_t rights = lp->landlock ? 0 : ~0ull;
+	for (size_t i = 0; lp->landlock && i < lp->n_ll_rules; i++) {
+		const struct cd_ll_rule *r = &lp->ll_rules[i];
+		if (cd_streq(r->path, path) || cd_path_is_beneath(path, r->path))
+			rights |= r->allowed;
+	}
+	bool ll = rights & (write ? CD_LL_FS_WRITE_FILE : CD_LL_FS_READ_FILE);
+	const struct cd_mount *m = NULL;
+	for (size_t i = 0; i < lp->n_mounts; i++) {
+		const struct cd_mount *x = &lp->mounts[i];
+		if (x->op == CD_MOUNT_PIN ||
+		    !(cd_streq(x->path, path) || cd_path_is_beneath(path, x->path)))
+			continue;
+		if (!m || cd_path_depth(x->path) >= cd_path_depth(m->path))
+			m = x;
+	}
+	bool mount_write = !lp->ro_root;
+	if (m && m->op == CD_MOUNT_DENY)
+		return false;
+	/* A missing name masked: it stays missing, so a read finds nothing whatever the
+	 * plan says (-1: moot), and nothing can be made there. */
+	if (m && m->op == CD_MOUNT_MASK)
+		return write ? 0 : -1;
+	if (m && m->op == CD_MOUNT_RO_BIND)
+		mount_write = false;
+	if (m && (m->op == CD_MOUNT_RW_BIND || m->op == CD_MOUNT_WRITABLE))
+		mount_write = true;
+	return write ? ll && mount_write : ll;
+}
+
+static const struct cd_linux_plan *diff_lp;
 
 static void diff_path(const struct fixture *f, const struct sbpl_policy *pol, const char *path)
 {
@@ -445,6 +491,19 @@ static void diff_path(const struct fixture *f, const struct sbpl_policy *pol, co
 	if (f->minimal && !explicit_deny && !denied && cd_seatbelt_minimal_reads(mac))
 		want_read = true;
 
+	/*
+	 * The Linux plan agrees with the bound plan itself (its globs are the
+	 * matches that exist at start: a later match is Seatbelt's alone).
+	 */
+	if (diff_lp) {
+		bool lr = a == CD_ACCESS_READ || a == CD_ACCESS_WRITE, lw = a == CD_ACCESS_WRITE;
+		int got = linux_allows(diff_lp, false, path);
+		ck_assert_msg(got < 0 || got == lr, "linux read %s: plan says %s", path,
+			      lr ? "allowed" : "denied");
+		ck_assert_msg(linux_allows(diff_lp, true, path) == lw,
+			      "linux write %s: plan says %s", path, lw ? "allowed" : "denied");
+		diff_linux_cases += 2;
+	}
 	for (const char *const *op = read_ops; *op; op++, diff_cases++)
 		ck_assert_msg(sbpl_allows(pol, *op, mac) == want_read, "%s %s: plan says %s", *op,
 			      mac, want_read ? "allowed" : "denied");
@@ -589,7 +648,26 @@ START_TEST(test_differential)
 		break;
 	}
 	ck_assert_int_eq(plan(&f, true, &err), 0);
+	static const struct cd_linux_host host = { .landlock_abi = 7,
+						   .seccomp = true,
+						   .userns = true };
+	struct cd_linux_plan *lp = NULL;
+	/*
+	 * Where Linux cannot express the policy it refuses it (case 1: a path
+	 * readable again below a deny path it masks whole): no difference, a
+	 * refusal. Seatbelt expresses it, and is compared still.
+	 */
+	int lr = cd_linux_plan_build(f.plan, &host, NULL, &lp, &err);
+	ck_assert_msg(lr == 0 || _i == 1, "%s", err ? err : "?");
+	if (lr < 0) {
+		ck_assert_ptr_nonnull(strstr(err, "inside denied directory"));
+		free(err);
+		err = NULL;
+	}
+	diff_lp = lp;
 	differential(&f, diff_extra);
+	diff_lp = NULL;
+	cd_linux_plan_free(lp);
 	done(&f);
 }
 END_TEST
@@ -598,8 +676,11 @@ START_TEST(test_differential_count)
 {
 	/* Runs after the loop above in the same process (CK_NOFORK) or reports 0. */
 	if (diff_cases)
-		fprintf(stderr, "seatbelt differential: %zu (operation, path) cases agree\n",
-			diff_cases);
+		fprintf(stderr,
+			"differential: %zu (operation, path) cases, bound policy = Seatbelt "
+			"policy; "
+			"%zu, bound policy = Linux plan\n",
+			diff_cases, diff_linux_cases);
 }
 END_TEST
 
