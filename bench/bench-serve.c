@@ -1412,7 +1412,7 @@ int main(int argc, char **argv)
 			       (double)wrss[1] / (double)wrss[0]);
 	} else
 		printf("\nCodex was not measured: set CODEX_BIN to the native codex binary "
-		       "(see README.md, \"cordon serve\").\n");
+		       "(see HACKING.md, \"Benchmarks\").\n");
 
 	for (i = 0; i < n_cfg; i++) {
 		free(cfg[i].exited);

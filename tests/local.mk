@@ -140,6 +140,7 @@ INTEGRATION_TESTS = \
 	tests/integration/unprivileged.sh \
 	tests/integration/man.sh \
 	tests/integration/man-options.py \
+	tests/integration/docs.sh \
 	tests/integration/systemd-units.sh \
 	tests/escape/escape.sh \
 	tests/escape/git-metadata.sh

@@ -12,7 +12,7 @@
  * CORDON_TEST_EVENTS=PATH: at start the server connects to the unix stream
  * socket at PATH (the test listens there) and writes one line per event,
  * "NAME key=value ...": see the calls of cd_testhook_event for the names
- * (the README lists them). The server refuses to start when it cannot
+ * (HACKING.md lists them). The server refuses to start when it cannot
  * connect.
  *
  * CORDON_TEST_HOLD=METHOD[,METHOD...] (fs/copy, fs/writeFile, ...; needs

@@ -1,4 +1,4 @@
-# `make fuzz`: libFuzzer targets for the parsers (see README.md, Development).
+# `make fuzz`: libFuzzer targets for the parsers (see HACKING.md, Fuzzing).
 #
 # They are compiled by $(FUZZ_CC) (clang; configure checks that it links
 # libFuzzer) with their own flags, so their objects have names of their own

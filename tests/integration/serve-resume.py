@@ -142,7 +142,7 @@ def lossless(kind, how):
         sid = a.handshake()["sessionId"]
         # What the client has taken into its own buffers but not handled
         # when it drops is covered by the last 1 MiB the server keeps
-        # (README): this one takes 64 KiB at a time. Its kernel's receive
+        # (cordon-serve(1), SESSIONS): this one takes 64 KiB at a time. Its kernel's receive
         # buffer is left to autotuning, or made large.
         a.recv_size = 64 * 1024
         if how == DEEP and os.geteuid() == 0:
