@@ -13,7 +13,7 @@ cordon_common_sources = \
 	src/serve/loop.c src/serve/loop.h src/serve/proc.c src/serve/proc.h \
 	src/serve/base64.c src/serve/pidns.c \
 	src/serve/fs.c src/serve/fs.h src/serve/fs-stream.c src/serve/fs-stream.h \
-	src/serve/fs-ops.c src/serve/fs-ops.h \
+	src/serve/fs-ops.c src/serve/fs-ops.h src/serve/fs-watch.c src/serve/fs-watch.h \
 	src/serve/fs-helper.c src/serve/fs-helper.h src/serve/listen.c \
 	src/serve/peer.c src/serve/peer.h src/serve/sandboxes.c src/serve/sandboxes.h \
 	src/serve/workq.c src/serve/workq.h src/serve/admit.c \

@@ -9,6 +9,7 @@
 
 #include "core/pathuri.h"
 #include "serve/budget.h"
+#include "serve/fs-watch.h"
 #include "serve/fs.h"
 #include "serve/intent.h"
 #include "serve/server.h"
@@ -826,6 +827,7 @@ static const struct {
 	{ "fs/open", "filesystem", cd_fs_open },
 	{ "fs/readBlock", "filesystem", cd_fs_read_block_in_order },
 	{ "fs/close", "filesystem", cd_fs_close_in_order },
+	{ "fs/watchMissing", "filesystem", cd_fs_watch_missing },
 };
 
 void cd_methods_request(struct cd_conn *c, const char *id, const char *method,
