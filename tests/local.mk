@@ -168,6 +168,7 @@ SERVE_TESTS = \
 	tests/integration/serve-stop-stuck.py \
 	tests/integration/serve-request-id.py \
 	tests/integration/serve-pathuri.py \
+	tests/integration/serve-fs-watch.py \
 	tests/integration/serve-codex-parity.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)

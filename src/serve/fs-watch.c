@@ -90,6 +90,7 @@ struct cd_fs_watch_state {
 	struct armed *armed;
 	bool undelivered; /* fired while detached: sent on resume */
 	uint64_t undelivered_id;
+	struct cd_timer *resumed; /* sends it once the resume's answer is out */
 	unsigned n_jobs;
 	struct wjob *jobs;
 };
@@ -716,13 +717,22 @@ invalid:
 
 /* ---- sessions ---- */
 
+static void on_resumed(struct cd_loop *l, void *data)
+{
+	struct cd_fs_watch_state *st = data;
+	st->resumed = NULL;
+	if (!st->undelivered || !conn_usable(st->se->conn))
+		return;
+	st->undelivered = false;
+	send_changed(st->se->conn, st->undelivered_id);
+}
+
 void cd_fs_watch_session_attached(struct cd_session *se)
 {
 	struct cd_fs_watch_state *st = se->fs_watch;
-	if (!st || !st->undelivered || !conn_usable(se->conn))
-		return;
-	st->undelivered = false;
-	send_changed(se->conn, st->undelivered_id);
+	/* From a fresh iteration: after the answer to the initialize that resumed it. */
+	if (st && st->undelivered && !st->resumed)
+		st->resumed = cd_loop_add_timer(se->server->loop, 0, on_resumed, st);
 }
 
 void cd_fs_watch_session_detached(struct cd_session *se, struct cd_conn *c)
@@ -745,6 +755,8 @@ void cd_fs_watch_session_free(struct cd_session *se)
 		job_unlink(j);
 	}
 	armed_free(st->armed);
+	if (st->resumed)
+		cd_loop_cancel_timer(se->server->loop, st->resumed);
 	free(st);
 	se->fs_watch = NULL;
 	sweep();

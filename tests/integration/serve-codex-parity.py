@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = ["serve-request-id.py", "serve-pathuri.py"]
+SCRIPTS = ["serve-request-id.py", "serve-pathuri.py", "serve-fs-watch.py"]
 
 binary = os.environ.get("CODEX_BIN", "")
 if not binary or not os.access(binary, os.X_OK):
