@@ -60,8 +60,12 @@
 #define WATCH_MAX_PATHS 64
 /* Targets (paths being watched) per server, over every session. */
 #define WATCH_MAX_TARGETS 4096
-/* Requests of one session being walked at once (more: -32600). */
-#define WATCH_MAX_INFLIGHT 4
+/*
+ * Walks on the preparation workers at once, over every session (they share
+ * them with process/start: walks stuck on a hung mount leave it some), and
+ * per session one; the others wait their turn, in order.
+ */
+#define WALKS_RUNNING 2
 /* Events kept while walks are in flight. */
 #define EVENTS_KEPT 256
 
@@ -91,7 +95,7 @@ struct cd_fs_watch_state {
 	bool undelivered; /* fired while detached: sent on resume */
 	uint64_t undelivered_id;
 	struct cd_timer *resumed; /* sends it once the resume's answer is out */
-	unsigned n_jobs;
+	bool walking;		  /* one of its jobs is on a worker */
 	struct wjob *jobs;
 };
 
@@ -99,7 +103,9 @@ struct wjob {
 	struct cd_work work;	      /* first: the pool hands this back */
 	struct cd_fs_watch_state *st; /* NULL once the session ended */
 	struct wjob *next;	      /* st->jobs */
-	struct cd_conn *conn;	      /* answers here; NULL once it no longer drives the session */
+	struct wjob *qnext;	      /* fsw.queue, while it waits for a worker */
+	bool queued;
+	struct cd_conn *conn; /* answers here; NULL once it no longer drives the session */
 	char *req_id;
 	uint64_t id;
 	uint64_t events_mark; /* events seen from here on may concern it */
@@ -128,8 +134,9 @@ static struct {
 	int fd; /* inotify; -1: not made yet */
 	bool unavailable;
 	struct cd_watch *w;
-	unsigned n_targets; /* armed targets plus those of walks in flight */
-	unsigned n_inflight;
+	unsigned n_targets;		  /* armed targets plus those of walks to come */
+	unsigned n_inflight;		  /* walks on a worker */
+	struct wjob *queue, **queue_tail; /* walks waiting for one */
 	/* The watch descriptors added and not removed. */
 	int *held;
 	size_t n_held, cap_held;
@@ -139,7 +146,7 @@ static struct {
 	uint64_t event_seq; /* events read so far */
 	uint64_t lost_from; /* kept events were lost from this seq on (0: none) */
 	bool logged_enospc, logged_cap;
-} fsw = { .fd = -1 };
+} fsw = { .fd = -1, .queue_tail = &fsw.queue };
 
 unsigned cd_fs_watch_count(void)
 {
@@ -462,8 +469,66 @@ static void job_unlink(struct wjob *j)
 			*pp = j->next;
 			break;
 		}
-	st->n_jobs--;
 	j->st = NULL;
+}
+
+static void queue_remove(struct wjob *j)
+{
+	if (!j->queued)
+		return;
+	for (struct wjob **pp = &fsw.queue; *pp; pp = &(*pp)->qnext)
+		if (*pp == j) {
+			*pp = j->qnext;
+			if (fsw.queue_tail == &j->qnext)
+				fsw.queue_tail = pp;
+			break;
+		}
+	j->queued = false;
+}
+
+/* A walk that never ran (replaced while it waited, or its session ended): answered false. */
+static void job_drop(struct wjob *j)
+{
+	queue_remove(j);
+	job_unlink(j);
+	fsw.n_targets -= (unsigned)j->n_paths;
+	if (conn_usable(j->conn))
+		cd_conn_result(j->conn, j->req_id, "{\"watching\":false}", 18);
+	job_free(j);
+}
+
+static void job_done(struct cd_work *w);
+
+/* Hand waiting walks to workers, in order, one per session, WALKS_RUNNING at most. */
+static void pump(void)
+{
+	struct wjob **pp = &fsw.queue;
+	while (*pp && fsw.n_inflight < WALKS_RUNNING) {
+		struct wjob *j = *pp;
+		if (j->st && j->st->walking) {
+			pp = &j->qnext;
+			continue;
+		}
+		*pp = j->qnext;
+		if (fsw.queue_tail == &j->qnext)
+			fsw.queue_tail = pp;
+		j->queued = false;
+		if (!j->st || fsw.server->stopping) {
+			job_drop(j);
+			continue;
+		}
+		j->st->walking = true;
+		j->events_mark = fsw.event_seq;
+		fsw.n_inflight++;
+		struct cd_workq *q = cd_server_prep_workq(fsw.server);
+		if (!q || cd_workq_submit(q, &j->work) < 0) {
+			/* No worker to be had: the walk is done here (it may block the loop). */
+			j->work.ran = true;
+			job_run(&j->work);
+			job_done(&j->work);
+			pp = &fsw.queue; /* job_done pumped: start over */
+		}
+	}
 }
 
 /* Whether an event kept since the walk began concerns the new watch. */
@@ -487,6 +552,8 @@ static void job_done(struct cd_work *w)
 	bool fired = false;
 
 	fsw.n_inflight--;
+	if (st)
+		st->walking = false;
 	fsw.n_targets -= (unsigned)j->n_paths;
 	for (size_t i = 0; i < j->n_t; i++)
 		held_add(j->t[i].wd);
@@ -525,6 +592,7 @@ static void job_done(struct cd_work *w)
 		forget_events();
 	sweep();
 	job_free(j);
+	pump();
 }
 
 /* A path param: 0 with *ret (NULL for a Windows path: not watchable here), or -EINVAL. */
@@ -631,14 +699,11 @@ void cd_fs_watch_missing(struct cd_conn *c, const char *id, const struct cd_json
 		cd_conn_result(c, id, "{\"watching\":false}", 18);
 		return;
 	}
-	if (st->n_jobs >= WATCH_MAX_INFLIGHT) {
-		for (size_t i = 0; i < n; i++)
-			free(paths[i]);
-		free(paths);
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "too many fs/watchMissing requests in flight for this session "
-			      "(limit 4): wait for their answers");
-		return;
+	/* A walk still waiting for a worker is replaced before it starts. */
+	for (struct wjob *q = st->jobs, *next; q; q = next) {
+		next = q->next;
+		if (q->queued)
+			job_drop(q);
 	}
 	st->any_id = true;
 	st->last_id = watch_id;
@@ -684,26 +749,20 @@ void cd_fs_watch_missing(struct cd_conn *c, const char *id, const struct cd_json
 		bytes = 0;
 	}
 	cd_mem_set(CD_MEM_FILES, &j->charged, bytes + n * sizeof(*paths));
-	j->events_mark = fsw.event_seq;
 	j->next = st->jobs;
 	st->jobs = j;
-	st->n_jobs++;
-	fsw.n_inflight++;
-	fsw.n_targets += (unsigned)j->n_paths;
 	if (unwatchable) {
 		/* Nothing to walk: answered at once. */
-		j->work.ran = true;
-		job_run(&j->work);
-		job_done(&j->work);
+		job_unlink(j);
+		cd_conn_result(c, id, "{\"watching\":false}", 18);
+		job_free(j);
 		return;
 	}
-	struct cd_workq *q = cd_server_prep_workq(s);
-	if (!q || cd_workq_submit(q, &j->work) < 0) {
-		/* No worker to be had: the walk is done here (it may block the loop). */
-		j->work.ran = true;
-		job_run(&j->work);
-		job_done(&j->work);
-	}
+	fsw.n_targets += (unsigned)j->n_paths;
+	j->queued = true;
+	*fsw.queue_tail = j;
+	fsw.queue_tail = &j->qnext;
+	pump();
 	return;
 
 invalid_paths:
@@ -748,11 +807,14 @@ void cd_fs_watch_session_free(struct cd_session *se)
 	struct cd_fs_watch_state *st = se->fs_watch;
 	if (!st)
 		return;
-	/* Walks in flight complete into nothing (their watches are released then). */
+	/* Walks on a worker complete into nothing (their watches are released then). */
 	while (st->jobs) {
 		struct wjob *j = st->jobs;
 		j->conn = NULL;
-		job_unlink(j);
+		if (j->queued)
+			job_drop(j);
+		else
+			job_unlink(j);
 	}
 	armed_free(st->armed);
 	if (st->resumed)
@@ -764,6 +826,8 @@ void cd_fs_watch_session_free(struct cd_session *se)
 
 void cd_fs_watch_server_stop(struct cd_server *s)
 {
+	while (fsw.queue)
+		job_drop(fsw.queue);
 	if (fsw.w)
 		cd_loop_del_fd(s->loop, fsw.w);
 	fsw.w = NULL;

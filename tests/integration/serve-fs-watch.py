@@ -22,8 +22,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (LOOPS, Hooks, Server, Tap, cordon_usable, err_code, err_msg,  # noqa: E402
-                       uri)
+from rpcclient import (LOOPS, Hooks, Hung, Server, Tap, cordon_usable, err_code,  # noqa: E402
+                       err_msg, fuse_why, uri, wait_threads_in_fuse)
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
@@ -231,6 +231,60 @@ def bad_params(c, tag):
          "[%s] refused requests leave the session's ids alone" % tag)
 
 
+def pipelined(c, tag, wid):
+    """Requests sent without waiting: each is answered, only the last one's watch stays."""
+    d = fresh("pipe-" + tag.replace(", ", "-"))
+    ids = [c.send_request("fs/watchMissing", {"watchId": wid + i,
+                                              "missing": [uri(os.path.join(d, "p%d" % i))]})
+           for i in range(6)]
+    answers = [c.wait_id(i) for i in ids]
+    t.ok(all(a and a.get("result", {}).get("watching") in (True, False) for a in answers),
+         "[%s] six pipelined requests: each answered" % tag, answers)
+    t.eq(answers[-1].get("result"), {"watching": True}, "[%s] the last one watches" % tag)
+    for i in range(6):
+        open(os.path.join(d, "p%d" % i), "w").close()
+    changed(c, wid + 5, tag, "only the last pipelined watch fires")
+    quiet(c, tag, "the others do not")
+
+
+def hung(loop):
+    """A walk that a hung mount holds keeps a worker, not the loop: the connection's other
+    requests and another session's watches are answered meanwhile."""
+    tag = "hung mount, " + loop
+    why = fuse_why()
+    if why:
+        t.skip("[%s] a watch under a hung mount" % tag, why)
+        return
+    h = Hung()
+    srv = NetServer("unix", loop=loop)
+    try:
+        if not srv.ready:
+            t.not_ok("[%s] server up" % tag, srv.stderr_text())
+            return
+        a = srv.connect()
+        a.handshake()
+        b = srv.connect()
+        b.handshake()
+        rid = a.send_request("fs/watchMissing", {"watchId": 1,
+                                                 "missing": [uri(os.path.join(h.dir, "x"))]})
+        t.ok(wait_threads_in_fuse(srv.server_pid, 1), "[%s] the walk waits on the mount" % tag)
+        r = a.request("environment/status", {})
+        t.ok("result" in r, "[%s] the same connection is answered meanwhile" % tag, r)
+        d = fresh("hung-" + loop)
+        t.eq(watching(watch(b, 1, [os.path.join(d, "a")])), True,
+             "[%s] another session's watch is walked meanwhile" % tag)
+        open(os.path.join(d, "a"), "w").close()
+        changed(b, 1, tag, "and fires")
+        h.release()
+        r = a.wait_id(rid)
+        t.eq(r and r.get("result"), {"watching": False},
+             "[%s] once the mount fails, the walk answers: not watched" % tag)
+    finally:
+        h.release()
+        srv.stop()
+        h.close()
+
+
 def stdio(loop):
     tag = "stdio, " + loop
     s = Server(loop)
@@ -239,7 +293,8 @@ def stdio(loop):
         caps = s.call("environment/info", {}).get("capabilities", {})
         t.eq(caps.get("fsWatchMissing"), True, "[%s] fsWatchMissing is true" % tag)
         pid = None if CODEX else s.server_pid
-        basics(s, tag, pid)
+        wid = basics(s, tag, pid)
+        pipelined(s, tag, wid)
     finally:
         s.stop()
     s = Server(loop)
@@ -314,7 +369,12 @@ def session_end(kind):
         mark = hooks.mark()
         a.drop()
         hooks.wait("session-expired", since=mark, session=sid)
+        # The event comes right before the session is freed, in the same loop callback: an
+        # answer to a later request comes after it.
+        b = srv.connect()
+        b.handshake()
         t.eq(inotify_wds(pid), 0, "[%s] the session's end releases every kernel watch" % tag)
+        b.drop()
     finally:
         srv.stop()
         hooks.close()
@@ -326,5 +386,7 @@ for loop in stdio_loops:
 if not CODEX:
     t.guard("unix sessions", sessions, "unix")
     t.guard("unix session end", session_end, "unix")
+    for loop in LOOPS:
+        t.guard("hung mount " + loop, hung, loop)
 shutil.rmtree(T, ignore_errors=True)
 t.done()
