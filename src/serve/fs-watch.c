@@ -103,7 +103,7 @@ struct wjob {
 	struct cd_work work;	      /* first: the pool hands this back */
 	struct cd_fs_watch_state *st; /* NULL once the session ended */
 	struct wjob *next;	      /* st->jobs */
-	struct wjob *qnext;	      /* fsw.queue, while it waits for a worker */
+	struct wjob *qnext;	      /* fsw.queue while it waits for a worker, then fsw.running */
 	bool queued;
 	struct cd_conn *conn; /* answers here; NULL once it no longer drives the session */
 	char *req_id;
@@ -137,6 +137,7 @@ static struct {
 	unsigned n_targets;		  /* armed targets plus those of walks to come */
 	unsigned n_inflight;		  /* walks on a worker */
 	struct wjob *queue, **queue_tail; /* walks waiting for one */
+	struct wjob *running;		  /* walks on a worker */
 	/* The watch descriptors added and not removed. */
 	int *held;
 	size_t n_held, cap_held;
@@ -144,7 +145,7 @@ static struct {
 	struct kept_event kept[EVENTS_KEPT];
 	size_t n_kept;
 	uint64_t event_seq; /* events read so far */
-	uint64_t lost_from; /* kept events were lost from this seq on (0: none) */
+	uint64_t lost_last; /* the last event that could not be kept (0: none) */
 	bool logged_enospc, logged_cap;
 } fsw = { .fd = -1, .queue_tail = &fsw.queue };
 
@@ -290,8 +291,7 @@ static bool armed_hit(const struct armed *a, int wd, uint32_t mask, const char *
 static void keep_event(int wd, uint32_t mask, const char *name)
 {
 	if (fsw.n_kept == EVENTS_KEPT) {
-		if (!fsw.lost_from)
-			fsw.lost_from = fsw.event_seq;
+		fsw.lost_last = fsw.event_seq;
 		return;
 	}
 	struct kept_event *k = &fsw.kept[fsw.n_kept++];
@@ -306,7 +306,30 @@ static void forget_events(void)
 	for (size_t i = 0; i < fsw.n_kept; i++)
 		free(fsw.kept[i].name);
 	fsw.n_kept = 0;
-	fsw.lost_from = 0;
+	fsw.lost_last = 0;
+}
+
+/* Drop the kept events that came before every walk on a worker began: they concern none. */
+static void prune_events(void)
+{
+	if (!fsw.running) {
+		forget_events();
+		return;
+	}
+	uint64_t oldest = UINT64_MAX;
+	for (struct wjob *j = fsw.running; j; j = j->qnext)
+		if (j->events_mark < oldest)
+			oldest = j->events_mark;
+	size_t k = 0;
+	for (size_t i = 0; i < fsw.n_kept; i++) {
+		if (fsw.kept[i].seq <= oldest)
+			free(fsw.kept[i].name);
+		else
+			fsw.kept[k++] = fsw.kept[i];
+	}
+	fsw.n_kept = k;
+	if (fsw.lost_last <= oldest)
+		fsw.lost_last = 0;
 }
 
 static void handle_event(int wd, uint32_t mask, const char *name)
@@ -519,6 +542,8 @@ static void pump(void)
 		}
 		j->st->walking = true;
 		j->events_mark = fsw.event_seq;
+		j->qnext = fsw.running;
+		fsw.running = j;
 		fsw.n_inflight++;
 		struct cd_workq *q = cd_server_prep_workq(fsw.server);
 		if (!q || cd_workq_submit(q, &j->work) < 0) {
@@ -534,7 +559,7 @@ static void pump(void)
 /* Whether an event kept since the walk began concerns the new watch. */
 static bool missed_while_walking(const struct wjob *j, const struct armed *a)
 {
-	if (fsw.lost_from)
+	if (fsw.lost_last > j->events_mark)
 		return true;
 	for (size_t i = 0; i < fsw.n_kept; i++) {
 		const struct kept_event *k = &fsw.kept[i];
@@ -552,6 +577,11 @@ static void job_done(struct cd_work *w)
 	bool fired = false;
 
 	fsw.n_inflight--;
+	for (struct wjob **pp = &fsw.running; *pp; pp = &(*pp)->qnext)
+		if (*pp == j) {
+			*pp = j->qnext;
+			break;
+		}
 	if (st)
 		st->walking = false;
 	fsw.n_targets -= (unsigned)j->n_paths;
@@ -588,8 +618,7 @@ static void job_done(struct cd_work *w)
 			       j->watching ? 17 : 18);
 	if (fired)
 		fire(st);
-	if (!fsw.n_inflight)
-		forget_events();
+	prune_events();
 	sweep();
 	job_free(j);
 	pump();

@@ -76,7 +76,8 @@ def initialize_shape(tag, tmp):
         t.eq(info.get("prependPathDirs"), [], "[%s] prependPathDirs is []" % tag)
         t.eq(info.get("tempDir"), uri(tmpdir), "[%s] tempDir is $TMPDIR as a URI" % tag)
         t.eq(info.get("temporaryDirectories"), [uri(tmpdir)], "[%s] temporaryDirectories" % tag)
-        t.eq(info.get("capabilities"), {"networkProxyLaunch": False, "sandboxedFileStreaming": True},
+        t.eq(info.get("capabilities"), {"networkProxyLaunch": False, "sandboxedFileStreaming": True,
+                                        "fsWatchMissing": True},
              "[%s] capabilities advertise no proxy and no fs streaming" % tag)
         s.notify("initialized", {})
         for desc, kw in (("missing", {"omit_params": True}), ("null", {}), ("{}", {})):
