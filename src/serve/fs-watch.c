@@ -53,6 +53,7 @@
 #include "serve/fs-watch.h"
 #include "serve/intent.h"
 #include "serve/server.h"
+#include "serve/testhook.h"
 #include "serve/workq.h"
 #include "shared/log.h"
 
@@ -114,6 +115,9 @@ struct wjob {
 	char **paths;	  /* [0] is present when has_present */
 	bool has_present; /* paths[0] */
 	bool unwatchable; /* decided on the loop: {"watching":false} without a walk */
+	/* CORDON_TEST_HOLD=fs/watchMissing: "conn=N id=ID" (owned), held once walked. */
+	char *hook_key;
+	atomic_bool cancel; /* never set: a test that holds a walk releases it */
 	size_t charged;
 	/* results */
 	bool watching;
@@ -468,6 +472,12 @@ static void job_run(struct cd_work *w)
 		else
 			j->watching = walk_missing(j, j->paths[i]);
 	}
+	/*
+	 * The tests hold the walk here, its kernel watches added and looked
+	 * past: what happens now is only in the events the loop keeps.
+	 */
+	if (j->hook_key)
+		cd_testhook_hold(j->hook_key, "fs/watchMissing", &j->cancel);
 }
 
 /* ---- requests ---- */
@@ -478,6 +488,7 @@ static void job_free(struct wjob *j)
 		free(j->paths[i]);
 	free(j->paths);
 	free(j->req_id);
+	free(j->hook_key);
 	cd_mem_set(CD_MEM_FILES, &j->charged, 0);
 	free(j);
 }
@@ -766,6 +777,8 @@ void cd_fs_watch_missing(struct cd_conn *c, const char *id, const struct cd_json
 	j->st = st;
 	j->conn = c;
 	j->req_id = cd_xstrdup(id);
+	if (cd_testhook_holds("fs/watchMissing"))
+		j->hook_key = cd_xasprintf("conn=%lu id=%s", c->serial, id);
 	j->id = watch_id;
 	j->ifd = ifd;
 	j->n_paths = unwatchable ? 0 : n;

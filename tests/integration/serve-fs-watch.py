@@ -285,6 +285,45 @@ def hung(loop):
         h.close()
 
 
+def during_walk(loop):
+    """A change made after the walk looked but before the watch is armed (the walk held
+    there by the test hook) is not missed: the events the loop read meanwhile are applied."""
+    tag = "during the walk, " + loop
+    hooks = Hooks(hold=["fs/watchMissing"])
+    srv = NetServer("unix", loop=loop, extra_env=hooks.env)
+    try:
+        if not srv.ready:
+            t.not_ok("[%s] server up" % tag, srv.stderr_text())
+            return
+        d = fresh("walk-" + loop)
+        a = srv.connect()
+        a.handshake()
+        b = srv.connect()
+        b.handshake()
+        rid = a.send_request("fs/watchMissing", {"watchId": 1,
+                                                 "missing": [uri(os.path.join(d, "a"))]})
+        held = hooks.wait("fs-held", method="fs/watchMissing")
+        # B's walk is held too: let it go at once.
+        bid = b.send_request("fs/watchMissing", {"watchId": 1,
+                                                 "missing": [uri(os.path.join(d, "b"))]})
+        mark = hooks.mark()
+        hb = hooks.wait("fs-held", since=mark, method="fs/watchMissing")
+        hooks.release(hb)
+        t.eq((b.wait_id(bid) or {}).get("result"), {"watching": True}, "[%s] B watches" % tag)
+        open(os.path.join(d, "a"), "w").close()
+        open(os.path.join(d, "b"), "w").close()
+        changed(b, 1, tag, "B: b created after a: the loop has read a's event")
+        hooks.release(held)
+        t.eq((a.wait_id(rid) or {}).get("result"), {"watching": True},
+             "[%s] A's walk ends: watching" % tag)
+        changed(a, 1, tag, "A: a, created while its walk was held, fires")
+        a.drop()
+        b.drop()
+    finally:
+        srv.stop()
+        hooks.close()
+
+
 def stdio(loop):
     tag = "stdio, " + loop
     s = Server(loop)
@@ -388,5 +427,6 @@ if not CODEX:
     t.guard("unix session end", session_end, "unix")
     for loop in LOOPS:
         t.guard("hung mount " + loop, hung, loop)
+        t.guard("during the walk " + loop, during_walk, loop)
 shutil.rmtree(T, ignore_errors=True)
 t.done()
