@@ -324,6 +324,38 @@ def during_walk(loop):
         hooks.close()
 
 
+def server_limit(kind):
+    """4096 paths watched over the whole server: past that, {"watching":false} (logged once);
+    a watch that ends makes room again."""
+    tag = kind + ", server limit"
+    srv = NetServer(kind)
+    conns = []
+    try:
+        if not srv.ready:
+            t.not_ok("[%s] server up" % tag, srv.stderr_text())
+            return
+        d = fresh("limit-" + kind)
+        paths = [os.path.join(d, "p%d" % i) for i in range(64)]
+        answers = []
+        for i in range(65):
+            c = srv.connect()
+            c.handshake()
+            conns.append(c)
+            answers.append(watching(watch(c, 1, paths)))
+        t.eq(answers[:64], [True] * 64, "[%s] 64 sessions watch 64 paths each" % tag)
+        t.eq(answers[64], False, "[%s] the 65th is not watched" % tag)
+        t.ok("the server watches 4096 paths, its limit" in srv.stderr_text(),
+             "[%s] the limit is logged" % tag, srv.stderr_text()[-2000:])
+        t.eq(watching(watch(conns[0], 2, [os.path.join(d, "q")])), True,
+             "[%s] one replaced by a smaller watch makes room" % tag)
+        t.eq(watching(watch(conns[64], 2, [os.path.join(d, "r")])), True,
+             "[%s] for another session's" % tag)
+    finally:
+        for c in conns:
+            c.drop()
+        srv.stop()
+
+
 def stdio(loop):
     tag = "stdio, " + loop
     s = Server(loop)
@@ -425,6 +457,7 @@ for loop in stdio_loops:
 if not CODEX:
     t.guard("unix sessions", sessions, "unix")
     t.guard("unix session end", session_end, "unix")
+    t.guard("unix server limit", server_limit, "unix")
     for loop in LOOPS:
         t.guard("hung mount " + loop, hung, loop)
         t.guard("during the walk " + loop, during_walk, loop)
