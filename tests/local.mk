@@ -188,6 +188,7 @@ SERVE_TESTS = \
 	tests/integration/serve-pathuri.py \
 	tests/integration/serve-metrics.py \
 	tests/integration/serve-http.py \
+	tests/integration/serve-fs-watch.py \
 	tests/integration/serve-codex-parity.py
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)

@@ -24,6 +24,7 @@
 #include "serve/budget.h"
 #include "serve/discover.h"
 #include "serve/fs-ops.h"
+#include "serve/fs-watch.h"
 #include "serve/fs.h"
 #include "serve/metrics.h"
 #include "serve/http.h"
@@ -129,6 +130,8 @@ void cd_session_detach(struct cd_session *se, struct cd_conn *c)
 {
 	struct cd_server *s = se->server;
 
+	cd_fs_watch_session_detached(se, c);
+
 	if (se->conn == c) {
 		/* Before the connection goes: what it wrote out is acknowledged. */
 		if (se->lossless)
@@ -205,6 +208,7 @@ void cd_session_attach(struct cd_session *se, struct cd_conn *c)
 	if (se->lossless && !se->replay)
 		se->replay = cd_loop_add_timer(s->loop, s->opts.session_ttl_ms, on_replay, se);
 	cd_testhook_event("session-attached session=%s conn=%lu", se->id, c->serial);
+	cd_fs_watch_session_attached(se);
 	if (old) {
 		/* Reference 1.7: the request in flight on the old connection fails, and it ends. */
 		old->evicted = true;
@@ -371,6 +375,7 @@ void cd_session_free(struct cd_session *se)
 		se->next->prev = se->prev;
 	s->n_sessions--;
 	se->conn = se->linger = NULL;
+	cd_fs_watch_session_free(se);
 	se->ending = true;
 	se->drain_next = s->draining;
 	s->draining = se;
@@ -793,7 +798,7 @@ static char *build_env_info(void)
 			      "\"credentialMasking\":false,"
 			      "\"credentialMaskingCustomProviders\":false,"
 			      "\"capabilityDiscoverySandbox\":true,"
-			      "\"fsWatchMissing\":false,"
+			      "\"fsWatchMissing\":true,"
 			      "\"capabilityDiscoveryV2\":false,"
 			      "\"environmentConfigRead\":false,"
 			      "\"httpHeaderEnvVars\":false,"
@@ -1290,6 +1295,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	}
 	/* And those ended while the loop ran: not all freed, or not reaped yet. */
 	cd_session_drain_all(&srv);
+	cd_fs_watch_server_stop(&srv);
 	cd_proc_reap_zombies();
 	/*
 	 * What left its process group and came back to us as an orphan was

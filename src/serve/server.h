@@ -202,6 +202,7 @@ struct cd_workq;
 struct cd_admit;
 struct cd_start;
 struct cd_parse;
+struct cd_fs_watch_state;
 
 /* One process of a session: the table entry around a struct cd_proc. */
 struct cd_pentry {
@@ -243,6 +244,7 @@ struct cd_session {
 	bool lossless;		 /* its processes are held rather than lose output (server.c) */
 	unsigned n_held;	 /* processes held (cd_proc_is_held) */
 	struct cd_timer *replay; /* after a resume: output from before it stops being kept */
+	struct cd_fs_watch_state *fs_watch; /* fs/watchMissing (fs-watch.c), NULL: never used */
 };
 
 /* A long-poll process/read waiting for its process or its deadline. */

@@ -24,7 +24,8 @@
  * as long as it needs, on any host. "parse" holds the parse of a large
  * message on its worker likewise (key "conn=N id=parse"), and
  * "process/start" a start on its worker once it is prepared and the
- * server's hidden files are checked, before the spawn on the loop.
+ * server's hidden files are checked, before the spawn on the loop, and
+ * "fs/watchMissing" a watch's walk once done, before it is armed.
  */
 
 #include <stdatomic.h>

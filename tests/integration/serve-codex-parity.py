@@ -16,7 +16,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = ["serve-request-id.py", "serve-pathuri.py", "serve-fs-write-stream.py", "serve-http.py",
-           "serve-discover.py"]
+           "serve-discover.py", "serve-fs-watch.py"]
 
 binary = os.environ.get("CODEX_BIN", "")
 if not binary or not os.access(binary, os.X_OK):
