@@ -303,10 +303,11 @@ def during_walk(loop):
         rid = a.send_request("fs/watchMissing", {"watchId": 1,
                                                  "missing": [uri(os.path.join(d, "a"))]})
         held = hooks.wait("fs-held", method="fs/watchMissing")
-        # B's walk is held too: let it go at once.
+        # B's walk is held too: let it go at once. The mark comes before B's request: its
+        # event may be read before the request call returns.
+        mark = hooks.mark()
         bid = b.send_request("fs/watchMissing", {"watchId": 1,
                                                  "missing": [uri(os.path.join(d, "b"))]})
-        mark = hooks.mark()
         hb = hooks.wait("fs-held", since=mark, method="fs/watchMissing")
         hooks.release(hb)
         t.eq((b.wait_id(bid) or {}).get("result"), {"watching": True}, "[%s] B watches" % tag)
