@@ -16,8 +16,8 @@
 
 #include "serve/budget.h"
 #include "serve/fs.h"
-#include "serve/metrics.h"
 #include "serve/http.h"
+#include "serve/metrics.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
 #include "serve/workq.h"

@@ -1196,8 +1196,7 @@ static void (*const fs_ops[CD_FS_OP_COUNT])(const struct cd_fs_req *q, struct cd
 	[CD_FS_METADATA] = op_metadata,	     [CD_FS_CANONICALIZE] = op_canonicalize,
 	[CD_FS_READ_DIR] = op_read_dir,	     [CD_FS_WALK] = op_walk,
 	[CD_FS_REMOVE] = op_remove,	     [CD_FS_COPY] = op_copy,
-	[CD_FS_OPEN_WRITE] = op_open_write,
-	[CD_FS_DISCOVER] = op_discover,
+	[CD_FS_OPEN_WRITE] = op_open_write,  [CD_FS_DISCOVER] = op_discover,
 };
 
 void cd_fs_do(const struct cd_fs_req *q, struct cd_fs_res *r)

@@ -42,7 +42,7 @@ enum cd_fs_op {
 	CD_FS_REMOVE,
 	CD_FS_COPY,
 	CD_FS_OPEN_WRITE, /* fs/open "replace": created or truncated, the result is its fd */
-	CD_FS_DISCOVER, /* one root of capabilityRoots/discoverV1 (discover-scan.h) */
+	CD_FS_DISCOVER,	  /* one root of capabilityRoots/discoverV1 (discover-scan.h) */
 	CD_FS_OP_COUNT,
 };
 
