@@ -473,7 +473,7 @@ static int p_allowed_own_processes(void)
 	struct rlimit rl;
 	cpu_set_t set;
 	const char *failed = NULL;
-	int st, e = 0;
+	int st, e = 0, cur;
 	pid_t child = fork();
 
 	if (child < 0)
@@ -485,7 +485,11 @@ static int p_allowed_own_processes(void)
 	if (prlimit(child, RLIMIT_CORE, NULL, &rl) < 0 ||
 	    prlimit(child, RLIMIT_CORE, &rl, NULL) < 0)
 		failed = "prlimit";
-	else if (setpriority(PRIO_PROCESS, (id_t)child, 1) < 0)
+	/* One step nicer than it is: raising a priority needs CAP_SYS_NICE, and the test
+	 * may itself run under nice. */
+	else if ((errno = 0, cur = getpriority(PRIO_PROCESS, (id_t)child)) == -1 && errno)
+		failed = "getpriority";
+	else if (setpriority(PRIO_PROCESS, (id_t)child, cur < 19 ? cur + 1 : 19) < 0)
 		failed = "setpriority";
 	else if (sched_getaffinity(child, sizeof(set), &set) < 0 ||
 		 sched_setaffinity(child, sizeof(set), &set) < 0)
@@ -510,7 +514,10 @@ static int p_allowed_self(void)
 		return escaped("(wrongly denied) prlimit(0): %s", strerror(errno));
 	if (setrlimit(RLIMIT_CORE, &rl) < 0)
 		return escaped("(wrongly denied) setrlimit: %s", strerror(errno));
-	if (setpriority(PRIO_PROCESS, 0, 1) < 0)
+	/* Its own nice value again: lowering it needs CAP_SYS_NICE (the test may run niced). */
+	errno = 0;
+	int prio = getpriority(PRIO_PROCESS, 0);
+	if ((prio == -1 && errno) || setpriority(PRIO_PROCESS, 0, prio) < 0)
 		return escaped("(wrongly denied) setpriority(PRIO_PROCESS, 0): %s",
 			       strerror(errno));
 	if (sched_getaffinity(0, sizeof(set), &set) < 0 ||
