@@ -153,11 +153,32 @@ static void relay_child_setup(pid_t parent)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/*
+ * Connections relayed at once. Each is a process of the caller's, outside
+ * the sandbox's cgroup and task limit: the sandbox must not be able to
+ * make cordon fork without bound. Past it, connections wait in the
+ * listening socket's queue until one ends.
+ */
+#define RELAY_MAX_CONNECTIONS 256
+
 static __attribute__((noreturn)) void relay_main(int l, const struct cd_proxy_endpoint *e)
 {
 	pid_t self = getpid();
+	unsigned live = 0;
 
 	for (;;) {
+		/* Reap what ended; at the cap, wait for one to. */
+		for (;;) {
+			int st;
+			pid_t w = waitpid(-1, &st, live >= RELAY_MAX_CONNECTIONS ? 0 : WNOHANG);
+			if (w > 0 && live > 0) {
+				live--;
+				continue;
+			}
+			if (w < 0 && errno == EINTR)
+				continue;
+			break;
+		}
 		int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
@@ -176,6 +197,8 @@ static __attribute__((noreturn)) void relay_main(int l, const struct cd_proxy_en
 			splice_both(c, p);
 			_exit(0);
 		}
+		if (pid > 0)
+			live++;
 		close(c);
 	}
 }
@@ -198,8 +221,7 @@ pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e)
 	/* No core dump, no ptrace by the sandbox's uid (it runs as the caller). */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN);
-	/* Connections' processes are reaped by the kernel. */
-	signal(SIGCHLD, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);

@@ -225,6 +225,15 @@ if WHO == "unprivileged":
     t.ok(rc == 125 and "needs a network namespace" in err and "user namespaces" in err,
          "[%s] without user namespaces a managed network is refused, with the reason" % WHO, err)
 
+rc, out, err = run(["explain", "--json", "--network", "managed", "--network-proxy", "unix:" + SOCK])
+try:
+    j = json.loads(out)["linux"]
+except (ValueError, KeyError):
+    j = None
+t.ok(rc == 0 and j and j["namespaces"]["network"] and j["managed_network"] ==
+     {"relay": "127.0.0.1:3128", "proxy": "unix:" + SOCK, "env": WANT_ENV},
+     "[%s] explain --json shows the relay, the proxy and the variables" % WHO, err + out[:2000])
+
 # ---- through the relay, and nothing else
 
 proxy = start_proxy()
