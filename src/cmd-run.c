@@ -165,7 +165,13 @@ static void print_enforced(const struct cd_cli_bound *b)
 			if (r->when & lp->sc_when)
 				n++;
 		fprintf(stderr, "cordon: seccomp: %zu rules (network %s)\n", n,
-			lp->sc_when & CD_SC_NET_RESTRICTED ? "restricted" : "not restricted");
+			lp->sc_when & CD_SC_NET_RESTRICTED ? "restricted"
+			: lp->sc_when & CD_SC_NET_MANAGED  ? "managed: IP sockets only"
+							   : "not restricted");
+		if (lp->net_managed)
+			fputs("cordon: managed network: a relay on " CD_RELAY_ADDR
+			      ":" CD_RELAY_PORT_STR " in the network namespace, to the proxy\n",
+			      stderr);
 	} else {
 		fputs("cordon: seccomp: not used\n", stderr);
 	}
