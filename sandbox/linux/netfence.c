@@ -149,6 +149,10 @@ static void relay_child_setup(pid_t parent)
 	/* Gone with its parent (the supervisor, or the relay for a connection). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 		_exit(1);
+	/* Not the caller's signal forwarders: a signal for the command is not for us. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
@@ -218,6 +222,11 @@ pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e)
 		return pid;
 	}
 	relay_child_setup(parent);
+	/*
+	 * Out of the terminal's process group: ^C is for the command, and
+	 * the relay ends when cordon stops it (or dies).
+	 */
+	(void)setsid();
 	/* No core dump, no ptrace by the sandbox's uid (it runs as the caller). */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN);
