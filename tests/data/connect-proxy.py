@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # A stand-in for the managed network's proxy, for the tests of the fence:
-# listens on the unix socket ARGV[1] and speaks just enough HTTP/1.1 proxy:
+# listens on the unix socket ARGV[1] (or, for "tcp", on an ephemeral port of
+# 127.0.0.1, printed as "port N" before "ready") and speaks just enough HTTP/1.1 proxy:
 # CONNECT host:port (a tunnel) and absolute-form requests (forwarded with
 # Connection: close). Only the name "upstream.test" is served, to the
 # address ARGV[2] (host:port); anything else gets 403. Each request is one
@@ -95,12 +96,17 @@ def serve(c):
         c.close()
 
 
-try:
-    os.unlink(path)
-except FileNotFoundError:
-    pass
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(path)
+if path == "tcp":
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    print("port %d" % srv.getsockname()[1], flush=True)
+else:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
 srv.listen(64)
 print("ready", flush=True)
 while True:

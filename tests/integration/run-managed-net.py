@@ -22,10 +22,11 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from rpcclient import CORDON, Tap  # noqa: E402
+from rpcclient import CORDON, Tap, pids_by_cmdline  # noqa: E402
 
 t = Tap()
 ENV = dict(os.environ)
@@ -298,6 +299,47 @@ if CURL:
          err)
 else:
     t.skip("[%s] curl through the relay" % WHO, "curl is not installed")
+
+# ---- a proxy on a TCP port of the host
+
+tp = subprocess.Popen([sys.executable, PROXY_SCRIPT, "tcp", "127.0.0.1:%d" % UPORT, LOG],
+                      stdout=subprocess.PIPE)
+tport = tp.stdout.readline().decode().split()[-1]
+t.ok(tp.stdout.readline().strip() == b"ready", "[%s] the TCP stand-in proxy starts" % WHO)
+rc, out, err = run(["run", "--network", "managed", "--network-proxy", "tcp:127.0.0.1:" + tport,
+                    "--", sys.executable, "-c",
+                    "import urllib.request, sys; "
+                    "print(urllib.request.urlopen(sys.argv[1], timeout=30).read().decode())",
+                    URL])
+t.ok(rc == 0 and out.strip() == "hello from upstream",
+     "[%s] a tcp: endpoint: the relay connects to the proxy's port on the host" % WHO, err + out)
+stop_proxy(tp)
+
+# ---- the relay lives as long as cordon, no longer
+
+
+def relays(cordon_pid):
+    key = b"\0--network-proxy\0unix:" + SOCK.encode() + b"\0"
+    return [p for p in pids_by_cmdline(lambda c: key in c and c.startswith(CORDON.encode()))
+            if p != cordon_pid]
+
+
+rc, out, err = run(MANAGED + ["true"])
+t.ok(rc == 0 and relays(-1) == [], "[%s] the relay is gone once cordon run returns" % WHO,
+     err + repr(relays(-1)))
+p = subprocess.Popen([CORDON] + MANAGED + [sys.executable, "-c",
+                                           "import sys; print('up', flush=True); sys.stdin.read()"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     env=ENV, cwd=BASE)
+t.eq(p.stdout.readline().strip(), b"up", "[%s] a managed run is up" % WHO)
+before = relays(p.pid)
+p.kill()
+p.wait()
+deadline = time.monotonic() + 120
+while relays(p.pid) and time.monotonic() < deadline:
+    time.sleep(0.05)
+t.ok(before and not relays(p.pid),
+     "[%s] a SIGKILLed cordon run takes its relay with it" % WHO, repr((before, relays(p.pid))))
 
 # ---- the proxy killed mid-run: no network left
 
