@@ -25,6 +25,9 @@
  * installed there, else from the copy built into cordon, so on a tree not
  * installed that is what parsing the built-in costs beside reading the file.
  *
+ * read-only is also timed with a managed network (--network managed and a
+ * proxy endpoint nobody listens on), beside its restricted network.
+ *
  * Usage: bench-spawn CORDON POLICYDIR [FLOOR [FLOOR-MUSL]]
  *        (BENCH_N overrides the run count)
  */
@@ -171,7 +174,7 @@ int main(int argc, char **argv)
 {
 	char ws_template[PATH_MAX], bwrap[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
-	struct config cfg[16];
+	struct config cfg[20];
 	size_t n_cfg = 0, i, round;
 	unsigned long n;
 	char *cordon, *ws;
@@ -244,6 +247,15 @@ int main(int argc, char **argv)
 				     NULL });
 	set_argv(&cfg[n_cfg++], "cordon read-only",
 		 (char *[]){ cordon, "run", "--profile", "read-only", "--", "/bin/true", NULL });
+	/*
+	 * The managed network's fence beside it (restricted): lo brought up,
+	 * the relay's listening socket handed over, the relay forked and
+	 * reaped. /bin/true connects nowhere, so no proxy need listen.
+	 */
+	set_argv(&cfg[n_cfg++], "cordon ro, managed network",
+		 (char *[]){ cordon, "run", "--profile", "read-only", "--network", "managed",
+			     "--network-proxy", "unix:/nonexistent/cordon-bench-proxy.sock", "--",
+			     "/bin/true", NULL });
 	/* The same two without CORDON_POLICY_PATH: the built-ins (unless installed). */
 	char **nopath_env = env_with("CORDON_POLICY_PATH=");
 	set_argv(&cfg[n_cfg++], "cordon ww, no policy path",

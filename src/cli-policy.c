@@ -35,6 +35,8 @@ const char cd_cli_policy_help[] =
 	"  --deny-glob PATTERN     add a glob_pattern deny entry (relative to --cwd, or\n"
 	"                          codex-project-roots://PATTERN per workspace root)\n"
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
+	"  --network-proxy ENDPOINT  the proxy you run that a managed network goes\n"
+	"                          through: unix:/PATH or tcp:A.B.C.D:PORT\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
 	"                          protected-metadata, pid-isolation, deny-masks,\n"
 	"                          file-attributes, nested-repositories, network (the\n"
@@ -124,6 +126,17 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 			return -1;
 		}
 		p->network = n;
+		return 0;
+	}
+	case CD_OPT_NETWORK_PROXY: {
+		struct cd_proxy_endpoint e;
+		char *why = NULL;
+		if (cd_proxy_endpoint_parse(arg, &e, &why) < 0) {
+			cd_cli_usage_error(cmd, "--network-proxy: %s", why);
+			free(why);
+			return -1;
+		}
+		p->lopts.managed_proxy = arg;
 		return 0;
 	}
 	case CD_OPT_ALLOW_DEGRADED:
@@ -642,6 +655,13 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 			return CD_BIND_USAGE;
 		}
 		prof->network = (enum cd_network)p->network;
+	}
+	if (p->lopts.managed_proxy && prof->network != CD_NET_MANAGED) {
+		cd_cli_usage_error(cmd,
+				   "--network-proxy needs a managed network (--network "
+				   "managed), not %s",
+				   cd_network_name(prof->network));
+		return CD_BIND_USAGE;
 	}
 
 	cleanup_free char *here = current_dir();

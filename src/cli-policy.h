@@ -34,6 +34,7 @@ enum {
 	CD_OPT_NETWORK,
 	CD_OPT_ALLOW_DEGRADED,
 	CD_OPT_MIN_LANDLOCK_ABI,
+	CD_OPT_NETWORK_PROXY,
 	/* --limit-NAME (and --private-tmp): this plus the enum cd_limit. */
 	CD_OPT_LIMIT_BASE = 120,
 };
@@ -54,6 +55,7 @@ enum {
 	{ "network", 0, true, CD_OPT_NETWORK }, \
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED }, \
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI }, \
+	{ "network-proxy", 0, true, CD_OPT_NETWORK_PROXY }, \
 	CD_CLI_LIMIT_OPTIONS
 
 /* The resource limits alone (cordon serve has lists instead). */

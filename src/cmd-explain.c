@@ -235,6 +235,15 @@ static void print_windows(const struct cd_windows_plan *wp)
 		printf("    - %s\n", vis(*d, &h1));
 }
 
+/* The proxy endpoint of a managed network, as --network-proxy spells it. */
+static char *proxy_endpoint_str(const struct cd_proxy_endpoint *e)
+{
+	if (e->is_unix)
+		return cd_xasprintf("unix:%s", e->path);
+	return cd_xasprintf("tcp:%u.%u.%u.%u:%u", e->addr[0], e->addr[1], e->addr[2], e->addr[3],
+			    e->port);
+}
+
 static void print_text(const struct cd_cli_bound *b)
 {
 	const struct cd_profile *prof = b->profile;
@@ -371,6 +380,18 @@ static void print_text(const struct cd_cli_bound *b)
 				printf("  pid namespace: the command runs under an init that kills "
 				       "what is left when it exits, and everything dies with "
 				       "cordon\n");
+			if (lp->net_managed) {
+				cleanup_free char *ep = proxy_endpoint_str(&lp->proxy);
+				printf("  managed network: only lo in the network namespace; a "
+				       "relay on " CD_RELAY_ADDR ":" CD_RELAY_PORT_STR
+				       " there, outside the sandbox, connects each connection "
+				       "to the proxy %s and nothing else\n",
+				       ep);
+				printf("  proxy variables set:\n");
+				for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name;
+				     e++)
+					printf("    %s=%s\n", e->name, e->value);
+			}
 			if (lp->n_mounts) {
 				printf("  mounts:\n");
 				for (size_t i = 0; i < lp->n_mounts; i++)
@@ -516,6 +537,16 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 	json_object_set_new(ns, "pid", json_boolean(lp->pid_ns));
 	json_object_set_new(ns, "network", json_boolean(lp->net_ns));
 	json_object_set_new(l, "namespaces", ns);
+	if (lp->net_managed) {
+		json_t *mn = json_object(), *env = json_object();
+		cleanup_free char *ep = proxy_endpoint_str(&lp->proxy);
+		json_object_set_new(mn, "relay", jstr(CD_RELAY_ADDR ":" CD_RELAY_PORT_STR));
+		json_object_set_new(mn, "proxy", jstr(ep));
+		for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++)
+			json_object_set_new(env, e->name, jstr(e->value));
+		json_object_set_new(mn, "env", env);
+		json_object_set_new(l, "managed_network", mn);
+	}
 	json_object_set_new(l, "read_only_root", json_boolean(lp->ro_root));
 	json_object_set_new(l, "private_pts", json_boolean(lp->private_pts));
 

@@ -165,7 +165,13 @@ static void print_enforced(const struct cd_cli_bound *b)
 			if (r->when & lp->sc_when)
 				n++;
 		fprintf(stderr, "cordon: seccomp: %zu rules (network %s)\n", n,
-			lp->sc_when & CD_SC_NET_RESTRICTED ? "restricted" : "not restricted");
+			lp->sc_when & CD_SC_NET_RESTRICTED ? "restricted"
+			: lp->sc_when & CD_SC_NET_MANAGED  ? "managed: IP sockets only"
+							   : "not restricted");
+		if (lp->net_managed)
+			fputs("cordon: managed network: a relay on " CD_RELAY_ADDR
+			      ":" CD_RELAY_PORT_STR " in the network namespace, to the proxy\n",
+			      stderr);
 	} else {
 		fputs("cordon: seccomp: not used\n", stderr);
 	}
@@ -206,8 +212,10 @@ int cd_cmd_run(int argc, char **argv)
 	struct cd_cli_policy pol;
 	struct env_op *ops = NULL;
 	size_t n_ops = 0;
-	char **env = NULL;     /* the array only; the strings are borrowed */
-	char **wrapped = NULL; /* the command in the Seatbelt stand-in (test hook) */
+	char **env = NULL;	 /* the array only; the strings are borrowed */
+	char **wrapped = NULL;	 /* the command in the Seatbelt stand-in (test hook) */
+	char **owned_env = NULL; /* NAME=VALUE strings of ours in env */
+	size_t n_owned_env = 0;
 	bool clear_env = false, verbose = false, quiet = false;
 	int ret = CD_EXIT_USAGE;
 	int id;
@@ -282,6 +290,19 @@ int cd_cmd_run(int argc, char **argv)
 	for (char **d = b.lp->degraded; d && *d; d++)
 		cd_log_warn("%s", *d);
 
+	/*
+	 * A managed network: every proxy variable names the relay, over
+	 * whatever the environment and --setenv said (nothing else is
+	 * reachable from the sandbox anyway).
+	 */
+	if (b.lp->net_managed) {
+		for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++) {
+			char *kv = cd_xasprintf("%s=%s", e->name, e->value);
+			ops = cd_xreallocarray(ops, n_ops + 1, sizeof(*ops));
+			ops[n_ops++] = (struct env_op){ .set = true, .arg = kv };
+			cd_strv_append_take(&owned_env, &n_owned_env, kv);
+		}
+	}
 	if (clear_env || n_ops)
 		env = build_env(clear_env, ops, n_ops);
 
@@ -396,6 +417,7 @@ int cd_cmd_run(int argc, char **argv)
 out:
 	cd_strv_free(wrapped);
 	free(env);
+	cd_strv_free(owned_env);
 	free(ops);
 	cd_cli_policy_done(&pol);
 	return ret;

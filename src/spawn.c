@@ -34,6 +34,7 @@
 #include "core/util.h"
 #include "sandbox/backend.h"
 #include "sandbox/linux/linux-util.h"
+#include "sandbox/linux/netfence.h"
 #include "shared/fd-util.h"
 #include "shared/log.h"
 #include "spawn.h"
@@ -71,6 +72,8 @@ struct cd_child {
 	 */
 	int mnt_ns_fd;
 	ino_t mnt_ns_ino; /* its nsfs inode, when mnt_ns_fd >= 0 */
+	/* The managed network's relay process (netfence.h), or 0; stopped once the command exits. */
+	pid_t relay_pid;
 };
 
 /*
@@ -109,6 +112,11 @@ struct child_ctx {
 	 * namespaces left.
 	 */
 	bool pin_mnt_ns;
+	/*
+	 * Managed network: once in its network namespace, listen on the
+	 * relay port there and send the socket to the parent (netfence.h).
+	 */
+	bool relay;
 	/* The child is pid 1 of a new pid namespace (getppid() is 0 there). */
 	bool new_pid_ns;
 	/* create_child makes it with fork semantics (child_is_fork, decided once). */
@@ -270,6 +278,22 @@ static void child_pin_mnt_ns(const struct child_ctx *c)
 		child_fail(c, CD_EXIT_SETUP, -e, PIN_STAGE, NULL);
 }
 
+/* Hand the parent the relay's listening socket, made in our network namespace (netfence.h). */
+static void child_send_relay(const struct child_ctx *c)
+{
+	const char *step = NULL;
+	int fd = cd_netfence_listen(&step);
+	if (fd < 0)
+		child_fail(c, CD_EXIT_SETUP, -fd, "managed network relay", step);
+	struct cd_child_report r;
+	memset(&r, 0, sizeof(r));
+	r.kind = CD_CHILD_RELAY;
+	int e = child_send(c, &r, fd);
+	close(fd);
+	if (e < 0)
+		child_fail(c, CD_EXIT_SETUP, -e, "managed network relay", "sending its socket");
+}
+
 static void child_apply(const struct child_ctx *c)
 {
 	bool nnp = false;
@@ -302,6 +326,9 @@ static void child_apply(const struct child_ctx *c)
 			child_fail(c, CD_EXIT_SETUP, errno, "restoring the CPU affinity", NULL);
 		if (b == &cd_backend_namespaces && c->pin_mnt_ns)
 			child_pin_mnt_ns(c);
+		/* With the namespace's capabilities still ours: lo goes up. */
+		if (b == &cd_backend_namespaces && c->relay)
+			child_send_relay(c);
 	}
 	if (!nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "no_new_privs", NULL);
@@ -817,6 +844,7 @@ struct child_replies {
 	bool garbled;  /* a message that is none of ours */
 	int recv_err;  /* recvmsg failed with this errno before the end */
 	int mnt_ns_fd; /* from CD_CHILD_MNT_NS, or -1 */
+	int relay_fd;  /* from CD_CHILD_RELAY, or -1 */
 	struct cd_child_report report;
 };
 
@@ -826,6 +854,7 @@ static void read_replies(int sock, struct child_replies *out)
 	bool reset_seen = false;
 	memset(out, 0, sizeof(*out));
 	out->mnt_ns_fd = -1;
+	out->relay_fd = -1;
 	/* For the tests: a report that cannot be read (see cd_spawn). */
 	if (cd_linux_test_disabled("spawn-report")) {
 		out->recv_err = EIO;
@@ -853,6 +882,10 @@ static void read_replies(int sock, struct child_replies *out)
 		bool whole = (size_t)n == sizeof(m) && !(flags & (MSG_TRUNC | MSG_CTRUNC));
 		if (whole && m.kind == CD_CHILD_MNT_NS && fd >= 0 && out->mnt_ns_fd < 0) {
 			out->mnt_ns_fd = fd;
+			continue;
+		}
+		if (whole && m.kind == CD_CHILD_RELAY && fd >= 0 && out->relay_fd < 0) {
+			out->relay_fd = fd;
 			continue;
 		}
 		if (fd >= 0)
@@ -951,6 +984,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		 */
 		.pin_mnt_ns = sandboxed && o->lp->mount_ns && !o->kill_tree && !pid_ns,
 		.new_pid_ns = pid_ns,
+		.relay = sandboxed && o->lp->net_managed,
 		.pid_init = pid_ns && !o->pid1,
 		.args = {
 			.argv = argv ? argv : o->argv,
@@ -1089,7 +1123,26 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	 */
 	int lost_err = !rp.failed && !pin_err ? rp.recv_err : 0;
 
-	if (!rp.failed && !rp.garbled && !pin_err && !lost_err) {
+	/*
+	 * Managed network: the relay is the sandbox's only way out, and it
+	 * starts now (connections made meanwhile wait in the listening
+	 * socket's queue). Without it the command would run with no network
+	 * at all, which is not what was asked: refuse instead.
+	 */
+	int relay_err = 0;
+	if (rp.relay_fd >= 0 && (rp.failed || rp.garbled || pin_err || lost_err)) {
+		close(rp.relay_fd);
+	} else if (rp.relay_fd >= 0) {
+		pid_t rpid = cd_relay_start(rp.relay_fd, &o->lp->proxy);
+		if (rpid < 0)
+			relay_err = (int)-rpid;
+		else
+			c->relay_pid = rpid;
+	} else if (ctx.relay && !rp.failed && !rp.garbled && !pin_err && !lost_err) {
+		relay_err = rp.recv_err ? rp.recv_err : ENOMSG;
+	}
+
+	if (!rp.failed && !rp.garbled && !pin_err && !lost_err && !relay_err) {
 		*ret = c;
 		return 0;
 	}
@@ -1112,6 +1165,10 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		if (pin_err) {
 			rep.err = pin_err;
 			copy_stage(rep.stage, sizeof(rep.stage), PIN_STAGE, NULL);
+		} else if (relay_err) {
+			rep.err = relay_err;
+			copy_stage(rep.stage, sizeof(rep.stage), "managed network relay",
+				   "starting it");
 		} else if (lost_err) {
 			rep.err = lost_err;
 			copy_stage(rep.stage, sizeof(rep.stage), "child setup",
@@ -1501,6 +1558,13 @@ void cd_kill_children(void)
 	free(state);
 }
 
+static void stop_relay(struct cd_child *c)
+{
+	if (c->relay_pid > 0)
+		cd_relay_stop(c->relay_pid);
+	c->relay_pid = 0;
+}
+
 int cd_child_wait(struct cd_child *c)
 {
 	int status = 0;
@@ -1510,6 +1574,7 @@ int cd_child_wait(struct cd_child *c)
 		 * sandbox left may still run. Kill it all when we can; the
 		 * finish hooks then see whether the namespace is empty.
 		 */
+		stop_relay(c);
 		if (c->kill_tree) {
 			cd_kill_children();
 			c->tree_killed = true;
@@ -1518,6 +1583,8 @@ int cd_child_wait(struct cd_child *c)
 		return CD_EXIT_SETUP;
 	}
 	c->waited = true;
+	/* Not reaped by kill_tree below: its pid stays ours until this reaps it. */
+	stop_relay(c);
 	/* Before finish: a survivor must not outlive the masks that confine it. */
 	if (c->kill_tree) {
 		kill_tree(c->pid);
@@ -1531,6 +1598,7 @@ struct cd_child *cd_child_free(struct cd_child *c)
 {
 	if (!c)
 		return NULL;
+	stop_relay(c);
 	run_finish(c);
 	drop_mnt_ns(c);
 	if (c->pidfd >= 0)

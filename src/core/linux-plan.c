@@ -175,6 +175,9 @@ char *cd_ll_scopes_names(uint64_t mask)
 #define SOCK_TYPE_MASK_VALUE 0xfULL
 #define SOCK_STREAM_VALUE    1ULL
 #define SOCK_SEQPACKET_VALUE 5ULL
+#define SOCK_DGRAM_VALUE     2ULL
+#define AF_INET_VALUE	     2ULL
+#define AF_INET6_VALUE	     10ULL
 #define TIOCSTI_VALUE	     0x5412ULL
 #define TIOCLINUX_VALUE	     0x541CULL
 #define PER_LINUX_VALUE	     0ULL
@@ -416,13 +419,14 @@ const struct cd_sc_rule cd_sc_rules[] = {
 		.why = "network restricted: only AF_UNIX sockets",
 	},
 	{
+		/* Managed too: a pair's two ends are the caller's own. */
 		.syscall = "socketpair",
 		.action = CD_SC_EPERM,
 		.cmp = CD_SC_ARG_NE,
 		.arg = 0,
 		.value = AF_UNIX_VALUE,
-		.when = CD_SC_NET_RESTRICTED,
-		.why = "network restricted: only AF_UNIX sockets",
+		.when = CD_SC_NET_RESTRICTED | CD_SC_NET_MANAGED,
+		.why = "network restricted or managed: only AF_UNIX socket pairs",
 	},
 	/*
 	 * Unix sockets. Landlock (up to ABI 7) does not govern connect() or
@@ -466,8 +470,9 @@ const struct cd_sc_rule cd_sc_rules[] = {
 		.mask = SOCK_TYPE_MASK_VALUE,
 		.value = SOCK_STREAM_VALUE,
 		.value2 = SOCK_SEQPACKET_VALUE,
-		.when = CD_SC_NET_RESTRICTED,
-		.why = "network restricted: no datagram sockets, which send to any address",
+		.when = CD_SC_NET_RESTRICTED | CD_SC_NET_MANAGED,
+		.why = "network restricted or managed: no datagram socket pairs, which send to "
+		       "any unix name",
 	},
 	/*
 	 * No unix socket server either. Nothing in the sandbox could connect
@@ -480,6 +485,39 @@ const struct cd_sc_rule cd_sc_rules[] = {
 	NET_DENY("listen", "network restricted: a unix server could be reached from outside"),
 	NET_DENY("accept", "network restricted: a unix server could be reached from outside"),
 	NET_DENY("accept4", "network restricted: a unix server could be reached from outside"),
+	/*
+	 * Managed network: the command's network namespace holds only lo, and
+	 * its one way out is the relay listening there. IP sockets are all it
+	 * may make (a full 64-bit compare: a family with high bits set is
+	 * refused, never truncated into an allowed one), of types stream and
+	 * datagram (no raw, packet or SCTP). No unix socket could reach a
+	 * server on the host (a pathname socket is not confined by the network
+	 * namespace), no netlink or vsock socket the kernel or the hypervisor.
+	 * socketpair() stays, under the restricted rules above: unix stream
+	 * and seqpacket pairs, whose two ends are the caller's own. io_uring
+	 * is in the baseline.
+	 */
+	{
+		.syscall = "socket",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_NOT_IN2,
+		.arg = 0,
+		.value = AF_INET_VALUE,
+		.value2 = AF_INET6_VALUE,
+		.when = CD_SC_NET_MANAGED,
+		.why = "managed network: only IP sockets (no unix, netlink, packet, vsock...)",
+	},
+	{
+		.syscall = "socket",
+		.action = CD_SC_EPERM,
+		.cmp = CD_SC_ARG_MASKED_NOT_IN2,
+		.arg = 1,
+		.mask = SOCK_TYPE_MASK_VALUE,
+		.value = SOCK_STREAM_VALUE,
+		.value2 = SOCK_DGRAM_VALUE,
+		.when = CD_SC_NET_MANAGED,
+		.why = "managed network: no raw or packet sockets",
+	},
 	/*
 	 * Without an IPC namespace (a host without user namespaces, run with
 	 * --allow-degraded), System V IPC and POSIX message queues would be the
@@ -1378,6 +1416,25 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 				   "descendants outlive it (seccomp still keeps the calls "
 				   "that change a process by pid to the command itself)"));
 	}
+	/*
+	 * A managed network needs its namespace: without one the command
+	 * would share the host's network, and seccomp cannot tell the relay's
+	 * port from any other address. No opt-down: there is no honest
+	 * weaker form of "only through the proxy".
+	 */
+	if (lp->net_managed) {
+		if (!host->is_root && !host->userns)
+			return refuse(reterr,
+				      cd_xstrdup("a managed network needs a network namespace "
+						 "(the relay to the proxy is its only way out), "
+						 "but user namespaces are unavailable on this "
+						 "host; enable them (sysctl "
+						 "kernel.unprivileged_userns_clone=1, or "
+						 "user.max_user_namespaces > 0, or AppArmor's "
+						 "kernel.apparmor_restrict_unprivileged_userns=0) "
+						 "or use --network restricted"));
+		lp->net_ns = true;
+	}
 	/* A restricted network also gets an empty network namespace, where one can be made. */
 	if (lp->plan->network == CD_NET_RESTRICTED && !(opts && opts->no_net_ns)) {
 		if (host->is_root || host->userns)
@@ -1576,10 +1633,18 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		cd_strv_append_take(&lp->degraded, &lp->n_degraded, cd_xstrdup(*d));
 
 	/* Refusals that no host could satisfy come first. */
-	if (plan->network == CD_NET_MANAGED)
-		return refuse(reterr, cd_xstrdup("managed network needs cordon's network proxy, "
-						 "which this build does not have yet; use "
+	if (plan->network == CD_NET_MANAGED) {
+		if (!opts || !opts->managed_proxy)
+			return refuse(reterr,
+				      cd_xstrdup("managed network needs cordon's network proxy, "
+						 "which this build does not have yet; give one "
+						 "you run with --network-proxy, or use "
 						 "--network restricted or enabled"));
+		r = cd_proxy_endpoint_parse(opts->managed_proxy, &lp->proxy, reterr);
+		if (r < 0)
+			return r;
+		lp->net_managed = true;
+	}
 	/*
 	 * Inside a deny mask nothing is left to allow: refuse rather than hide
 	 * it. The directories above each path are looked up, outermost first
@@ -1615,7 +1680,8 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 						 "here"));
 	net_restricted = plan->network == CD_NET_RESTRICTED;
 	lp->seccomp = true;
-	lp->sc_when = CD_SC_BASELINE | (net_restricted ? CD_SC_NET_RESTRICTED : 0);
+	lp->sc_when = CD_SC_BASELINE | (net_restricted ? CD_SC_NET_RESTRICTED : 0) |
+		      (lp->net_managed ? CD_SC_NET_MANAGED : 0);
 
 	if (plan->fs_unrestricted) {
 		r = add_hidden(lp, host, opts, reterr);

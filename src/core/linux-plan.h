@@ -154,7 +154,44 @@ struct cd_linux_opts {
 	 */
 	const struct cd_limits *limits;
 	uint32_t degraded_limits;
+	/*
+	 * The proxy a managed network goes through (borrowed): "unix:PATH"
+	 * (an absolute path) or "tcp:A.B.C.D:PORT", parsed by
+	 * cd_proxy_endpoint_parse. NULL: a managed network is refused, as
+	 * there is nothing to relay to. See lp->net_managed.
+	 */
+	const char *managed_proxy;
 };
+
+/* Where the relay of a managed network listens inside the sandbox's namespace. */
+#define CD_RELAY_ADDR	  "127.0.0.1"
+#define CD_RELAY_PORT	  3128
+#define CD_RELAY_PORT_STR "3128"
+
+/* A managed network's proxy (cd_linux_opts.managed_proxy), parsed. */
+struct cd_proxy_endpoint {
+	bool is_unix;
+	char path[108];	 /* is_unix: absolute, fits sockaddr_un.sun_path with its NUL */
+	uint8_t addr[4]; /* !is_unix: IPv4 address, network order */
+	uint16_t port;	 /* !is_unix: host order, 1..65535 */
+};
+
+/*
+ * Parse "unix:/abs/path" or "tcp:A.B.C.D:PORT" strictly. 0, or -EINVAL with
+ * *reterr (malloc'ed, one line saying what is wrong).
+ */
+int cd_proxy_endpoint_parse(const char *s, struct cd_proxy_endpoint *ret, char **reterr);
+
+/*
+ * The variables a managed network sets in the command's environment, all
+ * pointing at the relay (the contract of Codex's executor-launched proxy):
+ * a NULL-terminated static array of {name, value} pairs.
+ */
+struct cd_env_pair {
+	const char *name;
+	const char *value;
+};
+extern const struct cd_env_pair cd_managed_proxy_env[];
 
 struct cd_ll_rule {
 	const char *path; /* borrowed from the plan */
@@ -213,6 +250,12 @@ typedef enum cd_sc_when {
 	 * tasks the caller's namespace cannot see), so they are left alone.
 	 */
 	CD_SC_NO_PID_NS = 1u << 3,
+	/*
+	 * Managed network (the fence, lp->net_managed): only IP sockets, so
+	 * the command reaches nothing but its own network namespace, whose one
+	 * way out is the relay (no unix, netlink, packet, raw or vsock socket).
+	 */
+	CD_SC_NET_MANAGED = 1u << 4,
 } cd_sc_when;
 
 struct cd_sc_rule {
@@ -353,6 +396,16 @@ struct cd_linux_plan {
 	 */
 	bool net_ns;
 	/*
+	 * Managed network (implies net_ns): lo is brought up in the network
+	 * namespace, the spawner's child listens on CD_RELAY_ADDR:CD_RELAY_PORT
+	 * there before any restriction and hands the listening socket to the
+	 * supervisor, whose relay connects each accepted connection to proxy
+	 * and to nothing else; seccomp (CD_SC_NET_MANAGED) lets the command
+	 * make IP sockets only.
+	 */
+	bool net_managed;
+	struct cd_proxy_endpoint proxy;
+	/*
 	 * An IPC namespace of its own (with every mount namespace): System V
 	 * shared memory, semaphores and message queues, and POSIX message
 	 * queues, of the host and of other sandboxes are out of reach. They are
@@ -434,7 +487,8 @@ size_t cd_linux_plan_namespaces(const struct cd_linux_plan *lp, const char *name
  *    (ro_root) need a mount namespace, unless CD_DEGRADE_FILE_ATTRIBUTES;
  *  - more than CD_MAX_WRITABLE_TREES separate writable regions;
  *  - a path under /dev/pts in a plan with private_pts (hidden by it);
- *  - CD_NET_MANAGED (no proxy yet);
+ *  - CD_NET_MANAGED without opts->managed_proxy, or where no network
+ *    namespace can be made (no user namespaces, not root);
  *  - a limit that cannot be enforced here (core/limits.h), unless
  *    opts->degraded_limits names it;
  *  - a private /tmp without a sandbox or a mount namespace, or with a path

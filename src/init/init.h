@@ -38,6 +38,8 @@ enum cd_exit {
 enum cd_child_msg {
 	CD_CHILD_MNT_NS = 1, /* with the child's mount namespace (SCM_RIGHTS) */
 	CD_CHILD_FAILED = 2, /* it cannot exec the command: why, just before it exits */
+	/* The managed network's relay port, listening in the sandbox's namespace (SCM_RIGHTS). */
+	CD_CHILD_RELAY = 3,
 };
 
 struct cd_child_report {

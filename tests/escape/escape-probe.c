@@ -810,6 +810,65 @@ static int p_udp_dns(void)
 	return n == 1 ? escaped("sent a UDP datagram to port 53") : escaped("created a UDP socket");
 }
 
+/*
+ * A managed network's fence (no route but lo, nothing listening there): a
+ * connection or a reply from ADDR:PORT is an escape; the kernel saying the
+ * network or the port is unreachable, or refusing the socket, is the fence.
+ */
+static bool is_unreachable(int e)
+{
+	return is_denial(e) || e == ENETUNREACH || e == EHOSTUNREACH || e == ECONNREFUSED;
+}
+
+static int reach(const char *addr, const char *port, int type)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	sin.sin_port = htons((uint16_t)atoi(port));
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		return setup_error("bad IPv4 address '%s'", addr);
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return verdict_errno(errno, "socket(AF_INET)");
+	int r = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+	if (r == 0 && type == SOCK_DGRAM) {
+		/* A DNS query for "." (type A): any answer at all is an escape. */
+		static const char q[] = "\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+					"\x00\x00\x01\x00\x01";
+		char buf[512];
+		r = send(fd, q, sizeof(q) - 1, 0) < 0 ? -1 : (int)recv(fd, buf, sizeof(buf), 0);
+		if (r >= 0)
+			r = 0;
+	}
+	int e = errno;
+	close(fd);
+	if (r == 0)
+		return escaped("%s %s:%s answered", type == SOCK_DGRAM ? "UDP" : "TCP", addr, port);
+	if (is_unreachable(e))
+		return denied("%s:%s: %s", addr, port, strerror(e));
+	return setup_error("%s:%s failed with %s, which is not the fence", addr, port, strerror(e));
+}
+
+static int p_reach_tcp(const char *addr, const char *port)
+{
+	return reach(addr, port, SOCK_STREAM);
+}
+
+static int p_reach_udp(const char *addr, const char *port)
+{
+	return reach(addr, port, SOCK_DGRAM);
+}
+
+static int p_io_uring(void)
+{
+	char params[120] = { 0 }; /* struct io_uring_params */
+	long fd = syscall(425 /* io_uring_setup */, 8, params);
+	if (fd >= 0) {
+		close((int)fd);
+		return escaped("io_uring_setup made a ring");
+	}
+	return verdict_errno(errno, "io_uring_setup");
+}
+
 static int unix_addr(const char *path, struct sockaddr_un *sun)
 {
 	*sun = (struct sockaddr_un){ .sun_family = AF_UNIX };
@@ -896,8 +955,9 @@ static int p_listen_unix(const char *path)
 	if (unix_addr(path, &sun) < 0)
 		return setup_error("path too long");
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* A managed network refuses the socket itself. */
 	if (fd < 0)
-		return setup_error("socket: %s", strerror(errno));
+		return verdict_errno(errno, "socket(AF_UNIX)");
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		int e = errno;
 		close(fd);
@@ -1146,6 +1206,7 @@ static const struct {
 	int (*fn)(void);
 } probes0[] = {
 	{ "udp-dns", p_udp_dns },
+	{ "io-uring", p_io_uring },
 #if defined(__x86_64__)
 	{ "x32", p_x32 },
 	{ "i386", p_i386 },
@@ -1193,8 +1254,9 @@ static const struct {
 	const char *name;
 	int (*fn)(const char *, const char *);
 } probes2[] = {
-	{ "listen", listen_all }, { "sendmsg-name", p_sendmsg_name }, { "symlink", p_symlink },
-	{ "rename", p_rename },	  { "hardlink", p_hardlink },	      { "setuid", p_setuid },
+	{ "listen", listen_all },     { "sendmsg-name", p_sendmsg_name }, { "symlink", p_symlink },
+	{ "rename", p_rename },	      { "hardlink", p_hardlink },	  { "setuid", p_setuid },
+	{ "reach-tcp", p_reach_tcp }, { "reach-udp", p_reach_udp },
 };
 
 /* Probes aimed at a process: PID, or "parent". */

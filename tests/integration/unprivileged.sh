@@ -18,7 +18,8 @@ PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-isolation.p
 	serve-fs-readfile.py serve-net.py serve-loopback.py serve-selfconnect.py serve-hidden.py \
 	serve-admit.py run-limits.py serve-limits.py serve-stall.py serve-memory.py \
 	serve-resume.py serve-fds.py serve-fs-full.py serve-ws-load.py serve-hidden-race.py \
-	serve-pathuri.py serve-activation.py seatbelt-standin.py serve-metrics.py serve-fs-write-stream.py serve-http.py serve-discover.py serve-fs-watch.py"
+	serve-pathuri.py serve-activation.py seatbelt-standin.py serve-metrics.py \
+	serve-fs-write-stream.py serve-http.py serve-discover.py serve-fs-watch.py run-managed-net.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
@@ -122,7 +123,7 @@ cp "$TRY" "$BASE/helpers/try-syscall"
 cp "$CD_BUILDDIR/tests/escape/escape-probe" "$BASE/helpers/escape-probe"
 cp "$HERE/../escape/escape.sh" "$HERE/../escape/git-metadata.sh" "$BASE/tests/escape/"
 cp "$CD_POLICYDIR"/*.json "$BASE/policies/"
-cp "$HERE/../data/seatbelt-stand-in.sh" "$BASE/tests/data/"
+cp "$HERE/../data/seatbelt-stand-in.sh" "$HERE/../data/connect-proxy.py" "$BASE/tests/data/"
 cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$HERE/../lib/netclient.py" "$BASE/tests/lib/"
 for s in $SCRIPTS $PYSCRIPTS; do
 	cp "$HERE/$s" "$BASE/tests/integration/"

@@ -105,7 +105,9 @@ START_TEST(test_sc_sanity)
 		ck_assert_int_lt(r->action, CD_SC_ACTION_COUNT);
 		ck_assert_int_lt(r->cmp, CD_SC_CMP_COUNT);
 		ck_assert_msg(r->when == CD_SC_BASELINE || r->when == CD_SC_NET_RESTRICTED ||
-				      r->when == CD_SC_NO_IPC_NS || r->when == CD_SC_NO_PID_NS,
+				      r->when == CD_SC_NO_IPC_NS || r->when == CD_SC_NO_PID_NS ||
+				      r->when == CD_SC_NET_MANAGED ||
+				      r->when == (CD_SC_NET_RESTRICTED | CD_SC_NET_MANAGED),
 			      "%s: bad when %u", r->syscall, (unsigned)r->when);
 		/* A unified number is one of the calls added since Linux 5.1 (424 on). */
 		ck_assert(r->nr_unified == 0 || (r->nr_unified >= 424 && r->nr_unified < 1000));
@@ -429,14 +431,15 @@ START_TEST(test_sc_network)
 	size_t n_net = 0;
 
 	for (size_t i = 0; i < CD_ARRAY_SIZE(pairs); i++) {
-		ck_assert_uint_eq(sc_count(pairs[i]), 2);
+		/* socket: two more for a managed network (test_managed_network). */
+		ck_assert_uint_eq(sc_count(pairs[i]), i == 0 ? 4 : 2);
 		/* The family: AF_UNIX only, compared on all 64 bits. */
 		r = sc_find_cmp(pairs[i], CD_SC_ARG_NE);
 		ck_assert_ptr_nonnull(r);
 		ck_assert_uint_eq(r->arg, 0);
 		ck_assert_uint_eq(r->value, 1);
 		ck_assert_int_eq(r->action, CD_SC_EPERM);
-		ck_assert_uint_eq(r->when, CD_SC_NET_RESTRICTED);
+		ck_assert(r->when & CD_SC_NET_RESTRICTED);
 		/* The type without SOCK_CLOEXEC/SOCK_NONBLOCK: SOCK_STREAM or SOCK_SEQPACKET. */
 		r = sc_find_cmp(pairs[i], CD_SC_ARG_MASKED_NOT_IN2);
 		ck_assert_ptr_nonnull(r);
@@ -445,7 +448,7 @@ START_TEST(test_sc_network)
 		ck_assert_uint_eq(r->value, 1);
 		ck_assert_uint_eq(r->value2, 5);
 		ck_assert_int_eq(r->action, CD_SC_EPERM);
-		ck_assert_uint_eq(r->when, CD_SC_NET_RESTRICTED);
+		ck_assert(r->when & CD_SC_NET_RESTRICTED);
 	}
 	for (size_t i = 0; i < CD_ARRAY_SIZE(always); i++) {
 		ck_assert_uint_eq(sc_count(always[i]), 1);
@@ -467,7 +470,7 @@ START_TEST(test_sc_network)
 	ck_assert_uint_eq(sc_count("sendmsg"), 0);
 	/* Nothing else depends on the network setting. */
 	for (const struct cd_sc_rule *q = cd_sc_rules; q->syscall; q++)
-		n_net += q->when == CD_SC_NET_RESTRICTED;
+		n_net += (q->when & CD_SC_NET_RESTRICTED) != 0;
 	ck_assert_uint_eq(n_net, 2 * CD_ARRAY_SIZE(pairs) + CD_ARRAY_SIZE(always) + 1);
 }
 END_TEST
@@ -1169,6 +1172,151 @@ START_TEST(test_refuse_managed_network)
 	build_refused(&plan, &host_full, NULL,
 		      (const char *const[]){ "managed network needs cordon's network proxy",
 					     "--network restricted or enabled", NULL });
+}
+END_TEST
+
+/* The fence of a managed network (netfence.h): its namespace, its socket rules, no opt-down. */
+START_TEST(test_managed_network)
+{
+	struct cd_plan plan = make_plan(ro_paths, CD_ARRAY_SIZE(ro_paths), CD_NET_MANAGED);
+	struct cd_linux_opts o = { .min_landlock_abi = 1, .managed_proxy = "unix:/run/p.sock" };
+	struct cd_linux_host h = host_full;
+	struct cd_linux_plan *lp = build_ok(&plan, &h, &o);
+	const char *ns[5];
+	size_t n;
+	bool family = false, type = false, unix_pair = false;
+
+	ck_assert(lp->net_managed);
+	ck_assert(lp->net_ns);
+	ck_assert(lp->proxy.is_unix);
+	ck_assert_str_eq(lp->proxy.path, "/run/p.sock");
+	ck_assert(lp->sc_when & CD_SC_NET_MANAGED);
+	ck_assert(!(lp->sc_when & CD_SC_NET_RESTRICTED));
+	/* Connections inside the namespace are the kernel's business, not Landlock's. */
+	ck_assert_uint_eq(lp->ll_handled_net, 0);
+	n = cd_linux_plan_namespaces(lp, ns);
+	ck_assert_str_eq(ns[n - 1], "network");
+	for (const struct cd_sc_rule *r = cd_sc_rules; r->syscall; r++) {
+		if (!(r->when & CD_SC_NET_MANAGED))
+			continue;
+		if (cd_streq(r->syscall, "socket") && r->cmp == CD_SC_ARG_NOT_IN2)
+			family = r->arg == 0 && r->value == 2 && r->value2 == 10;
+		if (cd_streq(r->syscall, "socket") && r->cmp == CD_SC_ARG_MASKED_NOT_IN2)
+			type = r->arg == 1 && r->value == 1 && r->value2 == 2;
+		if (cd_streq(r->syscall, "socketpair") && r->cmp == CD_SC_ARG_NE)
+			unix_pair = r->value == 1 && (r->when & CD_SC_NET_RESTRICTED);
+	}
+	ck_assert(family && type && unix_pair);
+	cd_linux_plan_free(lp);
+
+	/* The caller's "no network namespace" (cordon serve) does not apply to it. */
+	o.no_net_ns = true;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert(lp->net_ns);
+	cd_linux_plan_free(lp);
+	o.no_net_ns = false;
+
+	/* A TCP endpoint. */
+	o.managed_proxy = "tcp:127.0.0.1:3129";
+	lp = build_ok(&plan, &h, &o);
+	ck_assert(!lp->proxy.is_unix);
+	ck_assert_uint_eq(lp->proxy.port, 3129);
+	ck_assert_uint_eq(lp->proxy.addr[0], 127);
+	ck_assert_uint_eq(lp->proxy.addr[3], 1);
+	cd_linux_plan_free(lp);
+
+	/* No user namespaces: refused, whatever is opted down. */
+	h.userns = false;
+	o.degraded = CD_DEGRADE_PROTECTED_METADATA | CD_DEGRADE_PID_ISOLATION |
+		     CD_DEGRADE_DENY_MASKS | CD_DEGRADE_FILE_ATTRIBUTES;
+	build_refused(&plan, &h, &o,
+		      (const char *const[]){ "managed network needs a network namespace",
+					     "user namespaces are unavailable", NULL });
+	/* Root makes its namespace without them. */
+	h.is_root = true;
+	lp = build_ok(&plan, &h, &o);
+	ck_assert(lp->net_ns && !lp->user_ns);
+	cd_linux_plan_free(lp);
+
+	/* A bad endpoint never gets to a plan. */
+	char *err = NULL;
+	o.managed_proxy = "unix:p.sock";
+	lp = (struct cd_linux_plan *)1;
+	ck_assert_int_eq(cd_linux_plan_build(&plan, &host_full, &o, &lp, &err), -EINVAL);
+	ck_assert_ptr_null(lp);
+	ck_assert_ptr_nonnull(strstr(err, "must be absolute"));
+	free(err);
+}
+END_TEST
+
+START_TEST(test_proxy_endpoint)
+{
+	struct cd_proxy_endpoint e;
+	char *err = NULL;
+	char longp[130];
+	const char *bad[] = { "",
+			      "unix:",
+			      "unix:rel",
+			      "tcp:",
+			      "tcp:localhost:80",
+			      "tcp:1.2.3:80",
+			      "tcp:1.2.3.4",
+			      "tcp:1.2.3.4:",
+			      "tcp:1.2.3.4:0",
+			      "tcp:1.2.3.4:65536",
+			      "tcp:256.1.1.1:80",
+			      "tcp:01.2.3.4:80",
+			      "tcp:1.2.3.4:80x",
+			      "tcp:1.2.3.4:+80",
+			      "tcp:[::1]:80",
+			      "http://127.0.0.1:3128",
+			      "127.0.0.1:3128",
+			      NULL };
+
+	ck_assert_int_eq(cd_proxy_endpoint_parse("unix:/a/b.sock", &e, &err), 0);
+	ck_assert(e.is_unix);
+	ck_assert_str_eq(e.path, "/a/b.sock");
+	ck_assert_int_eq(cd_proxy_endpoint_parse("tcp:10.0.0.255:65535", &e, &err), 0);
+	ck_assert(!e.is_unix);
+	ck_assert_uint_eq(e.port, 65535);
+	ck_assert_uint_eq(e.addr[0], 10);
+	ck_assert_uint_eq(e.addr[3], 255);
+	for (size_t i = 0; bad[i]; i++) {
+		ck_assert_msg(cd_proxy_endpoint_parse(bad[i], &e, &err) == -EINVAL, "%s", bad[i]);
+		ck_assert_ptr_nonnull(err);
+		ck_assert_ptr_null(strchr(err, '\n'));
+		free(err);
+		err = NULL;
+	}
+	/* sun_path holds 107 bytes and the NUL. */
+	memset(longp, 'a', sizeof(longp));
+	memcpy(longp, "unix:/", 6);
+	longp[5 + 107] = '\0';
+	ck_assert_int_eq(cd_proxy_endpoint_parse(longp, &e, &err), 0);
+	longp[5 + 107] = 'a';
+	longp[5 + 108] = '\0';
+	ck_assert_int_eq(cd_proxy_endpoint_parse(longp, &e, &err), -EINVAL);
+	free(err);
+}
+END_TEST
+
+/* The proxy variables: Codex's set, each once, all naming the relay or the exclusions. */
+START_TEST(test_managed_proxy_env)
+{
+	size_t n = 0;
+
+	for (const struct cd_env_pair *p = cd_managed_proxy_env; p->name; p++, n++) {
+		for (const struct cd_env_pair *q = p + 1; q->name; q++)
+			ck_assert_str_ne(p->name, q->name);
+		if (strstr(p->name, "NO_PROXY") || strstr(p->name, "no_proxy") ||
+		    strstr(p->name, "NOPROXY") || strstr(p->name, "noproxy"))
+			ck_assert_str_eq(p->value, "localhost,127.0.0.1,::1,10.0.0.0/8,"
+						   "172.16.0.0/12,192.168.0.0/16");
+		else if (!cd_streq(p->name, "ELECTRON_GET_USE_PROXY") &&
+			 !cd_streq(p->name, "NODE_USE_ENV_PROXY") && strncmp(p->name, "CODEX_", 6))
+			ck_assert_str_eq(p->value, "http://127.0.0.1:3128");
+	}
+	ck_assert_uint_eq(n, 35);
 }
 END_TEST
 
@@ -2205,6 +2353,9 @@ static Suite *linux_plan_suite(void)
 	tcase_add_test(tc, test_refuse_seccomp);
 	tcase_add_test(tc, test_refuse_managed_network);
 	tcase_add_test(tc, test_refuse_deny);
+	tcase_add_test(tc, test_managed_network);
+	tcase_add_test(tc, test_proxy_endpoint);
+	tcase_add_test(tc, test_managed_proxy_env);
 	tcase_add_test(tc, test_deny_masks);
 	tcase_add_test(tc, test_hidden);
 	tcase_add_test(tc, test_hidden_identity);

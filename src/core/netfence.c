@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The OS-free half of the managed network's fence: the proxy endpoint a
+ * relay may connect to, and the proxy variables the command gets.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "core/linux-plan.h"
+#include "core/util.h"
+
+#define RELAY_URL      "http://" CD_RELAY_ADDR ":" CD_RELAY_PORT_STR
+#define NO_PROXY_VALUE "localhost,127.0.0.1,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"
+
+/*
+ * Codex's executor-launched proxy contract (exec-server reference 4.6; the
+ * list of its network-proxy crate): every proxy variable, upper and lower
+ * case where tools read both, names the relay. There is no SOCKS listener
+ * behind the relay, so ALL_PROXY and FTP_PROXY carry the HTTP URL, as Codex
+ * does with SOCKS off. Local binding: the command may listen inside its own
+ * namespace only, which nothing outside reaches; Codex's default (0) says
+ * not to count on it.
+ */
+const struct cd_env_pair cd_managed_proxy_env[] = {
+	{ "CODEX_NETWORK_PROXY_ACTIVE", "1" },
+	{ "CODEX_NETWORK_ALLOW_LOCAL_BINDING", "0" },
+	{ "HTTP_PROXY", RELAY_URL },
+	{ "HTTPS_PROXY", RELAY_URL },
+	{ "http_proxy", RELAY_URL },
+	{ "https_proxy", RELAY_URL },
+	{ "YARN_HTTP_PROXY", RELAY_URL },
+	{ "YARN_HTTPS_PROXY", RELAY_URL },
+	{ "npm_config_http_proxy", RELAY_URL },
+	{ "npm_config_https_proxy", RELAY_URL },
+	{ "npm_config_proxy", RELAY_URL },
+	{ "NPM_CONFIG_HTTP_PROXY", RELAY_URL },
+	{ "NPM_CONFIG_HTTPS_PROXY", RELAY_URL },
+	{ "NPM_CONFIG_PROXY", RELAY_URL },
+	{ "BUNDLE_HTTP_PROXY", RELAY_URL },
+	{ "BUNDLE_HTTPS_PROXY", RELAY_URL },
+	{ "PIP_PROXY", RELAY_URL },
+	{ "DOCKER_HTTP_PROXY", RELAY_URL },
+	{ "DOCKER_HTTPS_PROXY", RELAY_URL },
+	{ "WS_PROXY", RELAY_URL },
+	{ "WSS_PROXY", RELAY_URL },
+	{ "ws_proxy", RELAY_URL },
+	{ "wss_proxy", RELAY_URL },
+	{ "ALL_PROXY", RELAY_URL },
+	{ "all_proxy", RELAY_URL },
+	{ "FTP_PROXY", RELAY_URL },
+	{ "ftp_proxy", RELAY_URL },
+	{ "NO_PROXY", NO_PROXY_VALUE },
+	{ "no_proxy", NO_PROXY_VALUE },
+	{ "npm_config_noproxy", NO_PROXY_VALUE },
+	{ "NPM_CONFIG_NOPROXY", NO_PROXY_VALUE },
+	{ "YARN_NO_PROXY", NO_PROXY_VALUE },
+	{ "BUNDLE_NO_PROXY", NO_PROXY_VALUE },
+	{ "ELECTRON_GET_USE_PROXY", "true" },
+	{ "NODE_USE_ENV_PROXY", "1" },
+	{ NULL, NULL },
+};
+
+static int bad(char **reterr, const char *s, const char *why)
+{
+	if (reterr)
+		*reterr = cd_xasprintf(
+			"invalid proxy endpoint '%s': %s (expected unix:/ABSOLUTE/PATH "
+			"or tcp:A.B.C.D:PORT)",
+			s, why);
+	return -EINVAL;
+}
+
+/* A decimal number of 1 to maxdigits digits, no sign, no leading zero (but "0"). */
+static bool parse_num(const char **p, unsigned maxdigits, unsigned long *ret)
+{
+	const char *q = *p;
+	unsigned long v = 0;
+	unsigned n = 0;
+
+	while (*q >= '0' && *q <= '9' && n < maxdigits + 1) {
+		v = v * 10 + (unsigned long)(*q - '0');
+		q++;
+		n++;
+	}
+	if (n == 0 || n > maxdigits || (n > 1 && **p == '0'))
+		return false;
+	*p = q;
+	*ret = v;
+	return true;
+}
+
+int cd_proxy_endpoint_parse(const char *s, struct cd_proxy_endpoint *ret, char **reterr)
+{
+	struct cd_proxy_endpoint e;
+
+	memset(&e, 0, sizeof(e));
+	if (reterr)
+		*reterr = NULL;
+	if (!s)
+		return bad(reterr, "", "empty");
+	if (strncmp(s, "unix:", 5) == 0) {
+		const char *path = s + 5;
+		size_t len = strlen(path);
+
+		if (path[0] != '/')
+			return bad(reterr, s, "the socket path must be absolute");
+		if (len >= sizeof(e.path))
+			return bad(reterr, s, "the socket path is longer than 107 bytes");
+		e.is_unix = true;
+		memcpy(e.path, path, len + 1);
+	} else if (strncmp(s, "tcp:", 4) == 0) {
+		const char *p = s + 4;
+		unsigned long v;
+
+		for (int i = 0; i < 4; i++) {
+			if (!parse_num(&p, 3, &v) || v > 255)
+				return bad(reterr, s, "not a dotted IPv4 address");
+			e.addr[i] = (uint8_t)v;
+			if (*p != (i < 3 ? '.' : ':'))
+				return bad(reterr, s,
+					   i < 3 ? "not a dotted IPv4 address"
+						 : "no :PORT after the address");
+			p++;
+		}
+		if (!parse_num(&p, 5, &v) || v == 0 || v > 65535 || *p)
+			return bad(reterr, s, "the port must be 1 to 65535");
+		e.port = (uint16_t)v;
+	} else {
+		return bad(reterr, s, "unknown kind");
+	}
+	*ret = e;
+	return 0;
+}
