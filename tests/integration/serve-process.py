@@ -610,11 +610,13 @@ def bad_params(tag):
             r = s.request(method, p)
             if err_code(r) != -32602:
                 failures.append((method, what, r))
-            elif "`%s" % field not in err_msg(r) and field not in err_msg(r):
+            elif value is None and "`%s`" % field not in err_msg(r):
+                # A missing member is named; a wrong type has the released
+                # binary's message, which names no field (serve-parity-sweep.py).
                 unnamed.append((method, what, err_msg(r)))
         t.ok(not failures, "[%s] %d wrong-type/missing params: every one -32602" % (tag, len(table)),
              "\n".join(repr(f) for f in failures))
-        t.ok(not unnamed, "[%s] each of those messages names the field" % tag,
+        t.ok(not unnamed, "[%s] each missing member is named" % tag,
              "\n".join(repr(f) for f in unnamed))
         failures = []
         for method in base:
