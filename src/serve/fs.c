@@ -1066,15 +1066,15 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		break;
 	case CD_FS_MKDIR:
 		if (cd_fs_get_path(params, "path", &q.path, &err) < 0 ||
-		    cd_param_bool(params, "recursive", "recursive", false, true, &q.recursive,
-				  &err) < 0)
+		    cd_param_opt_bool(params, "recursive", "recursive", true, &q.recursive, &err) <
+			    0)
 			goto invalid;
 		break;
 	case CD_FS_REMOVE:
 		if (cd_fs_get_path(params, "path", &q.path, &err) < 0 ||
-		    cd_param_bool(params, "recursive", "recursive", false, true, &q.recursive,
-				  &err) < 0 ||
-		    cd_param_bool(params, "force", "force", false, true, &q.force, &err) < 0)
+		    cd_param_opt_bool(params, "recursive", "recursive", true, &q.recursive, &err) <
+			    0 ||
+		    cd_param_opt_bool(params, "force", "force", true, &q.force, &err) < 0)
 			goto invalid;
 		break;
 	case CD_FS_WALK: {

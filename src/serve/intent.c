@@ -169,14 +169,22 @@ int cd_param_bool(const struct cd_json *obj, const char *key, const char *field,
 		*err = cd_param_missing(field);
 		return -EINVAL;
 	}
-	if (v->type == CD_JSON_NULL && !required)
-		return 1; /* an Option<bool> in Codex: null is the default */
 	if (v->type != CD_JSON_TRUE && v->type != CD_JSON_FALSE) {
 		*err = cd_param_invalid(v, "a boolean", field);
 		return -EINVAL;
 	}
 	*ret = v->type == CD_JSON_TRUE;
 	return 0;
+}
+
+int cd_param_opt_bool(const struct cd_json *obj, const char *key, const char *field, bool def,
+		      bool *ret, char **err)
+{
+	const struct cd_json *v = member(obj, key);
+	*ret = def;
+	if (v && v->type == CD_JSON_NULL)
+		return 1;
+	return cd_param_bool(obj, key, field, false, def, ret, err);
 }
 
 int cd_param_u64(const struct cd_json *obj, const char *key, const char *field, uint64_t def,
@@ -358,8 +366,8 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 		*err = cd_strbuf_steal(&sb);
 		return -EINVAL;
 	}
-	r = cd_param_bool(sandbox, "windowsSandboxPrivateDesktop",
-			  "sandbox.windowsSandboxPrivateDesktop", false, false, &flag, err);
+	r = cd_param_opt_bool(sandbox, "windowsSandboxPrivateDesktop",
+			      "sandbox.windowsSandboxPrivateDesktop", false, &flag, err);
 	if (r < 0)
 		return r;
 	/* Linux only has one path here: the legacy switch selects nothing else. */

@@ -44,6 +44,9 @@ int cd_param_string(const struct cd_json *obj, const char *key, const char *fiel
 		    bool nullable, const struct cd_json **ret, char **err);
 int cd_param_bool(const struct cd_json *obj, const char *key, const char *field, bool required,
 		  bool def, bool *ret, char **err);
+/* Option<bool> in Codex: absent or null gives def. */
+int cd_param_opt_bool(const struct cd_json *obj, const char *key, const char *field, bool def,
+		      bool *ret, char **err);
 /* Option<u64>: absent or null gives def. */
 int cd_param_u64(const struct cd_json *obj, const char *key, const char *field, uint64_t def,
 		 uint64_t *ret, char **err);
