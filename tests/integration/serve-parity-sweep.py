@@ -129,6 +129,14 @@ S([("readFile relative", "fs/readFile", {"path": "f"}),
        "permissions": {"type": "disabled"}, "windowsSandboxLevel": "x"}}),
    ("readFile sandbox no level", "fs/readFile", {"path": "@U/f", "sandbox": {
        "permissions": {"type": "disabled"}}}),
+   ("readFile sandbox desktop null", "fs/readFile", {"path": "@U/f", "sandbox": {
+       "permissions": {"type": "disabled"}, "windowsSandboxLevel": "disabled",
+       "windowsSandboxPrivateDesktop": None}}),
+   ("readFile sandbox legacy null", "fs/readFile", {"path": "@U/f", "sandbox": {
+       "permissions": {"type": "disabled"}, "windowsSandboxLevel": "disabled",
+       "useLegacyLandlock": None}}),
+   ("readFile sandbox mxc", "fs/readFile", {"path": "@U/f", "sandbox": {
+       "permissions": {"type": "disabled"}, "windowsSandboxLevel": "mxc"}}),
    ("readFile file scheme upper", "fs/readFile", {"path": "FILE://@T/f"}),
    ("readFile mailto", "fs/readFile", {"path": "mailto:x"}),
    ("readFile scheme digits", "fs/readFile", {"path": "a1+b://x"})])
@@ -156,6 +164,8 @@ for k in ("maxDepth", "maxDirectories", "maxEntries"):
 S([("walk follow string", "fs/walk",
     {"path": "@U", "options": dict(WALK, followDirectorySymlinks="yes")}),
    ("walk prune", "fs/walk", {"path": "@U", "options": dict(WALK, pruneHiddenDirectories=True)}),
+   ("walk prune null", "fs/walk", {"path": "@U", "options": dict(WALK,
+                                                               pruneHiddenDirectories=None)}),
    ("walk options extra", "fs/walk", {"path": "@U", "options": dict(WALK, bogus=1)}),
    ("walk file root", "fs/walk", {"path": "@U/f", "options": WALK}),
    ("walk missing root", "fs/walk", {"path": "@U/nope", "options": WALK})])
@@ -267,6 +277,9 @@ S([("start argv empty", "process/start", {"processId": "p2", "argv": [], "cwd": 
    ("start sandbox string", "process/start", {
        "processId": "p2", "argv": ["/bin/true"], "cwd": "@U", "env": ENV, "tty": False,
        "sandbox": "x"}),
+   ("start pipeStdin null", "process/start", {
+       "processId": "p4", "argv": ["/bin/true"], "cwd": "@U", "env": ENV, "tty": False,
+       "pipeStdin": None}),
    ("start cwd http", "process/start", {"processId": "p2", "argv": ["/bin/true"],
                                         "cwd": "http://x/", "env": ENV, "tty": False}),
    ("start id long", "process/start", {"processId": "p" * 1025, "argv": ["/bin/true"],
@@ -958,10 +971,14 @@ EXPECT = {
         {'code': -32602,
          'message': 'invalid length 0, expected struct WireFileSystemSandboxContext with 10 '
                     'elements'},
+    'readFile sandbox desktop null': {'result': {'dataBase64': 'aGVsbG8K'}},
+    'readFile sandbox legacy null':
+        {'code': -32602, 'message': 'invalid type: null, expected a boolean'},
     'readFile sandbox level':
         {'code': -32602,
          'message': 'unknown variant `x`, expected one of `disabled`, `restricted-token`, '
                     '`elevated`, `mxc`'},
+    'readFile sandbox mxc': {'result': {'dataBase64': 'aGVsbG8K'}},
     'readFile sandbox no level': {'code': -32602, 'message': 'missing field `windowsSandboxLevel`'},
     'readFile sandbox null': {'result': {'dataBase64': 'aGVsbG8K'}},
     'readFile sandbox {}': {'code': -32602, 'message': 'missing field `permissions`'},
@@ -1055,6 +1072,7 @@ EXPECT = {
     'start params string':
         {'code': -32602, 'message': 'invalid type: string "x", expected struct WireExecParams'},
     'start params {}': {'code': -32602, 'message': 'missing field `processId`'},
+    'start pipeStdin null': {'code': -32602, 'message': 'invalid type: null, expected a boolean'},
     'start sandbox string':
         {'code': -32602,
          'message': 'invalid type: string "x", expected struct WireFileSystemSandboxContext'},
@@ -1170,6 +1188,7 @@ EXPECT = {
                                 {'kind': 'file', 'path': 'file://$T/d/sub/b'}],
                     'errors': [],
                     'truncated': False}},
+    'walk prune null': {'code': -32602, 'message': 'invalid type: null, expected a boolean'},
     'write bad base64': {'code': -32602, 'message': 'Invalid symbol 33, offset 0.'},
     'write chunk null': {'code': -32602, 'message': 'invalid type: null, expected a string'},
     'write chunk wrong type':
