@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import Server, Tap, b64, cordon_usable  # noqa: E402
+from rpcclient import Server, Tap, b64, cordon_usable, unb64  # noqa: E402
 from netclient import NetServer  # noqa: E402
 
 CONTROL = os.environ.get("CD_TEST_CONTROL", "")
@@ -403,11 +403,52 @@ def check(tag, name, got):
          None if got == want else "got  %s\nwant %s" % (json.dumps(got), json.dumps(want)))
 
 
+def process_flow(c, tag):
+    """A process run to its end: its output and state as process/read gives them
+    (chunks joined: how output splits into chunks is timing), then what write,
+    signal, terminate and a second start of the same id answer once it exited."""
+    pid = "flow"
+    r = send(c, "process/start", {"processId": pid, "argv": ["/bin/sh", "-c", "echo out; "
+                                  "echo err >&2; read x; echo got $x; exit 3"],
+                                  "cwd": "@U", "env": ENV, "tty": False, "pipeStdin": True},
+             1)
+    check(tag, "flow start", answer(r, "process/start"))
+    r = send(c, "process/write", {"processId": pid, "chunk": b64(b"in\n"), "writeId": "w1"}, 2)
+    check(tag, "flow write", answer(r, "process/write"))
+    r = send(c, "process/write", {"processId": pid, "chunk": b64(b"in\n"), "writeId": "w1"}, 3)
+    check(tag, "flow write repeated id", answer(r, "process/write"))
+    out, seq, last, n = {}, 0, None, 10
+    while True:
+        n += 1
+        r = send(c, "process/read", {"processId": pid, "afterSeq": seq, "waitMs": 5000}, n)
+        if "error" in r:
+            last = r
+            break
+        res = r["result"]
+        for ch in res["chunks"]:
+            out[ch["stream"]] = out.get(ch["stream"], b"") + unb64(ch["chunk"])
+        seq = res["nextSeq"] - 1 if res["chunks"] else seq
+        last = {k: v for k, v in res.items() if k not in ("chunks", "nextSeq")}
+        if res["closed"]:
+            break
+    check(tag, "flow output", {k: v.decode() for k, v in out.items()})
+    check(tag, "flow final read", last)
+    for i, (name, method, params) in enumerate([
+            ("flow write after exit", "process/write",
+             {"processId": pid, "chunk": "YQ==", "writeId": "w2"}),
+            ("flow signal after exit", "process/signal", {"processId": pid, "signal": "interrupt"}),
+            ("flow terminate after exit", "process/terminate", {"processId": pid}),
+            ("flow start same id", "process/start",
+             {"processId": pid, "argv": ["/bin/true"], "cwd": "@U", "env": ENV, "tty": False})]):
+        check(tag, name, answer(send(c, method, params, 900 + i), method))
+
+
 def sweep(c, tag):
     populate()
     c.handshake()
     for i, (name, method, params) in enumerate(SCENARIOS):
         check(tag, name, answer(send(c, method, params, 1000 + i), method))
+    process_flow(c, tag)
 
 
 def inits(connect, tag):
@@ -621,6 +662,16 @@ EXPECT = {
     'environment/status params null': {'result': {'status': 'ready'}},
     'environment/status params string':
         {'code': -32602, 'message': 'invalid type: string "x", expected unit'},
+    'flow final read':
+        {'closed': True, 'exitCode': 3, 'exited': True, 'failure': None, 'sandboxDenied': False},
+    'flow output': {'stderr': 'err\n', 'stdout': 'out\ngot in\n'},
+    'flow signal after exit': {'result': {}},
+    'flow start': {'result': {'processId': 'flow', 'sandboxType': 'none'}},
+    'flow start same id': {'code': -32600, 'message': 'process flow already exists'},
+    'flow terminate after exit': {'result': {'running': False}},
+    'flow write': {'result': {'status': 'accepted'}},
+    'flow write after exit': {'result': {'status': 'accepted'}},
+    'flow write repeated id': {'result': {'status': 'accepted'}},
     'getMetadata extra field':
         {'result': {'createdAtMs': '$N',
                     'isDirectory': True,
