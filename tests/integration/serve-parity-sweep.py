@@ -319,6 +319,32 @@ S([("http bad url", "http/request", {"method": "GET", "url": "not a url", "reque
    ("http bad base64 no id", "http/request", {"method": "POST", "url": "bogus://x",
                                               "bodyBase64": "!"})])
 
+# file system requests under a sandbox context
+RO = {"permissions": {"type": "managed", "network": "restricted", "file_system": {
+    "type": "restricted", "entries": [
+        {"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"},
+        {"path": {"type": "path", "path": "@U/d"}, "access": "write"}]}},
+    "windowsSandboxLevel": "disabled", "cwd": "@U"}
+S([("sandboxed readFile", "fs/readFile", {"path": "@U/f", "sandbox": RO}),
+   ("sandboxed writeFile inside", "fs/writeFile", {"path": "@U/d/sbw", "dataBase64": "YQ==",
+                                                   "sandbox": RO}),
+   ("sandboxed writeFile outside", "fs/writeFile", {"path": "@U/sbw", "dataBase64": "YQ==",
+                                                    "sandbox": RO}),
+   ("sandboxed createDirectory outside", "fs/createDirectory", {"path": "@U/sbd",
+                                                                "sandbox": RO}),
+   ("sandboxed remove outside", "fs/remove", {"path": "@U/f", "sandbox": RO}),
+   ("sandboxed getMetadata", "fs/getMetadata", {"path": "@U/d/a", "sandbox": RO}),
+   ("sandboxed readDirectory", "fs/readDirectory", {"path": "@U/d", "sandbox": RO}),
+   ("sandboxed copy into", "fs/copy", {"sourcePath": "@U/f", "destinationPath": "@U/d/cp",
+                                       "recursive": False, "sandbox": RO}),
+   ("sandboxed copy out", "fs/copy", {"sourcePath": "@U/d/a", "destinationPath": "@U/cp",
+                                      "recursive": False, "sandbox": RO}),
+   ("sandboxed bad entry", "fs/readFile", {"path": "@U/f", "sandbox": dict(
+       RO, permissions={"type": "managed", "network": "restricted",
+                        "file_system": {"type": "restricted", "entries": [{"path": 1}]}})}),
+   ("sandboxed permissions type", "fs/readFile", {"path": "@U/f", "sandbox": dict(
+       RO, permissions={"type": "bogus"})})])
+
 S([("unknown method", "fs/bogus", {}),
    ("unknown method 2", "bogus", OMIT)])
 
@@ -1063,6 +1089,32 @@ EXPECT = {
     'remove recursive wrong type':
         {'code': -32602, 'message': 'invalid type: string "true", expected a boolean'},
     'remove relative': {'code': -32602, 'message': 'invalid URI: relative URL without a base'},
+    'sandboxed bad entry':
+        {'code': -32602,
+         'message': 'invalid type: integer `1`, expected internally tagged enum ExecFileSystemPath'},
+    'sandboxed copy into': {'result': {}},
+    'sandboxed copy out': {'code': -32603, 'message': 'Read-only file system (os error 30)'},
+    'sandboxed createDirectory outside':
+        {'code': -32603, 'message': 'Read-only file system (os error 30)'},
+    'sandboxed getMetadata':
+        {'result': {'createdAtMs': '$N',
+                    'isDirectory': False,
+                    'isFile': True,
+                    'isSymlink': False,
+                    'modifiedAtMs': '$N',
+                    'size': 1}},
+    'sandboxed permissions type':
+        {'code': -32602,
+         'message': 'unknown variant `bogus`, expected one of `managed`, `disabled`, `external`'},
+    'sandboxed readDirectory':
+        {'result': {'entries': [{'fileName': 'sub', 'isDirectory': True, 'isFile': False},
+                                {'fileName': 'a', 'isDirectory': False, 'isFile': True},
+                                {'fileName': 'sbw', 'isDirectory': False, 'isFile': True}]}},
+    'sandboxed readFile': {'result': {'dataBase64': 'aGVsbG8K'}},
+    'sandboxed remove outside': {'code': -32603, 'message': 'Read-only file system (os error 30)'},
+    'sandboxed writeFile inside': {'result': {}},
+    'sandboxed writeFile outside':
+        {'code': -32603, 'message': 'Read-only file system (os error 30)'},
     'signal bogus': {'code': -32602, 'message': 'unknown variant `kill`, expected `interrupt`'},
     'signal bool':
         {'code': -32602, 'message': 'invalid type: boolean `true`, expected string or map'},
@@ -1338,60 +1390,106 @@ POS = ("params by position (a JSON array) are refused; Codex reads an array as "
        "the struct's fields in declaration order, members the protocol does not "
        "name included")
 SPAWN = "the spawn failure names its stage and path (cordon spawns in-process)"
+PROFILE = "a bad permission profile is described by cordon's policy parser, with its path"
 # Deliberate differences: cordon's answer and why (cordon-protocol(7)).
 KEPT = {
-    'canonicalize params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsCanonicalizeParams'},
-        POS),
-    'close params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct FsCloseParams'},
-        POS),
-    'copy params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsCopyParams'},
-        POS),
-    'createDirectory params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsCreateDirectoryParams'},
-        POS),
-    'discover params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireCapabilityRootsDiscoverParams'},
-        POS),
-    'getMetadata params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsGetMetadataParams'},
-        POS),
-    'http params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct HttpRequestParams'},
-        POS),
-    'init params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct InitializeParams'},
-        POS),
-    'open params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsOpenParams'},
-        POS),
-    'read params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct ReadParams'},
-        POS),
-    'readBlock params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct FsReadBlockParams'},
-        POS),
-    'readDirectory params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsReadDirectoryParams'},
-        POS),
-    'readFile params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsReadFileParams'},
-        POS),
-    'readFile sandbox array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFileSystemSandboxContext'},
-        POS),
-    'remove params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsRemoveParams'},
-        POS),
-    'signal params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct SignalParams'},
-        POS),
-    'start cwd missing': ({'code': -32603, 'message': 'chdir: $T/nope: No such file or directory'},
-        SPAWN),
-    'start env bad name': ({'code': -32602, 'message': 'invalid environment variable name "A=B" in `env`'},
-        "an env name with '=' is refused: execve would set another variable"),
-    'start id long': ({'code': -32600, 'message': 'processId must not exceed 1024 bytes (it has 1025)'},
-        'processId is at most 1024 bytes (a limit on client input)'),
-    'start not found': ({'code': -32603, 'message': '/nonexistent: command not found'},
-        SPAWN),
-    'start params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireExecParams'},
-        POS),
-    'terminate params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct TerminateParams'},
-        POS),
-    'walk options wrong type': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WalkOptions'},
-        POS),
-    'walk params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsWalkParams'},
-        POS),
-    'write params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WriteParams'},
-        POS),
-    'writeFile params array': ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsWriteFileParams'},
-        POS),
+    'canonicalize params array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireFsCanonicalizeParams'},
+         POS),
+    'close params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct FsCloseParams'},
+         POS),
+    'copy params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsCopyParams'},
+         POS),
+    'createDirectory params array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireFsCreateDirectoryParams'},
+         POS),
+    'discover params array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireCapabilityRootsDiscoverParams'},
+         POS),
+    'getMetadata params array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireFsGetMetadataParams'},
+         POS),
+    'http params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct HttpRequestParams'},
+         POS),
+    'init params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct InitializeParams'},
+         POS),
+    'open params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsOpenParams'},
+         POS),
+    'read params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct ReadParams'},
+         POS),
+    'readBlock params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct FsReadBlockParams'},
+         POS),
+    'readDirectory params array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireFsReadDirectoryParams'},
+         POS),
+    'readFile params array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireFsReadFileParams'},
+         POS),
+    'readFile sandbox array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireFileSystemSandboxContext'},
+         POS),
+    'remove params array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireFsRemoveParams'},
+         POS),
+    'sandboxed bad entry':
+        ({'code': -32602,
+          'message': 'invalid sandbox permissions: missing required key "access" (at '
+                     'sandbox.permissions.file_system.entries[0].access)'},
+         PROFILE),
+    'sandboxed permissions type':
+        ({'code': -32602,
+          'message': 'invalid sandbox permissions: unknown profile type "bogus" (expected '
+                     'managed, disabled or external) (at sandbox.permissions.type)'},
+         PROFILE),
+    'signal params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct SignalParams'},
+         POS),
+    'start cwd missing':
+        ({'code': -32603, 'message': 'chdir: $T/nope: No such file or directory'},
+         SPAWN),
+    'start env bad name':
+        ({'code': -32602, 'message': 'invalid environment variable name "A=B" in `env`'},
+         "an env name with '=' is refused: execve would set another variable"),
+    'start id long':
+        ({'code': -32600, 'message': 'processId must not exceed 1024 bytes (it has 1025)'},
+         'processId is at most 1024 bytes (a limit on client input)'),
+    'start not found':
+        ({'code': -32603, 'message': '/nonexistent: command not found'},
+         SPAWN),
+    'start params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireExecParams'},
+         POS),
+    'terminate params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct TerminateParams'},
+         POS),
+    'walk options wrong type':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct WalkOptions'},
+         POS),
+    'walk params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct WireFsWalkParams'},
+         POS),
+    'write params array':
+        ({'code': -32602, 'message': 'invalid type: sequence, expected struct WriteParams'},
+         POS),
+    'writeFile params array':
+        ({'code': -32602,
+          'message': 'invalid type: sequence, expected struct WireFsWriteFileParams'},
+         POS),
 }
 
 try:
