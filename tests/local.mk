@@ -187,6 +187,7 @@ SERVE_TESTS = \
 	tests/integration/serve-stop-stuck.py \
 	tests/integration/serve-request-id.py \
 	tests/integration/serve-pathuri.py \
+	tests/integration/serve-parity-sweep.py \
 	tests/integration/serve-metrics.py \
 	tests/integration/serve-http.py \
 	tests/integration/serve-fs-watch.py \

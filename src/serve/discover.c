@@ -279,6 +279,8 @@ void cd_discover_roots_v1(struct cd_conn *c, const char *id, const struct cd_jso
 		struct root *rt = &j->roots[j->n_roots++];
 		const char *why = NULL;
 		if (cd_pathuri_to_posix(p->u.str.s, p->u.str.len, &rt->path, &why) < 0) {
+			if ((err = cd_param_uri_refusal(p->u.str.s, p->u.str.len)))
+				goto invalid;
 			err = cd_xasprintf("invalid URI: %s", why ? why : "not a file URI");
 			goto invalid;
 		}

@@ -43,12 +43,10 @@ int main(int argc, char **argv)
 	struct cd_fs_res r = { .fd = -1 };
 	cd_fs_do(&q, &r);
 	/*
-	 * In the sandbox everything outside the writable paths is a read-only
-	 * mount: EROFS there is the policy's denial, as EACCES from Landlock
-	 * is, and is answered alike (the message still says which).
+	 * EROFS, the denial of the sandbox's read-only mounts, keeps its
+	 * -32603: the released Codex binary answers a write outside the
+	 * writable roots so (bubblewrap's read-only bind gives it EROFS too).
 	 */
-	if (r.code && r.err == EROFS)
-		r.code = CD_RPC_INVALID_REQUEST;
 	e = cd_fs_res_send(STDOUT_FILENO, &r);
 	cd_fs_req_done(&q);
 	cd_strbuf_done(&r.out);

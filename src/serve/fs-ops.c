@@ -1409,3 +1409,24 @@ const char *cd_fs_res_flaw(const struct cd_fs_req *q, const struct cd_fs_res *r)
 	cd_json_free(v);
 	return object ? NULL : "not a JSON object";
 }
+
+const char *cd_fs_op_params_struct(enum cd_fs_op op)
+{
+	/* clang-format off */
+	static const char *const names[CD_FS_OP_COUNT] = {
+		[CD_FS_READ_FILE]   = "struct WireFsReadFileParams",
+		[CD_FS_OPEN]        = "struct WireFsOpenParams",
+		[CD_FS_WRITE_FILE]  = "struct WireFsWriteFileParams",
+		[CD_FS_MKDIR]       = "struct WireFsCreateDirectoryParams",
+		[CD_FS_METADATA]    = "struct WireFsGetMetadataParams",
+		[CD_FS_CANONICALIZE] = "struct WireFsCanonicalizeParams",
+		[CD_FS_READ_DIR]    = "struct WireFsReadDirectoryParams",
+		[CD_FS_WALK]        = "struct WireFsWalkParams",
+		[CD_FS_REMOVE]      = "struct WireFsRemoveParams",
+		[CD_FS_COPY]        = "struct WireFsCopyParams",
+		[CD_FS_OPEN_WRITE]  = "struct WireFsOpenParams",
+		[CD_FS_DISCOVER]    = "struct WireCapabilityRootsDiscoverParams",
+	};
+	/* clang-format on */
+	return op >= 0 && op < CD_FS_OP_COUNT && names[op] ? names[op] : "params";
+}

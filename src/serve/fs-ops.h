@@ -46,6 +46,9 @@ enum cd_fs_op {
 	CD_FS_OP_COUNT,
 };
 
+/* The name the released binary gives the params of @op ("struct WireFsCopyParams"). */
+const char *cd_fs_op_params_struct(enum cd_fs_op op);
+
 struct cd_fs_walk_opts {
 	uint64_t max_depth, max_dirs, max_entries;
 	bool follow, prune_hidden;

@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,15 +55,20 @@
  */
 static signed char b64_table[256];
 
-static void b64_table_init(void)
+static void b64_table_fill(void)
 {
 	static const char alphabet[] =
 		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	if (b64_table['B'] == 1)
-		return;
 	memset(b64_table, -1, sizeof(b64_table));
 	for (int i = 0; i < 64; i++)
 		b64_table[(unsigned char)alphabet[i]] = (signed char)i;
+}
+
+/* Once: cd_base64_refusal runs on the fs workers too. */
+static void b64_table_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, b64_table_fill);
 }
 
 static int b64_invalid(char **err, size_t off, unsigned char ch)
@@ -126,6 +132,15 @@ static int b64_check(const unsigned char *s, size_t len, size_t *ret_len, char *
 	}
 	*ret_len = body / 4 * 3 + bytes;
 	return 0;
+}
+
+char *cd_base64_refusal(const char *s, size_t len)
+{
+	size_t n;
+	char *err = NULL;
+	if (b64_check((const unsigned char *)s, len, &n, &err) == 0)
+		return cd_xstrdup("invalid base64 input");
+	return err;
 }
 
 /*
@@ -318,7 +333,7 @@ static int open_mode(const struct cd_json *params, bool *write, char **err)
 	if (v->type == CD_JSON_STRING) {
 		name = v->u.str.s;
 		len = v->u.str.len;
-	} else if (v->type == CD_JSON_OBJECT && v->u.obj.n > 0) {
+	} else if (v->type == CD_JSON_OBJECT && v->u.obj.n == 1) {
 		name = v->u.obj.members[0].key;
 		len = v->u.obj.members[0].key_len;
 	} else if (v->type == CD_JSON_OBJECT) {
@@ -342,10 +357,6 @@ static int open_mode(const struct cd_json *params, bool *write, char **err)
 		*err = invalid_type(v->u.obj.members[0].value, "unit");
 		return -EINVAL;
 	}
-	if (v->type == CD_JSON_OBJECT && v->u.obj.n > 1) {
-		*err = cd_xstrdup("invalid value: map, expected map with a single key");
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -356,7 +367,7 @@ void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params)
 	bool write = false;
 	char *err = NULL;
 
-	if (cd_param_object(params, "params", &err) < 0 ||
+	if (cd_param_object(params, "struct WireFsOpenParams", &err) < 0 ||
 	    cd_param_string(params, "handleId", "handleId", true, false, &hid, &err) < 0 ||
 	    cd_fs_get_path(params, "path", &q.path, &err) < 0 ||
 	    open_mode(params, &write, &err) < 0) {

@@ -78,6 +78,8 @@ int cd_fs_get_path(const struct cd_json *params, const char *key, char **ret, ch
 		return -EINVAL;
 	const char *why = NULL;
 	if (cd_pathuri_to_posix(v->u.str.s, v->u.str.len, ret, &why) < 0) {
+		if ((*err = cd_param_uri_refusal(v->u.str.s, v->u.str.len)))
+			return -EINVAL;
 		*err = cd_xasprintf("invalid URI for `%s`: %s", key, why ? why : "not a file URI");
 		return -EINVAL;
 	}
@@ -92,7 +94,7 @@ int cd_fs_param_u64(const struct cd_json *obj, const char *key, uint64_t *ret, c
 		return -EINVAL;
 	}
 	if (v->type != CD_JSON_NUMBER || cd_json_uint64(v, ret) < 0) {
-		*err = cd_param_invalid(v, "u64", key);
+		*err = cd_param_bad_u64(v, cd_streq(key, "offset") ? "u64" : "usize", key);
 		return -EINVAL;
 	}
 	return 0;
@@ -604,9 +606,10 @@ static void job_run(struct cd_work *w)
 		/* A 64 MiB message's data takes tens of ms to decode: here, not on the loop. */
 		if (j->b64 && cd_base64_decode(j->b64->u.str.s, j->b64->u.str.len, &j->q.data,
 					       &j->q.data_len) < 0) {
+			char *why = cd_base64_refusal(j->b64->u.str.s, j->b64->u.str.len);
 			cd_fs_res_error(&j->r, CD_RPC_INVALID_REQUEST,
-					"fs/writeFile requires valid base64 dataBase64: invalid "
-					"base64 input");
+					"fs/writeFile requires valid base64 dataBase64: %s", why);
+			free(why);
 			refused = true;
 		}
 		refused = refused || (j->sandbox && bind_sandbox(j) < 0);
@@ -1045,7 +1048,7 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 	char *err = NULL;
 	const struct cd_json *v;
 
-	if (cd_param_object(params, "params", &err) < 0)
+	if (cd_param_object(params, cd_fs_op_params_struct(op), &err) < 0)
 		goto invalid;
 	switch (op) {
 	case CD_FS_COPY:
@@ -1063,15 +1066,15 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 		break;
 	case CD_FS_MKDIR:
 		if (cd_fs_get_path(params, "path", &q.path, &err) < 0 ||
-		    cd_param_bool(params, "recursive", "recursive", false, true, &q.recursive,
-				  &err) < 0)
+		    cd_param_opt_bool(params, "recursive", "recursive", true, &q.recursive, &err) <
+			    0)
 			goto invalid;
 		break;
 	case CD_FS_REMOVE:
 		if (cd_fs_get_path(params, "path", &q.path, &err) < 0 ||
-		    cd_param_bool(params, "recursive", "recursive", false, true, &q.recursive,
-				  &err) < 0 ||
-		    cd_param_bool(params, "force", "force", false, true, &q.force, &err) < 0)
+		    cd_param_opt_bool(params, "recursive", "recursive", true, &q.recursive, &err) <
+			    0 ||
+		    cd_param_opt_bool(params, "force", "force", true, &q.force, &err) < 0)
 			goto invalid;
 		break;
 	case CD_FS_WALK: {
@@ -1082,7 +1085,7 @@ static void fs_method(struct cd_conn *c, const char *id, const struct cd_json *p
 			err = cd_param_missing("options");
 			goto invalid;
 		}
-		if (cd_param_object(o, "struct FileSystemWalkOptions", &err) < 0 ||
+		if (cd_param_object(o, "struct WalkOptions", &err) < 0 ||
 		    cd_fs_param_u64(o, "maxDepth", &q.walk.max_depth, &err) < 0 ||
 		    cd_fs_param_u64(o, "maxDirectories", &q.walk.max_dirs, &err) < 0 ||
 		    cd_fs_param_u64(o, "maxEntries", &q.walk.max_entries, &err) < 0 ||

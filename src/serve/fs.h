@@ -31,6 +31,11 @@ void cd_fs_copy(struct cd_conn *c, const char *id, const struct cd_json *params)
 /* fs/open, with its modes, and fs/writeBlock: fs-write.c. */
 void cd_fs_open(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_write_block(struct cd_conn *c, const char *id, const struct cd_json *params);
+/*
+ * Why the released binary refuses base64 text s (its message: "Invalid symbol
+ * 33, offset 0."), for text cd_base64_decode refused. malloc()ed.
+ */
+char *cd_base64_refusal(const char *s, size_t len);
 void cd_fs_write_block_in_order(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_read_block(struct cd_conn *c, const char *id, const struct cd_json *params);
 void cd_fs_close(struct cd_conn *c, const char *id, const struct cd_json *params);

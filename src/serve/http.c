@@ -178,6 +178,14 @@ static int decode_params(const struct cd_json *params, struct http_params *p, ch
 				*err = bad_type(v, "a string");
 				return -EINVAL;
 			}
+			/* Decoded as it comes: a bad body beats a missing member. */
+			unsigned char *data = NULL;
+			size_t len = 0;
+			if (cd_base64_decode(v->u.str.s, v->u.str.len, &data, &len) < 0) {
+				*err = base64_complaint(v->u.str.s, v->u.str.len);
+				return -EINVAL;
+			}
+			free(data);
 			p->body = v;
 		} else if (cd_streq(key, "timeoutMs")) {
 			if (v->type == CD_JSON_NULL) {
@@ -231,15 +239,6 @@ static int decode_params(const struct cd_json *params, struct http_params *p, ch
 	if (!p->request_id) {
 		*err = cd_param_missing("requestId");
 		return -EINVAL;
-	}
-	if (p->body) {
-		unsigned char *data = NULL;
-		size_t len = 0;
-		if (cd_base64_decode(p->body->u.str.s, p->body->u.str.len, &data, &len) < 0) {
-			*err = base64_complaint(p->body->u.str.s, p->body->u.str.len);
-			return -EINVAL;
-		}
-		free(data);
 	}
 	if (!is_token(p->method->u.str.s, p->method->u.str.len)) {
 		*err = cd_xstrdup("http/request method is invalid: invalid HTTP method");

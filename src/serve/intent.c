@@ -45,15 +45,10 @@ static void describe(struct cd_strbuf *sb, const struct cd_json *v)
 	case CD_JSON_TRUE:
 		cd_strbuf_append(sb, "boolean `true`");
 		break;
-	case CD_JSON_NUMBER: {
-		int64_t i;
-		uint64_t u;
-		bool integer = cd_json_int64(v, &i) == 0 || cd_json_uint64(v, &u) == 0;
-		cd_strbuf_printf(sb, "%s `", integer ? "integer" : "floating point");
-		append_quoted(sb, v->u.num.text, strlen(v->u.num.text));
-		cd_strbuf_append_c(sb, '`');
+	case CD_JSON_NUMBER:
+		/* The released binary names no number's value here. */
+		cd_strbuf_append(sb, "number");
 		break;
-	}
 	case CD_JSON_STRING:
 		cd_strbuf_append(sb, "string \"");
 		append_quoted(sb, v->u.str.s, v->u.str.len);
@@ -70,9 +65,19 @@ static void describe(struct cd_strbuf *sb, const struct cd_json *v)
 	}
 }
 
+/*
+ * The released binary's messages name neither the field nor its path; only
+ * cordon's own extension ("cordon...") keeps the path, having no Codex wording.
+ */
+static bool cordon_field(const char *field)
+{
+	return field && strncmp(field, "cordon", 6) == 0;
+}
+
 char *cd_param_missing(const char *field)
 {
-	return cd_xasprintf("missing field `%s`", field);
+	const char *dot = strrchr(field, '.');
+	return cd_xasprintf("missing field `%s`", dot && !cordon_field(field) ? dot + 1 : field);
 }
 
 char *cd_param_invalid(const struct cd_json *v, const char *exp, const char *field)
@@ -81,8 +86,40 @@ char *cd_param_invalid(const struct cd_json *v, const char *exp, const char *fie
 	cd_strbuf_append(&sb, "invalid type: ");
 	describe(&sb, v);
 	cd_strbuf_printf(&sb, ", expected %s", exp);
-	if (field)
+	if (cordon_field(field))
 		cd_strbuf_printf(&sb, " for `%s`", field);
+	return cd_strbuf_steal(&sb);
+}
+
+char *cd_param_bad_u64(const struct cd_json *v, const char *exp, const char *field)
+{
+	/* A number that is not a u64 (negative, fractional, too big): serde_json's words. */
+	if (v->type == CD_JSON_NUMBER)
+		return cd_xstrdup("invalid number");
+	return cd_param_invalid(v, exp, field);
+}
+
+char *cd_param_uri_refusal(const char *s, size_t n)
+{
+	/* As the url crate reads it: C0 controls and spaces around are no part of it. */
+	size_t a = 0, i;
+	while (a < n && (unsigned char)s[a] <= 0x20)
+		a++;
+	for (i = a; i < n; i++) {
+		char ch = s[i];
+		bool alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+		if (!alpha && (i == a || !((ch >= '0' && ch <= '9') || strchr("+-.", ch))))
+			break;
+	}
+	if (i == a || i >= n || s[i] != ':')
+		return cd_xstrdup("invalid URI: relative URL without a base");
+	if (i - a == 4 && strncasecmp(s + a, "file", 4) == 0)
+		return NULL;
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_append(&sb, "unsupported path URI scheme `");
+	for (size_t k = a; k < i && k - a < QUOTE_MAX; k++)
+		cd_strbuf_append_c(&sb, (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] + 32 : s[k]));
+	cd_strbuf_append_c(&sb, '`');
 	return cd_strbuf_steal(&sb);
 }
 
@@ -140,6 +177,16 @@ int cd_param_bool(const struct cd_json *obj, const char *key, const char *field,
 	return 0;
 }
 
+int cd_param_opt_bool(const struct cd_json *obj, const char *key, const char *field, bool def,
+		      bool *ret, char **err)
+{
+	const struct cd_json *v = member(obj, key);
+	*ret = def;
+	if (v && v->type == CD_JSON_NULL)
+		return 1;
+	return cd_param_bool(obj, key, field, false, def, ret, err);
+}
+
 int cd_param_u64(const struct cd_json *obj, const char *key, const char *field, uint64_t def,
 		 uint64_t *ret, char **err)
 {
@@ -149,7 +196,7 @@ int cd_param_u64(const struct cd_json *obj, const char *key, const char *field, 
 		return 1;
 	if (v->type != CD_JSON_NUMBER || cd_json_uint64(v, ret) < 0) {
 		*ret = def;
-		*err = cd_param_invalid(v, "u64", field);
+		*err = cd_param_bad_u64(v, cd_streq(key, "maxBytes") ? "usize" : "u64", field);
 		return -EINVAL;
 	}
 	return 0;
@@ -285,7 +332,8 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 			   const struct cd_linux_opts *lopts, const struct cd_intent_limits *lim,
 			   struct cd_cli_bound *b, char **err)
 {
-	static const char *const levels[] = { "disabled", "restricted-token", "elevated" };
+	/* Windows levels, the released binary's four; Linux selects nothing by them. */
+	static const char *const levels[] = { "disabled", "restricted-token", "elevated", "mxc" };
 	const struct cd_json *perm, *level, *cwd, *roots_v;
 	char **roots = NULL;
 	size_t n_roots = 0;
@@ -294,7 +342,7 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 
 	memset(b, 0, sizeof(*b));
 	if (sandbox->type != CD_JSON_OBJECT) {
-		*err = cd_param_invalid(sandbox, "struct FileSystemSandboxContext", "sandbox");
+		*err = cd_param_invalid(sandbox, "struct WireFileSystemSandboxContext", "sandbox");
 		return -EINVAL;
 	}
 	perm = cd_json_get(sandbox, "permissions");
@@ -314,12 +362,12 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 		cd_strbuf_append(&sb, "unknown variant `");
 		append_quoted(&sb, level->u.str.s, level->u.str.len);
 		cd_strbuf_append(&sb, "`, expected one of `disabled`, `restricted-token`, "
-				      "`elevated` for `sandbox.windowsSandboxLevel`");
+				      "`elevated`, `mxc`");
 		*err = cd_strbuf_steal(&sb);
 		return -EINVAL;
 	}
-	r = cd_param_bool(sandbox, "windowsSandboxPrivateDesktop",
-			  "sandbox.windowsSandboxPrivateDesktop", false, false, &flag, err);
+	r = cd_param_opt_bool(sandbox, "windowsSandboxPrivateDesktop",
+			      "sandbox.windowsSandboxPrivateDesktop", false, &flag, err);
 	if (r < 0)
 		return r;
 	/* Linux only has one path here: the legacy switch selects nothing else. */
@@ -794,8 +842,7 @@ int cd_env_build(const struct cd_json *env, const struct cd_json *policy, char *
 			struct cd_strbuf sb = { 0 };
 			cd_strbuf_append(&sb, "unknown variant `");
 			append_quoted(&sb, inherit->u.str.s, inherit->u.str.len);
-			cd_strbuf_append(&sb, "`, expected one of `core`, `all`, `none` for "
-					      "`envPolicy.inherit`");
+			cd_strbuf_append(&sb, "`, expected one of `core`, `all`, `none`");
 			*err = cd_strbuf_steal(&sb);
 			return -EINVAL;
 		}

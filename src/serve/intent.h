@@ -29,13 +29,24 @@
 int cd_param_object(const struct cd_json *params, const char *what, char **err);
 /* "missing field `x`". */
 char *cd_param_missing(const char *field);
-/* "invalid type: <value>, expected <exp> for `field`". */
+/* "invalid type: <value>, expected <exp>" (" for `field`" on cordon's own fields). */
 char *cd_param_invalid(const struct cd_json *v, const char *exp, const char *field);
+/*
+ * The released binary's refusal of a path URI that is relative ("invalid URI:
+ * relative URL without a base") or of another scheme ("unsupported path URI
+ * scheme `http`"), malloc()ed; NULL for a file: URI (judged by pathuri.h).
+ */
+char *cd_param_uri_refusal(const char *s, size_t n);
+/* A u64 member that is no u64: "invalid number" for a number, else as cd_param_invalid. */
+char *cd_param_bad_u64(const struct cd_json *v, const char *exp, const char *field);
 
 int cd_param_string(const struct cd_json *obj, const char *key, const char *field, bool required,
 		    bool nullable, const struct cd_json **ret, char **err);
 int cd_param_bool(const struct cd_json *obj, const char *key, const char *field, bool required,
 		  bool def, bool *ret, char **err);
+/* Option<bool> in Codex: absent or null gives def. */
+int cd_param_opt_bool(const struct cd_json *obj, const char *key, const char *field, bool def,
+		      bool *ret, char **err);
 /* Option<u64>: absent or null gives def. */
 int cd_param_u64(const struct cd_json *obj, const char *key, const char *field, uint64_t def,
 		 uint64_t *ret, char **err);

@@ -139,14 +139,26 @@ static void m_initialize(struct cd_conn *c, const char *id, const struct cd_json
 	reply_sb(c, id, &sb);
 }
 
+/* No params: the released binary reads them as (): none, null or {}. */
+static bool unit_params(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	if (!params || params->type == CD_JSON_NULL ||
+	    (params->type == CD_JSON_OBJECT && params->u.obj.n == 0))
+		return true;
+	invalid_params(c, id, cd_param_invalid(params, "unit", NULL));
+	return false;
+}
+
 static void m_env_info(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
-	reply_static(c, id, c->server->env_info);
+	if (unit_params(c, id, params))
+		reply_static(c, id, c->server->env_info);
 }
 
 static void m_env_status(struct cd_conn *c, const char *id, const struct cd_json *params)
 {
-	reply_static(c, id, "{\"status\":\"ready\"}");
+	if (unit_params(c, id, params))
+		reply_static(c, id, "{\"status\":\"ready\"}");
 }
 
 /*
@@ -561,7 +573,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	struct cd_limits asked;
 	uint64_t began_ns = cd_metric_now_ns();
 
-	if (cd_param_object(params, "struct ExecParams", &err) < 0 ||
+	if (cd_param_object(params, "struct WireExecParams", &err) < 0 ||
 	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0 ||
 	    get_argv(params, &argv, &err) < 0 ||
 	    cd_param_string(params, "cwd", "cwd", true, false, &cwd_v, &err) < 0 ||
@@ -596,6 +608,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	}
 	const char *why = NULL;
 	if (cd_pathuri_to_posix(cwd_v->u.str.s, cwd_v->u.str.len, &cwd, &why) < 0) {
+		if ((err = cd_param_uri_refusal(cwd_v->u.str.s, cwd_v->u.str.len)))
+			goto invalid;
 		struct cd_strbuf sb = { 0 };
 		cd_strbuf_append(&sb, "cwd URI `");
 		cd_strbuf_append_n(&sb, cwd_v->u.str.s, strnlen(cwd_v->u.str.s, cwd_v->u.str.len));
@@ -753,9 +767,7 @@ static void m_write(struct cd_conn *c, const char *id, const struct cd_json *par
 	unsigned char *data = NULL;
 	size_t len = 0;
 	if (cd_base64_decode(chunk->u.str.s, chunk->u.str.len, &data, &len) < 0) {
-		invalid_params(c, id,
-			       cd_xstrdup("invalid base64 in `chunk` (standard alphabet with "
-					  "padding expected)"));
+		invalid_params(c, id, cd_base64_refusal(chunk->u.str.s, chunk->u.str.len));
 		return;
 	}
 	struct cd_pentry *e = cd_session_find(c->session, pid->u.str.s, pid->u.str.len);
@@ -791,18 +803,42 @@ static void m_signal(struct cd_conn *c, const char *id, const struct cd_json *pa
 	const struct cd_json *pid, *sig;
 	char *err = NULL;
 
+	sig = cd_json_get(params, "signal");
 	if (cd_param_object(params, "struct SignalParams", &err) < 0 ||
-	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0 ||
-	    cd_param_string(params, "signal", "signal", true, false, &sig, &err) < 0) {
+	    cd_param_string(params, "processId", "processId", true, false, &pid, &err) < 0) {
 		invalid_params(c, id, err);
 		return;
 	}
-	if (!cd_streq(sig->u.str.s, "interrupt") || cd_json_string_has_nul(sig)) {
+	/* An enum to the released binary: a string, or a map of one unit variant. */
+	const char *name;
+	size_t len;
+	if (!sig) {
+		invalid_params(c, id, cd_param_missing("signal"));
+		return;
+	} else if (sig->type == CD_JSON_STRING) {
+		name = sig->u.str.s;
+		len = sig->u.str.len;
+	} else if (sig->type == CD_JSON_OBJECT && sig->u.obj.n == 1) {
+		name = sig->u.obj.members[0].key;
+		len = sig->u.obj.members[0].key_len;
+	} else if (sig->type == CD_JSON_OBJECT) {
+		invalid_params(c, id,
+			       cd_xstrdup("invalid value: map, expected map with a single key"));
+		return;
+	} else {
+		invalid_params(c, id, cd_param_invalid(sig, "string or map", NULL));
+		return;
+	}
+	if (len != 9 || memcmp(name, "interrupt", 9) != 0) {
 		struct cd_strbuf sb = { 0 };
 		cd_strbuf_append(&sb, "unknown variant `");
-		cd_strbuf_append_n(&sb, sig->u.str.s, strnlen(sig->u.str.s, sig->u.str.len));
-		cd_strbuf_append(&sb, "`, expected `interrupt` for `signal`");
+		cd_strbuf_append_n(&sb, name, strnlen(name, len));
+		cd_strbuf_append(&sb, "`, expected `interrupt`");
 		invalid_params(c, id, cd_strbuf_steal(&sb));
+		return;
+	}
+	if (sig->type == CD_JSON_OBJECT && sig->u.obj.members[0].value->type != CD_JSON_NULL) {
+		invalid_params(c, id, cd_param_invalid(sig->u.obj.members[0].value, "unit", NULL));
 		return;
 	}
 	struct cd_pentry *e = cd_session_find(c->session, pid->u.str.s, pid->u.str.len);

@@ -1022,8 +1022,15 @@ int cd_proc_write(struct cd_proc *p, const char *write_id, const void *data, siz
 		*ret = CD_WRITE_ACCEPTED;
 		return 0;
 	}
-	if (p->stdin_broken || p->stdin_fd < 0)
-		return -EPIPE;
+	/*
+	 * A reader that is gone (the command exited, or closed its stdin): the
+	 * bytes are dropped and the write accepted, as by Codex, whose writer
+	 * task outlives the pipe.
+	 */
+	if (p->stdin_broken || p->stdin_fd < 0) {
+		*ret = CD_WRITE_ACCEPTED;
+		return 0;
+	}
 	if (len > STDIN_QUEUE_MAX - p->inq_len)
 		return -ENOBUFS;
 	if (p->inq_off + p->inq_len + len > p->inq_cap) {
@@ -1045,8 +1052,6 @@ int cd_proc_write(struct cd_proc *p, const char *write_id, const void *data, siz
 	cd_metrics.stdin_bytes += len;
 	p->inq_len += len;
 	flush_stdin(p);
-	if (p->stdin_broken)
-		return -EPIPE;
 	update_watches(p);
 	if (write_id)
 		id_remember(p, write_id);

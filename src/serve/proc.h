@@ -126,9 +126,9 @@ enum cd_write_status {
 };
 /*
  * Queue bytes for stdin (pipe or PTY). write_id: the last 4096 accepted ids
- * are remembered; a repeated id is accepted without writing again. -EPIPE
- * when the stdin channel is gone ("failed to write to process stdin").
- * Queued bytes are bounded (8 MiB): beyond that -ENOBUFS.
+ * are remembered; a repeated id is accepted without writing again. When the
+ * stdin channel is gone the bytes are dropped and the write accepted, as by
+ * Codex. Queued bytes are bounded (8 MiB): beyond that -ENOBUFS.
  */
 int cd_proc_write(struct cd_proc *p, const char *write_id, const void *data, size_t len,
 		  enum cd_write_status *ret);

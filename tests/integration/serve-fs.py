@@ -423,11 +423,12 @@ def sandboxed(tag, base):
                                                 "followDirectorySymlinks": True}}),
         ):
             r = req(method, params)
-            # Denied by Landlock (EACCES) or, for writes outside the writable
-            # paths, by the sandbox's read-only mounts (EROFS).
-            t.ok(err_code(r) == INVALID_REQ and ("Permission denied" in err_msg(r) or
-                                                 "Read-only file system" in err_msg(r)),
-                 "[%s] sandbox: %s is refused (-32600, permission denied)" % (tag, what), r)
+            # Denied by Landlock (EACCES, -32600) or, for writes outside the
+            # writable paths, by the sandbox's read-only mounts (EROFS, -32603,
+            # as the released Codex binary answers).
+            t.ok((err_code(r) == INVALID_REQ and "Permission denied" in err_msg(r)) or
+                 (err_code(r) == -32603 and "Read-only file system" in err_msg(r)),
+                 "[%s] sandbox: %s is refused (EACCES -32600, EROFS -32603)" % (tag, what), r)
         # A following walk rooted at a symlink to outside is denied; one that
         # follows symlinks from inside reports the denied directory as an error.
         wo = {"maxDepth": 2, "maxDirectories": 10, "maxEntries": 10,

@@ -199,9 +199,9 @@ def stdin_and_pty(tag):
         res = s.wait_closed("w")
         t.eq(res.stdout, b"a\nb\n", "[%s] a repeated writeId is written once" % tag)
         r = s.request("process/write", {"processId": "w", "chunk": b64("z"), "writeId": "3"})
-        t.ok(r.get("result", {}).get("status") in ("stdinClosed", "unknownProcess") or
-             err_code(r) == -32603,
-             "[%s] write after the process closed is not accepted" % tag, r)
+        # The released binary accepts it (its writer outlives the pipe) and drops it.
+        t.eq(r.get("result"), {"status": "accepted"},
+             "[%s] write after the process closed: accepted and dropped, as in Codex" % tag)
         start_ok(s, tag, "cat", ["cat"], pipeStdin=True)
         r = s.request("process/write", {"processId": "cat", "chunk": b64("x"), "writeId": ""})
         t.ok(err_code(r) == -32602 and err_msg(r) == "writeId must not be empty",
@@ -610,11 +610,13 @@ def bad_params(tag):
             r = s.request(method, p)
             if err_code(r) != -32602:
                 failures.append((method, what, r))
-            elif "`%s" % field not in err_msg(r) and field not in err_msg(r):
+            elif value is None and "`%s`" % field not in err_msg(r):
+                # A missing member is named; a wrong type has the released
+                # binary's message, which names no field (serve-parity-sweep.py).
                 unnamed.append((method, what, err_msg(r)))
         t.ok(not failures, "[%s] %d wrong-type/missing params: every one -32602" % (tag, len(table)),
              "\n".join(repr(f) for f in failures))
-        t.ok(not unnamed, "[%s] each of those messages names the field" % tag,
+        t.ok(not unnamed, "[%s] each missing member is named" % tag,
              "\n".join(repr(f) for f in unnamed))
         failures = []
         for method in base:

@@ -116,16 +116,16 @@ END_TEST
 static const struct {
 	const char *env, *policy, *msg;
 } env_errors[] = {
-	{ "{\"A\":1}", NULL, "invalid type: integer `1`, expected a string for `env.A`" },
-	{ "[]", NULL, "invalid type: sequence, expected a map for `env`" },
+	{ "{\"A\":1}", NULL, "invalid type: number, expected a string" },
+	{ "[]", NULL, "invalid type: sequence, expected a map" },
 	{ "{\"A=B\":\"1\"}", NULL, "invalid environment variable name \"A=B\" in `env`" },
 	{ "{}", "{\"inherit\":\"most\"}",
-	  "unknown variant `most`, expected one of `core`, `all`, `none` for `envPolicy.inherit`" },
-	{ "{}", "{\"inherit\":\"all\"}", "missing field `envPolicy.ignoreDefaultExcludes`" },
+	  "unknown variant `most`, expected one of `core`, `all`, `none`" },
+	{ "{}", "{\"inherit\":\"all\"}", "missing field `ignoreDefaultExcludes`" },
 	{ "{}",
 	  "{\"inherit\":\"all\",\"ignoreDefaultExcludes\":false,\"exclude\":\"X\",\"set\":{},"
 	  "\"includeOnly\":[]}",
-	  "invalid type: string \"X\", expected a sequence for `envPolicy.exclude`" },
+	  "invalid type: string \"X\", expected a sequence" },
 };
 
 START_TEST(test_env_errors)
@@ -230,20 +230,20 @@ START_TEST(test_getters)
 	free(err);
 	ck_assert_int_eq(cd_param_string(p, "n", "n", true, true, &v, &err), 1);
 	ck_assert_int_eq(cd_param_string(p, "n", "n", true, false, &v, &err), -EINVAL);
-	ck_assert_str_eq(err, "invalid type: null, expected a string for `n`");
+	ck_assert_str_eq(err, "invalid type: null, expected a string");
 	free(err);
 	ck_assert_int_eq(cd_param_bool(p, "b", "tty", true, false, &b, &err), -EINVAL);
-	ck_assert_str_eq(err, "invalid type: string \"no\", expected a boolean for `tty`");
+	ck_assert_str_eq(err, "invalid type: string \"no\", expected a boolean");
 	free(err);
 	ck_assert_int_eq(cd_param_bool(p, "zz", "zz", false, true, &b, &err), 1);
 	ck_assert(b);
 	ck_assert_int_eq(cd_param_u64(p, "n", "n", 7, &u, &err), 1);
 	ck_assert_uint_eq(u, 7);
 	ck_assert_int_eq(cd_param_u64(p, "u", "afterSeq", 0, &u, &err), -EINVAL);
-	ck_assert_str_eq(err, "invalid type: integer `-1`, expected u64 for `afterSeq`");
+	ck_assert_str_eq(err, "invalid number");
 	free(err);
 	ck_assert_int_eq(cd_param_u64(p, "f", "waitMs", 0, &u, &err), -EINVAL);
-	ck_assert_str_eq(err, "invalid type: floating point `1.5`, expected u64 for `waitMs`");
+	ck_assert_str_eq(err, "invalid number");
 	free(err);
 	ck_assert_int_eq(cd_param_object(NULL, "struct ExecParams", &err), -EINVAL);
 	ck_assert_str_eq(err, "invalid type: null, expected struct ExecParams");
