@@ -298,10 +298,12 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 				c->serial, c->peer, q, cd_mem_used(), cd_mem_limit());
 		}
 		cd_session_pause_output(c->session, true);
+		cd_testhook_event("output-paused conn=%lu on=1", c->serial);
 	} else if (c->output_paused && q <= c->out_cap / 2 &&
 		   (!over_budget || q <= QUEUE_FLOOR / 2)) {
 		c->output_paused = false;
 		cd_session_pause_output(c->session, false);
+		cd_testhook_event("output-paused conn=%lu on=0", c->serial);
 	}
 	if (c->kind == CD_CONN_STDIO || c->freed)
 		return;
