@@ -303,11 +303,13 @@ static void update_backpressure(struct cd_conn *c, bool progress)
 		}
 		cd_session_pause_output(c->session, true);
 		cd_http_conn_paused(c, true);
+		cd_testhook_event("output-paused conn=%lu on=1", c->serial);
 	} else if (c->output_paused && q <= c->out_cap / 2 &&
 		   (!over_budget || q <= QUEUE_FLOOR / 2)) {
 		c->output_paused = false;
 		cd_session_pause_output(c->session, false);
 		cd_http_conn_paused(c, false);
+		cd_testhook_event("output-paused conn=%lu on=0", c->serial);
 	}
 	if (c->kind == CD_CONN_STDIO || c->freed)
 		return;

@@ -426,6 +426,7 @@ static void on_held(struct cd_proc *p, bool held, void *data)
 		     held ? (se->conn ? "output held until the client has what was sent"
 				      : "output held until the session is resumed")
 			  : "output read again");
+	cd_testhook_event("output-held proc=%s on=%d", e->id, held);
 	/* The client's stall timer runs while the session's processes wait for it. */
 	if (held && se->conn)
 		cd_conn_kick(se->conn);

@@ -4,7 +4,10 @@
 # unix sockets; the connection lends it the stream), on both loops:
 # - the stream stays whole: output queued before the answer, the answer,
 #   and process output and other answers that come while it is written
-#   arrive intact and complete;
+#   arrive intact and complete (the client reads nothing until the server
+#   says it stopped reading the output and took the requests in; on a unix
+#   socket its --stall-timeout is the test's patience, since the client
+#   rightly reads nothing while it decodes the answer);
 # - memory stays small: the server's peak RSS over a 64 MiB readFile is
 #   far below the size of the answer (what the server reports it built in
 #   memory, for a client too slow for the worker, is all it may add);
@@ -61,22 +64,29 @@ def seq_output(n):
     return subprocess.run(["seq", "1", str(n)], check=True, capture_output=True).stdout
 
 
-def whole_stream(tag, conn, base, data_path, data):
-    """Process output before, during and after a large answer: all of it arrives intact."""
+def whole_stream(tag, conn, base, data_path, data, hooks):
+    """Process output before, during and after a large answer: all of it arrives intact.
+
+    The client reads nothing until the generator's output has piled up (the
+    server reports that it stopped reading it: output-paused, the connection's
+    queue is over its cap, or output-held, a network session's lossless hold)
+    and its requests are in (fs-queued of the last one) or wait for it to read
+    (its queue is over its cap): the answer starts with output queued, and
+    more comes while it is written. hooks: the server's (Hooks)."""
     n = 1500000  # about 10 MB of output
     want = seq_output(n)
+    mark = hooks.mark()
     r = conn.start("gen", ["seq", "1", str(n)])
     t.ok("result" in r, "[%s] generator started" % tag, repr(r))
-    # Let output pile up in the server's queue (the client reads nothing), so
-    # that some is queued when the answer starts and more comes while it is written.
-    time.sleep(0.3)
+    paused = ("output-paused", {"on": 1})
+    hooks.wait_any(paused, ("output-held", {"proc": "gen", "on": 1}), since=mark)
     small = os.path.join(base, "small")
     with open(small, "wb") as f:
         f.write(b"tiny")
     rid = conn.send_request("fs/readFile", {"path": uri(data_path)})
     sid = conn.send_request("fs/getMetadata", {"path": uri(small)})
     rid2 = conn.send_request("fs/readFile", {"path": uri(small)})
-    time.sleep(0.3)
+    hooks.wait_any(("fs-queued", {"id": rid2}), paused, since=mark)
     try:
         resp = conn.wait_id(rid)
         meta = conn.wait_id(sid)
@@ -239,12 +249,17 @@ def half_closed(tag, loop, data_path, data):
 
 def stdio_scenarios(loop, base, data_path, data):
     tag = "stdio %s" % loop
-    s = Server(loop=loop)
+    hooks = Hooks()
+    # A queue cap below the generator's output, so that the server stops
+    # reading it while the client reads nothing (output-paused) and reads it
+    # again while the answer is written.
+    s = Server(loop=loop, args=["--max-queued-bytes", "1M"], extra_env=hooks.env)
     try:
         s.handshake()
-        whole_stream(tag, s, base, data_path, data)
+        whole_stream(tag, s, base, data_path, data, hooks)
     finally:
         s.stop()
+        hooks.close()
     # SIGTERM while an answer waits for a client that reads nothing: the
     # server does not wait for it (its final flush and its workers' stop are
     # bounded: no job is left running, which it would log).
@@ -270,6 +285,31 @@ def stdio_scenarios(loop, base, data_path, data):
         hooks.close()
 
 
+def unix_whole_stream(loop, base, data_path, data):
+    """whole_stream on a server of its own, whose --stall-timeout is the test's
+    own patience (WAIT): in whole_stream the client rightly reads nothing while
+    it decodes the 85 MiB answer line, which takes over a second on a loaded
+    host, and a network client that takes nothing for --stall-timeout while its
+    session's processes wait for it is dropped, as it should be (what
+    unix_scenarios checks with a 1 s timeout)."""
+    tag = "unix %s" % loop
+    hooks = Hooks()
+    srv = NetServer("unix", loop=loop, args=["--stall-timeout", "%ds" % int(WAIT)],
+                    extra_env=hooks.env)
+    if not srv.ready:
+        t.not_ok("[%s] server up" % tag, srv.stderr_text())
+        hooks.close()
+        return
+    try:
+        a = srv.connect()
+        a.handshake()
+        whole_stream(tag, a, base, data_path, data, hooks)
+        a.drop()
+    finally:
+        srv.stop()
+        hooks.close()
+
+
 def unix_scenarios(loop, base, data_path, data):
     tag = "unix %s" % loop
     hooks = Hooks()
@@ -280,10 +320,6 @@ def unix_scenarios(loop, base, data_path, data):
         return
     try:
         pid = srv.server_pid
-        a = srv.connect()
-        a.handshake()
-        whole_stream(tag, a, base, data_path, data)
-        a.drop()
         slow_readers(tag, srv, hooks, data_path, len(data))
         closed_mid_answer(tag, srv, data_path)
 
@@ -389,6 +425,7 @@ def main():
             t.guard("stdio %s" % loop, stdio_scenarios, loop, base, data_path, data)
             t.guard("unix %s half-closed" % loop, half_closed, "unix %s" % loop, loop, data_path,
                     data)
+            t.guard("unix %s stream" % loop, unix_whole_stream, loop, base, data_path, data)
             t.guard("unix %s" % loop, unix_scenarios, loop, base, data_path, data)
     finally:
         shutil.rmtree(base, ignore_errors=True)

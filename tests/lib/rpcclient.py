@@ -645,6 +645,22 @@ class Hooks:
                         self.events[-20:]))
                 self.cond.wait(left)
 
+    def wait_any(self, *wanted, since=0, timeout=None):
+        """The first event (since mark) matching one of wanted, each a (name, fields) pair;
+        raises Timeout after timeout (WAIT) seconds."""
+        deadline = time.monotonic() + (WAIT if timeout is None else timeout)
+        with self.cond:
+            while True:
+                for e in self.events[since:]:
+                    if any(e["event"] == name and all(e.get(k) == str(v) for k, v in
+                                                      fields.items()) for name, fields in wanted):
+                        return e
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Timeout("none of the events %r within %.0f s; events: %r" % (
+                        wanted, WAIT if timeout is None else timeout, self.events[-20:]))
+                self.cond.wait(left)
+
     def seen(self, name, since=0, **fields):
         """The events called name with these fields that came so far."""
         with self.cond:
