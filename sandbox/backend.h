@@ -3,7 +3,7 @@
 
 /*
  * The backend contract (conventions 3.2). A backend turns its part of the
- * Linux wrapper plan (core/linux-plan.h) into kernel objects:
+ * Linux wrapper plan (sandbox/linux/plan.h) into kernel objects:
  *
  *   prepare  parent: every allocation, library call and file opening
  *            (Landlock ruleset fd, seccomp BPF, O_PATH fds for mounts,
@@ -25,7 +25,7 @@
  * just before), then seccomp last (it forbids mount and friends).
  */
 
-#include "core/linux-plan.h"
+#include "sandbox/linux/plan.h"
 
 struct cd_backend_state;
 

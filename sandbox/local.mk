@@ -50,8 +50,10 @@ sandbox/linux/seccomp-filters.c: sandbox/linux/seccomp-gen$(EXEEXT)
 	fi
 CLEANFILES += sandbox/linux/seccomp-filters.c sandbox/linux/seccomp-filters.c.tmp
 endif
-# The macOS Seatbelt and Windows restricted-token planners are pure (no OS headers): built and tested on every host, and
+# Each backend's planner is pure (no OS headers): the Linux wrapper as data, the macOS
+# Seatbelt policy and the Windows restricted token are built and tested on every host, and
 # held to the core's portability check.
-libcdcore_a_SOURCES += sandbox/seatbelt/sbpl.c sandbox/seatbelt/sbpl.h \
+libcdcore_a_SOURCES += sandbox/linux/plan.c sandbox/linux/plan.h sandbox/linux/plan-netfence.c \
+	sandbox/seatbelt/sbpl.c sandbox/seatbelt/sbpl.h \
 	sandbox/windows/plan.c sandbox/windows/plan.h
 SANDBOX_LIBS = libcdsandbox.a libcdcore.a $(SECCOMP_LIBS) $(CAP_LIBS)

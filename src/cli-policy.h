@@ -10,9 +10,9 @@
 #include <stdbool.h>
 
 #include "cli.h"
-#include "core/linux-plan.h"
 #include "core/plan.h"
 #include "core/profile.h"
+#include "sandbox/linux/plan.h"
 #include "sandbox/seatbelt/sbpl.h"
 #include "sandbox/windows/plan.h"
 

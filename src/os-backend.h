@@ -7,7 +7,7 @@
  * and the Seatbelt launch.
  *
  *   linux     Landlock + seccomp + namespaces (sandbox/linux/, planner in
- *             core/linux-plan.h); sandboxType linuxSeccomp
+ *             sandbox/linux/plan.h); sandboxType linuxSeccomp
  *   seatbelt  /usr/bin/sandbox-exec with the policy of sandbox/seatbelt/;
  *             sandboxType macosSeatbelt
  *   windows   a restricted token with the ACEs of sandbox/windows/;

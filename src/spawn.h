@@ -24,8 +24,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "core/linux-plan.h"
 #include "init/init.h" /* enum cd_exit */
+#include "sandbox/linux/plan.h"
 
 /*
  * A program of cordon's own (cordon-init, cordon-fs-helper), executed by

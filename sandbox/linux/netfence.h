@@ -26,7 +26,7 @@
 
 #include <sys/types.h>
 
-#include "core/linux-plan.h"
+#include "sandbox/linux/plan.h"
 
 /*
  * Child, after the namespaces backend (system calls only): bring lo up in

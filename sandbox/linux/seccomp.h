@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/linux-plan.h"
+#include "sandbox/linux/plan.h"
 
 /*
  * Compile the rules of cd_sc_rules[] whose groups intersect `when` into a

@@ -27,7 +27,7 @@
  *    say, each per process (RLIMIT_CPU, RLIMIT_NOFILE, RLIMIT_FSIZE,
  *    RLIMIT_CORE).
  *  - private_tmp: a tmpfs of that size on /tmp in the sandbox's mount
- *    namespace (core/linux-plan.h does that part).
+ *    namespace (sandbox/linux/plan.h does that part).
  *  - inotify_instances, inotify_watches: the kernel counts them per user
  *    per user namespace, charged at every level up to the host's, each
  *    level against its own namespace's maximum (/proc/sys/user/

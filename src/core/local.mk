@@ -8,6 +8,4 @@ libcdcore_a_SOURCES = \
 	src/core/plan.c src/core/plan.h \
 	src/core/glob.c src/core/glob.h \
 	src/core/gitindex.c src/core/gitindex.h \
-	src/core/linux-plan.c src/core/linux-plan.h \
-	src/core/netfence.c \
 	src/core/limits.c src/core/limits.h

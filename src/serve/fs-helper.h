@@ -21,7 +21,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
-#include "core/linux-plan.h"
+#include "sandbox/linux/plan.h"
 #include "serve/fs-ops.h"
 #include "spawn.h"
 

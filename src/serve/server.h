@@ -39,8 +39,8 @@
 #include <sys/types.h>
 
 #include "core/json.h"
-#include "core/linux-plan.h"
 #include "core/util.h"
+#include "sandbox/linux/plan.h"
 #include "serve/loop.h"
 #include "serve/proc.h"
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/linux-plan.h"
 #include "core/util.h"
 #include "fakefs.h"
+#include "sandbox/linux/plan.h"
 
 /* ---- Landlock ABI tables ---- */
 

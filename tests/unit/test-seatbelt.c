@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "core/glob.h"
-#include "core/linux-plan.h"
 #include "core/util.h"
 #include "fakefs.h"
+#include "sandbox/linux/plan.h"
 #include "sandbox/seatbelt/sbpl.h"
 #include "sbpl-eval.h"
 

@@ -457,7 +457,7 @@ struct cd_linux_plan {
 	char **owned;
 	/* Their lengths (they grow through cd_strv_append_take). */
 	size_t n_degraded, n_notes, n_owned;
-	/* Build state: the mounts by path (linux-plan.c); freed with the plan. */
+	/* Build state: the mounts by path (plan.c); freed with the plan. */
 	struct cd_mount_index *mix;
 };
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "core/linux-plan.h"
+#include "sandbox/linux/plan.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -1390,7 +1390,7 @@ static void add_program_rules(struct cd_linux_plan *lp, const struct cd_linux_op
 
 /*
  * The namespaces every sandboxed plan gets: a pid namespace (see pid_ns in
- * linux-plan.h) with the mount namespace its /proc needs, and a user
+ * plan.h) with the mount namespace its /proc needs, and a user
  * namespace around them when not root. 0, or a refusal.
  */
 static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *host,
@@ -1458,7 +1458,7 @@ static int add_namespaces(struct cd_linux_plan *lp, const struct cd_linux_host *
 }
 
 /*
- * private_pts (see linux-plan.h): for a restricted file system that lets
+ * private_pts (see plan.h): for a restricted file system that lets
  * /dev/pts be read but not written (a plan that lets the command write
  * there gives it the host's terminals on purpose). A path the plan names
  * below /dev/pts would be hidden by the new instance: refused, as under

@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/linux-plan.h"
 #include "core/util.h"
+#include "sandbox/linux/plan.h"
 
 #define RELAY_URL      "http://" CD_RELAY_ADDR ":" CD_RELAY_PORT_STR
 #define NO_PROXY_VALUE "localhost,127.0.0.1,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"
