@@ -10,4 +10,5 @@ libcdcore_a_SOURCES = \
 	src/core/gitindex.c src/core/gitindex.h \
 	src/core/linux-plan.c src/core/linux-plan.h \
 	src/core/limits.c src/core/limits.h \
-	src/core/netaddr.c src/core/netaddr.h
+	src/core/netaddr.c src/core/netaddr.h \
+	src/core/netpolicy.c src/core/netpolicy.h
