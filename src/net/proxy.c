@@ -23,7 +23,7 @@
 #include "serve/workq.h"
 #include "shared/log.h"
 
-#define RELAY_BUF (64 * 1024)
+#define RELAY_BUF (256 * 1024)
 #define MAX_ADDRS 16
 #define DRAIN_MAX (4u << 20) /* bytes read and dropped after a refusal */
 #define DRAIN_MS  2000	     /* ...or this long, so the client reads the refusal */
@@ -43,6 +43,7 @@ struct pconn {
 	struct pconn *prev, *next;
 	int cfd, ufd;
 	struct cd_watch *cw, *uw;
+	cd_loop_events cev, uev; /* what the watches ask for now (relay) */
 	struct cd_timer *timer;
 	enum state st;
 	uint64_t last_ms; /* last byte relayed (idle timeout) */
@@ -97,7 +98,8 @@ struct resolve_job {
 	struct pconn *c;     /* NULL once the connection went away */
 	char *host;
 	const char *map;
-	int err; /* 0, or an EAI_ code */
+	bool self_wildcard; /* the proxy listens on a wildcard address */
+	int err;	    /* 0, or an EAI_ code */
 	size_t n;
 	struct cd_ipaddr addrs[MAX_ADDRS];
 	size_t n_local;
@@ -243,7 +245,9 @@ static void conn_close(struct pconn *c)
 		.sent = c->sent,
 		.received = c->received,
 	};
-	cd_proxy_audit_write(&a, p->o.json_audit);
+	/* a client that went away without asking anything decided nothing */
+	if (c->method || c->status >= 0)
+		cd_proxy_audit_write(&a, p->o.json_audit);
 
 	if (c->timer)
 		cd_loop_cancel_timer(p->loop, c->timer);
@@ -450,6 +454,7 @@ static void relay_start(struct pconn *c)
 	}
 	c->last_ms = cd_loop_now_ms();
 	arm_timer(c, c->p->o.idle_timeout_ms);
+	c->cev = c->uev = (cd_loop_events)~0u; /* unknown: set both */
 	relay_update(c);
 }
 
@@ -475,11 +480,18 @@ static void relay_update(struct pconn *c)
 		conn_close(c);
 		return;
 	}
-	set_events(l, c->cw,
-		   (reading_client(c) ? CD_LOOP_IN : 0) | (c->down_len ? CD_LOOP_OUT : 0));
-	set_events(l, c->uw,
-		   (!c->u_eof && c->down_len == 0 ? CD_LOOP_IN : 0) |
-			   (c->up_len ? CD_LOOP_OUT : 0));
+	/* only what changed: an epoll_ctl per event would halve the throughput */
+	cd_loop_events cev = (reading_client(c) ? CD_LOOP_IN : 0) | (c->down_len ? CD_LOOP_OUT : 0);
+	cd_loop_events uev =
+		(!c->u_eof && c->down_len == 0 ? CD_LOOP_IN : 0) | (c->up_len ? CD_LOOP_OUT : 0);
+	if (cev != c->cev) {
+		set_events(l, c->cw, cev);
+		c->cev = cev;
+	}
+	if (uev != c->uev) {
+		set_events(l, c->uw, uev);
+		c->uev = uev;
+	}
 }
 
 /* 1: progress, 0: would block, -1: the connection is to be closed. */
@@ -520,6 +532,8 @@ static void relay_io(struct pconn *c, int fd, cd_loop_events ev)
 			r = relay_read(c, fd, c->up, &c->up_len, max, &c->c_eof);
 			if (c->http_plain && r > 0)
 				c->body_left -= c->up_len;
+			if (r > 0 && c->up_len)
+				r = relay_write(c->ufd, c->up, &c->up_off, &c->up_len, &c->sent);
 		}
 		if (r >= 0 && (ev & CD_LOOP_OUT) && c->down_len)
 			r = relay_write(fd, c->down, &c->down_off, &c->down_len, NULL);
@@ -528,6 +542,8 @@ static void relay_io(struct pconn *c, int fd, cd_loop_events ev)
 			r = relay_read(c, fd, c->down, &c->down_len, RELAY_BUF, &c->u_eof);
 			if (r > 0)
 				c->received += c->down_len;
+			if (r > 0 && c->down_len)
+				r = relay_write(c->cfd, c->down, &c->down_off, &c->down_len, NULL);
 		}
 		if (r >= 0 && (ev & CD_LOOP_OUT) && c->up_len)
 			r = relay_write(fd, c->up, &c->up_off, &c->up_len, &c->sent);
@@ -655,7 +671,16 @@ static void resolve_run(struct cd_work *w)
 				j->err = EAI_NONAME;
 		}
 	}
-	if (getifaddrs(&ifs) == 0) {
+	/*
+	 * This host's addresses matter for a public address (one of ours is
+	 * refused) and for the proxy's own port behind a wildcard listener;
+	 * the special ranges are refused (or allowed by a CIDR) anyway. The
+	 * netlink dump costs more than the rest of a connection's opening.
+	 */
+	bool need_local = j->self_wildcard;
+	for (size_t i = 0; i < j->n && !need_local; i++)
+		need_local = !cd_ipaddr_special(&j->addrs[i], NULL);
+	if (need_local && getifaddrs(&ifs) == 0) {
 		for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
 			struct cd_ipaddr a;
 			if (!i->ifa_addr || !to_ipaddr(i->ifa_addr, &a))
@@ -742,6 +767,9 @@ static void start_resolve(struct pconn *c)
 	j->c = c;
 	j->host = cd_xstrdup(c->host);
 	j->map = c->p->o.resolve_map;
+	struct cd_ipaddr self;
+	j->self_wildcard =
+		to_ipaddr((const struct sockaddr *)&c->p->self, &self) && is_wildcard(&self);
 	if (c->host_is_ip) {
 		j->addrs[0] = c->ip;
 		j->n = 1;
