@@ -23,7 +23,7 @@
 #include "serve/workq.h"
 #include "shared/log.h"
 
-#define RELAY_BUF (256 * 1024)
+#define RELAY_BUF (256 * 1024) /* each way: 512 KiB a tunnel */
 #define MAX_ADDRS 16
 #define DRAIN_MAX (4u << 20) /* bytes read and dropped after a refusal */
 #define DRAIN_MS  2000	     /* ...or this long, so the client reads the refusal */
@@ -438,6 +438,8 @@ static void relay_start(struct pconn *c)
 	if (c->http_plain)
 		c->body_left -= early;
 	c->in_len = 0;
+	free(c->in); /* the head is done with */
+	c->in = NULL;
 	if (!c->http_plain) {
 		/* the answer the client waits for */
 		if (c->socks5) {
@@ -519,31 +521,48 @@ static int relay_write(int fd, char *buf, size_t *off, size_t *len, uint64_t *co
 	return 1;
 }
 
+/*
+ * Read from one side and write through to the other at once, a few times
+ * while the other side takes it all: a round of the loop per chunk would
+ * cost a third of the throughput. Bounded, so that a fast tunnel leaves
+ * the loop to the other connections.
+ */
+#define RELAY_ROUNDS 8
+
 static void relay_io(struct pconn *c, int fd, cd_loop_events ev)
 {
 	int r = 1;
 	bool client = fd == c->cfd;
 
 	if (client) {
-		if ((ev & (CD_LOOP_IN | CD_LOOP_HUP)) && reading_client(c)) {
+		for (int k = 0;
+		     k < RELAY_ROUNDS && (ev & (CD_LOOP_IN | CD_LOOP_HUP)) && reading_client(c);
+		     k++) {
 			size_t max = RELAY_BUF;
 			if (c->http_plain && c->body_left < max)
 				max = (size_t)c->body_left;
 			r = relay_read(c, fd, c->up, &c->up_len, max, &c->c_eof);
-			if (c->http_plain && r > 0)
+			if (r <= 0 || c->up_len == 0)
+				break;
+			if (c->http_plain)
 				c->body_left -= c->up_len;
-			if (r > 0 && c->up_len)
-				r = relay_write(c->ufd, c->up, &c->up_off, &c->up_len, &c->sent);
+			r = relay_write(c->ufd, c->up, &c->up_off, &c->up_len, &c->sent);
+			if (r <= 0)
+				break;
 		}
 		if (r >= 0 && (ev & CD_LOOP_OUT) && c->down_len)
 			r = relay_write(fd, c->down, &c->down_off, &c->down_len, NULL);
 	} else {
-		if ((ev & (CD_LOOP_IN | CD_LOOP_HUP)) && !c->u_eof && c->down_len == 0) {
+		for (int k = 0; k < RELAY_ROUNDS && (ev & (CD_LOOP_IN | CD_LOOP_HUP)) &&
+				!c->u_eof && c->down_len == 0;
+		     k++) {
 			r = relay_read(c, fd, c->down, &c->down_len, RELAY_BUF, &c->u_eof);
-			if (r > 0)
-				c->received += c->down_len;
-			if (r > 0 && c->down_len)
-				r = relay_write(c->cfd, c->down, &c->down_off, &c->down_len, NULL);
+			if (r <= 0 || c->down_len == 0)
+				break;
+			c->received += c->down_len;
+			r = relay_write(c->cfd, c->down, &c->down_off, &c->down_len, NULL);
+			if (r <= 0)
+				break;
 		}
 		if (r >= 0 && (ev & CD_LOOP_OUT) && c->up_len)
 			r = relay_write(fd, c->up, &c->up_off, &c->up_len, &c->sent);
