@@ -132,6 +132,10 @@ class Proxy:
         self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE if text else subprocess.DEVNULL, env=env)
         line = self.p.stdout.readline().decode().strip()
+        if not line:
+            print("Bail out! `cordon proxy %s` did not start (status %s)"
+                  % (" ".join(self.args), self.p.wait()))
+            sys.exit(1)
         host, _, port = line.rpartition(":")
         self.port = int(port)
         self.audit = queue.Queue()
