@@ -416,6 +416,31 @@ ans = ask(P, b"GET http://ok.test:%d/after HTTP/1.1\r\nHost: ok.test:%d\r\n\r\n"
 t.eq(status_of(ans), 200, "served after the 431")
 P.next_audit()
 
+# ---- garbage: random heads (seeded), each answered or dropped; the proxy keeps serving ----
+import random  # noqa: E402
+rnd = random.Random(18)
+pieces = [b"GET ", b"CONNECT ", b"http://", b"ok.test", b":", b"%d" % HPORT, b"/", b" HTTP/1.1",
+          b"\r\n", b"\n", b"\r", b"Host: ok.test", b"Content-Length: 3", b"Transfer-Encoding: x",
+          b" ", b"\t", b"\x00", b"\xff", b"\x05", b"[::1]", b"@", b"*", b"..", b"\r\n\r\n"]
+answered, odd = 0, []
+for i in range(300):
+    raw = b"".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 20))) + b"\r\n\r\n"
+    with connect(P) as s:
+        s.sendall(raw)
+        ans = read_all(s)
+    # an HTTP answer; a tunnel's (200, then what the upstream says); a SOCKS5 refusal
+    if status_of(ans) is not None or (raw[0] == 5 and ans[:1] == "\x05"):
+        answered += 1
+    else:
+        odd.append((raw, ans))
+t.eq((answered, odd[:3]), (300, []), "300 random heads: each answered")
+# one audit line per connection: exactly 300 (in the order the connections closed)
+audits = [P.next_audit() for i in range(300)]
+t.ok(all(a["decision"] in ("allow", "deny") for a in audits), "audit: a line for each")
+ans = ask(P, b"GET http://ok.test:%d/marker HTTP/1.1\r\nHost: ok.test:%d\r\n\r\n" % (HPORT, HPORT))
+t.eq(status_of(ans), 200, "served after the garbage")
+P.next_audit()
+
 # ---- slowloris: a head that never ends times out; the others are served meanwhile ----
 slow = connect(P)
 slow.sendall(b"GET http://ok.test/ HTTP/1.1\r\nHo")
