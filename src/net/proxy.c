@@ -192,6 +192,9 @@ static const char *addr_refusal(const struct cd_proxy *p, const struct cd_ipaddr
 	bool is_local = loopback;
 
 	*ret_by_cidr = false;
+	/* 0.0.0.0 and :: reach this host: whatever a CIDR says (0.0.0.0/0...) */
+	if (is_wildcard(a) || (a->family == 4 && a->b[0] == 0))
+		return "an unspecified address (it reaches this host)";
 	for (size_t i = 0; i < n_local && !is_local; i++)
 		is_local = same_ip(&local[i], a);
 	if (to_ipaddr((const struct sockaddr *)&p->self, &self)) {

@@ -573,6 +573,21 @@ C.next_audit()
 for s in held:
     s.close()
 
+# ---- a CIDR of everything still keeps the proxy from itself ----
+W = Proxy("--allow-cidr", "0.0.0.0/0", "--allow-cidr", "::/0")
+for target in ("127.0.0.1:%d" % W.port, "0.0.0.0:%d" % W.port, "[::ffff:127.0.0.1]:%d" % W.port,
+               "[::]:%d" % W.port):
+    ans = ask(W, b"CONNECT %s HTTP/1.1\r\n\r\n" % target.encode())
+    t.ok(status_of(ans) == 403 and ("own listening address" in ans or "unspecified" in ans),
+         "allow-cidr 0.0.0.0/0: CONNECT %s (the proxy itself) refused" % target, ans)
+    W.next_audit()
+with connect(W) as s:
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % EPORT)
+    t.eq(read_head(s), "HTTP/1.1 200 Connection established\r\n\r\n",
+         "allow-cidr 0.0.0.0/0: loopback allowed, as asked")
+W.next_audit()
+W.stop()
+
 # ---- bad options ----
 for args, want in [(["--allow-domain", "foo*.test"], "--allow-domain 'foo*.test': a '*'"),
                    (["--allow-domain", "1.2.3.4"], "use a CIDR"),
