@@ -28,6 +28,9 @@ bench: bench/bench-spawn$(EXEEXT) bench/bench-serve$(EXEEXT) bench/bench-floor$(
 		$(builddir)/bench/bench-floor$(EXEEXT) $(bench_floor_musl)
 	$(builddir)/bench/bench-serve$(EXEEXT) $(abs_builddir)/cordon$(EXEEXT)
 	python3 $(srcdir)/bench/bench-stall.py $(abs_builddir)/cordon$(EXEEXT)
+	python3 $(srcdir)/bench/bench-proxy.py $(abs_builddir)/cordon$(EXEEXT)
 .PHONY: bench
 # bench-stall.py: how long one client's large or slow requests hold up another client.
 EXTRA_DIST += bench/bench-stall.py
+# bench-proxy.py: the managed network's proxy beside direct loopback (throughput, open time).
+EXTRA_DIST += bench/bench-proxy.py

@@ -59,9 +59,12 @@ extern const struct cd_cli_opt cd_explain_options[];
 extern const struct cd_cli_opt cd_probe_options[];
 extern const struct cd_cli_opt cd_check_options[];
 extern const struct cd_cli_opt cd_serve_options[];
+extern const struct cd_cli_opt cd_proxy_options[];
 
 int cd_cmd_run(int argc, char **argv);
 int cd_cmd_explain(int argc, char **argv);
 int cd_cmd_probe(int argc, char **argv);
 int cd_cmd_check(int argc, char **argv);
 int cd_cmd_serve(int argc, char **argv);
+/* Internal (tests, benchmarks): the managed network's proxy alone. */
+int cd_cmd_proxy(int argc, char **argv);

@@ -100,6 +100,9 @@ int main(int argc, char **argv)
 	}
 	if (cd_streq(cmd, "--list-options"))
 		return list_options(argc, argv);
+	/* Internal, so not in the table (--help, the completions). */
+	if (cd_streq(cmd, "proxy"))
+		return cd_cmd_proxy(argc - 1, argv + 1);
 	for (size_t i = 0; i < CD_ARRAY_SIZE(commands); i++)
 		if (cd_streq(cmd, commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

@@ -31,7 +31,8 @@ UNIT_TESTS = \
 	tests/unit/test-linux-plan \
 	tests/unit/test-seatbelt \
 	tests/unit/test-windows \
-	tests/unit/test-limits
+	tests/unit/test-limits \
+	tests/unit/test-netpolicy
 if OS_LINUX
 UNIT_TESTS += tests/unit/test-landlock tests/unit/test-seccomp
 endif
@@ -72,6 +73,9 @@ tests_unit_test_windows_LDADD = $(UNIT_LIBS)
 tests_unit_test_limits_SOURCES = tests/unit/test-limits.c tests/unit/unit.h
 tests_unit_test_limits_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_limits_LDADD = $(UNIT_LIBS)
+tests_unit_test_netpolicy_SOURCES = tests/unit/test-netpolicy.c tests/unit/unit.h
+tests_unit_test_netpolicy_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_netpolicy_LDADD = $(UNIT_LIBS)
 tests_unit_test_landlock_SOURCES = tests/unit/test-landlock.c tests/unit/unit.h
 tests_unit_test_landlock_CFLAGS = $(UNIT_CFLAGS) $(SECCOMP_CFLAGS)
 tests_unit_test_landlock_LDADD = $(UNIT_LIBS)
@@ -142,6 +146,7 @@ INTEGRATION_TESTS = \
 	tests/integration/man.sh \
 	tests/integration/man-options.py \
 	tests/integration/docs.sh \
+	tests/integration/proxy.py \
 	tests/integration/systemd-units.sh \
 	tests/escape/escape.sh \
 	tests/escape/git-metadata.sh

@@ -8,4 +8,6 @@ libcdcore_a_SOURCES = \
 	src/core/plan.c src/core/plan.h \
 	src/core/glob.c src/core/glob.h \
 	src/core/gitindex.c src/core/gitindex.h \
-	src/core/limits.c src/core/limits.h
+	src/core/limits.c src/core/limits.h \
+	src/core/netaddr.c src/core/netaddr.h \
+	src/core/netpolicy.c src/core/netpolicy.h

@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #endif
 
+#include "core/netaddr.h"
 #include "serve/budget.h"
 #include "serve/http.h"
 #include "serve/intent.h"
@@ -275,69 +276,29 @@ static int check_headers(const struct cd_json *headers, char **err)
 
 /*
  * Why a request may not connect to this address (a static string), or
- * NULL. Loopback only with --http-allow-loopback; the rest never.
+ * NULL. Loopback only with --http-allow-loopback; the rest never. The
+ * ranges are core/netaddr.c's, shared with the managed network's proxy.
  */
 static const char *v4_refusal(uint32_t a, bool allow_loopback)
 {
-	static const struct {
-		uint32_t net, mask;
-		const char *why;
-	} nets[] = {
-		{ 0x00000000, 0xff000000, "a \"this network\" address (0.0.0.0/8)" },
-		{ 0x0a000000, 0xff000000, "a private address (10.0.0.0/8)" },
-		{ 0x64400000, 0xffc00000, "a shared (carrier-grade NAT) address (100.64.0.0/10)" },
-		{ 0xa9fe0000, 0xffff0000,
-		  "a link-local address (169.254.0.0/16, where cloud metadata services are)" },
-		{ 0xac100000, 0xfff00000, "a private address (172.16.0.0/12)" },
-		{ 0xc0000000, 0xffffff00, "an IETF protocol address (192.0.0.0/24)" },
-		{ 0xc0000200, 0xffffff00, "a documentation address (192.0.2.0/24)" },
-		{ 0xc0a80000, 0xffff0000, "a private address (192.168.0.0/16)" },
-		{ 0xc6120000, 0xfffe0000, "a benchmarking address (198.18.0.0/15)" },
-		{ 0xc6336400, 0xffffff00, "a documentation address (198.51.100.0/24)" },
-		{ 0xcb007100, 0xffffff00, "a documentation address (203.0.113.0/24)" },
-		{ 0xe0000000, 0xf0000000, "a multicast address (224.0.0.0/4)" },
-		{ 0xf0000000, 0xf0000000, "a reserved or broadcast address (240.0.0.0/4)" },
-	};
-	if ((a & 0xff000000) == 0x7f000000)
+	bool loopback = false;
+	const char *why = cd_ipv4_special(a, &loopback);
+	if (loopback)
 		return allow_loopback ? NULL
 				      : "a loopback address (127.0.0.0/8; --http-allow-loopback "
 					"allows it)";
-	for (size_t i = 0; i < CD_ARRAY_SIZE(nets); i++)
-		if ((a & nets[i].mask) == nets[i].net)
-			return nets[i].why;
-	return NULL;
+	return why;
 }
 
 static const char *v6_refusal(const unsigned char *b, bool allow_loopback)
 {
-	static const unsigned char zero[16] = { 0 };
-	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	static const unsigned char nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
-
-	if (memcmp(b, mapped, 12) == 0 || memcmp(b, nat64, 12) == 0) {
-		uint32_t a = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 |
-			     b[15];
-		return v4_refusal(a, allow_loopback);
-	}
-	if (memcmp(b, zero, 15) == 0 && b[15] == 1)
-		return allow_loopback ? NULL
-				      : "a loopback address (::1; --http-allow-loopback allows it)";
-	if (memcmp(b, zero, 12) == 0)
-		return "an unspecified or IPv4-compatible address (::/96)";
-	if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
-		return "a link-local address (fe80::/10)";
-	if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0)
-		return "a site-local address (fec0::/10)";
-	if ((b[0] & 0xfe) == 0xfc)
-		return "a unique local address (fc00::/7, where fd00:ec2::254, a cloud metadata "
-		       "service, is)";
-	if (b[0] == 0xff)
-		return "a multicast address (ff00::/8)";
-	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8)
-		return "a documentation address (2001:db8::/32)";
-	if (b[0] == 0x01 && b[1] == 0 && memcmp(b + 2, zero, 6) == 0)
-		return "a discard-only address (100::/64)";
-	return NULL;
+	bool loopback = false;
+	const char *why = cd_ipv6_special(b, &loopback);
+	if (!loopback)
+		return why;
+	if (!allow_loopback && why && cd_startswith(why, "a loopback address (127."))
+		return "a loopback address (127.0.0.0/8; --http-allow-loopback allows it)";
+	return allow_loopback ? NULL : "a loopback address (::1; --http-allow-loopback allows it)";
 }
 
 static bool same_addr(const struct sockaddr *a, const struct sockaddr *b)

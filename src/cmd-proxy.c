@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * `cordon proxy`: the managed network's filtering proxy alone, for the
+ * tests and the benchmark (internal: not in `cordon --help`; cordon run
+ * and cordon serve start the same component themselves). Prints the
+ * address it listens on ("IP:PORT", one line on stdout) once it accepts,
+ * then serves until killed.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "core/netpolicy.h"
+#include "net/proxy.h"
+#include "serve/loop.h"
+#include "serve/workq.h"
+#include "shared/log.h"
+
+enum {
+	OPT_HELP = 1,
+	OPT_LISTEN,
+	OPT_ALLOW_DOMAIN,
+	OPT_DENY_DOMAIN,
+	OPT_ALLOW_CIDR,
+	OPT_MODE,
+	OPT_SOCKS5,
+	OPT_JSON_AUDIT,
+	OPT_MAX_CONNECTIONS,
+	OPT_MAX_HEADER,
+	OPT_HEADER_TIMEOUT,
+	OPT_CONNECT_TIMEOUT,
+	OPT_IDLE_TIMEOUT,
+};
+
+const struct cd_cli_opt cd_proxy_options[] = {
+	{ "help", 'h', false, OPT_HELP },
+	{ "listen", 0, true, OPT_LISTEN },
+	{ "allow-domain", 0, true, OPT_ALLOW_DOMAIN },
+	{ "deny-domain", 0, true, OPT_DENY_DOMAIN },
+	{ "allow-cidr", 0, true, OPT_ALLOW_CIDR },
+	{ "mode", 0, true, OPT_MODE },
+	{ "socks5", 0, false, OPT_SOCKS5 },
+	{ "json-audit", 0, false, OPT_JSON_AUDIT },
+	{ "max-connections", 0, true, OPT_MAX_CONNECTIONS },
+	{ "max-header-bytes", 0, true, OPT_MAX_HEADER },
+	{ "header-timeout-ms", 0, true, OPT_HEADER_TIMEOUT },
+	{ "connect-timeout-ms", 0, true, OPT_CONNECT_TIMEOUT },
+	{ "idle-timeout-ms", 0, true, OPT_IDLE_TIMEOUT },
+	{ NULL, 0, false, 0 },
+};
+
+static void proxy_help(void)
+{
+	fputs("Usage: cordon proxy [--listen IP:PORT] [OPTIONS]\n"
+	      "\n"
+	      "Internal: the managed network's filtering proxy alone (for tests and\n"
+	      "benchmarks). Prints IP:PORT once listening; serves until killed.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --listen IP:PORT          where to listen (default 127.0.0.1:0)\n"
+	      "  --allow-domain PATTERN    allow a name: NAME, *.NAME (subdomains),\n"
+	      "                            **.NAME (the name and subdomains), * (any)\n"
+	      "  --deny-domain PATTERN     deny a name (wins over allow)\n"
+	      "  --allow-cidr ADDR[/LEN]   allow addresses in a range (IP literals,\n"
+	      "                            loopback, private...)\n"
+	      "  --mode full|limited       limited: GET, HEAD, OPTIONS on plain HTTP only\n"
+	      "  --socks5                  accept SOCKS5 clients too\n"
+	      "  --json-audit              audit lines as JSON on stdout\n"
+	      "  --max-connections N       clients at once (default 512)\n"
+	      "  --max-header-bytes N      request head size (default 32768)\n"
+	      "  --header-timeout-ms N     default 10000\n"
+	      "  --connect-timeout-ms N    default 10000\n"
+	      "  --idle-timeout-ms N       default 300000\n"
+	      "  -h, --help                show this help\n"
+	      "\n"
+	      "CORDON_TEST_PROXY_RESOLVE=NAME=ADDR[+ADDR],... replaces DNS (tests).\n",
+	      stdout);
+}
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[64];
+	const char *colon;
+	const char *h = s;
+	size_t hl;
+	uint64_t port;
+
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (!rb || rb[1] != ':')
+			return -EINVAL;
+		h = s + 1;
+		hl = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0 || hl >= sizeof(host) || cd_parse_u64(colon + 1, &port) < 0 || port > 65535)
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		*len = sizeof(*s4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*s6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_uint(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *ret)
+{
+	if (cd_parse_u64(arg, ret) < 0 || *ret < min || *ret > max) {
+		cd_cli_usage_error("proxy", "--%s: '%s' is not a number in %llu..%llu", opt, arg,
+				   (unsigned long long)min, (unsigned long long)max);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cd_cmd_proxy(int argc, char **argv)
+{
+	struct cd_cli_args a = { .cmd = "proxy", .argc = argc, .argv = argv, .i = 1 };
+	struct cd_netpolicy pol = { 0 };
+	struct cd_proxy_opts o;
+	const char *listen_at = "127.0.0.1:0";
+	const char *err = NULL;
+	uint64_t v;
+	int id, rc = 125;
+	const char *arg;
+
+	cd_log_detect_journal();
+	cd_proxy_opts_init(&o);
+	while ((id = cd_cli_next(&a, cd_proxy_options, &arg)) > 0) {
+		switch (id) {
+		case OPT_HELP:
+			proxy_help();
+			return 0;
+		case OPT_LISTEN:
+			listen_at = arg;
+			break;
+		case OPT_ALLOW_DOMAIN:
+		case OPT_DENY_DOMAIN:
+			if (cd_netpolicy_add_domain(&pol, arg, id == OPT_DENY_DOMAIN, &err) < 0) {
+				cd_cli_usage_error("proxy", "--%s '%s': %s",
+						   id == OPT_DENY_DOMAIN ? "deny-domain"
+									 : "allow-domain",
+						   arg, err);
+				goto usage;
+			}
+			break;
+		case OPT_ALLOW_CIDR:
+			if (cd_netpolicy_add_cidr(&pol, arg, &err) < 0) {
+				cd_cli_usage_error("proxy", "--allow-cidr '%s': %s", arg, err);
+				goto usage;
+			}
+			break;
+		case OPT_MODE:
+			pol.mode = cd_netmode_from_string(arg);
+			if (pol.mode == CD_NETMODE_INVALID) {
+				cd_cli_usage_error("proxy", "--mode '%s': full or limited", arg);
+				goto usage;
+			}
+			break;
+		case OPT_SOCKS5:
+			o.socks5 = true;
+			break;
+		case OPT_JSON_AUDIT:
+			o.json_audit = true;
+			break;
+		case OPT_MAX_CONNECTIONS:
+			if (parse_uint("max-connections", arg, 1, 1000000, &v) < 0)
+				goto usage;
+			o.max_conns = (unsigned)v;
+			break;
+		case OPT_MAX_HEADER:
+			if (parse_uint("max-header-bytes", arg, 1024, 1 << 20, &v) < 0)
+				goto usage;
+			o.max_header = (size_t)v;
+			break;
+		case OPT_HEADER_TIMEOUT:
+		case OPT_CONNECT_TIMEOUT:
+		case OPT_IDLE_TIMEOUT:
+			if (parse_uint(id == OPT_HEADER_TIMEOUT	   ? "header-timeout-ms"
+				       : id == OPT_CONNECT_TIMEOUT ? "connect-timeout-ms"
+								   : "idle-timeout-ms",
+				       arg, 1, 86400000, &v) < 0)
+				goto usage;
+			if (id == OPT_HEADER_TIMEOUT)
+				o.header_timeout_ms = (unsigned)v;
+			else if (id == OPT_CONNECT_TIMEOUT)
+				o.connect_timeout_ms = (unsigned)v;
+			else
+				o.idle_timeout_ms = (unsigned)v;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (id < 0)
+		goto usage;
+	if (a.i < argc) {
+		cd_cli_usage_error("proxy", "unexpected argument '%s'", argv[a.i]);
+		goto usage;
+	}
+	struct sockaddr_storage ss;
+	socklen_t len;
+	if (parse_listen(listen_at, &ss, &len) < 0) {
+		cd_cli_usage_error("proxy", "--listen '%s': IP:PORT expected", listen_at);
+		goto usage;
+	}
+	o.policy = &pol;
+	o.resolve_map = getenv("CORDON_TEST_PROXY_RESOLVE");
+
+	/* as many descriptors as allowed: two per client connection */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0) {
+		cd_log_error("proxy: cannot listen on %s: %s", listen_at, strerror(errno));
+		goto out;
+	}
+	struct cd_loop *l = cd_loop_new(CD_LOOP_EPOLL);
+	struct cd_workq *q = l ? cd_workq_new(l, 8) : NULL;
+	struct cd_proxy *p = q ? cd_proxy_new(l, q, fd, &o) : NULL;
+	if (!p) {
+		cd_log_error("proxy: cannot start: %s", strerror(errno));
+		goto out;
+	}
+	len = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	char ip[INET6_ADDRSTRLEN] = "";
+	unsigned port;
+	if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		printf("%s:%u\n", ip, port);
+	} else {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof(ip));
+		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		printf("[%s]:%u\n", ip, port);
+	}
+	fflush(stdout);
+	rc = cd_loop_run(l) < 0 ? 125 : 0;
+	cd_proxy_free(p);
+	cd_workq_free(q, 1000, "proxy lookups");
+	cd_loop_free(l);
+out:
+	if (fd >= 0)
+		close(fd);
+	cd_netpolicy_done(&pol);
+	return rc;
+usage:
+	cd_netpolicy_done(&pol);
+	return CD_EXIT_USAGE;
+}

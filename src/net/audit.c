@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "net/audit.h"
+#include "shared/log.h"
+
+static void write_all(int fd, const char *s, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, s, n);
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+void cd_proxy_audit_write(const struct cd_proxy_audit *a, bool json)
+{
+	const char *decision = a->allowed ? "allow" : "deny";
+	const char *method = a->method ? a->method : "-";
+	const char *rule = a->rule ? a->rule : "-";
+
+	if (!json) {
+		char status[16] = "-";
+		if (a->status >= 0)
+			snprintf(status, sizeof(status), "%d", a->status);
+		cd_log_info("proxy: %s %s%s %s:%u address=%s rule=\"%s\" status=%s sent=%" PRIu64
+			    " received=%" PRIu64,
+			    decision, a->socks5 ? "SOCKS5 " : "", method, a->host ? a->host : "-",
+			    a->port, a->address ? a->address : "-", rule, status, a->sent,
+			    a->received);
+		return;
+	}
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_printf(&sb, "{\"event\":\"proxy\",\"decision\":\"%s\",\"protocol\":\"%s\"",
+			 decision, a->socks5 ? "socks5" : "http");
+	cd_strbuf_append(&sb, ",\"method\":");
+	if (a->method)
+		cd_strbuf_append_json_string(&sb, a->method, strlen(a->method));
+	else
+		cd_strbuf_append(&sb, "null");
+	cd_strbuf_append(&sb, ",\"host\":");
+	if (a->host)
+		cd_strbuf_append_json_string(&sb, a->host, strlen(a->host));
+	else
+		cd_strbuf_append(&sb, "null");
+	cd_strbuf_printf(&sb, ",\"port\":%u,\"address\":", a->port);
+	if (a->address)
+		cd_strbuf_append_json_string(&sb, a->address, strlen(a->address));
+	else
+		cd_strbuf_append(&sb, "null");
+	cd_strbuf_append(&sb, ",\"rule\":");
+	cd_strbuf_append_json_string(&sb, rule, strlen(rule));
+	if (a->status >= 0)
+		cd_strbuf_printf(&sb, ",\"status\":%d", a->status);
+	else
+		cd_strbuf_append(&sb, ",\"status\":null");
+	cd_strbuf_printf(&sb, ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 "}\n", a->sent,
+			 a->received);
+	write_all(STDOUT_FILENO, sb.buf, sb.len);
+	free(sb.buf);
+}
