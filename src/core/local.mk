@@ -9,4 +9,5 @@ libcdcore_a_SOURCES = \
 	src/core/glob.c src/core/glob.h \
 	src/core/gitindex.c src/core/gitindex.h \
 	src/core/linux-plan.c src/core/linux-plan.h \
-	src/core/limits.c src/core/limits.h
+	src/core/limits.c src/core/limits.h \
+	src/core/toml.c src/core/toml.h
