@@ -11,6 +11,7 @@
 #include "os-backend.h"
 #include "serve/budget.h"
 #include "serve/discover.h"
+#include "serve/envconfig.h"
 #include "serve/fs.h"
 #include "serve/http.h"
 #include "serve/intent.h"
@@ -859,6 +860,7 @@ static const struct {
 	{ "fs/close", "filesystem", cd_fs_close_in_order },
 	{ "fs/writeBlock", "filesystem", cd_fs_write_block_in_order },
 	{ "http/request", "http", cd_http_request },
+	{ "environmentConfig/read", "environment config", cd_envconfig_read },
 };
 
 /* Requests handled, per entry of methods[] (loop thread only). */
