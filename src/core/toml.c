@@ -312,9 +312,13 @@ static int escape(struct parser *p, struct cd_strbuf *sb)
 	case '\\':
 		cd_strbuf_append_c(sb, '\\');
 		return 0;
+	case 'e': /* TOML 1.1, which the toml crate reads */
+		cd_strbuf_append_c(sb, '\x1b');
+		return 0;
+	case 'x':
 	case 'u':
 	case 'U': {
-		int n = c == 'u' ? 4 : 8;
+		int n = c == 'x' ? 2 : c == 'u' ? 4 : 8;
 		uint32_t v = 0;
 		for (int i = 0; i < n; i++) {
 			int h = at_end(p) ? -1 : hexval(*p->cur);
@@ -500,14 +504,26 @@ static bool valid_date(const char *s)
 	return d <= mdays[m - 1] + (m == 2 && leap(y));
 }
 
-/* HH:MM:SS[.frac] at s[0..n): the length used, or 0 when it is not one. */
-static size_t valid_time(const char *s, size_t n)
+/*
+ * HH:MM[:SS[.frac]] at s[0..n) (seconds optional: TOML 1.1, as the toml
+ * crate reads it), appended to out normalised (":00" added, the fraction cut
+ * to nanoseconds as the crate keeps it): the length used, or 0 when it is
+ * not one.
+ */
+static size_t valid_time(const char *s, size_t n, struct cd_strbuf *out)
 {
-	if (n < 8 || !digits(s, 2) || s[2] != ':' || !digits(s + 3, 2) || s[5] != ':' ||
-	    !digits(s + 6, 2))
+	if (n < 5 || !digits(s, 2) || s[2] != ':' || !digits(s + 3, 2))
 		return 0;
-	if (num2(s) > 23 || num2(s + 3) > 59 || num2(s + 6) > 60)
+	if (num2(s) > 23 || num2(s + 3) > 59)
 		return 0;
+	if (n < 8 || s[5] != ':') {
+		cd_strbuf_append_n(out, s, 5);
+		cd_strbuf_append(out, ":00");
+		return 5;
+	}
+	if (!digits(s + 6, 2) || num2(s + 6) > 60)
+		return 0;
+	cd_strbuf_append_n(out, s, 8);
 	size_t i = 8;
 	if (i < n && s[i] == '.') {
 		i++;
@@ -516,6 +532,7 @@ static size_t valid_time(const char *s, size_t n)
 			i++;
 		if (i == f)
 			return 0;
+		cd_strbuf_append_n(out, s + f - 1, (i - f > 9 ? 9 : i - f) + 1);
 	}
 	return i;
 }
@@ -550,11 +567,10 @@ static int datetime(struct parser *p, size_t n, struct cd_toml **ret)
 		} else {
 			if (s[10] != 'T' && s[10] != 't' && s[10] != ' ')
 				goto bad;
-			size_t tl = valid_time(s + 11, n - 11);
+			cd_strbuf_append_c(&sb, 'T');
+			size_t tl = valid_time(s + 11, n - 11, &sb);
 			if (!tl)
 				goto bad;
-			cd_strbuf_append_c(&sb, 'T');
-			cd_strbuf_append_n(&sb, s + 11, tl);
 			size_t i = 11 + tl;
 			if (i == n) {
 				t = CD_TOML_LOCAL_DATETIME;
@@ -572,9 +588,8 @@ static int datetime(struct parser *p, size_t n, struct cd_toml **ret)
 			}
 		}
 	} else {
-		if (valid_time(s, n) != n)
+		if (valid_time(s, n, &sb) != n)
 			goto bad;
-		cd_strbuf_append_n(&sb, s, n);
 		t = CD_TOML_LOCAL_TIME;
 	}
 	*ret = new_value(t);
@@ -674,6 +689,10 @@ static int number(struct parser *p, size_t n, struct cd_toml **ret)
 		double d = strtod(sb.buf, &endp);
 		if (!endp || *endp)
 			goto bad;
+		if (isinf(d)) {
+			cd_strbuf_done(&sb);
+			return fail_at(p, at, "floating-point number overflowed");
+		}
 		*ret = new_value(CD_TOML_FLOAT);
 		(*ret)->u.f = d;
 	} else {
@@ -755,37 +774,31 @@ err:
 	return -EINVAL;
 }
 
+/* TOML 1.1 (the toml crate's): newlines, comments and a trailing comma allowed inside. */
 static int inline_table(struct parser *p, struct cd_toml **ret)
 {
 	struct cd_toml *t = cd_toml_new_table();
 	p->cur++;
-	skip_ws(p);
-	if (!at_end(p) && *p->cur == '}') {
-		p->cur++;
-		goto done;
-	}
 	for (;;) {
-		skip_ws(p);
+		if (skip_ws_nl(p) < 0)
+			goto err;
+		if (!at_end(p) && *p->cur == '}')
+			break;
 		if (keyval(p, t) < 0)
 			goto err;
-		skip_ws(p);
+		if (skip_ws_nl(p) < 0)
+			goto err;
 		if (!at_end(p) && *p->cur == ',') {
 			p->cur++;
-			skip_ws(p);
-			if (!at_end(p) && *p->cur == '}') {
-				fail(p, "trailing comma in an inline table");
-				goto err;
-			}
 			continue;
 		}
 		if (at_end(p) || *p->cur != '}') {
 			fail(p, "expected `,` or `}`");
 			goto err;
 		}
-		p->cur++;
 		break;
 	}
-done:
+	p->cur++;
 	freeze(t);
 	*ret = t;
 	return 0;
@@ -841,6 +854,32 @@ static int value(struct parser *p, struct cd_toml **ret)
 	return fail(p, "invalid string, expected `\"`, `'`");
 }
 
+/* The toml crate's names, for its "cannot extend" message. */
+static const char *type_name(enum cd_toml_type t)
+{
+	switch (t) {
+	case CD_TOML_STRING:
+		return "string";
+	case CD_TOML_INTEGER:
+		return "integer";
+	case CD_TOML_FLOAT:
+		return "float";
+	case CD_TOML_BOOL:
+		return "boolean";
+	case CD_TOML_DATETIME:
+	case CD_TOML_LOCAL_DATETIME:
+	case CD_TOML_LOCAL_DATE:
+	case CD_TOML_LOCAL_TIME:
+		return "datetime";
+	case CD_TOML_ARRAY:
+		return "array";
+	case CD_TOML_TABLE:
+	case CD_TOML_TYPE_COUNT:
+		break;
+	}
+	return "table";
+}
+
 static int keyval(struct parser *p, struct cd_toml *table)
 {
 	struct keys k = { 0 };
@@ -865,8 +904,12 @@ static int keyval(struct parser *p, struct cd_toml *table)
 			c = cd_toml_new_table();
 			c->flags = F_DOTTED;
 			cd_toml_table_put(t, k.k[i].s, k.k[i].len, c);
-		} else if (c->type != CD_TOML_TABLE || !(c->flags & F_DOTTED) ||
-			   (c->flags & F_INLINE)) {
+		} else if (c->type != CD_TOML_TABLE) {
+			cd_toml_free(v);
+			r = fail_at(p, start, "cannot extend value of type %s with a dotted key",
+				    type_name(c->type));
+			goto out;
+		} else if (!(c->flags & F_DOTTED) || (c->flags & F_INLINE)) {
 			cd_toml_free(v);
 			r = fail_at(p, start, "duplicate key");
 			goto out;
@@ -887,10 +930,10 @@ out:
 /* [a.b] or [[a.b]]: the table the following key/values go into. */
 static int header(struct parser *p, struct cd_toml *root, struct cd_toml **cur)
 {
-	const char *start = p->cur;
 	bool aot = peek_is(p, "[[");
 	p->cur += aot ? 2 : 1;
 	skip_ws(p);
+	const char *start = p->cur;
 	struct keys k = { 0 };
 	int r = parse_key(p, &k);
 	if (r < 0)

@@ -2,10 +2,16 @@
 #pragma once
 
 /*
- * A strict TOML 1.0.0 reader and a writer, OS-free. cordon's own: Debian
+ * A strict TOML reader (1.0.0, plus the 1.1 forms below) and a writer, OS-free. cordon's own: Debian
  * ships no C TOML library (no libtoml/tomlc99/toml11 package in bookworm's
  * main), and the exec-server's environmentConfig/read must parse the
  * executor's config.toml files and hand back parts of them as TOML text.
+ *
+ * What the toml crate of the Codex binary reads beyond TOML 1.0 is read
+ * too (TOML 1.1): the \e and \xHH escapes, newlines, comments and a
+ * trailing comma inside inline tables, and times without seconds (written
+ * back with ":00"). Fractions of seconds are kept to 9 digits, as the crate
+ * keeps nanoseconds; a float literal that overflows to infinity is an error.
  *
  * Strictness: valid UTF-8 only; no control characters except tab outside
  * multi-line strings' newlines; duplicate keys, redefined tables, tables
