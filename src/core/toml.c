@@ -107,15 +107,54 @@ struct cd_toml *cd_toml_free(struct cd_toml *v)
 			cd_toml_free(v->u.tab.kv[i].value);
 		}
 		free(v->u.tab.kv);
+		free(v->u.tab.idx);
 	}
 	free(v);
 	return NULL;
+}
+
+/* Tables past this many keys get a hash index: a file of a million keys stays linear. */
+#define INDEX_FROM 16
+
+static size_t hash_key(const char *k, size_t n)
+{
+	size_t h = 1469598103934665603ull & SIZE_MAX;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)k[i]) * (1099511628211ull & SIZE_MAX);
+	return h;
+}
+
+static void index_put(struct cd_toml *t, size_t i)
+{
+	size_t m = t->u.tab.idx_cap - 1;
+	size_t h = hash_key(t->u.tab.kv[i].key, t->u.tab.kv[i].key_len) & m;
+	while (t->u.tab.idx[h])
+		h = (h + 1) & m;
+	t->u.tab.idx[h] = i + 1;
+}
+
+static void index_grow(struct cd_toml *t)
+{
+	free(t->u.tab.idx);
+	t->u.tab.idx_cap = t->u.tab.idx_cap ? 2 * t->u.tab.idx_cap : 4 * INDEX_FROM;
+	t->u.tab.idx = cd_xcalloc(t->u.tab.idx_cap, sizeof(*t->u.tab.idx));
+	for (size_t i = 0; i < t->u.tab.n; i++)
+		index_put(t, i);
 }
 
 struct cd_toml *cd_toml_get(const struct cd_toml *t, const char *key, size_t key_len)
 {
 	if (!t || t->type != CD_TOML_TABLE)
 		return NULL;
+	if (t->u.tab.idx) {
+		size_t m = t->u.tab.idx_cap - 1;
+		for (size_t h = hash_key(key, key_len) & m; t->u.tab.idx[h]; h = (h + 1) & m) {
+			const struct cd_toml_kv *kv = &t->u.tab.kv[t->u.tab.idx[h] - 1];
+			if (kv->key_len == key_len && !memcmp(kv->key, key, key_len))
+				return kv->value;
+		}
+		return NULL;
+	}
 	for (size_t i = 0; i < t->u.tab.n; i++)
 		if (t->u.tab.kv[i].key_len == key_len && !memcmp(t->u.tab.kv[i].key, key, key_len))
 			return t->u.tab.kv[i].value;
@@ -134,6 +173,12 @@ void cd_toml_table_put(struct cd_toml *t, const char *key, size_t key_len, struc
 	kv->key[key_len] = '\0';
 	kv->key_len = key_len;
 	kv->value = v;
+	if (t->u.tab.n > INDEX_FROM) {
+		if (2 * t->u.tab.n > t->u.tab.idx_cap)
+			index_grow(t);
+		else
+			index_put(t, t->u.tab.n - 1);
+	}
 }
 
 static void array_push(struct cd_toml *a, struct cd_toml *v)

@@ -75,6 +75,8 @@ struct cd_toml {
 		struct {
 			struct cd_toml_kv *kv; /* owned, in document order */
 			size_t n, cap;
+			size_t *idx; /* owned: a hash index of kv (1-based; 0 free), or NULL */
+			size_t idx_cap;
 		} tab;
 	} u;
 };
