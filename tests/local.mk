@@ -162,6 +162,7 @@ valgrind:
 SERVE_TESTS = \
 	tests/integration/serve-handshake.py \
 	tests/integration/serve-discover.py \
+	tests/integration/serve-envconfig.py \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \
 	tests/integration/serve-sandbox.py \

@@ -314,6 +314,74 @@ static char *project_root(const char *cwd, const struct cd_toml *markers)
 	return cd_xstrdup(cwd);
 }
 
+/* The first line of a small file, or NULL. */
+static char *first_line(const char *path)
+{
+	char buf[PATH_MAX + 16];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return cd_xstrdup(buf);
+}
+
+/*
+ * The checkout's root for trust, as `git rev-parse --git-common-dir` leads
+ * the binary to it: the nearest ancestor with a git dir; for a .git file
+ * (a worktree, a submodule) the parent of the common dir it names. NULL
+ * when cwd is in no checkout.
+ */
+static char *repo_root(const char *cwd)
+{
+	char *d = cd_xstrdup(cwd);
+	for (;;) {
+		char *git = cd_xasprintf("%s%s.git", d, cd_streq(d, "/") ? "" : "/");
+		struct stat st;
+		if (lstat(git, &st) == 0 && S_ISREG(st.st_mode)) {
+			char *l = first_line(git), *gd = NULL, *common = NULL, *res = NULL;
+			if (l && cd_startswith(l, "gitdir: "))
+				gd = l[8] == '/' ? cd_xstrdup(l + 8)
+						 : cd_xasprintf("%s/%s", d, l + 8);
+			char *cf = gd ? cd_xasprintf("%s/commondir", gd) : NULL;
+			char *c = cf ? first_line(cf) : NULL;
+			if (gd)
+				common = !c	       ? cd_xstrdup(gd)
+					 : c[0] == '/' ? cd_xstrdup(c)
+						       : cd_xasprintf("%s/%s", gd, c);
+			if (common)
+				res = realpath(common, NULL);
+			free(l);
+			free(gd);
+			free(cf);
+			free(c);
+			free(common);
+			free(git);
+			free(d);
+			if (!res)
+				return NULL;
+			char *p = parent_of(res);
+			free(res);
+			return p;
+		}
+		bool found = marker_at(d, ".git");
+		free(git);
+		if (found)
+			return d;
+		if (cd_streq(d, "/"))
+			break;
+		char *p = parent_of(d);
+		free(d);
+		d = p;
+	}
+	free(d);
+	return NULL;
+}
+
 /* 1 trusted, 0 untrusted, -1 no mark. */
 static int trust_of(const struct cd_toml *projects, const char *dir)
 {
@@ -329,7 +397,12 @@ static int add_projects(struct job *j, struct stack *cfg, const struct cd_toml *
 {
 	char *root = project_root(j->cwd, merged_get(sys, user, "project_root_markers"));
 	const struct cd_toml *projects = merged_get(sys, user, "projects");
+	char *repo = repo_root(j->cwd);
+	/* A dir's own mark first, then the project root's, then the checkout's. */
 	int root_trust = trust_of(projects, root);
+	if (root_trust < 0 && repo)
+		root_trust = trust_of(projects, repo);
+	free(repo);
 	size_t rl = strlen(root);
 	int r = 0;
 	/* From the root down to cwd: each step one more component of cwd. */

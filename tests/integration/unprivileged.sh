@@ -18,7 +18,7 @@ PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-isolation.p
 	serve-fs-readfile.py serve-net.py serve-loopback.py serve-selfconnect.py serve-hidden.py \
 	serve-admit.py run-limits.py serve-limits.py serve-stall.py serve-memory.py \
 	serve-resume.py serve-fds.py serve-fs-full.py serve-ws-load.py serve-hidden-race.py \
-	serve-pathuri.py serve-activation.py seatbelt-standin.py serve-metrics.py serve-fs-write-stream.py serve-http.py serve-discover.py"
+	serve-pathuri.py serve-activation.py seatbelt-standin.py serve-metrics.py serve-fs-write-stream.py serve-http.py serve-discover.py serve-envconfig.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
