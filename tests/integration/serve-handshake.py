@@ -39,7 +39,7 @@ CAPABILITY_KEYS = ["networkProxyLaunch", "networkProxyReviewDomains", "credentia
                    "shellSnapshotV2", "windowsMxc", "linuxRootWritePreservesDevices",
                    "linuxApprovedRootWritePreservesRestrictions"]
 CAPABILITY_KEYS_TRUE = [(k, k in ("sandboxedFileStreaming", "capabilityDiscoverySandbox",
-                                  "fileWriteStreaming"))
+                                  "fileWriteStreaming", "environmentConfigRead"))
                         for k in CAPABILITY_KEYS]
 
 
