@@ -91,7 +91,7 @@ def initialize_shape(tag, tmp):
              "[%s] capabilities has exactly the released binary's 15 keys, in its order" % tag)
         t.eq(caps, dict(CAPABILITY_KEYS_TRUE),
              "[%s] capabilities: true only for sandboxedFileStreaming, "
-             "capabilityDiscoverySandbox and fileWriteStreaming" % tag)
+             "capabilityDiscoverySandbox, fileWriteStreaming and environmentConfigRead" % tag)
         s.notify("initialized", {})
         for desc, kw in (("missing", {"omit_params": True}), ("null", {}), ("{}", {})):
             p = {} if desc == "{}" else None
