@@ -61,6 +61,7 @@ static int CD_PRINTF(3, 4) fail_at(struct parser *p, const char *at, const char 
 		va_list ap;
 		p->err->line = p->line;
 		p->err->col = col_of(p, at);
+		p->err->span = 1;
 		va_start(ap, fmt);
 		vsnprintf(p->err->msg, sizeof(p->err->msg), fmt, ap);
 		va_end(ap);
@@ -69,6 +70,15 @@ static int CD_PRINTF(3, 4) fail_at(struct parser *p, const char *at, const char 
 }
 
 #define fail(p, ...) fail_at((p), (p)->cur, __VA_ARGS__)
+
+/* A failure about the key written at [start, end): its position and length. */
+static int fail_key(struct parser *p, const char *start, const char *end, const char *msg)
+{
+	fail_at(p, start, "%s", msg);
+	if (p->err && end > start)
+		p->err->span = col_of(p, end) - col_of(p, start);
+	return -EINVAL;
+}
 
 /* ---- values ---- */
 
@@ -447,7 +457,8 @@ static int string(struct parser *p, struct cd_strbuf *sb, bool allow_multi)
 	p->cur++;
 	for (;;) {
 		if (at_end(p) || is_newline(p))
-			return fail_at(p, start, "unterminated string");
+			return fail(p, basic ? "invalid basic string, expected `\"`"
+					     : "invalid literal string, expected `'`");
 		char c = *p->cur;
 		if (c == q) {
 			p->cur++;
@@ -932,6 +943,9 @@ static int keyval(struct parser *p, struct cd_toml *table)
 	int r = parse_key(p, &k);
 	if (r < 0)
 		goto out;
+	const char *kend = p->cur;
+	while (kend > start && (kend[-1] == ' ' || kend[-1] == '\t'))
+		kend--;
 	if (at_end(p) || *p->cur != '=') {
 		r = fail(p, "expected `.`, `=`");
 		goto out;
@@ -956,14 +970,14 @@ static int keyval(struct parser *p, struct cd_toml *table)
 			goto out;
 		} else if (!(c->flags & F_DOTTED) || (c->flags & F_INLINE)) {
 			cd_toml_free(v);
-			r = fail_at(p, start, "duplicate key");
+			r = fail_key(p, start, kend, "duplicate key");
 			goto out;
 		}
 		t = c;
 	}
 	if (cd_toml_get(t, k.k[k.n - 1].s, k.k[k.n - 1].len)) {
 		cd_toml_free(v);
-		r = fail_at(p, start, "duplicate key");
+		r = fail_key(p, start, kend, "duplicate key");
 		goto out;
 	}
 	cd_toml_table_put(t, k.k[k.n - 1].s, k.k[k.n - 1].len, v);
@@ -983,6 +997,9 @@ static int header(struct parser *p, struct cd_toml *root, struct cd_toml **cur)
 	int r = parse_key(p, &k);
 	if (r < 0)
 		goto out;
+	const char *kend = p->cur;
+	while (kend > start && (kend[-1] == ' ' || kend[-1] == '\t'))
+		kend--;
 	if (aot ? !peek_is(p, "]]") : !peek_is(p, "]")) {
 		r = fail(p, aot ? "expected `.`, `]]`" : "expected `.`, `]`");
 		goto out;
@@ -998,7 +1015,7 @@ static int header(struct parser *p, struct cd_toml *root, struct cd_toml **cur)
 		} else if (c->type == CD_TOML_ARRAY && (c->flags & F_AOT) && c->u.arr.n) {
 			c = c->u.arr.items[c->u.arr.n - 1];
 		} else if (c->type != CD_TOML_TABLE || (c->flags & F_INLINE)) {
-			r = fail_at(p, start, "duplicate key");
+			r = fail_key(p, start, kend, "duplicate key");
 			goto out;
 		}
 		t = c;
@@ -1011,7 +1028,7 @@ static int header(struct parser *p, struct cd_toml *root, struct cd_toml **cur)
 			c->flags = F_AOT;
 			cd_toml_table_put(t, last->s, last->len, c);
 		} else if (c->type != CD_TOML_ARRAY || !(c->flags & F_AOT)) {
-			r = fail_at(p, start, "duplicate key");
+			r = fail_key(p, start, kend, "duplicate key");
 			goto out;
 		}
 		struct cd_toml *e = cd_toml_new_table();
@@ -1025,7 +1042,7 @@ static int header(struct parser *p, struct cd_toml *root, struct cd_toml **cur)
 			cd_toml_table_put(t, last->s, last->len, c);
 		} else if (c->type != CD_TOML_TABLE || !(c->flags & F_IMPLICIT) ||
 			   (c->flags & (F_DEFINED | F_DOTTED | F_INLINE))) {
-			r = fail_at(p, start, "duplicate key");
+			r = fail_key(p, start, kend, "duplicate key");
 			goto out;
 		} else {
 			c->flags |= F_DEFINED;

@@ -83,6 +83,7 @@ struct cd_toml {
 
 struct cd_toml_error {
 	unsigned line, col; /* 1-based */
+	unsigned span;	    /* characters the problem covers from col (>= 1): a key's length */
 	char msg[160];
 };
 

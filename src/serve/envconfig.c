@@ -119,7 +119,37 @@ static bool is_hidden(const struct job *j, const struct stat *st)
  * Read and parse one TOML file: 0 with *ret (an empty table when the file
  * does not exist), or -1 with *err (malloc()ed, without the prefix).
  */
-static int load_file(const struct job *j, const char *path, struct cd_toml **ret, char **err)
+/*
+ * A requirements file's parse error, as the binary words it: the toml
+ * crate's report, with the line and a caret under the problem.
+ */
+static char *req_parse_error(const char *path, const char *buf, size_t len,
+			     const struct cd_toml_error *e)
+{
+	const char *l = buf, *end = buf + len;
+	for (unsigned n = 1; n < e->line && l < end; l++)
+		if (*l == '\n')
+			n++;
+	const char *le = l;
+	while (le < end && *le != '\n' && *le != '\r')
+		le++;
+	char num[16];
+	int w = snprintf(num, sizeof(num), "%u", e->line);
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_printf(&sb,
+			 "failed to parse requirements layer %s: TOML parse error at line %u, "
+			 "column %u\n%*s |\n%s | ",
+			 path, e->line, e->col, w, "", num);
+	cd_strbuf_append_n(&sb, l, (size_t)(le - l));
+	cd_strbuf_printf(&sb, "\n%*s | %*s", w, "", (int)e->col - 1, "");
+	for (unsigned i = 0; i < (e->span ? e->span : 1); i++)
+		cd_strbuf_append_c(&sb, '^');
+	cd_strbuf_printf(&sb, "\n%s\n", e->msg);
+	return cd_strbuf_steal(&sb);
+}
+
+static int load_file(const struct job *j, const char *path, bool req, struct cd_toml **ret,
+		     char **err)
 {
 	*ret = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -179,7 +209,8 @@ static int load_file(const struct job *j, const char *path, struct cd_toml **ret
 	close(fd);
 	struct cd_toml_error e;
 	if (cd_toml_parse(buf, len, ret, &e) < 0) {
-		*err = cd_xasprintf("%s:%u:%u: %s", path, e.line, e.col, e.msg);
+		*err = req ? req_parse_error(path, buf, len, &e)
+			   : cd_xasprintf("%s:%u:%u: %s", path, e.line, e.col, e.msg);
 		free(buf);
 		return -1;
 	}
@@ -256,12 +287,19 @@ static const struct cd_toml *tget(const struct cd_toml *t, const char *k)
 	return cd_toml_get(t, k, strlen(k));
 }
 
-/* The user layer's value wins over the system layer's (a table merge, one level deep is enough). */
-static const struct cd_toml *merged_get(const struct cd_toml *sys, const struct cd_toml *user,
-					const char *k)
+/*
+ * A top-level key of the config that governs discovery (trust, root
+ * markers): the legacy managed config's value wins over the user's, the
+ * user's over the system's.
+ */
+static const struct cd_toml *merged_get(const struct cd_toml *const *layers, const char *k)
 {
-	const struct cd_toml *v = tget(user, k);
-	return v ? v : tget(sys, k);
+	for (size_t i = 3; i-- > 0;) {
+		const struct cd_toml *v = layers[i] ? tget(layers[i], k) : NULL;
+		if (v)
+			return v;
+	}
+	return NULL;
 }
 
 static bool marker_at(const char *dir, const char *marker)
@@ -382,26 +420,31 @@ static char *repo_root(const char *cwd)
 	return NULL;
 }
 
-/* 1 trusted, 0 untrusted, -1 no mark. */
-static int trust_of(const struct cd_toml *projects, const char *dir)
+/*
+ * 1 trusted, 0 untrusted, -1 no mark: [projects."DIR"] trust_level of the
+ * highest layer that sets it (the tables merge, as the binary merges them).
+ */
+static int trust_of(const struct cd_toml *const *layers, const char *dir)
 {
-	const struct cd_toml *p = projects ? tget(projects, dir) : NULL;
-	const struct cd_toml *lvl = p ? tget(p, "trust_level") : NULL;
-	if (!lvl || lvl->type != CD_TOML_STRING)
-		return -1;
-	return cd_streq(lvl->u.str.s, "trusted");
+	for (size_t i = 3; i-- > 0;) {
+		const struct cd_toml *projects = layers[i] ? tget(layers[i], "projects") : NULL;
+		const struct cd_toml *p = projects ? tget(projects, dir) : NULL;
+		const struct cd_toml *lvl = p ? tget(p, "trust_level") : NULL;
+		if (lvl && lvl->type == CD_TOML_STRING)
+			return cd_streq(lvl->u.str.s, "trusted");
+	}
+	return -1;
 }
 
-static int add_projects(struct job *j, struct stack *cfg, const struct cd_toml *sys,
-			const struct cd_toml *user, const char *codex_home, char **err)
+static int add_projects(struct job *j, struct stack *cfg, const struct cd_toml *const *disc,
+			const char *codex_home, char **err)
 {
-	char *root = project_root(j->cwd, merged_get(sys, user, "project_root_markers"));
-	const struct cd_toml *projects = merged_get(sys, user, "projects");
+	char *root = project_root(j->cwd, merged_get(disc, "project_root_markers"));
 	char *repo = repo_root(j->cwd);
 	/* A dir's own mark first, then the project root's, then the checkout's. */
-	int root_trust = trust_of(projects, root);
+	int root_trust = trust_of(disc, root);
 	if (root_trust < 0 && repo)
-		root_trust = trust_of(projects, repo);
+		root_trust = trust_of(disc, repo);
 	free(repo);
 	size_t rl = strlen(root);
 	int r = 0;
@@ -414,14 +457,14 @@ static int add_projects(struct job *j, struct stack *cfg, const struct cd_toml *
 		char *dir = dl ? cd_xasprintf("%.*s", (int)dl, j->cwd) : cd_xstrdup("/");
 		char *dot = cd_xasprintf("%s%s.codex", dir, cd_streq(dir, "/") ? "" : "/");
 		struct stat st;
-		int t = trust_of(projects, dir);
+		int t = trust_of(disc, dir);
 		if (t < 0)
 			t = root_trust;
 		if (t > 0 && stat(dot, &st) == 0 && S_ISDIR(st.st_mode) &&
 		    !cd_streq(dot, codex_home)) {
 			char *file = cd_xasprintf("%s/config.toml", dot);
 			struct cd_toml *tm = NULL;
-			if (load_file(j, file, &tm, err) < 0) {
+			if (load_file(j, file, false, &tm, err) < 0) {
 				r = -1;
 			} else if (access(file, F_OK) == 0) {
 				stack_push(cfg, cd_xasprintf("project (%s)", file), dot, tm);
@@ -501,21 +544,22 @@ static void job_run(struct cd_work *w)
 		codex_home = cd_xasprintf("%s/.codex", home);
 	}
 
-	if (load_file(j, SYSTEM_DIR "/config.toml", &sys, &err) < 0)
+	if (load_file(j, SYSTEM_DIR "/config.toml", false, &sys, &err) < 0)
 		goto load_err;
 	file = cd_xasprintf("%s/config.toml", codex_home);
-	if (load_file(j, file, &user, &err) < 0)
+	if (load_file(j, file, false, &user, &err) < 0)
 		goto load_err;
-	if (load_file(j, SYSTEM_DIR "/managed_config.toml", &managed, &err) < 0)
+	if (load_file(j, SYSTEM_DIR "/managed_config.toml", false, &managed, &err) < 0)
 		goto load_err;
-	if (load_file(j, SYSTEM_DIR "/requirements.toml", &rq, &err) < 0)
+	if (load_file(j, SYSTEM_DIR "/requirements.toml", true, &rq, &err) < 0)
 		goto load_err;
 
 	stack_push(&cfg, cd_xstrdup("system (" SYSTEM_DIR "/config.toml)"), SYSTEM_DIR,
 		   cd_toml_copy(sys));
 	stack_push(&cfg, cd_xasprintf("user (%s)", file), codex_home, cd_toml_copy(user));
 	cfg.cloud = 1;
-	if (add_projects(j, &cfg, sys, user, codex_home, &err) < 0)
+	const struct cd_toml *disc[3] = { sys, user, managed };
+	if (add_projects(j, &cfg, disc, codex_home, &err) < 0)
 		goto load_err;
 	if (access(SYSTEM_DIR "/managed_config.toml", F_OK) == 0) {
 		stack_push(&cfg,

@@ -249,6 +249,75 @@ try:
 finally:
     srv.stop()
 
+# ---- the system layers, the legacy managed config and requirements: /etc/codex, made only
+# inside a private mount namespace of the server (the host's /etc is never changed).
+NS_WRAP = r"""#!/bin/sh
+etc=$1; shift
+exec unshare -m --propagation private sh -c '
+	set -e
+	etc=$1; shift
+	mkdir -p "$etc.mnt/orig" "$etc.mnt/new"
+	mount --bind /etc "$etc.mnt/orig"
+	mount -t tmpfs tmpfs "$etc.mnt/new"
+	for e in "$etc.mnt/orig"/* "$etc.mnt/orig"/.[!.]*; do
+		[ -e "$e" ] || [ -L "$e" ] || continue
+		ln -s "$e" "$etc.mnt/new/${e##*/}"
+	done
+	mkdir "$etc.mnt/new/codex"
+	mount --bind "$etc" "$etc.mnt/new/codex"
+	mount --move "$etc.mnt/new" /etc
+	exec "$@"' sh "$etc" "$@"
+"""
+probe = subprocess.run(["unshare", "-m", "--propagation", "private", "true"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) \
+    if os.geteuid() == 0 and shutil.which("unshare") else None
+if probe is None or probe.returncode != 0:
+    for d in ("system layers", "system trust", "bad requirements.toml"):
+        t.skip(d, "needs root and unshare -m (a private /etc/codex)")
+else:
+    etc = os.path.join(work, "etc-codex")
+    put("etc-codex/config.toml", '[mcp_servers.sys]\nurl = "https://sys"\n'
+        '[projects."%s/untrusted"]\ntrust_level = "trusted"\n' % work)
+    put("etc-codex/managed_config.toml", '[mcp_servers.managed]\nurl = "https://managed"\n'
+        '[projects."%s/plain"]\ntrust_level = "untrusted"\n' % work)
+    put("etc-codex/requirements.toml", '[mcp_servers.req.identity]\ncommand = "x"\n')
+    wrap = put("ns-wrap.sh", NS_WRAP)
+    os.chmod(wrap, 0o755)
+    real = os.environ.get("CORDON") or shutil.which("cordon")
+    ns = put("ns-cordon.sh", '#!/bin/sh\nexec %s %s %s "$@"\n' % (wrap, etc, real))
+    os.chmod(ns, 0o755)
+    srv = Server(extra_env={"CODEX_HOME": HOME}, cordon=ns)
+    try:
+        srv.handshake()
+        r = read(srv, "", [["mcp_servers"]], [["mcp_servers"]])
+        sysl = layer("system (/etc/codex/config.toml)", "/etc/codex",
+                     '[mcp_servers.sys]\nurl = "https://sys"\n')
+        man = layer("legacy managed_config.toml (/etc/codex/managed_config.toml)", "/etc/codex",
+                    '[mcp_servers.managed]\nurl = "https://managed"\n')
+        req = layer("/etc/codex/requirements.toml", "/etc/codex",
+                    '[mcp_servers.req.identity]\ncommand = "x"\n')
+        w = want([sysl, user(cfg.split("[profiles")[0].replace('model = "gpt-5"\n', "")), man],
+                 [req], cloud=1)
+        w["requirements"]["cloudInsertionIndex"] = 1
+        eq(norm(r.get("result")), w,
+           "system, user and legacy managed layers in order, and /etc/codex/requirements.toml", r)
+        r = read(srv, "untrusted", [["model"]])
+        eq(norm(r.get("result")), want([user('model = "gpt-5"\n'), project("untrusted",
+                                                                             'model = "untrusted"\n')]),
+           "system trust: a project marked trusted in /etc/codex/config.toml is read", r)
+        r = read(srv, "plain", [["model"]])
+        eq(norm(r.get("result")), want([user('model = "gpt-5"\n')]),
+           "system trust: the legacy managed config's untrusted mark wins over the user's", r)
+        put("etc-codex/requirements.toml", "\n" * 10 + "abc = 1\nabc = 2\n")
+        r = read(srv, "", [["model"]])
+        eq(r.get("error"), {"code": -32603, "message": "failed to load executor-local config: "
+                            "failed to parse requirements layer /etc/codex/requirements.toml: "
+                            "TOML parse error at line 12, column 1\n   |\n12 | abc = 2\n"
+                            "   | ^^^\nduplicate key\n"},
+           "bad requirements.toml: -32603 with the toml crate's report", r)
+    finally:
+        srv.stop()
+
 # ---- CODEX_HOME that does not exist
 srv = Server(extra_env={"CODEX_HOME": os.path.join(work, "nope")})
 try:

@@ -202,7 +202,8 @@ static const struct {
 	{ "[[fruits]]\n[fruits.physical]\n[[fruits.physical]]\n", 3, 3, "duplicate key" },
 	{ "a = { b = 1 }\n[a.c]\n", 2, 2, "duplicate key" },
 	{ "a = [{ b = 1 }]\n[[a]]\n", 2, 3, "duplicate key" },
-	{ "a = \"x\n", 1, 5, "unterminated string" },
+	{ "a = \"x\n", 1, 7, "invalid basic string, expected `\"`" },
+	{ "a = 'x\n", 1, 7, "invalid literal string" },
 	{ "a = \"\"\"x\n", 2, 1, "unterminated multi-line string" },
 	{ "a = \"\\q\"\n", 1, 6, "invalid escape" },
 	{ "a = \"\\uD800\"\n", 1, 6, "not a Unicode scalar value" },
@@ -258,6 +259,21 @@ START_TEST(test_bad)
 	ck_assert_msg(e.line == bad_cases[_i].line && e.col == bad_cases[_i].col,
 		      "'%s': at %u:%u, want %u:%u (%s)", in, e.line, e.col, bad_cases[_i].line,
 		      bad_cases[_i].col, e.msg);
+}
+END_TEST
+
+START_TEST(test_span)
+{
+	/* A duplicate key's error covers the key, as the crate's caret line does. */
+	static const char in[] = "a = 1\n\"x y\" . z = 2\n[t]\n[ t ]\n";
+	struct cd_toml *t = NULL;
+	struct cd_toml_error e;
+	ck_assert_int_eq(cd_toml_parse("abc = 1\nabc = 2\n", 16, &t, &e), -EINVAL);
+	ck_assert_uint_eq(e.span, 3);
+	ck_assert_int_eq(cd_toml_parse(in, sizeof(in) - 1, &t, &e), -EINVAL);
+	ck_assert_uint_eq(e.line, 4);
+	ck_assert_uint_eq(e.col, 3);
+	ck_assert_uint_eq(e.span, 1);
 }
 END_TEST
 
@@ -375,6 +391,7 @@ static Suite *toml_suite(void)
 	tc = tcase_create("refusals");
 	tcase_add_loop_test(tc, test_bad, 0, CD_ARRAY_SIZE(bad_cases));
 	tcase_add_test(tc, test_nul_refused);
+	tcase_add_test(tc, test_span);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("limits");
