@@ -615,6 +615,8 @@ static int datetime(struct parser *p, size_t n, struct cd_toml **ret)
 	struct cd_strbuf sb = { 0 };
 	enum cd_toml_type t;
 	if (n >= 10 && s[4] == '-') {
+		if (digits(s + 5, 2) && (num2(s + 5) < 1 || num2(s + 5) > 12))
+			return fail(p, "invalid date, expected month between 01 and 12");
 		if (!valid_date(s))
 			return fail(p, "invalid date");
 		cd_strbuf_append_n(&sb, s, 10);
@@ -720,8 +722,10 @@ static int number(struct parser *p, size_t n, struct cd_toml **ret)
 		j++;
 	if (!digit_run(s + i, j - i, 10, &sb))
 		goto bad;
-	if (s[i] == '0' && j - i > 1)
-		goto bad; /* leading zero */
+	if (s[i] == '0' && j - i > 1) {
+		cd_strbuf_done(&sb);
+		return fail_at(p, at, "unexpected leading zero, expected nothing");
+	}
 	bool is_float = j < n;
 	if (j < n && s[j] == '.') {
 		size_t k = j + 1;
@@ -907,6 +911,9 @@ static int value(struct parser *p, struct cd_toml **ret)
 		return datetime(p, n, ret);
 	if (c == '+' || c == '-' || (c >= '0' && c <= '9') || c == 'i' || c == 'n')
 		return number(p, n, ret);
+	if (c == 't' || c == 'f')
+		return fail(p, c == 't' ? "invalid boolean, expected `true`"
+					: "invalid boolean, expected `false`");
 	return fail(p, "invalid string, expected `\"`, `'`");
 }
 
