@@ -43,6 +43,7 @@
 
 #define SYSTEM_DIR    "/etc/codex"
 #define MAX_FILE      (16u << 20) /* per file: larger is refused, not truncated */
+#define MAX_TOTAL     (64u << 20) /* all files of one request (a deep cwd has many layers) */
 #define MAX_SELECTORS 4096
 #define WORKERS	      1
 #define STOP_MS	      2000
@@ -80,6 +81,7 @@ struct job {
 	ino_t hid_ino[4];
 	size_t n_hid;
 	/* The answer. */
+	size_t read_total; /* bytes of all files read so far */
 	struct cd_strbuf out;
 	int code; /* 0, or the JSON-RPC error code with out the message */
 };
@@ -148,8 +150,7 @@ static char *req_parse_error(const char *path, const char *buf, size_t len,
 	return cd_strbuf_steal(&sb);
 }
 
-static int load_file(const struct job *j, const char *path, bool req, struct cd_toml **ret,
-		     char **err)
+static int load_file(struct job *j, const char *path, bool req, struct cd_toml **ret, char **err)
 {
 	*ret = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -207,6 +208,13 @@ static int load_file(const struct job *j, const char *path, bool req, struct cd_
 		len += (size_t)n;
 	}
 	close(fd);
+	j->read_total += len;
+	if (j->read_total > MAX_TOTAL) {
+		*err = cd_xasprintf("%s: the files read for this request exceed %u bytes", path,
+				    MAX_TOTAL);
+		free(buf);
+		return -1;
+	}
 	struct cd_toml_error e;
 	if (cd_toml_parse(buf, len, ret, &e) < 0) {
 		*err = req ? req_parse_error(path, buf, len, &e)
