@@ -272,7 +272,7 @@ probe = subprocess.run(["unshare", "-m", "--propagation", "private", "true"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) \
     if os.geteuid() == 0 and shutil.which("unshare") else None
 if probe is None or probe.returncode != 0:
-    for d in ("system layers", "system trust", "bad requirements.toml"):
+    for d in ("system layers", "system trust", "managed trust", "bad requirements.toml"):
         t.skip(d, "needs root and unshare -m (a private /etc/codex)")
 else:
     etc = os.path.join(work, "etc-codex")
