@@ -191,6 +191,29 @@ void cd_toml_table_put(struct cd_toml *t, const char *key, size_t key_len, struc
 	}
 }
 
+bool cd_toml_table_remove(struct cd_toml *t, const char *key, size_t key_len)
+{
+	if (!t || t->type != CD_TOML_TABLE)
+		return false;
+	for (size_t i = 0; i < t->u.tab.n; i++) {
+		struct cd_toml_kv *kv = &t->u.tab.kv[i];
+		if (kv->key_len != key_len || memcmp(kv->key, key, key_len))
+			continue;
+		free(kv->key);
+		cd_toml_free(kv->value);
+		memmove(kv, kv + 1, (t->u.tab.n - i - 1) * sizeof(*kv));
+		t->u.tab.n--;
+		if (t->u.tab.idx) {
+			/* Positions moved: index again (same size). */
+			memset(t->u.tab.idx, 0, t->u.tab.idx_cap * sizeof(*t->u.tab.idx));
+			for (size_t k = 0; k < t->u.tab.n; k++)
+				index_put(t, k);
+		}
+		return true;
+	}
+	return false;
+}
+
 static void array_push(struct cd_toml *a, struct cd_toml *v)
 {
 	if (a->u.arr.n == a->u.arr.cap) {

@@ -102,6 +102,8 @@ struct cd_toml *cd_toml_get(const struct cd_toml *t, const char *key, size_t key
 
 /* A new empty table (never NULL: aborts on OOM like cd_xmalloc). */
 struct cd_toml *cd_toml_new_table(void);
+/* Remove key from table t and free its value: true when it was there. */
+bool cd_toml_table_remove(struct cd_toml *t, const char *key, size_t key_len);
 /* Deep copy. */
 struct cd_toml *cd_toml_copy(const struct cd_toml *v);
 /* Append key -> v to table t (takes v; the key is copied; no duplicate check). */

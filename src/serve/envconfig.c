@@ -444,6 +444,35 @@ static int trust_of(const struct cd_toml *const *layers, const char *dir)
 	return -1;
 }
 
+/*
+ * What a project's own config may not set (it comes with the repository: it
+ * must not choose where credentials go or what runs): dropped from project
+ * layers, as the released binary drops them (probed on 0.169.0).
+ */
+static const char *const project_denylist[] = {
+	"openai_base_url",
+	"chatgpt_base_url",
+	"apps_mcp_product_sku",
+	"responses_api_metadata",
+	"model_provider",
+	"model_providers",
+	"notify",
+	"profile",
+	"profiles",
+	"experimental_realtime_webrtc_call_base_url",
+	"experimental_realtime_ws_base_url",
+	"otel",
+};
+
+static void sanitize_project(struct cd_toml *t)
+{
+	for (size_t i = 0; i < CD_ARRAY_SIZE(project_denylist); i++)
+		cd_toml_table_remove(t, project_denylist[i], strlen(project_denylist[i]));
+	struct cd_toml *f = cd_toml_get(t, "features", strlen("features"));
+	if (f)
+		cd_toml_table_remove(f, "respect_system_proxy", strlen("respect_system_proxy"));
+}
+
 static int add_projects(struct job *j, struct stack *cfg, const struct cd_toml *const *disc,
 			const char *codex_home, char **err)
 {
@@ -475,6 +504,7 @@ static int add_projects(struct job *j, struct stack *cfg, const struct cd_toml *
 			if (load_file(j, file, false, &tm, err) < 0) {
 				r = -1;
 			} else if (access(file, F_OK) == 0) {
+				sanitize_project(tm);
 				stack_push(cfg, cd_xasprintf("project (%s)", file), dot, tm);
 				tm = NULL;
 			}
