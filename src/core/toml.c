@@ -223,6 +223,16 @@ static void array_push(struct cd_toml *a, struct cd_toml *v)
 	a->u.arr.items[a->u.arr.n++] = v;
 }
 
+struct cd_toml *cd_toml_new_array(void)
+{
+	return new_value(CD_TOML_ARRAY);
+}
+
+void cd_toml_array_push(struct cd_toml *a, struct cd_toml *v)
+{
+	array_push(a, v);
+}
+
 struct cd_toml *cd_toml_copy(const struct cd_toml *v)
 {
 	struct cd_toml *c = new_value(v->type);

@@ -104,6 +104,9 @@ struct cd_toml *cd_toml_get(const struct cd_toml *t, const char *key, size_t key
 struct cd_toml *cd_toml_new_table(void);
 /* Remove key from table t and free its value: true when it was there. */
 bool cd_toml_table_remove(struct cd_toml *t, const char *key, size_t key_len);
+/* A new empty array; append to it (takes v). */
+struct cd_toml *cd_toml_new_array(void);
+void cd_toml_array_push(struct cd_toml *a, struct cd_toml *v);
 /* Deep copy. */
 struct cd_toml *cd_toml_copy(const struct cd_toml *v);
 /* Append key -> v to table t (takes v; the key is copied; no duplicate check). */

@@ -520,6 +520,63 @@ static int add_projects(struct job *j, struct stack *cfg, const struct cd_toml *
 	return r;
 }
 
+/*
+ * The legacy managed config read as requirements, as the binary reads it:
+ * approval_policy = P allows only P, sandbox_mode = M allows read-only and
+ * M. 0 with *ret (a table, maybe empty), or -1 with *err.
+ */
+static int legacy_requirements(const struct cd_toml *managed, struct cd_toml **ret, char **err)
+{
+	static const char *const policies[] = { "untrusted", "on-failure", "on-request", "never" };
+	static const char *const modes[] = { "read-only", "workspace-write", "danger-full-access" };
+	const struct cd_toml *ap = tget(managed, "approval_policy");
+	const struct cd_toml *sm = tget(managed, "sandbox_mode");
+	bool ok_ap = !ap, ok_sm = !sm;
+	for (size_t i = 0; ap && ap->type == CD_TOML_STRING && i < CD_ARRAY_SIZE(policies); i++)
+		ok_ap = ok_ap || cd_streq(ap->u.str.s, policies[i]);
+	for (size_t i = 0; sm && sm->type == CD_TOML_STRING && i < CD_ARRAY_SIZE(modes); i++)
+		ok_sm = ok_sm || cd_streq(sm->u.str.s, modes[i]);
+	if (!ok_ap || !ok_sm) {
+		const struct cd_toml *bad = !ok_ap ? ap : sm;
+		const char *field = !ok_ap ? "approval_policy" : "sandbox_mode";
+		if (bad->type == CD_TOML_STRING)
+			*err = cd_xasprintf(
+				"Failed to parse config requirements as TOML: unknown variant "
+				"`%s`, expected one of %s\nin `%s`\n",
+				bad->u.str.s,
+				!ok_ap ? "`untrusted`, `on-failure`, `on-request`, "
+					 "`granular`, `never`"
+				       : "`read-only`, `workspace-write`, `danger-full-access`",
+				field);
+		else
+			*err = cd_xasprintf(
+				"Failed to parse config requirements as TOML: %s must be "
+				"a string (cordon reads no other form)\nin `%s`\n",
+				field, field);
+		return -1;
+	}
+	struct cd_toml *t = cd_toml_new_table();
+	if (ap) {
+		struct cd_toml *a = cd_toml_new_array();
+		cd_toml_array_push(a, cd_toml_copy(ap));
+		cd_toml_table_put(t, "allowed_approval_policies",
+				  strlen("allowed_approval_policies"), a);
+	}
+	if (sm) {
+		struct cd_toml *a = cd_toml_new_array();
+		struct cd_toml *ro = cd_toml_copy(sm);
+		free(ro->u.str.s);
+		ro->u.str.s = cd_xstrdup("read-only");
+		ro->u.str.len = strlen("read-only");
+		cd_toml_array_push(a, ro);
+		if (!cd_streq(sm->u.str.s, "read-only"))
+			cd_toml_array_push(a, cd_toml_copy(sm));
+		cd_toml_table_put(t, "allowed_sandbox_modes", strlen("allowed_sandbox_modes"), a);
+	}
+	*ret = t;
+	return 0;
+}
+
 static void append_stack(struct cd_strbuf *o, const struct stack *s)
 {
 	cd_strbuf_append(o, "{\"layers\":[");
@@ -556,7 +613,7 @@ static void job_run(struct cd_work *w)
 {
 	struct job *j = (struct job *)w;
 	struct stack cfg = { 0 }, req = { 0 };
-	struct cd_toml *sys = NULL, *user = NULL, *managed = NULL, *rq = NULL;
+	struct cd_toml *sys = NULL, *user = NULL, *managed = NULL, *rq = NULL, *legacy = NULL;
 	char *codex_home = NULL, *home = NULL, *err = NULL, *file = NULL;
 
 	if (j->codex_home_env && *j->codex_home_env) {
@@ -591,6 +648,8 @@ static void job_run(struct cd_work *w)
 		goto load_err;
 	if (load_file(j, SYSTEM_DIR "/requirements.toml", true, &rq, &err) < 0)
 		goto load_err;
+	if (legacy_requirements(managed, &legacy, &err) < 0)
+		goto load_err;
 
 	stack_push(&cfg, cd_xstrdup("system (" SYSTEM_DIR "/config.toml)"), SYSTEM_DIR,
 		   cd_toml_copy(sys));
@@ -610,6 +669,10 @@ static void job_run(struct cd_work *w)
 		stack_push(&req, cd_xstrdup(SYSTEM_DIR "/requirements.toml"), SYSTEM_DIR, rq);
 		rq = NULL;
 		req.cloud = 1;
+	}
+	if (access(SYSTEM_DIR "/managed_config.toml", F_OK) == 0) {
+		stack_push(&req, cd_xstrdup(SYSTEM_DIR "/managed_config.toml"), SYSTEM_DIR, legacy);
+		legacy = NULL;
 	}
 	narrow(&cfg, j->csel, j->n_csel);
 	narrow(&req, j->rsel, j->n_rsel);
@@ -649,6 +712,7 @@ out:
 	cd_toml_free(user);
 	cd_toml_free(managed);
 	cd_toml_free(rq);
+	cd_toml_free(legacy);
 	free(codex_home);
 	free(home);
 	free(file);

@@ -283,13 +283,15 @@ probe = subprocess.run(["unshare", "-m", "--propagation", "private", "true"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) \
     if os.geteuid() == 0 and shutil.which("unshare") else None
 if probe is None or probe.returncode != 0:
-    for d in ("system layers", "system trust", "managed trust", "bad requirements.toml"):
+    for d in ("system layers", "system trust", "managed trust", "bad managed sandbox_mode",
+              "bad requirements.toml"):
         t.skip(d, "needs root and unshare -m (a private /etc/codex)")
 else:
     etc = os.path.join(work, "etc-codex")
     put("etc-codex/config.toml", '[mcp_servers.sys]\nurl = "https://sys"\n'
         '[projects."%s/untrusted"]\ntrust_level = "trusted"\n' % work)
-    put("etc-codex/managed_config.toml", '[mcp_servers.managed]\nurl = "https://managed"\n'
+    put("etc-codex/managed_config.toml", 'approval_policy = "never"\n'
+        'sandbox_mode = "workspace-write"\n[mcp_servers.managed]\nurl = "https://managed"\n'
         '[projects."%s/plain"]\ntrust_level = "untrusted"\n' % work)
     put("etc-codex/requirements.toml", '[mcp_servers.req.identity]\ncommand = "x"\n')
     wrap = put("ns-wrap.sh", NS_WRAP)
@@ -300,18 +302,23 @@ else:
     srv = Server(extra_env={"CODEX_HOME": HOME}, cordon=ns)
     try:
         srv.handshake()
-        r = read(srv, "", [["mcp_servers"]], [["mcp_servers"]])
+        r = read(srv, "", [["mcp_servers"]], [["mcp_servers"], ["allowed_approval_policies"],
+                                              ["allowed_sandbox_modes"]])
         sysl = layer("system (/etc/codex/config.toml)", "/etc/codex",
                      '[mcp_servers.sys]\nurl = "https://sys"\n')
         man = layer("legacy managed_config.toml (/etc/codex/managed_config.toml)", "/etc/codex",
                     '[mcp_servers.managed]\nurl = "https://managed"\n')
         req = layer("/etc/codex/requirements.toml", "/etc/codex",
                     '[mcp_servers.req.identity]\ncommand = "x"\n')
+        legacy = layer("/etc/codex/managed_config.toml", "/etc/codex",
+                       'allowed_approval_policies = ["never"]\n'
+                       'allowed_sandbox_modes = ["read-only", "workspace-write"]\n')
         w = want([sysl, user(cfg.split("[profiles")[0].replace('model = "gpt-5"\n', "")), man],
-                 [req], cloud=1)
+                 [req, legacy], cloud=1)
         w["requirements"]["cloudInsertionIndex"] = 1
         eq(norm(r.get("result")), w,
-           "system, user and legacy managed layers in order, and /etc/codex/requirements.toml", r)
+           "system, user and legacy managed layers in order; requirements.toml, then the "
+           "managed config's approval_policy and sandbox_mode as requirements", r)
         r = read(srv, "untrusted", [["model"]])
         eq(norm(r.get("result")), want([user('model = "gpt-5"\n'), project("untrusted",
                                                                              'model = "untrusted"\n')]),
@@ -319,6 +326,15 @@ else:
         r = read(srv, "plain", [["model"]])
         eq(norm(r.get("result")), want([user('model = "gpt-5"\n')]),
            "system trust: the legacy managed config's untrusted mark wins over the user's", r)
+        cur = open(os.path.join(etc, "managed_config.toml")).read()
+        put("etc-codex/managed_config.toml", 'sandbox_mode = "bogus"\n')
+        r = read(srv, "", [["model"]])
+        eq(r.get("error"), {"code": -32603, "message": "failed to load executor-local config: "
+                            "Failed to parse config requirements as TOML: unknown variant `bogus`, "
+                            "expected one of `read-only`, `workspace-write`, `danger-full-access`"
+                            "\nin `sandbox_mode`\n"},
+           "a managed sandbox_mode that is no mode: -32603 as Codex words it", r)
+        put("etc-codex/managed_config.toml", cur)
         put("etc-codex/requirements.toml", "\n" * 10 + "abc = 1\nabc = 2\n")
         r = read(srv, "", [["model"]])
         eq(r.get("error"), {"code": -32603, "message": "failed to load executor-local config: "
