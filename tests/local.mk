@@ -23,6 +23,7 @@ if HAVE_CHECK
 UNIT_TESTS = \
 	tests/unit/test-util \
 	tests/unit/test-json \
+	tests/unit/test-toml \
 	tests/unit/test-pathuri \
 	tests/unit/test-profile \
 	tests/unit/test-plan \
@@ -46,6 +47,9 @@ tests_unit_test_util_LDADD = $(UNIT_LIBS)
 tests_unit_test_json_SOURCES = tests/unit/test-json.c tests/unit/unit.h
 tests_unit_test_json_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_json_LDADD = $(UNIT_LIBS)
+tests_unit_test_toml_SOURCES = tests/unit/test-toml.c tests/unit/unit.h
+tests_unit_test_toml_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_toml_LDADD = $(UNIT_LIBS)
 tests_unit_test_pathuri_SOURCES = tests/unit/test-pathuri.c tests/unit/unit.h
 tests_unit_test_pathuri_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_pathuri_LDADD = $(UNIT_LIBS)
@@ -165,6 +169,7 @@ valgrind:
 SERVE_TESTS = \
 	tests/integration/serve-handshake.py \
 	tests/integration/serve-discover.py \
+	tests/integration/serve-envconfig.py \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \
 	tests/integration/serve-sandbox.py \

@@ -10,4 +10,5 @@ libcdcore_a_SOURCES = \
 	src/core/gitindex.c src/core/gitindex.h \
 	src/core/limits.c src/core/limits.h \
 	src/core/netaddr.c src/core/netaddr.h \
-	src/core/netpolicy.c src/core/netpolicy.h
+	src/core/netpolicy.c src/core/netpolicy.h \
+	src/core/toml.c src/core/toml.h

@@ -1222,7 +1222,7 @@ static bool next_line(struct cd_conn *c)
 /* Requests performed off the loop and not answered yet: fs requests, a process/start. */
 static bool requests_running(const struct cd_conn *c)
 {
-	return c->start || c->parsing || cd_fs_conn_busy(c) || c->n_discover;
+	return c->start || c->parsing || cd_fs_conn_busy(c) || c->n_discover || c->n_envconfig;
 }
 
 /* How long one connection's messages are handled before the loop takes a turn. */

@@ -12,6 +12,7 @@
 #include "serve/budget.h"
 #include "serve/discover.h"
 #include "serve/fs-watch.h"
+#include "serve/envconfig.h"
 #include "serve/fs.h"
 #include "serve/http.h"
 #include "serve/intent.h"
@@ -897,6 +898,7 @@ static const struct {
 	{ "fs/writeBlock", "filesystem", cd_fs_write_block_in_order },
 	{ "http/request", "http", cd_http_request },
 	{ "fs/watchMissing", "filesystem", cd_fs_watch_missing },
+	{ "environmentConfig/read", "environment config", cd_envconfig_read },
 };
 
 /* Requests handled, per entry of methods[] (loop thread only). */

@@ -23,6 +23,7 @@
 #include "sandbox/backend.h"
 #include "serve/budget.h"
 #include "serve/discover.h"
+#include "serve/envconfig.h"
 #include "serve/fs-ops.h"
 #include "serve/fs-watch.h"
 #include "serve/fs.h"
@@ -801,7 +802,7 @@ static char *build_env_info(void)
 			      "\"capabilityDiscoverySandbox\":true,"
 			      "\"fsWatchMissing\":true,"
 			      "\"capabilityDiscoveryV2\":false,"
-			      "\"environmentConfigRead\":false,"
+			      "\"environmentConfigRead\":true,"
 			      "\"httpHeaderEnvVars\":false,"
 			      "\"sandboxedFileStreaming\":true,"
 			      "\"fileWriteStreaming\":true,"
@@ -1278,6 +1279,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
 	cd_discover_server_stop(&srv);
+	cd_envconfig_server_stop(&srv);
 	cd_start_server_stop(&srv);
 	cd_http_server_stop(&srv);
 	workers_left = srv.workers_left;

@@ -321,6 +321,7 @@ struct cd_conn {
 	struct cd_fs_streams *fs_streams;
 	struct cd_fs_queue *fs_queue; /* fs requests queued or running (fs.c) */
 	unsigned n_discover;	      /* capabilityRoots/discoverV1 not answered (discover.c) */
+	unsigned n_envconfig;	      /* environmentConfig/read not answered (envconfig.c) */
 
 	size_t out_cap;		/* back-pressure above this many queued bytes (update_cap) */
 	size_t mem_queued;	/* charged to the budget: the queue */

@@ -7,6 +7,10 @@
 #      sandbox state (/proc/self/status: NoNewPrivs, Seccomp);
 #   2. apply_patch: an edit of a file of the workspace;
 #   3. exec_command: a write outside the workspace.
+# The executor's own CODEX_HOME configures an HTTP MCP server
+# (EXECUTOR_MCP); with environmentConfigRead the CLI reads it through
+# environmentConfig/read (the relay sees the request and the server in the
+# answer).
 # It passes when the command ran on the executor under the sandbox intent the
 # CLI sent (the relay between them saw process/start with the intent, cordon's
 # log and its replies say sandboxed, the process reports seccomp and
@@ -38,6 +42,10 @@ from ws_tap import WsTap  # noqa: E402
 TIMEOUT = float(os.environ.get("CD_CODEX_TIMEOUT", "300"))
 MARKER = "cordon-check-codex-marker"
 MODEL = "gpt-5.5"  # a model the CLI knows: it offers apply_patch (freeform) for it
+# An MCP server configured only on the executor's host (nothing listens there:
+# the CLI's attempt to start it fails fast, which does not stop the turn).
+EXECUTOR_MCP = "cordon_check_executor_mcp"
+EXECUTOR_CONFIG = ('[mcp_servers.%s]\nurl = "http://127.0.0.1:9/mcp"\n' % EXECUTOR_MCP)
 
 n = 0
 failed = 0
@@ -214,6 +222,8 @@ def run_one(kind, cordon, codex, work):
         argv = [codex, "exec-server", "--listen", "ws://127.0.0.1:0"]
         senv = dict(base, CODEX_HOME=os.path.join(work, "server-home"), RUST_LOG="debug")
         os.mkdir(senv["CODEX_HOME"])
+        with open(os.path.join(senv["CODEX_HOME"], "config.toml"), "w") as fh:
+            fh.write(EXECUTOR_CONFIG)
     else:
         argv = [cordon, "serve", "--listen", "ws://127.0.0.1:0", "-v"]
         if kind != "cordon":
@@ -222,7 +232,10 @@ def run_one(kind, cordon, codex, work):
             os.write(fd, (TOKEN + "\n").encode())
             os.close(fd)
             argv += ["--auth-token-file", tokfile]
-        senv = dict(base)
+        senv = dict(base, CODEX_HOME=os.path.join(work, "server-home"))
+        os.mkdir(senv["CODEX_HOME"])
+        with open(os.path.join(senv["CODEX_HOME"], "config.toml"), "w") as fh:
+            fh.write(EXECUTOR_CONFIG)
     stdio = kind == "cordon-stdio"
     logpath = os.path.join(work, "executor.log")
     ex = StdioExecutor(logpath) if stdio else Executor(argv, senv, logpath)
@@ -318,6 +331,14 @@ def run_one(kind, cordon, codex, work):
                        .get("sandboxed") is True for m in starts),
                "[%s] cordon started both sandboxed (its log, and \"cordon\" in the replies)"
                % kind, log + json.dumps([replies.get(m.get("id")) for m in starts]))
+        reads = [m for d, m in msgs if d == "c>s" and isinstance(m, dict)
+                 and m.get("method") == "environmentConfig/read"]
+        layers = [ly for m in reads
+                  for ly in replies.get(m.get("id"), {}).get("result", {})
+                  .get("config", {}).get("layers", [])]
+        ok(reads and any(EXECUTOR_MCP in ly.get("toml", "") for ly in layers),
+           "[%s] the CLI read the executor's MCP server through environmentConfig/read" % kind,
+           json.dumps([reads, [replies.get(m.get("id")) for m in reads]])[:3000])
         save_transcript(kind, msgs, work)
         calls.setdefault(kind, [m.get("method") for d, m in msgs
                                 if d == "c>s" and isinstance(m, dict) and "method" in m])

@@ -16,7 +16,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = ["serve-request-id.py", "serve-pathuri.py", "serve-fs-write-stream.py", "serve-http.py",
-           "serve-discover.py", "serve-fs-watch.py", "serve-parity-sweep.py"]
+           "serve-discover.py", "serve-fs-watch.py", "serve-parity-sweep.py",
+           "serve-envconfig.py"]
 
 binary = os.environ.get("CODEX_BIN", "")
 if not binary or not os.access(binary, os.X_OK):
@@ -32,7 +33,7 @@ try:
     wrapper = os.path.join(work, "codex-serve")
     with open(wrapper, "w") as fh:
         # Stands in for `cordon serve ARGS`: `codex exec-server ARGS`.
-        fh.write('#!/bin/sh\nshift\nCODEX_HOME=%s exec %s exec-server "$@"\n' % (home, binary))
+        fh.write('#!/bin/sh\nshift\nCODEX_HOME=${CODEX_HOME:-%s} exec %s exec-server "$@"\n' % (home, binary))
     os.chmod(wrapper, 0o755)
     env = dict(os.environ, CORDON=wrapper, CORDON_TEST_SERVE_LOOPS="epoll",
                CD_TEST_CONTROL="codex", PYTHONDONTWRITEBYTECODE="1")

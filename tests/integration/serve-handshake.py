@@ -39,7 +39,8 @@ CAPABILITY_KEYS = ["networkProxyLaunch", "networkProxyReviewDomains", "credentia
                    "shellSnapshotV2", "windowsMxc", "linuxRootWritePreservesDevices",
                    "linuxApprovedRootWritePreservesRestrictions"]
 CAPABILITY_KEYS_TRUE = [(k, k in ("sandboxedFileStreaming", "capabilityDiscoverySandbox",
-                                  "fileWriteStreaming", "fsWatchMissing"))
+                                  "fileWriteStreaming", "fsWatchMissing",
+                                  "environmentConfigRead"))
                         for k in CAPABILITY_KEYS]
 
 
@@ -91,7 +92,8 @@ def initialize_shape(tag, tmp):
              "[%s] capabilities has exactly the released binary's 15 keys, in its order" % tag)
         t.eq(caps, dict(CAPABILITY_KEYS_TRUE),
              "[%s] capabilities: true only for sandboxedFileStreaming, "
-             "capabilityDiscoverySandbox, fileWriteStreaming and fsWatchMissing" % tag)
+             "capabilityDiscoverySandbox, fileWriteStreaming, fsWatchMissing and "
+             "environmentConfigRead" % tag)
         s.notify("initialized", {})
         for desc, kw in (("missing", {"omit_params": True}), ("null", {}), ("{}", {})):
             p = {} if desc == "{}" else None
