@@ -15,6 +15,8 @@
 #include "fuzz.h"
 #include "serve-stubs.h"
 #include "serve/fs.h"
+#include "serve/http.h"
+#include "serve/status.h"
 #include "serve/workq.h"
 
 /* Turns of the loop one feed may take before it counts as a busy loop. */
@@ -288,6 +290,26 @@ bool cd_fs_conn_busy(const struct cd_conn *c)
 }
 
 void cd_fs_conn_release(struct cd_conn *c)
+{
+}
+
+/* /metrics and /status answer a fixed body: the HTTP side is what is fuzzed. */
+void cd_serve_status_json(struct cd_server *s, struct cd_strbuf *sb)
+{
+	cd_strbuf_append(sb, "{}");
+}
+
+void cd_serve_metrics_text(struct cd_server *s, struct cd_strbuf *sb)
+{
+	cd_strbuf_append(sb, "# fuzz\n");
+}
+
+/* No http/request: nothing to release or pause with a connection. */
+void cd_http_conn_release(struct cd_conn *c)
+{
+}
+
+void cd_http_conn_paused(struct cd_conn *c, bool paused)
 {
 }
 
