@@ -145,8 +145,10 @@ try:
     t.ok(ex.get("cordon", {}).get("reason") == "killed: file size limit 1 MiB reached" and
          os.path.getsize(os.path.join(WS, "big")) == 1 << 20,
          "[%s] a disk filler: stopped at 1 MiB, and told" % WHO, ex)
-    r = s.start("tmp", ["sh", "-c", "df -k /tmp | tail -n 1; cat /dev/zero > /tmp/x; "
-                        "wc -c < /tmp/x"], cwd=WS,
+    # A name of this run's own: the host's /tmp is shared with every other test.
+    filler = "/tmp/cordon-limits-filler-%d-%s" % (os.getpid(), os.urandom(4).hex())
+    r = s.start("tmp", ["sh", "-c", "df -k /tmp | tail -n 1; cat /dev/zero > %s; "
+                        "wc -c < %s" % (filler, filler)], cwd=WS,
                 cordon={"limits": {"private_tmp": "4M"}},
                 sandbox=sandbox(workspace_write(), roots=[WS]))
     t.eq(r.get("result", {}).get("cordon", {}).get("privateTmp"), 4 << 20,
@@ -154,7 +156,7 @@ try:
     res = s.wait_closed("tmp", 60)
     out = res.stdout.split()
     t.ok(out[1:2] == [b"4096"] and int(out[-1]) <= 4 << 20 and
-         b"No space left" in res.stderr and not os.path.exists("/tmp/x"),
+         b"No space left" in res.stderr and not os.path.exists(filler),
          "[%s] a filler of the private /tmp stops at its size; the host's /tmp untouched" % WHO,
          (res.stdout, res.stderr))
     r = s.start("tmpnosb", ["true"], cwd=WS, cordon={"limits": {"private_tmp": "4M"}})
