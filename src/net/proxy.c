@@ -186,14 +186,16 @@ static bool is_wildcard(const struct cd_ipaddr *a)
 static const char *addr_refusal(const struct cd_proxy *p, const struct cd_ipaddr *a, unsigned port,
 				const struct cd_ipaddr *local, size_t n_local, bool *ret_by_cidr)
 {
-	struct cd_ipaddr self;
+	struct cd_ipaddr self, v4;
 	bool loopback = false;
 	const char *why = cd_ipaddr_special(a, &loopback);
 	bool is_local = loopback;
+	/* ::ffff:0.0.0.0 connects to 0.0.0.0 as well */
+	const struct cd_ipaddr *u = cd_ipaddr_embedded_v4(a, &v4) ? &v4 : a;
 
 	*ret_by_cidr = false;
 	/* 0.0.0.0 and :: reach this host: whatever a CIDR says (0.0.0.0/0...) */
-	if (is_wildcard(a) || (a->family == 4 && a->b[0] == 0))
+	if (is_wildcard(u) || (u->family == 4 && u->b[0] == 0))
 		return "an unspecified address (it reaches this host)";
 	for (size_t i = 0; i < n_local && !is_local; i++)
 		is_local = same_ip(&local[i], a);

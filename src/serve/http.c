@@ -325,15 +325,46 @@ static uint16_t port_of(const struct sockaddr *a)
 					     : ((const struct sockaddr_in6 *)a)->sin6_port);
 }
 
-/* Whether a is an address of one of this host's interfaces (or loopback). */
+/*
+ * a with an IPv4-mapped IPv6 address (::ffff:a.b.c.d) as the IPv4 address
+ * it reaches, in out; other addresses as they are.
+ */
+static const struct sockaddr *unmapped(const struct sockaddr *a, struct sockaddr_storage *out)
+{
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)a;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)out;
+	if (a->sa_family != AF_INET6 || memcmp(s6->sin6_addr.s6_addr, mapped, 12) != 0)
+		return a;
+	memset(out, 0, sizeof(*out));
+	s4->sin_family = AF_INET;
+	s4->sin_port = s6->sin6_port;
+	memcpy(&s4->sin_addr, s6->sin6_addr.s6_addr + 12, 4);
+	return (const struct sockaddr *)out;
+}
+
+/*
+ * Whether a (unmapped) reaches this host: a loopback address (all of
+ * 127.0.0.0/8 reaches a wildcard listener, not only lo's 127.0.0.1) or an
+ * address of one of its interfaces.
+ */
 static bool is_local(const struct sockaddr *a)
 {
 	struct ifaddrs *ifs = NULL;
+	struct sockaddr_storage ss;
 	bool found = false;
+	if (a->sa_family == AF_INET)
+		cd_ipv4_special(ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr), &found);
+	else
+		cd_ipv6_special(((const struct sockaddr_in6 *)a)->sin6_addr.s6_addr, &found);
+	if (found)
+		return true;
 	if (getifaddrs(&ifs) < 0)
 		return true; /* cannot tell: take it for ours */
 	for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next)
-		found = i->ifa_addr && same_addr(i->ifa_addr, a);
+		found = i->ifa_addr &&
+			(i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6) &&
+			same_addr(unmapped(i->ifa_addr, &ss), a);
 	freeifaddrs(ifs);
 	return found;
 }
@@ -357,14 +388,21 @@ static const char *addr_refusal(const struct cd_server *s, const struct sockaddr
 	}
 	if (why)
 		return why;
-	/* The address bound (the options may say port 0). */
-	struct sockaddr_storage ss;
+	/*
+	 * The address bound (the options may say port 0), both compared
+	 * in the IPv4 form of an IPv4-mapped address: ::ffff:127.0.0.1
+	 * reaches a listener on 127.0.0.1.
+	 */
+	struct sockaddr_storage ss, lu, au;
 	socklen_t len = sizeof(ss);
 	const struct sockaddr *l = (const struct sockaddr *)&ss;
-	if (s->opts.listen == CD_LISTEN_WS && s->listen_fd >= 0 &&
-	    getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) == 0 &&
-	    (l->sa_family == AF_INET || l->sa_family == AF_INET6) && port_of(l) == port_of(sa) &&
-	    (same_addr(l, sa) || (is_wildcard(l) && is_local(sa))))
+	if (s->opts.listen != CD_LISTEN_WS || s->listen_fd < 0 ||
+	    getsockname(s->listen_fd, (struct sockaddr *)&ss, &len) < 0 ||
+	    (l->sa_family != AF_INET && l->sa_family != AF_INET6) || port_of(l) != port_of(sa))
+		return NULL;
+	l = unmapped(l, &lu);
+	sa = unmapped(sa, &au);
+	if (same_addr(l, sa) || (is_wildcard(l) && is_local(sa)))
 		return "this server's own listening address";
 	return NULL;
 }

@@ -576,7 +576,8 @@ for s in held:
 # ---- a CIDR of everything still keeps the proxy from itself ----
 W = Proxy("--allow-cidr", "0.0.0.0/0", "--allow-cidr", "::/0")
 for target in ("127.0.0.1:%d" % W.port, "0.0.0.0:%d" % W.port, "[::ffff:127.0.0.1]:%d" % W.port,
-               "[::]:%d" % W.port):
+               "[::]:%d" % W.port, "[::ffff:0.0.0.0]:%d" % W.port, "0.0.0.5:%d" % W.port,
+               "[::ffff:0.0.0.5]:%d" % W.port):
     ans = ask(W, b"CONNECT %s HTTP/1.1\r\n\r\n" % target.encode())
     t.ok(status_of(ans) == 403 and ("own listening address" in ans or "unspecified" in ans),
          "allow-cidr 0.0.0.0/0: CONNECT %s (the proxy itself) refused" % target, ans)

@@ -17,8 +17,10 @@ import base64
 import http.server
 import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -456,10 +458,31 @@ def policy():
     r = req(c, "http://127.0.0.1:%d/readyz" % ns.port)
     t.ok(refused(r, "this server's own listening address"),
          "a request to the server's own listener is refused", r)
+    # Its other spellings too: the IPv4-mapped form of the address it is bound to.
+    r = req(c, "http://[::ffff:127.0.0.1]:%d/readyz" % ns.port)
+    t.ok(refused(r, "this server's own listening address"),
+         "a request to the own listener's IPv4-mapped address is refused", r)
     r = req(c, BASE + "/echo")
     t.ok((r.get("result") or {}).get("status") == 201, "another loopback port is reached", r)
     c.drop()
     ns.stop()
+
+    # A wildcard listener is reached through any loopback address, not only lo's own.
+    tokdir = tempfile.mkdtemp(prefix="cordon-http-tok-")
+    tok = os.path.join(tokdir, "token")
+    with open(tok, "w") as f:
+        f.write("http-self-token-0123456789abcdef\n")
+    os.chmod(tok, 0o600)
+    ns = NetServer("ws://0.0.0.0:0", args=ALLOW + ["--auth-token-file", tok])
+    c = ns.connect(token="http-self-token-0123456789abcdef")
+    c.handshake()
+    for host in ["127.0.0.1", "127.0.0.2", "[::ffff:127.0.0.3]"]:
+        r = req(c, "http://%s:%d/readyz" % (host, ns.port))
+        t.ok(refused(r, "this server's own listening address"),
+             "a wildcard listener is refused through %s" % host, r)
+    c.drop()
+    ns.stop()
+    shutil.rmtree(tokdir)
 
 
 def limits():
