@@ -21,7 +21,12 @@
  * (inside the root or not, each directory once), a symlink to a file found
  * by the walk is not taken as a SKILL.md, and the files read by name (the
  * manifests, .mcp.json, agents/openai.yaml, the files a manifest declares)
- * are read through symlinks.
+ * are read through symlinks — with one difference of cordon's: a file whose
+ * real path leaves the directory it was looked for in (the root, or for the
+ * manifest inherited from above, the directory it was found in) is not read,
+ * and a warning says so. The root may be a workspace a sandboxed command
+ * writes: a symlink planted there must not make the server read, with its
+ * own rights, a file that command was denied.
  */
 
 #define MAX_DEPTH   6
@@ -36,6 +41,7 @@ static const char *const manifest_dirs[] = { ".codex-plugin", ".claude-plugin", 
 struct scan {
 	const struct cd_discover_hidden *hid;
 	const char *root;
+	char *base_real; /* realpath of the directory files are looked for in (owned), or NULL */
 	size_t budget;
 	struct cd_strbuf warnings;
 	size_t n_warnings;
@@ -131,6 +137,23 @@ static bool is_hidden(const struct cd_discover_hidden *h, const struct stat *st)
 	return false;
 }
 
+/*
+ * Whether the file open as st (at path) really lies in s->base_real: its
+ * real path is below it and names that very file (a link swapped since the
+ * open is caught by the inode).
+ */
+static bool inside_base(const struct scan *s, const char *path, const struct stat *st)
+{
+	if (!s->base_real)
+		return false; /* the directory could not be resolved: nothing is read from it */
+	char *rp = realpath(path, NULL);
+	struct stat rst;
+	bool ok = rp && cd_path_is_beneath(rp, s->base_real) && stat(rp, &rst) == 0 &&
+		  rst.st_dev == st->st_dev && rst.st_ino == st->st_ino;
+	free(rp);
+	return ok;
+}
+
 /* read_optional_text_file: 0 with *t, or -1 (absent, or a warning said why). */
 static int read_text(struct scan *s, const char *path, struct text *t)
 {
@@ -167,6 +190,11 @@ static int read_text(struct scan *s, const char *path, struct text *t)
 	if (is_hidden(s->hid, &st)) {
 		e = os_error(EACCES);
 		warn(s, "failed to read capability file %s: %s", uri, e);
+		goto out;
+	}
+	if (!inside_base(s, path, &st)) {
+		warn(s, "capability file %s leads out of %s through a symbolic link: not read", uri,
+		     s->base_real ? s->base_real : "its directory");
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode))
@@ -429,6 +457,7 @@ void cd_discover_scan(const char *path, const struct cd_discover_hidden *hidden,
 	if (n_mf)
 		qsort(mf, n_mf, sizeof(*mf), cmp_found);
 
+	s.base_real = realpath(path, NULL);
 	bool have_root = read_first_manifest(&s, path, &manifest) == 0;
 	char *seen_root = NULL; /* the inherited manifest's plugin root, as a URI */
 	if (have_root) {
@@ -436,14 +465,19 @@ void cd_discover_scan(const char *path, const struct cd_discover_hidden *hidden,
 		write_text(&namespaces, &manifest);
 		n_ns++;
 	} else {
+		char *root_real = s.base_real;
 		for (char *a = parent_of(path); a;) {
+			s.base_real = realpath(a, NULL);
 			int got = read_first_manifest(&s, a, &inherited);
+			free(s.base_real);
+			s.base_real = NULL;
 			char *next = got == 0 ? NULL : parent_of(a);
 			free(a);
 			a = next;
 			if (got == 0)
 				break;
 		}
+		s.base_real = root_real;
 		if (inherited.path) {
 			char *pr = plugin_root_of(inherited.path);
 			seen_root = pr ? uri_of(pr) : NULL;
@@ -558,6 +592,7 @@ emit:
 	cd_strbuf_done(&namespaces);
 	cd_strbuf_done(&plugin);
 	cd_strbuf_done(&s.warnings);
+	free(s.base_real);
 	free(root_uri);
 	free(error);
 	free(e);

@@ -67,18 +67,29 @@ put("outside/sk/SKILL.md", "outside\n")
 os.symlink(os.path.join(work, "outside"), os.path.join(work, "p1/skills/outlink"))
 os.makedirs(os.path.join(work, "p1/skills/s3"))
 os.symlink(os.path.join(work, "outside/sk/SKILL.md"), os.path.join(work, "p1/skills/s3/SKILL.md"))
+# Run against the released binary as the control (serve-codex-parity.py)?
+CONTROL = os.environ.get("CD_TEST_CONTROL") == "codex"
+# A skill reached through a directory symlink that leaves the root: the binary reads
+# it; cordon does not (a sandboxed command may have planted the link to make the
+# server read a file it was denied) and says so in a warning.
+OUTLINK = {"instructions": tf("p1/skills/outlink/sk/SKILL.md", "outside\n"), "metadata": None}
 P1 = root("p1",
           plugin={"manifest": tf("p1/.codex-plugin/plugin.json", MAN),
                   "mcpConfig": tf("p1/.mcp.json", '{"mcpServers":{}}\n'), "appsConfig": None},
           skills=[{"instructions": tf("p1/deep/a/b/c/d/SKILL.md", "y"), "metadata": None},
-                  {"instructions": tf("p1/skills/outlink/sk/SKILL.md", "outside\n"),
-                   "metadata": None},
+                  OUTLINK,
                   {"instructions": tf("p1/skills/s1/SKILL.md",
                                       "---\nname: s1\n---\nbody \"q\" \u00e9\t\n"),
                    "metadata": tf("p1/skills/s1/agents/openai.yaml", "interface: {}\n")},
                   {"instructions": tf("p1/skills/s2/SKILL.md", "s2"), "metadata": None}],
           ns=[tf("p1/.codex-plugin/plugin.json", MAN),
               tf("p1/sub/.cursor-plugin/plugin.json", '{"name":"n"}')])
+if not CONTROL:
+    P1 = dict(P1, skills=[k for k in P1["skills"] if k is not OUTLINK],
+              warnings=P1["warnings"] + [
+                  "capability file %s leads out of %s through a symbolic link: not read"
+                  % (uri(os.path.join(work, "p1/skills/outlink/sk/SKILL.md")),
+                     os.path.realpath(os.path.join(work, "p1")))])
 # A child of a plugin: the plugin's manifest comes from above.
 os.makedirs(os.path.join(work, "p1/child"))
 CHILD = root("p1/child", ns=[tf("p1/.codex-plugin/plugin.json", MAN)])
@@ -187,7 +198,6 @@ def check_all(s, tag):
          "[%s] the id comes back as sent; unknown fields are ignored" % tag)
 
 
-CONTROL = os.environ.get("CD_TEST_CONTROL") == "codex"
 s = Server()
 try:
     s.handshake()
@@ -303,4 +313,28 @@ else:
         srv.stop()
 
 shutil.rmtree(work, ignore_errors=True)
+# A file a sandboxed command was denied, behind a symlink it planted in the workspace
+# (the red team's case): the server, which reads with its own rights, does not follow it
+# out of the root. The binary reads it.
+if CONTROL:
+    t.skip("a symlink out of the root", "cordon's difference: the binary follows it")
+else:
+    put("denied/secret.txt", "TOPSECRET-%d\n" % os.getpid())
+    put("planted/.codex-plugin/plugin.json", MAN)
+    os.symlink(os.path.join(work, "denied/secret.txt"), os.path.join(work, "planted/.mcp.json"))
+    os.makedirs(os.path.join(work, "planted/.agents"))
+    os.symlink(os.path.join(work, "denied"), os.path.join(work, "planted/skills"))
+    put("denied/SKILL.md", "TOPSECRET skill")
+    s = Server()
+    try:
+        s.handshake()
+        r = s.request(M, {"roots": [{"id": "p", "path": uri(os.path.join(work, "planted"))}]})
+        text = json.dumps(r)
+        g = r.get("result", {}).get("roots", [{}])[0]
+        t.ok("TOPSECRET" not in text and g.get("plugin", {}).get("mcpConfig") is None and
+             any("leads out of" in w for w in g.get("warnings", [])),
+             "a file behind a symlink out of the root is not read, and a warning says so",
+             text[:600])
+    finally:
+        s.stop()
 t.done()
