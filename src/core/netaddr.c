@@ -294,6 +294,14 @@ const char *cd_ipv6_special(const unsigned char *b, bool *ret_loopback)
 		return "a documentation address (2001:db8::/32)";
 	if (b[0] == 0x01 && b[1] == 0 && memcmp(b + 2, zero, 6) == 0)
 		return "a discard-only address (100::/64)";
+	/*
+	 * Transition tunnels: a host with a 6to4 or Teredo interface sends these
+	 * to the IPv4 address they embed, which may be an internal one.
+	 */
+	if (b[0] == 0x20 && b[1] == 0x02)
+		return "a 6to4 address (2002::/16), which carries an IPv4 address";
+	if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0)
+		return "a Teredo address (2001::/32), which carries an IPv4 address";
 	return NULL;
 }
 
