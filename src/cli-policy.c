@@ -179,6 +179,7 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 		}
 		p->netpol.mode = m;
 		p->net_rules = true;
+		p->proxy_mode_given = true;
 		return 0;
 	}
 	case CD_OPT_ALLOW_DEGRADED:
@@ -256,6 +257,7 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 
 void cd_cli_bound_done(struct cd_cli_bound *b)
 {
+	cd_netpolicy_done(&b->own_netpol);
 	cd_linux_plan_free(b->lp);
 	cd_seatbelt_plan_free(b->sp);
 	cd_windows_plan_free(b->wp);
@@ -722,11 +724,26 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	 * A managed network with no proxy given: cordon runs its own (cordon
 	 * run starts it; the plan names a placeholder until then).
 	 */
+	if (prof->netpol && prof->network == CD_NET_MANAGED && p->lopts.managed_proxy) {
+		cd_cli_usage_error(cmd,
+				   "the network rules of profile '%s' are for cordon's own proxy: "
+				   "the proxy given with --network-proxy has its own",
+				   b->profile_name);
+		return CD_BIND_USAGE;
+	}
 	struct cd_linux_opts lopts = p->lopts;
 	if (prof->network == CD_NET_MANAGED && !lopts.managed_proxy) {
 		lopts.managed_proxy = CD_OWN_PROXY_PLACEHOLDER;
 		b->own_proxy = true;
-		b->netpol = &p->netpol;
+		/* The profile's rules, then the command line's on top. */
+		if (prof->netpol) {
+			b->own_netpol.mode = prof->netpol->mode;
+			cd_netpolicy_append(&b->own_netpol, prof->netpol);
+		}
+		if (p->proxy_mode_given)
+			b->own_netpol.mode = p->netpol.mode;
+		cd_netpolicy_append(&b->own_netpol, &p->netpol);
+		b->netpol = &b->own_netpol;
 	}
 
 	cleanup_free char *here = current_dir();

@@ -119,6 +119,7 @@ struct cd_cli_policy {
 	 */
 	struct cd_netpolicy netpol;
 	bool net_rules;
+	bool proxy_mode_given;
 };
 
 void cd_cli_policy_init(struct cd_cli_policy *p);
@@ -184,7 +185,9 @@ struct cd_cli_bound {
 	 */
 	bool own_proxy;
 #define CD_OWN_PROXY_PLACEHOLDER "unix:/run/cordon-own-proxy.sock"
-	const struct cd_netpolicy *netpol;
+	/* The profile's network rules, then the command line's (mode: the latter's if given). */
+	struct cd_netpolicy own_netpol;
+	const struct cd_netpolicy *netpol; /* &own_netpol when own_proxy, else NULL */
 };
 
 enum {

@@ -213,6 +213,41 @@ rc, out, err = run(MANAGED + [sys.executable, "-c",
 t.ok(rc == 0 and out.strip() == "ConnectionRefusedError",
      "[%s] a raw connect to the upstream fails" % WHO, err + out)
 
+# ---- the rules from a policy file's network object
+
+PROFILE = os.path.join(BASE, "managed.json")
+with open(PROFILE, "w") as f:
+    f.write('{\n  "version": 1,\n  "type": "managed",\n'
+            '  "file_system": {"type": "unrestricted"},\n'
+            '  "network": {\n    "mode": "managed",\n'
+            '    "allow_domains": ["**.ok.test"],\n'
+            '    "deny_domains": ["www.ok.test"],\n'
+            '    "allow_cidrs": ["127.0.0.0/8"]\n  }\n}\n')
+os.chmod(PROFILE, 0o644)
+FETCH = ("import urllib.request, sys\n"
+         "for u in sys.argv[1:]:\n"
+         "    try:\n"
+         "        print(urllib.request.urlopen(u, timeout=60).read().decode())\n"
+         "    except Exception as e:\n"
+         "        print('refused', getattr(e, 'code', e))\n")
+rc, out, err = run(["run", "--profile", PROFILE, "--", sys.executable, "-c", FETCH, URL,
+                    "http://www.ok.test:%d/" % PORT])
+t.ok(rc == 0 and out.split("\n")[:2] == ["hello from upstream", "refused 403"],
+     "[%s] a profile's network object gives cordon's proxy its rules" % WHO, err + out)
+rc, out, err = run(["run", "--profile", PROFILE, "--deny-domain", "ok.test", "--",
+                    sys.executable, "-c", FETCH, URL])
+t.ok(rc == 0 and out.strip() == "refused 403",
+     "[%s] the command line's rules add to the profile's" % WHO, err + out)
+with open(PROFILE, "w") as f:
+    f.write('{\n  "version": 1,\n  "type": "managed",\n'
+            '  "file_system": {"type": "unrestricted"},\n'
+            '  "network": {\n    "mode": "managed",\n'
+            '    "allow_domains": ["ok.test", "bad..name"]\n  }\n}\n')
+rc, out, err = run(["run", "--profile", PROFILE, "--", "true"])
+t.ok(rc == 125 and (PROFILE + ":7:34: error: domain pattern \"bad..name\"") in err and
+     "network.allow_domains[1]" in err,
+     "[%s] a bad pattern in the profile is refused at its file:line:col" % WHO, err)
+
 # ---- the proxy killed mid-run: no network left
 
 MIDRUN = r'''
