@@ -41,7 +41,8 @@ static void on_ctl(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 }
 
 /* The proxy process: serve lfd until the pair ends. Never returns. */
-static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ctl)
+static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ctl, const char *dir,
+				 const char *sock)
 {
 	struct cd_proxy_opts o;
 	sigset_t all;
@@ -89,6 +90,9 @@ static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ct
 	cd_proxy_free(p);
 	cd_workq_free(q, 1000, "proxy lookups");
 	cd_loop_free(l);
+	/* Ours to remove too: cordon may have died without a word. */
+	(void)unlink(sock);
+	(void)rmdir(dir);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(0);
@@ -144,7 +148,7 @@ int cd_own_proxy_start(const struct cd_netpolicy *pol, struct cd_own_proxy *ret,
 		close(pair[0]);
 		pid_t pid = fork();
 		if (pid == 0)
-			proxy_main(pol, lfd, pair[1]);
+			proxy_main(pol, lfd, pair[1], p.dir, sa.sun_path);
 		_exit(pid < 0 ? 1 : 0);
 	}
 	close(pair[1]);

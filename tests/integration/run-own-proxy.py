@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
@@ -302,5 +303,40 @@ t.ok("cordon's proxy stopped during the run" in err,
      "[%s] cordon says the proxy stopped during the run" % WHO, err)
 t.ok(not os.path.exists(os.path.dirname(sockpath)),
      "[%s] the proxy's directory is removed at the end" % WHO, sockpath)
+
+# ---- cordon killed: its proxy goes too
+
+
+def gone(pid):
+    """The process has exited (a zombie that nobody reaped yet counts)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+p = subprocess.Popen([CORDON, "run", "-v", "--network", "managed"] + RULES +
+                     ["--", sys.executable, "-c", "import sys; print('up', flush=True); "
+                      "sys.stdin.read()"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     env=ENV, cwd=BASE)
+pid, sockpath = None, None
+for line in p.stderr:
+    m = re.match(r"cordon: managed network: cordon's proxy, pid (\d+), on unix:(\S+)$",
+                 line.decode(errors="replace"))
+    if m:
+        pid, sockpath = int(m.group(1)), m.group(2)
+        break
+t.eq(p.stdout.readline().strip(), b"up", "[%s] a managed run with cordon's proxy is up" % WHO)
+p.kill()
+p.wait()
+# The proxy sees its end of the pair close: wait for that event, bounded only as a safeguard.
+deadline = time.monotonic() + 120
+while pid and not gone(pid) and time.monotonic() < deadline:
+    time.sleep(0.05)
+t.ok(pid and gone(pid) and not os.path.exists(os.path.dirname(sockpath)),
+     "[%s] a SIGKILLed cordon run takes its proxy and its directory with it" % WHO,
+     repr((pid, sockpath)))
 
 t.done()
