@@ -298,6 +298,10 @@ int cd_cmd_run(int argc, char **argv)
 		if (cd_proxy_endpoint_parse(own.endpoint, &b.lp->proxy, NULL) < 0)
 			abort(); /* cd_own_proxy_start made it: always valid */
 		pol.lopts.managed_proxy = own.endpoint;
+		if (getenv("CORDON_TEST_PROXY_RESOLVE"))
+			cd_log_warn("test hook CORDON_TEST_PROXY_RESOLVE: cordon's proxy resolves "
+				    "names from it, not DNS (its rules still judge every name and "
+				    "address)");
 		if (b.netpol->n_allow == 0)
 			cd_log_warn("managed network: no domain is allowed (--allow-domain): the "
 				    "command has no network");
