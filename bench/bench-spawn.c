@@ -26,7 +26,8 @@
  * installed that is what parsing the built-in costs beside reading the file.
  *
  * read-only is also timed with a managed network (--network managed and a
- * proxy endpoint nobody listens on), beside its restricted network.
+ * proxy endpoint nobody listens on; and with cordon's own proxy), beside its
+ * restricted network.
  *
  * Usage: bench-spawn CORDON POLICYDIR [FLOOR [FLOOR-MUSL]]
  *        (BENCH_N overrides the run count)
@@ -256,6 +257,13 @@ int main(int argc, char **argv)
 		 (char *[]){ cordon, "run", "--profile", "read-only", "--network", "managed",
 			     "--network-proxy", "unix:/nonexistent/cordon-bench-proxy.sock", "--",
 			     "/bin/true", NULL });
+	/*
+	 * And with cordon's own proxy: its directory and socket made, the
+	 * proxy forked (twice) and stopped at the end, its socket removed.
+	 */
+	set_argv(&cfg[n_cfg++], "cordon ro, managed, own proxy",
+		 (char *[]){ cordon, "run", "--profile", "read-only", "--network", "managed",
+			     "--allow-domain", "example.com", "--", "/bin/true", NULL });
 	/* The same two without CORDON_POLICY_PATH: the built-ins (unless installed). */
 	char **nopath_env = env_with("CORDON_POLICY_PATH=");
 	set_argv(&cfg[n_cfg++], "cordon ww, no policy path",

@@ -36,7 +36,16 @@ const char cd_cli_policy_help[] =
 	"                          codex-project-roots://PATTERN per workspace root)\n"
 	"  --network MODE          restricted, managed or enabled (overrides the profile)\n"
 	"  --network-proxy ENDPOINT  the proxy you run that a managed network goes\n"
-	"                          through: unix:/PATH or tcp:A.B.C.D:PORT\n"
+	"                          through: unix:/PATH or tcp:A.B.C.D:PORT; without\n"
+	"                          it, cordon runs its own proxy with these rules:\n"
+	"  --allow-domain PATTERN  allow a name: NAME, *.NAME (subdomains only),\n"
+	"                          **.NAME (the name and subdomains), * (any name);\n"
+	"                          repeatable; none allowed: no network at all\n"
+	"  --deny-domain PATTERN   deny a name (wins over allow; repeatable)\n"
+	"  --allow-cidr ADDR[/LEN] allow IP literals and addresses in a range that\n"
+	"                          are refused otherwise (loopback, private...)\n"
+	"  --proxy-mode MODE       full (default) or limited (GET, HEAD, OPTIONS on\n"
+	"                          plain HTTP only; no CONNECT)\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
 	"                          protected-metadata, pid-isolation, deny-masks,\n"
 	"                          file-attributes, nested-repositories, network (the\n"
@@ -72,6 +81,7 @@ void cd_cli_policy_init(struct cd_cli_policy *p)
 
 void cd_cli_policy_done(struct cd_cli_policy *p)
 {
+	cd_netpolicy_done(&p->netpol);
 	free(p->roots);
 	free(p->extra);
 	memset(p, 0, sizeof(*p));
@@ -137,6 +147,39 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 			return -1;
 		}
 		p->lopts.managed_proxy = arg;
+		return 0;
+	}
+	case CD_OPT_ALLOW_DOMAIN:
+	case CD_OPT_DENY_DOMAIN: {
+		const char *why = NULL;
+		bool deny = id == CD_OPT_DENY_DOMAIN;
+		if (cd_netpolicy_add_domain(&p->netpol, arg, deny, &why) < 0) {
+			cd_cli_usage_error(cmd, "--%s '%s': %s",
+					   deny ? "deny-domain" : "allow-domain", arg, why);
+			return -1;
+		}
+		p->net_rules = true;
+		return 0;
+	}
+	case CD_OPT_ALLOW_CIDR: {
+		const char *why = NULL;
+		if (cd_netpolicy_add_cidr(&p->netpol, arg, &why) < 0) {
+			cd_cli_usage_error(cmd, "--allow-cidr '%s': %s", arg, why);
+			return -1;
+		}
+		p->net_rules = true;
+		return 0;
+	}
+	case CD_OPT_PROXY_MODE: {
+		enum cd_netmode m = cd_netmode_from_string(arg);
+		if (m == CD_NETMODE_INVALID) {
+			cd_cli_usage_error(cmd, "--proxy-mode: unknown mode '%s' (full or limited)",
+					   arg);
+			return -1;
+		}
+		p->netpol.mode = m;
+		p->net_rules = true;
+		p->proxy_mode_given = true;
 		return 0;
 	}
 	case CD_OPT_ALLOW_DEGRADED:
@@ -214,6 +257,7 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 
 void cd_cli_bound_done(struct cd_cli_bound *b)
 {
+	cd_netpolicy_done(&b->own_netpol);
 	cd_linux_plan_free(b->lp);
 	cd_seatbelt_plan_free(b->sp);
 	cd_windows_plan_free(b->wp);
@@ -663,6 +707,44 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 				   cd_network_name(prof->network));
 		return CD_BIND_USAGE;
 	}
+	if (p->net_rules && prof->network != CD_NET_MANAGED) {
+		cd_cli_usage_error(cmd,
+				   "--allow-domain, --deny-domain, --allow-cidr and --proxy-mode "
+				   "need a managed network (--network managed), not %s",
+				   cd_network_name(prof->network));
+		return CD_BIND_USAGE;
+	}
+	if (p->net_rules && p->lopts.managed_proxy) {
+		cd_cli_usage_error(cmd, "--allow-domain, --deny-domain, --allow-cidr and "
+					"--proxy-mode are the rules of cordon's own proxy: the "
+					"proxy given with --network-proxy has its own");
+		return CD_BIND_USAGE;
+	}
+	/*
+	 * A managed network with no proxy given: cordon runs its own (cordon
+	 * run starts it; the plan names a placeholder until then).
+	 */
+	if (prof->netpol && prof->network == CD_NET_MANAGED && p->lopts.managed_proxy) {
+		cd_cli_usage_error(cmd,
+				   "the network rules of profile '%s' are for cordon's own proxy: "
+				   "the proxy given with --network-proxy has its own",
+				   b->profile_name);
+		return CD_BIND_USAGE;
+	}
+	struct cd_linux_opts lopts = p->lopts;
+	if (prof->network == CD_NET_MANAGED && !lopts.managed_proxy) {
+		lopts.managed_proxy = CD_OWN_PROXY_PLACEHOLDER;
+		b->own_proxy = true;
+		/* The profile's rules, then the command line's on top. */
+		if (prof->netpol) {
+			b->own_netpol.mode = prof->netpol->mode;
+			cd_netpolicy_append(&b->own_netpol, prof->netpol);
+		}
+		if (p->proxy_mode_given)
+			b->own_netpol.mode = p->netpol.mode;
+		cd_netpolicy_append(&b->own_netpol, &p->netpol);
+		b->netpol = &b->own_netpol;
+	}
 
 	cleanup_free char *here = current_dir();
 	if (!here)
@@ -693,14 +775,14 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	}
 	struct cd_linux_host host;
 	if (p->backend != CD_CLI_BACKEND_LINUX) {
-		r = cd_cli_bind_profile(b, (const char *const *)roots, p->n_roots, &p->lopts, NULL);
+		r = cd_cli_bind_profile(b, (const char *const *)roots, p->n_roots, &lopts, NULL);
 		cd_strv_free(roots);
 		return r;
 	}
 	if (p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED)
 		cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &host);
 	r = cd_cli_bind_profile(
-		b, (const char *const *)roots, p->n_roots, &p->lopts,
+		b, (const char *const *)roots, p->n_roots, &lopts,
 		p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED ? &host : NULL);
 	cd_strv_free(roots);
 	return r;

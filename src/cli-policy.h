@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "cli.h"
+#include "core/netpolicy.h"
 #include "core/plan.h"
 #include "core/profile.h"
 #include "sandbox/linux/plan.h"
@@ -35,6 +36,10 @@ enum {
 	CD_OPT_ALLOW_DEGRADED,
 	CD_OPT_MIN_LANDLOCK_ABI,
 	CD_OPT_NETWORK_PROXY,
+	CD_OPT_ALLOW_DOMAIN,
+	CD_OPT_DENY_DOMAIN,
+	CD_OPT_ALLOW_CIDR,
+	CD_OPT_PROXY_MODE,
 	/* --limit-NAME (and --private-tmp): this plus the enum cd_limit. */
 	CD_OPT_LIMIT_BASE = 120,
 };
@@ -56,6 +61,10 @@ enum {
 	{ "allow-degraded", 0, true, CD_OPT_ALLOW_DEGRADED }, \
 	{ "min-landlock-abi", 0, true, CD_OPT_MIN_LANDLOCK_ABI }, \
 	{ "network-proxy", 0, true, CD_OPT_NETWORK_PROXY }, \
+	{ "allow-domain", 0, true, CD_OPT_ALLOW_DOMAIN }, \
+	{ "deny-domain", 0, true, CD_OPT_DENY_DOMAIN }, \
+	{ "allow-cidr", 0, true, CD_OPT_ALLOW_CIDR }, \
+	{ "proxy-mode", 0, true, CD_OPT_PROXY_MODE }, \
 	CD_CLI_LIMIT_OPTIONS
 
 /* The resource limits alone (cordon serve has lists instead). */
@@ -103,6 +112,14 @@ struct cd_cli_policy {
 	enum cd_cli_backend backend;
 	/* --allow-degraded=network: Windows may restrict the network by environment only. */
 	bool allow_env_network;
+	/*
+	 * The domain policy of cordon's own proxy (--allow-domain,
+	 * --deny-domain, --allow-cidr, --proxy-mode), for a managed network
+	 * without --network-proxy. net_rules: one of them was given.
+	 */
+	struct cd_netpolicy netpol;
+	bool net_rules;
+	bool proxy_mode_given;
 };
 
 void cd_cli_policy_init(struct cd_cli_policy *p);
@@ -161,6 +178,16 @@ struct cd_cli_bound {
 	struct cd_seatbelt_plan *sp;
 	struct cd_windows_plan *wp;
 	char *refusal; /* one line, set when refused (exit 125) */
+	/*
+	 * A managed network without --network-proxy: cordon starts its own
+	 * proxy with this policy (borrowed from the cd_cli_policy) for the
+	 * run (src/own-proxy.h); lp->proxy is a placeholder until then.
+	 */
+	bool own_proxy;
+#define CD_OWN_PROXY_PLACEHOLDER "unix:/run/cordon-own-proxy.sock"
+	/* The profile's network rules, then the command line's (mode: the latter's if given). */
+	struct cd_netpolicy own_netpol;
+	const struct cd_netpolicy *netpol; /* &own_netpol when own_proxy, else NULL */
 };
 
 enum {

@@ -244,6 +244,35 @@ static char *proxy_endpoint_str(const struct cd_proxy_endpoint *e)
 			    e->port);
 }
 
+/* The rules of cordon's own proxy (a managed network without --network-proxy). */
+static void print_own_proxy(const struct cd_netpolicy *np)
+{
+	cleanup_free char *h = NULL;
+
+	printf("  proxy: cordon's own, started for the run on a unix socket in a private "
+	       "0700 directory, stopped when the command ends; one audit line per "
+	       "connection on stderr\n");
+	printf("    mode: %s%s\n", cd_netmode_to_string(np->mode),
+	       np->mode == CD_NETMODE_LIMITED
+		       ? " (GET, HEAD and OPTIONS on plain HTTP only; no CONNECT)"
+		       : " (CONNECT tunnels and plain HTTP)");
+	if (np->n_allow == 0)
+		printf("    allow: nothing: no domain is allowed, so the command has no network "
+		       "(--allow-domain)\n");
+	for (size_t i = 0; i < np->n_allow; i++)
+		printf("    allow: %s\n", vis(np->allow[i], &h));
+	for (size_t i = 0; i < np->n_deny; i++)
+		printf("    deny:  %s (wins over allow)\n", vis(np->deny[i], &h));
+	for (size_t i = 0; i < np->n_cidrs; i++) {
+		char a[64];
+		printf("    allow addresses: %s/%u\n",
+		       cd_ipaddr_format(&np->cidrs[i].addr, a, sizeof(a)), np->cidrs[i].prefix);
+	}
+	printf("    refused unless a CIDR above allows them: IP literals, and names that "
+	       "resolve to loopback, private, link-local, metadata or this host's "
+	       "addresses\n");
+}
+
 static void print_text(const struct cd_cli_bound *b)
 {
 	const struct cd_profile *prof = b->profile;
@@ -381,12 +410,16 @@ static void print_text(const struct cd_cli_bound *b)
 				       "what is left when it exits, and everything dies with "
 				       "cordon\n");
 			if (lp->net_managed) {
-				cleanup_free char *ep = proxy_endpoint_str(&lp->proxy);
+				cleanup_free char *ep = b->own_proxy
+								? cd_xstrdup("cordon's own (below)")
+								: proxy_endpoint_str(&lp->proxy);
 				printf("  managed network: only lo in the network namespace; a "
 				       "relay on " CD_RELAY_ADDR ":" CD_RELAY_PORT_STR
 				       " there, outside the sandbox, connects each connection "
 				       "to the proxy %s and nothing else\n",
 				       ep);
+				if (b->own_proxy)
+					print_own_proxy(b->netpol);
 				printf("  proxy variables set:\n");
 				for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name;
 				     e++)
@@ -479,7 +512,31 @@ static json_t *limits_json(const struct cd_limits_plan *p)
 	return o;
 }
 
-static json_t *linux_json(const struct cd_linux_plan *lp)
+static json_t *own_proxy_json(const struct cd_netpolicy *np)
+{
+	json_t *o = json_object(), *al = json_array(), *de = json_array(), *ci = json_array();
+	char a[64];
+
+	json_object_set_new(o, "mode", jstr(cd_netmode_to_string(np->mode)));
+	for (size_t i = 0; i < np->n_allow; i++)
+		json_array_append_new(al, jstr(np->allow[i]));
+	for (size_t i = 0; i < np->n_deny; i++)
+		json_array_append_new(de, jstr(np->deny[i]));
+	for (size_t i = 0; i < np->n_cidrs; i++) {
+		cleanup_free char *c =
+			cd_xasprintf("%s/%u", cd_ipaddr_format(&np->cidrs[i].addr, a, sizeof(a)),
+				     np->cidrs[i].prefix);
+		json_array_append_new(ci, jstr(c));
+	}
+	json_object_set_new(o, "allow_domains", al);
+	json_object_set_new(o, "deny_domains", de);
+	json_object_set_new(o, "allow_cidrs", ci);
+	json_object_set_new(o, "network", json_boolean(np->n_allow > 0));
+	return o;
+}
+
+static json_t *linux_json(const struct cd_linux_plan *lp, bool b_own,
+			  const struct cd_netpolicy *b_netpol)
 {
 	json_t *l = json_object();
 	json_object_set_new(l, "sandboxed", json_boolean(lp->sandboxed));
@@ -541,7 +598,9 @@ static json_t *linux_json(const struct cd_linux_plan *lp)
 		json_t *mn = json_object(), *env = json_object();
 		cleanup_free char *ep = proxy_endpoint_str(&lp->proxy);
 		json_object_set_new(mn, "relay", jstr(CD_RELAY_ADDR ":" CD_RELAY_PORT_STR));
-		json_object_set_new(mn, "proxy", jstr(ep));
+		json_object_set_new(mn, "proxy", b_own ? json_null() : jstr(ep));
+		if (b_own)
+			json_object_set_new(mn, "own_proxy", own_proxy_json(b_netpol));
 		for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++)
 			json_object_set_new(env, e->name, jstr(e->value));
 		json_object_set_new(mn, "env", env);
@@ -701,7 +760,8 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 	}
 	static const char *const names[] = { "linux", "seatbelt", "windows" };
 	json_object_set_new(root, "backend", jstr(names[b->backend]));
-	json_object_set_new(root, "linux", b->lp ? linux_json(b->lp) : json_null());
+	json_object_set_new(root, "linux",
+			    b->lp ? linux_json(b->lp, b->own_proxy, b->netpol) : json_null());
 	if (b->backend == CD_CLI_BACKEND_SEATBELT)
 		json_object_set_new(root, "seatbelt", b->sp ? seatbelt_json(b->sp) : json_null());
 	if (b->backend == CD_CLI_BACKEND_WINDOWS)

@@ -10,6 +10,7 @@
 
 #include "cli-policy.h"
 #include "os-backend.h"
+#include "own-proxy.h"
 #include "shared/log.h"
 #include "spawn.h"
 
@@ -217,6 +218,7 @@ int cd_cmd_run(int argc, char **argv)
 	char **owned_env = NULL; /* NAME=VALUE strings of ours in env */
 	size_t n_owned_env = 0;
 	bool clear_env = false, verbose = false, quiet = false;
+	struct cd_own_proxy own = { .pid = 0, .ctl = -1 };
 	int ret = CD_EXIT_USAGE;
 	int id;
 	const char *arg;
@@ -281,6 +283,31 @@ int cd_cmd_run(int argc, char **argv)
 		cd_cli_bound_done(&b);
 		ret = CD_EXIT_SETUP;
 		goto out;
+	}
+
+	/* A managed network with no proxy given: cordon's own, for this run. */
+	if (b.own_proxy && b.lp && b.lp->net_managed) {
+		char *perr = NULL;
+		if (cd_own_proxy_start(b.netpol, &own, &perr) < 0) {
+			cd_log_error("%s", perr);
+			free(perr);
+			ret = CD_EXIT_SETUP;
+			cd_cli_bound_done(&b);
+			goto out;
+		}
+		if (cd_proxy_endpoint_parse(own.endpoint, &b.lp->proxy, NULL) < 0)
+			abort(); /* cd_own_proxy_start made it: always valid */
+		pol.lopts.managed_proxy = own.endpoint;
+		if (getenv("CORDON_TEST_PROXY_RESOLVE"))
+			cd_log_warn("test hook CORDON_TEST_PROXY_RESOLVE: cordon's proxy resolves "
+				    "names from it, not DNS (its rules still judge every name and "
+				    "address)");
+		if (b.netpol->n_allow == 0)
+			cd_log_warn("managed network: no domain is allowed (--allow-domain): the "
+				    "command has no network");
+		if (verbose)
+			fprintf(stderr, "cordon: managed network: cordon's proxy, pid %ld, on %s\n",
+				(long)own.pid, own.endpoint);
 	}
 
 	if (verbose) {
@@ -415,6 +442,9 @@ int cd_cmd_run(int argc, char **argv)
 	cd_child_free(child);
 	cd_cli_bound_done(&b);
 out:
+	if (own.ctl >= 0 && !cd_own_proxy_stop(&own))
+		cd_log_warn("managed network: cordon's proxy stopped during the run: the command "
+			    "had no network from then on");
 	cd_strv_free(wrapped);
 	free(env);
 	cd_strv_free(owned_env);

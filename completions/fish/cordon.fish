@@ -27,7 +27,7 @@ end
 
 # The options of run that take their value in the next word (the test
 # holds this list to run's option table too).
-set -g __cordon_run_value_options setenv unsetenv profile workspace-root cwd allow-read allow-write deny deny-glob network allow-degraded min-landlock-abi network-proxy limit-tasks limit-memory limit-swap limit-cpu limit-cpu-time limit-open-files limit-file-size limit-core limit-inotify-instances limit-inotify-watches
+set -g __cordon_run_value_options setenv unsetenv profile workspace-root cwd allow-read allow-write deny deny-glob network allow-degraded min-landlock-abi network-proxy allow-domain deny-domain allow-cidr proxy-mode limit-tasks limit-memory limit-swap limit-cpu limit-cpu-time limit-open-files limit-file-size limit-core limit-inotify-instances limit-inotify-watches
 
 # __cordon_run STATE: where the cursor is on a `cordon run` line: "options"
 # (before the command: an option or the command), "command" (right after
@@ -115,6 +115,10 @@ complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l network
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l allow-degraded -x -a 'protected-metadata pid-isolation deny-masks file-attributes nested-repositories network tasks memory swap cpu inotify-instances inotify-watches' -d 'run without FEATURE'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l min-landlock-abi -x -d 'refuse below this Landlock ABI'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l network-proxy -x -d 'the proxy a managed network goes through'
+complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l allow-domain -x -d "a name cordon's proxy allows"
+complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l deny-domain -x -d "a name cordon's proxy denies"
+complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l allow-cidr -x -d "addresses cordon's proxy allows"
+complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l proxy-mode -x -a 'full limited' -d "what cordon's proxy lets through"
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-tasks -x -d 'processes and threads at once'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-memory -x -d 'memory of the sandbox'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-swap -x -d 'swap of the sandbox'

@@ -1637,9 +1637,10 @@ int cd_linux_plan_build(const struct cd_plan *plan, const struct cd_linux_host *
 		if (!opts || !opts->managed_proxy)
 			return refuse(reterr,
 				      cd_xstrdup("managed network needs cordon's network proxy, "
-						 "which this build does not have yet; give one "
-						 "you run with --network-proxy, or use "
-						 "--network restricted or enabled"));
+						 "and none was given to relay to (cordon run "
+						 "starts its own; --network-proxy names "
+						 "another), or use --network restricted or "
+						 "enabled"));
 		r = cd_proxy_endpoint_parse(opts->managed_proxy, &lp->proxy, reterr);
 		if (r < 0)
 			return r;

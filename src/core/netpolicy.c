@@ -159,6 +159,21 @@ void cd_netpolicy_done(struct cd_netpolicy *p)
 	*p = (struct cd_netpolicy){ 0 };
 }
 
+void cd_netpolicy_append(struct cd_netpolicy *dst, const struct cd_netpolicy *src)
+{
+	dst->allow =
+		cd_xreallocarray(dst->allow, dst->n_allow + src->n_allow + 1, sizeof(*dst->allow));
+	for (size_t i = 0; i < src->n_allow; i++)
+		dst->allow[dst->n_allow++] = cd_xstrdup(src->allow[i]);
+	dst->deny = cd_xreallocarray(dst->deny, dst->n_deny + src->n_deny + 1, sizeof(*dst->deny));
+	for (size_t i = 0; i < src->n_deny; i++)
+		dst->deny[dst->n_deny++] = cd_xstrdup(src->deny[i]);
+	dst->cidrs =
+		cd_xreallocarray(dst->cidrs, dst->n_cidrs + src->n_cidrs + 1, sizeof(*dst->cidrs));
+	for (size_t i = 0; i < src->n_cidrs; i++)
+		dst->cidrs[dst->n_cidrs++] = src->cidrs[i];
+}
+
 /* Whether name is a strict subdomain of base. */
 static bool subdomain_of(const char *name, const char *base)
 {

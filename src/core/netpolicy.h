@@ -67,6 +67,8 @@ int cd_netpolicy_add_domain(struct cd_netpolicy *p, const char *pattern, bool de
 int cd_netpolicy_add_cidr(struct cd_netpolicy *p, const char *s, const char **reterr);
 /* Free the contents; p is then an empty policy (no network). */
 void cd_netpolicy_done(struct cd_netpolicy *p);
+/* Add src's patterns and CIDRs to dst's (copies; the mode stays dst's). */
+void cd_netpolicy_append(struct cd_netpolicy *dst, const struct cd_netpolicy *src);
 
 /*
  * Whether the normalised name may be asked for. *ret_rule (malloc()ed)

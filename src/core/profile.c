@@ -142,6 +142,10 @@ struct cd_profile *cd_profile_free(struct cd_profile *p)
 	free(p->entries);
 	free(p->description);
 	free(p->origin);
+	if (p->netpol) {
+		cd_netpolicy_done(p->netpol);
+		free(p->netpol);
+	}
 	free(p);
 	return NULL;
 }
@@ -198,6 +202,11 @@ struct cd_profile *cd_profile_dup(const struct cd_profile *p)
 		cd_profile_add_entry(d, &p->entries[i]);
 	d->description = strdup_or_null(p->description);
 	d->origin = strdup_or_null(p->origin);
+	if (p->netpol) {
+		d->netpol = cd_xcalloc(1, sizeof(*d->netpol));
+		d->netpol->mode = p->netpol->mode;
+		cd_netpolicy_append(d->netpol, p->netpol);
+	}
 	return d;
 }
 
@@ -505,6 +514,84 @@ static int conv_bool(struct conv *c, const struct cd_json *v, bool *ret)
 		loc_pop((c), _old);                     \
 		_r;                                     \
 	})
+
+/* A list of domain patterns or CIDRs ("allow_domains"...), each checked as the proxy does. */
+static int conv_net_list(struct conv *c, const struct cd_json *v, struct cd_netpolicy *np, int kind)
+{
+	int r = expect_type(c, v, CD_JSON_ARRAY, "an array");
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct cd_json *e = v->u.arr.items[i];
+		const char *why = NULL;
+		size_t old = loc_push_index(c, i);
+		r = expect_string(c, e);
+		if (r >= 0) {
+			r = kind == 2 ? cd_netpolicy_add_cidr(np, e->u.str.s, &why)
+				      : cd_netpolicy_add_domain(np, e->u.str.s, kind == 1, &why);
+			if (r < 0)
+				r = fail_at(c, e->line, e->col, "%s \"%s\": %s",
+					    kind == 2 ? "CIDR" : "domain pattern", e->u.str.s, why);
+		}
+		loc_pop(c, old);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * "network" as an object (policy files only): {"mode": "managed",
+ * "allow_domains": [...], "deny_domains": [...], "allow_cidrs": [...],
+ * "proxy_mode": "full"|"limited"}, the rules of cordon's own proxy.
+ */
+static int conv_network_object(struct conv *c, const struct cd_json *v, enum cd_network *ret,
+			       struct cd_netpolicy **ret_np)
+{
+	static const char *const keys[] = { "mode",	   "allow_domains", "deny_domains",
+					    "allow_cidrs", "proxy_mode",    NULL };
+	const struct cd_json *f;
+	int r = check_keys(c, v, keys);
+	if (r < 0)
+		return r;
+	const struct cd_json *mode = require(c, v, "mode", &r);
+	if (!mode)
+		return r;
+	r = WITH_KEY(c, "mode", expect_string(c, mode));
+	if (r < 0)
+		return r;
+	if (!cd_streq(mode->u.str.s, "managed"))
+		return WITH_KEY(c, "mode",
+				fail_at(c, mode->line, mode->col,
+					"the network object is for a managed network (\"mode\": "
+					"\"managed\"), got \"%s\"; write other modes as a string",
+					mode->u.str.s));
+	struct cd_netpolicy *np = cd_xcalloc(1, sizeof(*np));
+	static const char *const lists[] = { "allow_domains", "deny_domains", "allow_cidrs" };
+	for (int k = 0; k < 3 && r >= 0; k++)
+		if ((f = optional(v, lists[k])))
+			r = WITH_KEY(c, lists[k], conv_net_list(c, f, np, k));
+	if (r >= 0 && (f = optional(v, "proxy_mode"))) {
+		r = WITH_KEY(c, "proxy_mode", expect_string(c, f));
+		if (r >= 0) {
+			np->mode = cd_netmode_from_string(f->u.str.s);
+			if (np->mode == CD_NETMODE_INVALID)
+				r = WITH_KEY(c, "proxy_mode",
+					     fail_at(c, f->line, f->col,
+						     "unknown proxy mode \"%s\" (expected full or "
+						     "limited)",
+						     f->u.str.s));
+		}
+	}
+	if (r < 0) {
+		cd_netpolicy_done(np);
+		free(np);
+		return r;
+	}
+	*ret = CD_NET_MANAGED;
+	*ret_np = np;
+	return 0;
+}
 
 static int conv_uri(struct conv *c, const struct cd_json *v, char **ret)
 {
@@ -978,6 +1065,9 @@ static int conv_profile_type(struct conv *c, const struct cd_json *v, struct cd_
 		r = WITH_KEY(c, "file_system", conv_file_system(c, fs, p));
 		if (r < 0)
 			return r;
+		if (net->type == CD_JSON_OBJECT && strict(c))
+			return WITH_KEY(c, "network",
+					conv_network_object(c, net, &p->network, &p->netpol));
 		return WITH_KEY(c, "network", conv_network(c, net, &p->network));
 	}
 	if (cd_streq(t, "disabled")) {

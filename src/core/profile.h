@@ -13,6 +13,7 @@
 
 #include "core/json.h"
 #include "core/limits.h"
+#include "core/netpolicy.h"
 
 /* Ordered by precedence rank for ties: deny > write > read. */
 enum cd_access {
@@ -69,6 +70,11 @@ struct cd_profile {
 	size_t n_entries;
 	unsigned glob_scan_max_depth; /* 0 = unset */
 	enum cd_network network;      /* MANAGED and EXTERNAL; DISABLED is ENABLED */
+	/*
+	 * A policy file's "network" object (a managed network): the rules of
+	 * cordon's own proxy. NULL: none given (the string form).
+	 */
+	struct cd_netpolicy *netpol;
 	/*
 	 * Resource limits ("limits", core/limits.h), parsed strictly in every
 	 * mode: a limit misspelled must never leave a sandbox unbounded.

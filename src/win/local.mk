@@ -9,6 +9,7 @@ cd_win_srcs = \
 	$(top_srcdir)/src/core/pathuri.c $(top_srcdir)/src/core/profile.c \
 	$(top_srcdir)/src/core/plan.c $(top_srcdir)/src/core/glob.c \
 	$(top_srcdir)/src/core/gitindex.c $(top_srcdir)/src/core/limits.c \
+	$(top_srcdir)/src/core/netpolicy.c $(top_srcdir)/src/core/netaddr.c \
 	$(top_srcdir)/sandbox/windows/plan.c $(top_srcdir)/sandbox/windows/launch.c \
 	$(top_srcdir)/sandbox/windows/win-fs-ops.c
 cd_win_hdrs = $(top_srcdir)/src/win/config.h $(top_srcdir)/sandbox/windows/launch.h \

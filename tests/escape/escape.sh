@@ -305,58 +305,72 @@ deny "MPTCP socket (bypasses Landlock TCP rules)" socket-mptcp
 deny "SCTP socket" socket-sctp
 deny "UDP over IPv6" socket-udp6
 
-# ---- a managed network (--network-proxy) ----
+# ---- a managed network (--network-proxy, and cordon's own proxy) ----
 # The same attempts behind the fence: the command's network namespace holds
-# only lo and a relay to the proxy outside (here the pathname listener
-# stands in for it); seccomp lets it make IP sockets only. Nothing else
-# answers: the host's listeners and addresses, DNS servers, unix sockets.
+# only lo and a relay to the proxy outside (with --network-proxy the
+# pathname listener stands in for it; sbo: cordon's own proxy, allowing
+# any name); seccomp lets it make IP sockets only. Nothing else answers:
+# the host's listeners and addresses, DNS servers, unix sockets.
 sbm() {
 	"$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" \
 		--network managed --network-proxy "unix:$OUT/sock" -- "$@"
 }
-if out=$(sbm true 2>&1); then
-	SB=sbm
-	cd_run_capture sbm "$PROBE" connect-tcp 3128
-	rc_is "managed: allowed: the relay on 127.0.0.1:3128 takes connections" 1
-	deny "managed: connect to an abstract unix socket outside" connect-abstract "$ABSTRACT"
-	deny "managed: connect to a pathname unix socket outside (the proxy's own)" \
-		connect-unix "$OUT/sock"
-	deny "managed: connect to a pathname unix socket inside the workspace" \
+sbo() {
+	"$CORDON" run --profile workspace-write --workspace-root "$WS" --cwd "$WS" \
+		--network managed --allow-domain '*' -- "$@"
+}
+# managed_cases SANDBOX LABEL
+managed_cases() {
+	SB=$1
+	m=$2
+	cd_run_capture "$1" "$PROBE" connect-tcp 3128
+	rc_is "$m: allowed: the relay on 127.0.0.1:3128 takes connections" 1
+	deny "$m: connect to an abstract unix socket outside" connect-abstract "$ABSTRACT"
+	deny "$m: connect to a pathname unix socket outside" connect-unix "$OUT/sock"
+	deny "$m: connect to a pathname unix socket inside the workspace" \
 		connect-unix "$WS/in.sock"
-	deny "managed: send a datagram to a pathname unix socket outside" sendto-unix "$OUT/dgram"
-	deny "managed: sendmsg with msg_name from a SOCK_DGRAM socketpair" \
+	deny "$m: send a datagram to a pathname unix socket outside" sendto-unix "$OUT/dgram"
+	deny "$m: sendmsg with msg_name from a SOCK_DGRAM socketpair" \
 		sendmsg-name dgram "$OUT/dgram"
-	deny "managed: serve a unix socket in the workspace" listen-unix "$WS/srv.sock"
-	deny "managed: the host's TCP listener on 127.0.0.1" reach-tcp 127.0.0.1 "$PORT"
+	deny "$m: serve a unix socket in the workspace" listen-unix "$WS/srv.sock"
+	deny "$m: the host's TCP listener on 127.0.0.1" reach-tcp 127.0.0.1 "$PORT"
 	HOSTIP=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -v '^127\.' | grep -m1 '\.')
 	if [ -n "$HOSTIP" ]; then
-		deny "managed: the host's TCP listener on its address $HOSTIP" reach-tcp "$HOSTIP" "$PORT"
+		deny "$m: the host's TCP listener on its address $HOSTIP" reach-tcp "$HOSTIP" "$PORT"
 	else
-		skip "managed: the host's address" "hostname -I gives no IPv4 address"
+		skip "$m: the host's address" "hostname -I gives no IPv4 address"
 	fi
-	deny "managed: TCP to a public address" reach-tcp 1.1.1.1 443
+	deny "$m: TCP to a public address" reach-tcp 1.1.1.1 443
 	for ns in $(sed -n 's/^nameserver[[:space:]]*\([0-9.]*\)$/\1/p' /etc/resolv.conf 2>/dev/null) \
 		8.8.8.8; do
-		deny "managed: DNS over UDP to $ns" reach-udp "$ns" 53
-		deny "managed: DNS over TCP to $ns" reach-tcp "$ns" 53
+		deny "$m: DNS over UDP to $ns" reach-udp "$ns" 53
+		deny "$m: DNS over TCP to $ns" reach-tcp "$ns" 53
 	done
-	deny "managed: AF_NETLINK socket" socket-netlink
-	deny "managed: AF_PACKET socket" socket-packet
-	deny "managed: raw IP socket" socket-raw
-	deny "managed: ICMP (ping) socket" socket-ping
-	deny "managed: AF_VSOCK socket" socket-vsock
-	deny "managed: io_uring" io-uring
+	deny "$m: AF_NETLINK socket" socket-netlink
+	deny "$m: AF_PACKET socket" socket-packet
+	deny "$m: raw IP socket" socket-raw
+	deny "$m: ICMP (ping) socket" socket-ping
+	deny "$m: AF_VSOCK socket" socket-vsock
+	deny "$m: io_uring" io-uring
 	case $(uname -m) in
 	x86_64)
-		deny "managed: a syscall through the x32 ABI" x32
+		deny "$m: a syscall through the x32 ABI" x32
 		if "$PROBE" host-i386 >/dev/null 2>&1; then
-			deny "managed: a syscall through int 0x80 (socketcall's ABI)" i386
+			deny "$m: a syscall through int 0x80 (socketcall's ABI)" i386
 		fi
 		;;
 	esac
 	SB=sb
+}
+if out=$(sbm true 2>&1); then
+	managed_cases sbm managed
 else
 	skip "managed network cases" "cordon run --network managed fails here: $out"
+fi
+if out=$(sbo true 2>&1); then
+	managed_cases sbo "managed (cordon's proxy)"
+else
+	skip "managed network cases, cordon's proxy" "cordon run --network managed fails here: $out"
 fi
 
 # ---- what must keep working ----

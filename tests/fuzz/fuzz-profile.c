@@ -27,8 +27,30 @@ static bool same_str(const char *a, const char *b)
 	return (!a && !b) || (a && b && cd_streq(a, b));
 }
 
+/* The rules of cordon's proxy (a policy file's network object). */
+static bool same_netpol(const struct cd_netpolicy *a, const struct cd_netpolicy *b)
+{
+	if (!a || !b)
+		return !a && !b;
+	if (a->mode != b->mode || a->n_allow != b->n_allow || a->n_deny != b->n_deny ||
+	    a->n_cidrs != b->n_cidrs)
+		return false;
+	for (size_t i = 0; i < a->n_allow; i++)
+		if (!cd_streq(a->allow[i], b->allow[i]))
+			return false;
+	for (size_t i = 0; i < a->n_deny; i++)
+		if (!cd_streq(a->deny[i], b->deny[i]))
+			return false;
+	for (size_t i = 0; i < a->n_cidrs; i++)
+		if (memcmp(&a->cidrs[i], &b->cidrs[i], sizeof(a->cidrs[i])) != 0)
+			return false;
+	return true;
+}
+
 static bool same_profile(const struct cd_profile *a, const struct cd_profile *b)
 {
+	if (!same_netpol(a->netpol, b->netpol))
+		return false;
 	if (a->type != b->type || a->fs_unrestricted != b->fs_unrestricted ||
 	    a->n_entries != b->n_entries || a->network != b->network ||
 	    a->glob_scan_max_depth != b->glob_scan_max_depth)

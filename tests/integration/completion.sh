@@ -166,7 +166,7 @@ C=$CORDON
 completes "subcommands" "$C " check explain probe run serve
 completes "a subcommand from its start" "$C ex" explain
 completes "cordon's own options" "$C --" --help --version
-completes "a long option of run" "$C run --pro" --profile=
+completes "a long option of run" "$C run --prof" --profile=
 completes "check --builtin" "$C check --bu" --builtin
 completes "explain --list-profiles" "$C explain --list" --list-profiles
 completes "an optional value: no '=' offered" "$C run --private" --private-tmp

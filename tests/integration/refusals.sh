@@ -34,7 +34,6 @@ printf '{"version": 1, "type": "managed", "netwrok": "restricted"}\n' >"$CD_TMP/
 refused "bad profile file" "bad.json:1:" --profile "$CD_TMP/bad.json"
 refused "nonexistent profile name" "no such profile" --profile cordon-no-such-profile
 refused "missing profile file" "No such file" --profile "$CD_TMP/missing.json"
-refused "--network managed" "managed" --profile workspace-write --workspace-root "$WS" --network managed
 refused "--min-landlock-abi 99" "Landlock" --profile read-only --min-landlock-abi 99
 refused "nonexistent --cwd" "--cwd" --profile read-only --cwd "$CD_TMP/no-such-dir"
 

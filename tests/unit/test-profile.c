@@ -240,6 +240,32 @@ START_TEST(test_file_forms)
 	check_entry(0, SP, CD_SPECIAL_ROOT, NULL, NULL, R);
 	check_pos(0, 8, 7);
 
+	/* The network object: the rules of cordon's own proxy. */
+	file_ok("{\"version\":1,\"type\":\"managed\",\"file_system\":{\"type\":"
+		"\"unrestricted\"},\"network\":{\"mode\":\"managed\",\"allow_domains\":["
+		"\"**.Example.COM\",\"*\"],\"deny_domains\":[\"bad.example.com\"],"
+		"\"allow_cidrs\":[\"10.0.0.0/8\"],\"proxy_mode\":\"limited\"}}");
+	ck_assert_int_eq(prof->network, CD_NET_MANAGED);
+	ck_assert_ptr_nonnull(prof->netpol);
+	ck_assert_uint_eq(prof->netpol->n_allow, 2);
+	ck_assert_str_eq(prof->netpol->allow[0], "**.example.com");
+	ck_assert_str_eq(prof->netpol->deny[0], "bad.example.com");
+	ck_assert_uint_eq(prof->netpol->n_cidrs, 1);
+	ck_assert_int_eq(prof->netpol->mode, CD_NETMODE_LIMITED);
+	{
+		struct cd_profile *d = cd_profile_dup(prof);
+		ck_assert_ptr_nonnull(d->netpol);
+		ck_assert_ptr_ne(d->netpol, prof->netpol);
+		ck_assert_str_eq(d->netpol->allow[1], "*");
+		ck_assert_int_eq(d->netpol->mode, CD_NETMODE_LIMITED);
+		cd_profile_free(d);
+	}
+	file_ok("{\"version\":1,\"type\":\"managed\",\"file_system\":{\"type\":"
+		"\"unrestricted\"},\"network\":{\"mode\":\"managed\"}}");
+	ck_assert_ptr_nonnull(prof->netpol);
+	ck_assert_uint_eq(prof->netpol->n_allow, 0);
+	ck_assert_int_eq(prof->netpol->mode, CD_NETMODE_FULL);
+
 	file_ok("{\"version\":1,\"type\":\"disabled\"}");
 	ck_assert_int_eq(prof->type, CD_PROFILE_DISABLED);
 	ck_assert_ptr_null(prof->description);
@@ -414,6 +440,30 @@ static const struct refusal refusals[] = {
 	  "expected a string for \"network\", got boolean" },
 	{ WIRE_, "{\"type\":\"external\",\"network\":\"open\"}", "\"open\"", "network",
 	  "unknown network mode \"open\" (expected restricted or enabled)" },
+/* The network object: policy files only, strict. */
+#define NETOBJ(x)                                                                          \
+	"{\"version\":1,\"type\":\"managed\",\"file_system\":{\"type\":\"unrestricted\"}," \
+	"\"network\":{" x "}}"
+	{ FILE_, NETOBJ("\"allow_domains\":[]"), "{\"allow", "network.mode",
+	  "missing required key \"mode\"" },
+	{ FILE_, NETOBJ("\"mode\":\"enabled\""), "\"enabled\"", "network.mode",
+	  "the network object is for a managed network" },
+	{ FILE_, NETOBJ("\"mode\":\"managed\",\"socks5\":true"), "\"socks5\"", "network.socks5",
+	  "unknown key \"socks5\" (expected one of: mode, allow_domains, deny_domains, "
+	  "allow_cidrs, proxy_mode)" },
+	{ FILE_, NETOBJ("\"mode\":\"managed\",\"allow_domains\":[\"ok.test\",\"a..b\"]"),
+	  "\"a..b\"", "network.allow_domains[1]", "domain pattern \"a..b\": " },
+	{ FILE_, NETOBJ("\"mode\":\"managed\",\"deny_domains\":\"x.test\""), "\"x.test\"",
+	  "network.deny_domains", "expected an array for \"deny_domains\", got string" },
+	{ FILE_, NETOBJ("\"mode\":\"managed\",\"allow_cidrs\":[\"10.0.0.1/8\"]"), "\"10.0.0.1/8\"",
+	  "network.allow_cidrs[0]", "CIDR \"10.0.0.1/8\": " },
+	{ FILE_, NETOBJ("\"mode\":\"managed\",\"proxy_mode\":\"ro\""), "\"ro\"",
+	  "network.proxy_mode", "unknown proxy mode \"ro\" (expected full or limited)" },
+	{ WIRE_,
+	  "{\"type\":\"managed\",\"file_system\":{\"type\":\"unrestricted\"},"
+	  "\"network\":{\"mode\":\"managed\"}}",
+	  "{\"mode\"", "network", "expected a string for \"network\", got object" },
+#undef NETOBJ
 	/* "managed" networking is a policy-file (CLI) notion only. */
 	{ WIRE_, "{\"type\":\"external\",\"network\":\"managed\"}", "\"managed\"}", "network",
 	  "unknown network mode \"managed\"" },
