@@ -173,6 +173,7 @@ valgrind:
 SERVE_TESTS = \
 	tests/integration/serve-handshake.py \
 	tests/integration/serve-discover.py \
+	tests/integration/serve-discover-v2.py \
 	tests/integration/serve-envconfig.py \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \
