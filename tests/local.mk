@@ -24,6 +24,7 @@ UNIT_TESTS = \
 	tests/unit/test-util \
 	tests/unit/test-json \
 	tests/unit/test-toml \
+	tests/unit/test-skillmd \
 	tests/unit/test-pathuri \
 	tests/unit/test-profile \
 	tests/unit/test-plan \
@@ -50,6 +51,9 @@ tests_unit_test_json_LDADD = $(UNIT_LIBS)
 tests_unit_test_toml_SOURCES = tests/unit/test-toml.c tests/unit/unit.h
 tests_unit_test_toml_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_toml_LDADD = $(UNIT_LIBS)
+tests_unit_test_skillmd_SOURCES = tests/unit/test-skillmd.c tests/unit/unit.h
+tests_unit_test_skillmd_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_skillmd_LDADD = $(UNIT_LIBS)
 tests_unit_test_pathuri_SOURCES = tests/unit/test-pathuri.c tests/unit/unit.h
 tests_unit_test_pathuri_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_pathuri_LDADD = $(UNIT_LIBS)
@@ -170,6 +174,7 @@ valgrind:
 SERVE_TESTS = \
 	tests/integration/serve-handshake.py \
 	tests/integration/serve-discover.py \
+	tests/integration/serve-discover-v2.py \
 	tests/integration/serve-envconfig.py \
 	tests/integration/serve-framing.py \
 	tests/integration/serve-process.py \

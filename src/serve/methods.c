@@ -10,6 +10,7 @@
 #include "core/pathuri.h"
 #include "os-backend.h"
 #include "serve/budget.h"
+#include "serve/discover-v2.h"
 #include "serve/discover.h"
 #include "serve/envconfig.h"
 #include "serve/fs-watch.h"
@@ -892,6 +893,7 @@ static const struct {
 	{ "fs/remove", "filesystem", cd_fs_remove },
 	{ "fs/copy", "filesystem", cd_fs_copy },
 	{ "capabilityRoots/discoverV1", "capability discovery", cd_discover_roots_v1 },
+	{ "capabilities/discoverV2", "capability discovery", cd_discover_v2 },
 	{ "fs/open", "filesystem", cd_fs_open },
 	{ "fs/readBlock", "filesystem", cd_fs_read_block_in_order },
 	{ "fs/close", "filesystem", cd_fs_close_in_order },

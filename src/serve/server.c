@@ -22,6 +22,7 @@
 #include "core/pathuri.h"
 #include "sandbox/backend.h"
 #include "serve/budget.h"
+#include "serve/discover-v2.h"
 #include "serve/discover.h"
 #include "serve/envconfig.h"
 #include "serve/fs-ops.h"
@@ -1279,6 +1280,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	/* Before the processes: a sandboxed fs request's helper must end before cd_kill_children. */
 	cd_fs_server_stop(&srv);
 	cd_discover_server_stop(&srv);
+	cd_discover_v2_server_stop(&srv);
 	cd_envconfig_server_stop(&srv);
 	cd_start_server_stop(&srv);
 	cd_http_server_stop(&srv);

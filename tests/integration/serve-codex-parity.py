@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Side by side: serve-request-id.py, serve-pathuri.py, serve-fs-write-stream.py,
-# serve-http.py, serve-discover.py and serve-parity-sweep.py, whose
+# serve-http.py, serve-discover.py, serve-discover-v2.py and serve-parity-sweep.py, whose
 # expectations were read off the released Codex exec-server, run against that binary as their control (stdio
 # and WebSocket; no unix socket there). Skipped unless
 # CODEX_BIN names the native binary of npm @openai/codex@0.169.0
@@ -17,7 +17,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = ["serve-request-id.py", "serve-pathuri.py", "serve-fs-write-stream.py", "serve-http.py",
            "serve-discover.py", "serve-fs-watch.py", "serve-parity-sweep.py",
-           "serve-envconfig.py"]
+           "serve-envconfig.py", "serve-discover-v2.py"]
 
 binary = os.environ.get("CODEX_BIN", "")
 if not binary or not os.access(binary, os.X_OK):

@@ -1,0 +1,618 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/skillmd.h"
+#include "core/util.h"
+
+struct line {
+	const char *s;
+	size_t n;
+};
+
+struct fm {
+	struct line *l;
+	size_t n;
+	const char *why;
+};
+
+#define UNSUP(f, msg)                          \
+	do {                                   \
+		(f)->why = (msg);              \
+		return CD_SKILLMD_UNSUPPORTED; \
+	} while (0)
+
+/* One UTF-8 character at s (n bytes left): its length, or 0 when malformed. */
+static size_t utf8_next(const char *s, size_t n, uint32_t *cp)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t len;
+	uint32_t c;
+	if (u[0] < 0x80) {
+		*cp = u[0];
+		return 1;
+	} else if ((u[0] & 0xe0) == 0xc0) {
+		len = 2;
+		c = u[0] & 0x1f;
+	} else if ((u[0] & 0xf0) == 0xe0) {
+		len = 3;
+		c = u[0] & 0x0f;
+	} else if ((u[0] & 0xf8) == 0xf0) {
+		len = 4;
+		c = u[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((u[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (u[i] & 0x3f);
+	}
+	if ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+	    c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* Rust's char::is_whitespace (Unicode White_Space). */
+static bool uni_space(uint32_t c)
+{
+	return (c >= 0x09 && c <= 0x0d) || c == 0x20 || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+	       (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+	       c == 0x205f || c == 0x3000;
+}
+
+/* Whitespace runs of s collapsed to one space, none at either end (s is valid UTF-8). */
+static char *collapse(const char *s, size_t n)
+{
+	struct cd_strbuf b = { 0 };
+	bool pending = false;
+	cd_strbuf_append(&b, "");
+	for (size_t i = 0; i < n;) {
+		uint32_t c;
+		size_t k = utf8_next(s + i, n - i, &c);
+		if (!k)
+			k = 1; /* not reached: the contents were checked */
+		if (uni_space(c)) {
+			pending = b.len > 0;
+		} else {
+			if (pending)
+				cd_strbuf_append_c(&b, ' ');
+			pending = false;
+			cd_strbuf_append_n(&b, s + i, k);
+		}
+		i += k;
+	}
+	return cd_strbuf_steal(&b);
+}
+
+static bool blank_or_comment(struct line l)
+{
+	size_t i = 0;
+	while (i < l.n && (l.s[i] == ' ' || l.s[i] == '\t'))
+		i++;
+	return i == l.n || l.s[i] == '#';
+}
+
+static size_t indent_of(struct line l)
+{
+	size_t i = 0;
+	while (i < l.n && l.s[i] == ' ')
+		i++;
+	return i;
+}
+
+/* Trailing spaces and tabs off, and a comment (a '#' after a blank, or first). */
+static size_t strip_comment(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
+			n = i;
+			break;
+		}
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	return n;
+}
+
+static bool is_null_word(const char *s, size_t n)
+{
+	static const char *const w[] = { "~", "null", "Null", "NULL" };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(w); i++)
+		if (n == strlen(w[i]) && !memcmp(s, w[i], n))
+			return true;
+	return false;
+}
+
+static void put_utf8(struct cd_strbuf *b, uint32_t c)
+{
+	char u[4];
+	size_t k;
+	if (c < 0x80) {
+		u[0] = (char)c;
+		k = 1;
+	} else if (c < 0x800) {
+		u[0] = (char)(0xc0 | c >> 6);
+		u[1] = (char)(0x80 | (c & 0x3f));
+		k = 2;
+	} else if (c < 0x10000) {
+		u[0] = (char)(0xe0 | c >> 12);
+		u[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (c & 0x3f));
+		k = 3;
+	} else {
+		u[0] = (char)(0xf0 | c >> 18);
+		u[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+		u[3] = (char)(0x80 | (c & 0x3f));
+		k = 4;
+	}
+	cd_strbuf_append_n(b, u, k);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* After a closing quote: blanks, then nothing or a comment. */
+static bool tail_ok(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	return i == n || (i > 0 && s[i] == '#');
+}
+
+/* A quoted scalar closed on its line: s[0] is the quote. */
+static int quoted(struct fm *f, const char *s, size_t n, struct cd_strbuf *out)
+{
+	char q = s[0];
+	size_t i = 1;
+	for (;;) {
+		if (i >= n)
+			UNSUP(f, "quoted scalar not closed on its line");
+		char c = s[i];
+		if (q == '\'' && c == '\'') {
+			if (i + 1 < n && s[i + 1] == '\'') {
+				cd_strbuf_append_c(out, '\'');
+				i += 2;
+				continue;
+			}
+			break;
+		}
+		if (q == '"' && c == '"')
+			break;
+		if (q == '"' && c == '\\') {
+			if (i + 1 >= n)
+				UNSUP(f, "escape at the end of a line");
+			char e = s[i + 1];
+			const char *simple = "0abtnvfre \"/\\";
+			const char *repl = "\0\a\b\t\n\v\f\r\x1b \"/\\";
+			const char *p = e ? strchr(simple, e) : NULL;
+			if (p && e != '0') {
+				cd_strbuf_append_c(out, repl[p - simple]);
+				i += 2;
+				continue;
+			}
+			uint32_t cp = 0;
+			int digits = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
+			if (e == 'N' || e == '_' || e == 'L' || e == 'P') {
+				cp = e == 'N' ? 0x85 : e == '_' ? 0xa0 : e == 'L' ? 0x2028 : 0x2029;
+			} else if (digits) {
+				if (i + 2 + (size_t)digits > n)
+					UNSUP(f, "short escape");
+				for (int d = 0; d < digits; d++) {
+					int h = hexval(s[i + 2 + d]);
+					if (h < 0)
+						UNSUP(f, "bad escape");
+					cp = cp << 4 | (uint32_t)h;
+				}
+			} else {
+				UNSUP(f, "escape outside the subset");
+			}
+			if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+				UNSUP(f, "escaped character outside the subset");
+			put_utf8(out, cp);
+			i += 2 + (size_t)digits;
+			continue;
+		}
+		cd_strbuf_append_c(out, c);
+		i++;
+	}
+	if (!tail_ok(s + i + 1, n - i - 1))
+		UNSUP(f, "text after a quoted scalar");
+	return CD_SKILLMD_OK;
+}
+
+/* A plain scalar's first-character rules (YAML indicators). */
+static bool plain_start_ok(const char *s, size_t n)
+{
+	if (!n)
+		return true;
+	if (strchr("[]{},&*!|>'\"%@`#", s[0]))
+		return false;
+	if ((s[0] == '-' || s[0] == '?' || s[0] == ':') && (n == 1 || s[1] == ' ' || s[1] == '\t'))
+		return false;
+	return true;
+}
+
+/* A simple flow sequence of plain words: [a, b c, d-e]. */
+static bool simple_flow_seq(const char *s, size_t n)
+{
+	if (n < 2 || s[0] != '[' || s[n - 1] != ']')
+		return false;
+	for (size_t i = 1; i + 1 < n; i++)
+		if (strchr("[]{}&*!|>'\"%@`#:?", s[i]))
+			return false;
+	return true;
+}
+
+/*
+ * The value of the key on line *li, starting at v (vn bytes) on that line;
+ * continuation lines are those indented more than parent. Leaves *li on the
+ * value's last line. *null when the value is null. keep: the value is wanted
+ * as a string (otherwise only checked to be within the subset).
+ */
+static int value(struct fm *f, size_t *li, size_t parent, const char *v, size_t vn, bool keep,
+		 struct cd_strbuf *out, bool *null)
+{
+	*null = false;
+	while (vn && (*v == ' ' || *v == '\t')) {
+		v++;
+		vn--;
+	}
+	if (vn && (*v == '"' || *v == '\''))
+		return quoted(f, v, vn, out);
+	if (vn && (*v == '|' || *v == '>')) {
+		size_t h = strip_comment(v, vn);
+		if (h > 2 || (h == 2 && v[1] != '-' && v[1] != '+'))
+			UNSUP(f, "block scalar header outside the subset");
+		size_t block = 0;
+		while (*li + 1 < f->n) {
+			struct line l = f->l[*li + 1];
+			size_t ind = indent_of(l);
+			bool empty = ind == l.n;
+			if (!empty && ind <= parent)
+				break;
+			if (!empty && l.s[ind] == '\t')
+				UNSUP(f, "tab in a block scalar's indentation");
+			if (!empty && !block)
+				block = ind;
+			if (!empty && ind < block)
+				UNSUP(f, "block scalar less indented than its first line");
+			(*li)++;
+			cd_strbuf_append_n(out, l.s, l.n);
+			cd_strbuf_append_c(out, '\n');
+		}
+		return CD_SKILLMD_OK;
+	}
+	vn = strip_comment(v, vn);
+	if (!keep && simple_flow_seq(v, vn))
+		return CD_SKILLMD_OK;
+	if (!plain_start_ok(v, vn))
+		UNSUP(f, "value outside the subset");
+	cd_strbuf_append_n(out, v, vn);
+	/* Continuation lines, folded. */
+	while (*li + 1 < f->n) {
+		struct line l = f->l[*li + 1];
+		size_t ind = indent_of(l);
+		if (ind == l.n || l.s[ind] == '\t') {
+			if (ind == l.n && *li + 2 < f->n && indent_of(f->l[*li + 2]) > parent &&
+			    indent_of(f->l[*li + 2]) < f->l[*li + 2].n)
+				UNSUP(f, "blank line inside a plain scalar");
+			if (ind != l.n)
+				UNSUP(f, "tab in indentation");
+			break;
+		}
+		if (ind <= parent)
+			break;
+		if (!vn)
+			UNSUP(f, "nested value outside the subset");
+		size_t cn = l.n - ind;
+		const char *c = l.s + ind;
+		if (c[0] == '#' || memmem(c, cn, ": ", 2) || (cn && c[cn - 1] == ':') ||
+		    memmem(c, cn, " #", 2))
+			UNSUP(f, "plain scalar continuation outside the subset");
+		cd_strbuf_append_c(out, ' ');
+		cd_strbuf_append_n(out, c, cn);
+		(*li)++;
+	}
+	if (!vn || is_null_word(v, vn))
+		*null = out->len == vn;
+	return CD_SKILLMD_OK;
+}
+
+/* "key:" at s (indentation skipped): the key's length, the value's start in *v. */
+static int key_of(struct fm *f, const char *s, size_t n, size_t *kn, size_t *v)
+{
+	if (!plain_start_ok(s, n) || s[0] == '-' || s[0] == '?' || s[0] == ':')
+		UNSUP(f, "key outside the subset");
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '#' && i && (s[i - 1] == ' ' || s[i - 1] == '\t'))
+			break;
+		if (s[i] == ':' && (i + 1 == n || s[i + 1] == ' ' || s[i + 1] == '\t')) {
+			*kn = i;
+			while (*kn && (s[*kn - 1] == ' ' || s[*kn - 1] == '\t'))
+				(*kn)--;
+			*v = i + 1;
+			if (!*kn)
+				UNSUP(f, "empty key");
+			return CD_SKILLMD_OK;
+		}
+	}
+	UNSUP(f, "line outside the subset (not \"key: value\")");
+}
+
+struct seen {
+	const char *k[64];
+	size_t kn[64];
+	size_t n;
+};
+
+/* 1: a duplicate; -1: too many keys for the subset. */
+static int seen_add(struct seen *s, const char *k, size_t kn)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->kn[i] == kn && !memcmp(s->k[i], k, kn))
+			return 1;
+	if (s->n == CD_ARRAY_SIZE(s->k))
+		return -1;
+	s->k[s->n] = k;
+	s->kn[s->n++] = kn;
+	return 0;
+}
+
+#define KEY_IS(k, kn, lit) ((kn) == sizeof(lit) - 1 && !memcmp((k), (lit), (kn)))
+
+static int mapping(struct fm *f, size_t *li, size_t ind, bool top, struct cd_strbuf *name,
+		   bool *has_name, struct cd_strbuf *desc, bool *has_desc, struct cd_strbuf *sd,
+		   bool *has_sd)
+{
+	struct seen seen = { .n = 0 };
+	size_t i = *li;
+	for (; i < f->n; i++) {
+		struct line l = f->l[i];
+		if (blank_or_comment(l)) {
+			if (indent_of(l) < l.n && l.s[indent_of(l)] == '\t')
+				UNSUP(f, "tab in indentation");
+			continue;
+		}
+		size_t in = indent_of(l);
+		if (l.s[in] == '\t')
+			UNSUP(f, "tab in indentation");
+		if (!top && in < ind)
+			break;
+		if (in != ind)
+			UNSUP(f, "indentation outside the subset");
+		size_t kn, v;
+		int r = key_of(f, l.s + in, l.n - in, &kn, &v);
+		if (r)
+			return r;
+		const char *k = l.s + in;
+		int d = seen_add(&seen, k, kn);
+		if (d > 0) {
+			f->why = "duplicate key";
+			return CD_SKILLMD_INVALID;
+		}
+		if (d < 0)
+			UNSUP(f, "too many keys");
+		struct cd_strbuf *dst = NULL;
+		bool *has = NULL;
+		if (top && KEY_IS(k, kn, "name")) {
+			dst = name;
+			has = has_name;
+		} else if (top && KEY_IS(k, kn, "description")) {
+			dst = desc;
+			has = has_desc;
+		} else if (!top && KEY_IS(k, kn, "short-description")) {
+			dst = sd;
+			has = has_sd;
+		}
+		const char *vs = l.s + in + v;
+		size_t vn = l.n - in - v;
+		size_t rest = strip_comment(vs, vn);
+		size_t lead = 0;
+		while (lead < rest && (vs[lead] == ' ' || vs[lead] == '\t'))
+			lead++;
+		bool nested = lead == rest && i + 1 < f->n;
+		if (nested) {
+			/* A nested block follows when the next non-blank line is indented more. */
+			size_t j = i + 1;
+			while (j < f->n && blank_or_comment(f->l[j]))
+				j++;
+			nested = j < f->n && indent_of(f->l[j]) > ind;
+			if (nested && dst)
+				UNSUP(f, "nested value for a kept key");
+			if (nested && top && KEY_IS(k, kn, "metadata")) {
+				size_t sub = indent_of(f->l[j]);
+				i = j;
+				r = mapping(f, &i, sub, false, NULL, NULL, NULL, NULL, sd, has_sd);
+				if (r)
+					return r;
+				i--;
+				continue;
+			}
+			if (nested) {
+				/* Not kept: a sequence of plain scalars, or key: scalar lines. */
+				size_t sub = indent_of(f->l[j]);
+				for (i = j; i < f->n; i++) {
+					struct line m = f->l[i];
+					if (blank_or_comment(m))
+						continue;
+					size_t mi = indent_of(m);
+					if (mi <= ind)
+						break;
+					if (mi != sub)
+						UNSUP(f, "nesting outside the subset");
+					const char *ms = m.s + mi;
+					size_t mn = m.n - mi;
+					struct cd_strbuf tmp = { 0 };
+					bool nl;
+					if (mn >= 2 && ms[0] == '-' && ms[1] == ' ') {
+						r = value(f, &i, sub, ms + 1, mn - 1, false, &tmp,
+							  &nl);
+					} else {
+						size_t kn2, v2;
+						r = key_of(f, ms, mn, &kn2, &v2);
+						if (!r)
+							r = value(f, &i, sub, ms + v2, mn - v2,
+								  false, &tmp, &nl);
+					}
+					cd_strbuf_done(&tmp);
+					if (r)
+						return r;
+				}
+				i--;
+				continue;
+			}
+		}
+		if (top && KEY_IS(k, kn, "metadata")) {
+			/* metadata: with a scalar on its line: only null is within the subset. */
+			if (lead != rest && !is_null_word(vs + lead, rest - lead))
+				UNSUP(f, "metadata is not a mapping");
+			continue;
+		}
+		struct cd_strbuf tmp = { 0 };
+		bool nl;
+		r = value(f, &i, ind, vs, vn, dst != NULL, dst ? dst : &tmp, &nl);
+		cd_strbuf_done(&tmp);
+		if (r)
+			return r;
+		if (has)
+			*has = !nl;
+		if (dst && nl)
+			dst->len = 0;
+	}
+	*li = i;
+	return CD_SKILLMD_OK;
+}
+
+/* Trim Unicode whitespace on both ends, then compare with "---". */
+static bool is_fence(const char *s, size_t n)
+{
+	size_t a = 0, b = n;
+	while (a < b) {
+		uint32_t c;
+		size_t k = utf8_next(s + a, b - a, &c);
+		if (!k || !uni_space(c))
+			break;
+		a += k;
+	}
+	/* Trailing: step back over whole characters. */
+	while (b > a) {
+		size_t st = b - 1;
+		while (st > a && ((unsigned char)s[st] & 0xc0) == 0x80)
+			st--;
+		uint32_t c;
+		if (utf8_next(s + st, b - st, &c) != b - st || !uni_space(c))
+			break;
+		b = st;
+	}
+	return b - a == 3 && !memcmp(s + a, "---", 3);
+}
+
+int cd_skillmd_parse(const char *contents, size_t len, const char *default_name,
+		     struct cd_skillmd *out, const char **why)
+{
+	struct fm f = { 0 };
+	int r = CD_SKILLMD_OK;
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < len;) {
+		uint32_t c;
+		size_t k = utf8_next(contents + i, len - i, &c);
+		if (!k || c == 0) {
+			*why = "not UTF-8 text";
+			return CD_SKILLMD_UNSUPPORTED;
+		}
+		i += k;
+	}
+	/* Lines as Rust's str::lines: "\n" or "\r\n" ends one. */
+	size_t cap = 0;
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(contents + i, '\n', len - i);
+		size_t e = nl ? (size_t)(nl - contents) : len;
+		size_t n = e - i;
+		if (nl && n && contents[e - 1] == '\r')
+			n--;
+		if (f.n == cap) {
+			cap = cap ? cap * 2 : 16;
+			f.l = cd_xreallocarray(f.l, cap, sizeof(*f.l));
+		}
+		f.l[f.n++] = (struct line){ contents + i, n };
+		i = nl ? e + 1 : len;
+	}
+	size_t close = 0;
+	if (f.n && is_fence(f.l[0].s, f.l[0].n))
+		for (close = 1; close < f.n && !is_fence(f.l[close].s, f.l[close].n); close++)
+			;
+	if (!f.n || !is_fence(f.l[0].s, f.l[0].n) || close >= f.n || close == 1) {
+		free(f.l);
+		*why = "missing YAML frontmatter delimited by ---";
+		return CD_SKILLMD_INVALID;
+	}
+	struct fm body = { .l = f.l + 1, .n = close - 1 };
+	struct cd_strbuf name = { 0 }, desc = { 0 }, sd = { 0 };
+	bool has_name = false, has_desc = false, has_sd = false;
+	size_t li = 0;
+	r = mapping(&body, &li, 0, true, &name, &has_name, &desc, &has_desc, &sd, &has_sd);
+	if (r)
+		goto out;
+	out->name = has_name ? collapse(name.buf ? name.buf : "", name.len) : NULL;
+	if (!out->name || !*out->name) {
+		free(out->name);
+		out->name = collapse(default_name ? default_name : "",
+				     default_name ? strlen(default_name) : 0);
+		if (!*out->name) {
+			free(out->name);
+			out->name = cd_xstrdup("skill");
+		}
+	}
+	out->description = collapse(has_desc && desc.buf ? desc.buf : "", has_desc ? desc.len : 0);
+	out->short_description = has_sd ? collapse(sd.buf ? sd.buf : "", sd.len) : NULL;
+	if (out->short_description && !*out->short_description) {
+		free(out->short_description);
+		out->short_description = NULL;
+	}
+	size_t chars = 0;
+	for (const char *p = out->name; *p; p++)
+		chars += ((unsigned char)*p & 0xc0) != 0x80;
+	if (chars > CD_SKILLMD_MAX_NAME) {
+		r = CD_SKILLMD_INVALID;
+		body.why = "invalid name: exceeds maximum length of 64 characters";
+	} else if (!*out->description) {
+		r = CD_SKILLMD_INVALID;
+		body.why = "missing field `description`";
+	}
+out:
+	cd_strbuf_done(&name);
+	cd_strbuf_done(&desc);
+	cd_strbuf_done(&sd);
+	free(f.l);
+	if (r) {
+		cd_skillmd_done(out);
+		*why = body.why;
+	}
+	return r;
+}
+
+void cd_skillmd_done(struct cd_skillmd *m)
+{
+	free(m->name);
+	free(m->description);
+	free(m->short_description);
+	memset(m, 0, sizeof(*m));
+}

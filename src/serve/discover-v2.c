@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/pathuri.h"
+#include "core/skillmd.h"
+#include "serve/budget.h"
+#include "serve/discover-scan.h"
+#include "serve/discover-v2.h"
+#include "serve/fs-helper.h"
+#include "serve/fs-ops.h"
+#include "serve/intent.h"
+#include "serve/server.h"
+#include "serve/testhook.h"
+#include "serve/workq.h"
+
+/*
+ * The released binary (0.169.0), probed side by side: the cwd is parsed
+ * and otherwise unused (project skills are not looked for); the standalone
+ * roots are scanned in this order, each as capabilityRoots/discoverV1
+ * scans a root (discover-scan.c: its walk, limits and hidden files), and
+ * their skills come in the scan's order. A root that is missing, not a
+ * directory or not readable adds nothing; a root with a skill whose front
+ * matter the binary refuses, or a scan warning, adds one warning. Skills
+ * are not deduplicated. The answer holds at most 2,048 skills and 4 MiB.
+ */
+
+#define WORKERS	      1
+#define STOP_MS	      2000
+#define MAX_CAPS      2048
+#define MAX_BYTES     (4 * 1024 * 1024)
+#define MAX_WARNINGS  64
+#define W_METADATA    "some capability metadata could not be loaded; discovery may be incomplete"
+#define W_SIZE	      "capability discovery size limit reached"
+#define METHOD	      "capabilities/discoverV2"
+#define SYSTEM_SKILLS "/etc/codex/skills"
+
+struct job {
+	struct cd_work w; /* first */
+	struct cd_server *server;
+	struct cd_conn *conn;
+	unsigned long serial;
+	char *id;	     /* owned, JSON text */
+	struct cd_json *msg; /* owned when there is a sandbox context */
+	const struct cd_json *sandbox;
+	char *codex_home, *home; /* owned copies of the environment's, or NULL */
+	struct cd_discover_hidden hidden;
+	struct cd_linux_opts lopts;
+	struct cd_hidden_path hid[CD_ARRAY_SIZE(((struct cd_server *)0)->hidden)];
+	struct cd_cli_bound b;		/* the sandbox context, bound */
+	const struct cd_linux_plan *lp; /* when it restricts the file system: scans go in it */
+	/* The answer: the result, or an error. */
+	struct cd_strbuf skills; /* the skills' JSON objects, comma-separated */
+	size_t n_skills, bytes;
+	char *warnings[MAX_WARNINGS];
+	size_t n_warnings;
+	bool truncated;
+	int err_code;
+	char *err;
+	struct cd_strbuf out;
+	size_t charged;
+};
+
+static struct cd_workq *pool;
+static atomic_bool stopping;
+/* The sandboxed scan running now, for the shutdown to kill its helper. */
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cd_fs_sandboxed *running;
+
+static void warn(struct job *j, const char *w)
+{
+	if (j->n_warnings < MAX_WARNINGS)
+		j->warnings[j->n_warnings++] = cd_xstrdup(w);
+}
+
+static void fail(struct job *j, int code, char *msg)
+{
+	if (!j->err) {
+		j->err_code = code;
+		j->err = msg;
+	} else {
+		free(msg);
+	}
+}
+
+static const char *str_of(const struct cd_json *o, const char *k, size_t *n)
+{
+	const struct cd_json *v = o ? cd_json_get(o, k) : NULL;
+	if (!v || v->type != CD_JSON_STRING)
+		return NULL;
+	*n = v->u.str.len;
+	return v->u.str.s;
+}
+
+/* agents/openai.yaml: cordon reports neither dependencies nor policy from it yet. */
+static bool metadata_readable(const char *s, size_t n)
+{
+	static const char *const words[] = { "dependencies", "policy", "\\" };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(words); i++)
+		if (memmem(s, n, words[i], strlen(words[i])))
+			return false;
+	return true;
+}
+
+static void add_skill(struct job *j, const char *root_id, const char *root_uri,
+		      const struct cd_skillmd *m, const char *path_uri, size_t path_len)
+{
+	struct cd_strbuf e = { 0 };
+	cd_strbuf_append(&e, "{\"name\":");
+	cd_strbuf_append_json_string(&e, m->name, strlen(m->name));
+	cd_strbuf_append(&e, ",\"description\":");
+	cd_strbuf_append_json_string(&e, m->description, strlen(m->description));
+	cd_strbuf_append(&e, ",\"shortDescription\":");
+	if (m->short_description)
+		cd_strbuf_append_json_string(&e, m->short_description,
+					     strlen(m->short_description));
+	else
+		cd_strbuf_append(&e, "null");
+	cd_strbuf_append(&e, ",\"path\":");
+	cd_strbuf_append_json_string(&e, path_uri, path_len);
+	cd_strbuf_printf(&e, ",\"discoveryRoot\":{\"id\":\"%s\",\"path\":", root_id);
+	cd_strbuf_append_json_string(&e, root_uri, strlen(root_uri));
+	cd_strbuf_append(&e, "},\"dependencies\":null,\"policy\":null}");
+	if (j->n_skills == MAX_CAPS || j->bytes + e.len > MAX_BYTES) {
+		j->truncated = true; /* a smaller one later may still fit, as the binary's */
+	} else {
+		if (j->n_skills)
+			cd_strbuf_append_c(&j->skills, ',');
+		cd_strbuf_append_n(&j->skills, e.buf, e.len);
+		j->n_skills++;
+		j->bytes += e.len;
+	}
+	cd_strbuf_done(&e);
+}
+
+static void scan_location(struct job *j, const char *root_id, const char *path)
+{
+	struct stat st;
+	char *root_uri = cd_pathuri_format_posix(path, strlen(path));
+	struct cd_strbuf body = { 0 };
+	struct cd_json *v = NULL;
+	struct cd_json_error je;
+	struct cd_json_limits lim = { 0 };
+	bool warned = false;
+
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT && errno != EACCES && errno != EPERM && errno != ENOTDIR) {
+			/* "could not inspect capability root ...": reported as the binary does. */
+			warn(j, W_METADATA);
+		}
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode))
+		goto out;
+	if (j->lp) {
+		/* In the sandbox, by cordon-fs-helper (as discoverV1's sandboxed roots). */
+		struct cd_fs_sandboxed sb;
+		struct cd_fs_req q = { .op = CD_FS_DISCOVER,
+				       .path = (char *)path,
+				       .sandboxed = true };
+		struct cd_fs_res r = { .fd = -1 };
+		char *e = NULL;
+		if (cd_server_hidden_check(j->server, NULL, &e) < 0) {
+			fail(j, CD_RPC_INTERNAL, e);
+			goto out;
+		}
+		cd_fs_sandboxed_init(&sb, j->lp, &j->server->fs_helper, &stopping);
+		pthread_mutex_lock(&running_lock);
+		running = &sb;
+		pthread_mutex_unlock(&running_lock);
+		if (!atomic_load(&stopping))
+			cd_fs_run_sandboxed(&sb, &q, &r);
+		else
+			cd_fs_res_errno(&r, ECANCELED);
+		pthread_mutex_lock(&running_lock);
+		running = NULL;
+		pthread_mutex_unlock(&running_lock);
+		const char *flaw = r.code ? NULL : cd_fs_res_flaw(&q, &r);
+		if (r.code || flaw)
+			fail(j, CD_RPC_INTERNAL,
+			     cd_xasprintf("failed to scan capability root %s: %s", root_uri,
+					  flaw	      ? flaw
+					  : r.out.buf ? r.out.buf
+						      : "error"));
+		else
+			cd_strbuf_append_n(&body, r.out.buf, r.out.len);
+		if (r.fd >= 0)
+			close(r.fd);
+		cd_strbuf_done(&r.out);
+		if (j->err)
+			goto out;
+	} else {
+		cd_discover_scan(path, &j->hidden, &body);
+	}
+	if (cd_json_parse(body.buf ? body.buf : "", body.len, &lim, &v, &je) < 0 ||
+	    v->type != CD_JSON_OBJECT) {
+		fail(j, CD_RPC_INTERNAL,
+		     cd_xasprintf("failed to scan capability root %s", root_uri));
+		goto out;
+	}
+	const struct cd_json *ns = cd_json_get(v, "namespaceManifests");
+	if (ns && ns->type == CD_JSON_ARRAY && ns->u.arr.n) {
+		fail(j, CD_RPC_INTERNAL,
+		     cd_xasprintf("cordon does not read plugin manifests inside skill root %s "
+				  "(capabilityDiscoveryV2 is false)",
+				  root_uri));
+		goto out;
+	}
+	const struct cd_json *ws = cd_json_get(v, "warnings"), *er = cd_json_get(v, "error");
+	warned = (ws && ws->type == CD_JSON_ARRAY && ws->u.arr.n) ||
+		 (er && er->type != CD_JSON_NULL);
+	const struct cd_json *sk = cd_json_get(v, "skills");
+	for (size_t i = 0; sk && sk->type == CD_JSON_ARRAY && i < sk->u.arr.n; i++) {
+		const struct cd_json *in = cd_json_get(sk->u.arr.items[i], "instructions");
+		const struct cd_json *md = cd_json_get(sk->u.arr.items[i], "metadata");
+		size_t pn = 0, cn = 0, mn = 0;
+		const char *pu = str_of(in, "path", &pn), *ct = str_of(in, "contents", &cn);
+		const char *mc =
+			md && md->type == CD_JSON_OBJECT ? str_of(md, "contents", &mn) : NULL;
+		char *p = NULL;
+		const char *why = NULL;
+		if (!pu || !ct || cd_pathuri_to_posix(pu, pn, &p, &why) < 0) {
+			fail(j, CD_RPC_INTERNAL,
+			     cd_xasprintf("failed to scan capability root %s", root_uri));
+			free(p);
+			break;
+		}
+		if (mc && !metadata_readable(mc, mn)) {
+			fail(j, CD_RPC_INTERNAL,
+			     cd_xasprintf("cordon does not read the dependencies or policy of "
+					  "agents/openai.yaml beside %s (capabilityDiscoveryV2 is "
+					  "false)",
+					  pu));
+			free(p);
+			break;
+		}
+		/* The default name: the SKILL.md's directory's. */
+		char *slash = strrchr(p, '/');
+		if (slash)
+			*slash = '\0';
+		slash = strrchr(p, '/');
+		struct cd_skillmd m;
+		int r = cd_skillmd_parse(ct, cn, slash ? slash + 1 : p, &m, &why);
+		free(p);
+		if (r == CD_SKILLMD_INVALID) {
+			warned = true;
+			continue;
+		}
+		if (r == CD_SKILLMD_UNSUPPORTED) {
+			fail(j, CD_RPC_INTERNAL,
+			     cd_xasprintf("cordon cannot read the front matter of %s: %s "
+					  "(YAML outside the subset cordon reads; "
+					  "capabilityDiscoveryV2 is false)",
+					  pu, why));
+			break;
+		}
+		add_skill(j, root_id, root_uri, &m, pu, pn);
+		cd_skillmd_done(&m);
+	}
+out:
+	if (warned)
+		warn(j, W_METADATA);
+	cd_json_free(v);
+	cd_strbuf_done(&body);
+	free(root_uri);
+}
+
+/* Installed plugins: cordon does not read them yet; an empty cache has none. */
+static void check_plugins(struct job *j, const char *codex_home)
+{
+	char *cache = cd_xasprintf("%s/plugins/cache", codex_home);
+	DIR *d = opendir(cache);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+				fail(j, CD_RPC_INTERNAL,
+				     cd_xasprintf(
+					     "cordon does not read installed plugins yet (%s is "
+					     "not empty; capabilityDiscoveryV2 is false)",
+					     cache));
+				break;
+			}
+		closedir(d);
+	}
+	free(cache);
+}
+
+/* Bind the sandbox context: false with the refusal in j->err. */
+static bool bind_sandbox(struct job *j)
+{
+	char *e = NULL;
+	int rr = cd_intent_bind(j->sandbox, NULL, false, &j->server->host, &j->lopts, &j->b, &e);
+	/*
+	 * The binary's context for this method requires its cwd: serde names
+	 * the missing fields in declaration order (permissions, cwd,
+	 * windowsSandboxLevel), after any error in those present.
+	 */
+	if (!cd_json_get(j->sandbox, "cwd") &&
+	    (rr == 0 || (e && !strcmp(e, "missing field `windowsSandboxLevel`")))) {
+		free(e);
+		e = cd_xstrdup("missing field `cwd`");
+		rr = -EINVAL;
+	}
+	if (rr < 0) {
+		fail(j, rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS, e);
+		return false;
+	}
+	const struct cd_linux_plan *lp = j->b.lp;
+	if (lp && lp->sandboxed && !lp->plan->fs_unrestricted &&
+	    lp->plan->type == CD_PROFILE_MANAGED)
+		j->lp = lp;
+	return true;
+}
+
+static void finish(struct job *j)
+{
+	struct cd_strbuf *o = &j->out;
+	bool size_warned = false;
+	for (;;) {
+		o->len = 0;
+		cd_strbuf_append(o, "{\"plugins\":[],\"skills\":[");
+		if (j->skills.len)
+			cd_strbuf_append_n(o, j->skills.buf, j->skills.len);
+		cd_strbuf_append(o, "],\"warnings\":[");
+		for (size_t i = 0; i < j->n_warnings; i++) {
+			if (i)
+				cd_strbuf_append_c(o, ',');
+			cd_strbuf_append_json_string(o, j->warnings[i], strlen(j->warnings[i]));
+		}
+		cd_strbuf_append(o, "]}");
+		if (!j->truncated && o->len <= MAX_BYTES)
+			return;
+		if (!size_warned) {
+			/* The limit warning goes first, the others after it (63 at most). */
+			if (j->n_warnings == MAX_WARNINGS)
+				free(j->warnings[--j->n_warnings]);
+			memmove(j->warnings + 1, j->warnings, j->n_warnings * sizeof(char *));
+			j->warnings[0] = cd_xstrdup(W_SIZE);
+			j->n_warnings++;
+			j->truncated = true;
+			size_warned = true;
+			continue;
+		}
+		if (o->len <= MAX_BYTES)
+			return;
+		if (j->n_warnings > 1) {
+			while (j->n_warnings > 1)
+				free(j->warnings[--j->n_warnings]);
+		} else if (j->n_skills) {
+			/* Drop the last skill. */
+			char *last = j->skills.buf + j->skills.len;
+			size_t depth = 0;
+			while (last > j->skills.buf) {
+				last--;
+				if (*last == '}')
+					depth++;
+				else if (*last == '{' && --depth == 0 &&
+					 (last == j->skills.buf || last[-1] == ','))
+					break;
+			}
+			j->skills.len =
+				last > j->skills.buf ? (size_t)(last - j->skills.buf - 1) : 0;
+			j->n_skills--;
+		} else {
+			return;
+		}
+	}
+}
+
+static void job_run(struct cd_work *w)
+{
+	struct job *j = (struct job *)w;
+	cd_fs_cur_cancel = &stopping;
+	if (cd_testhook_holds(METHOD)) {
+		char *key = cd_xasprintf("conn=%lu id=%s", j->serial, j->id);
+		cd_testhook_hold(key, METHOD, &stopping);
+		free(key);
+	}
+	if (j->sandbox && !bind_sandbox(j))
+		goto out;
+	char *codex_home = NULL;
+	if (j->codex_home && *j->codex_home)
+		codex_home = realpath(j->codex_home, NULL);
+	if (!codex_home && j->home && !(j->codex_home && *j->codex_home))
+		codex_home = cd_xasprintf("%s/.codex", j->home);
+	if (!codex_home) {
+		fail(j, CD_RPC_INTERNAL, cd_xstrdup("failed to find Codex home"));
+		goto out;
+	}
+	check_plugins(j, codex_home);
+	char *p = cd_xasprintf("%s/skills", codex_home);
+	if (!j->err)
+		scan_location(j, "codex-home-skills", p);
+	free(p);
+	if (!j->err && j->home && *j->home) {
+		p = cd_xasprintf("%s/.agents/skills", j->home);
+		scan_location(j, "user-agent-skills", p);
+		free(p);
+	}
+	if (!j->err)
+		scan_location(j, "system-skills", SYSTEM_SKILLS);
+	free(codex_home);
+	if (!j->err && !cd_fs_cancelled())
+		finish(j);
+	cd_mem_set(CD_MEM_FILES, &j->charged, j->out.len + j->skills.len);
+out:
+	cd_fs_cur_cancel = NULL;
+}
+
+static void job_free(struct job *j)
+{
+	free(j->id);
+	cd_cli_bound_done(&j->b);
+	cd_json_free(j->msg);
+	free(j->codex_home);
+	free(j->home);
+	for (size_t i = 0; i < j->n_warnings; i++)
+		free(j->warnings[i]);
+	free(j->err);
+	cd_strbuf_done(&j->skills);
+	cd_strbuf_done(&j->out);
+	cd_mem_set(CD_MEM_FILES, &j->charged, 0);
+	free(j);
+}
+
+static void job_done(struct cd_work *w)
+{
+	struct job *j = (struct job *)w;
+	struct cd_conn *c = j->server->conns;
+	while (c && (c != j->conn || c->serial != j->serial))
+		c = c->next;
+	if (c) {
+		c->n_discover--;
+		if (c->freed || !w->ran || atomic_load(&stopping))
+			c = NULL;
+	}
+	if (c) {
+		if (j->err)
+			cd_conn_error(c, j->id, j->err_code, j->err);
+		else if (!cd_mem_room(0))
+			cd_conn_error(c, j->id, CD_RPC_INTERNAL,
+				      "capability discovery result exceeds the server's memory "
+				      "budget (--max-memory)");
+		else
+			cd_conn_result(c, j->id, j->out.buf, j->out.len);
+		if (c->in_eof)
+			cd_conn_schedule_process(c);
+		cd_conn_kick(c);
+	}
+	job_free(j);
+}
+
+void cd_discover_v2(struct cd_conn *c, const char *id, const struct cd_json *params)
+{
+	struct cd_server *s = c->server;
+	char *err = NULL;
+
+	const struct cd_json *cwd, *sb;
+	if (params && params->type == CD_JSON_ARRAY) {
+		/* serde reads a struct from a sequence too: [cwd, sandbox?]. */
+		size_t n = params->u.arr.n;
+		if (n == 0) {
+			err = cd_xstrdup("invalid length 0, expected struct "
+					 "DiscoverV2CapabilitiesRequest with 2 elements");
+			goto invalid;
+		}
+		if (n > 2) {
+			err = cd_xasprintf("invalid length %zu, expected fewer elements in array",
+					   n);
+			goto invalid;
+		}
+		cwd = params->u.arr.items[0];
+		sb = n > 1 ? params->u.arr.items[1] : NULL;
+	} else {
+		if (cd_param_object(params, "struct DiscoverV2CapabilitiesRequest", &err) < 0)
+			goto invalid;
+		cwd = cd_json_get(params, "cwd");
+		sb = cd_json_get(params, "sandbox");
+	}
+	if (!cwd) {
+		err = cd_param_missing("cwd");
+		goto invalid;
+	}
+	if (cwd->type != CD_JSON_STRING) {
+		err = cwd->type == CD_JSON_NUMBER
+			      ? cd_xstrdup("invalid type: number, expected a string")
+			      : cd_param_invalid(cwd, "a string", NULL);
+		goto invalid;
+	}
+	char *path = NULL;
+	const char *why = NULL;
+	if (cd_pathuri_to_posix(cwd->u.str.s, cwd->u.str.len, &path, &why) < 0) {
+		if ((err = cd_param_uri_refusal(cwd->u.str.s, cwd->u.str.len)))
+			goto invalid;
+		err = cd_xasprintf("invalid URI: %s", why ? why : "not a file URI");
+		goto invalid;
+	}
+	free(path); /* the binary parses the cwd and does not use it */
+	if (sb && sb->type == CD_JSON_ARRAY && !sb->u.arr.n) {
+		err = cd_xstrdup(
+			"invalid length 0, expected struct FileSystemSandboxContext with 9 "
+			"elements");
+		goto invalid;
+	}
+	if (sb && sb->type != CD_JSON_NULL && sb->type != CD_JSON_OBJECT) {
+		err = sb->type == CD_JSON_NUMBER
+			      ? cd_xstrdup("invalid type: number, expected struct "
+					   "FileSystemSandboxContext")
+			      : cd_param_invalid(sb, "struct FileSystemSandboxContext", NULL);
+		goto invalid;
+	}
+	if (!pool) {
+		atomic_store(&stopping, false);
+		pool = cd_workq_new(s->loop, WORKERS);
+	}
+	if (!pool) {
+		cd_conn_error(c, id, CD_RPC_INTERNAL, "capability discovery is unavailable");
+		return;
+	}
+	struct job *j = cd_xcalloc(1, sizeof(*j));
+	j->server = s;
+	j->conn = c;
+	j->serial = c->serial;
+	j->id = cd_xstrdup(id);
+	const char *e = getenv("CODEX_HOME");
+	j->codex_home = e ? cd_xstrdup(e) : NULL;
+	e = getenv("HOME");
+	j->home = e ? cd_xstrdup(e) : NULL;
+	for (size_t i = 0; i < s->n_hidden && j->hidden.n < CD_ARRAY_SIZE(j->hidden.dev); i++) {
+		struct stat st;
+		if (s->hidden_fd[i] >= 0 && fstat(s->hidden_fd[i], &st) == 0) {
+			j->hidden.dev[j->hidden.n] = st.st_dev;
+			j->hidden.ino[j->hidden.n++] = st.st_ino;
+		}
+	}
+	if (sb && sb->type == CD_JSON_OBJECT) {
+		/* Bound on the worker (binding may read the file system): the tree goes along. */
+		j->msg = c->cur_msg;
+		c->cur_msg = NULL;
+		j->sandbox = sb;
+		j->lopts = s->fs_lopts;
+		for (size_t i = 0; i < j->lopts.n_hidden && i < CD_ARRAY_SIZE(j->hid); i++)
+			j->hid[i] = j->lopts.hidden[i];
+		j->lopts.hidden = j->hid;
+	}
+	j->w.run = job_run;
+	j->w.done = job_done;
+	c->n_discover++;
+	if (cd_workq_submit(pool, &j->w) < 0) {
+		c->n_discover--;
+		cd_conn_error(c, id, CD_RPC_INTERNAL, "capability discovery is unavailable");
+		job_free(j);
+	}
+	return;
+invalid:
+	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);
+	free(err);
+}
+
+void cd_discover_v2_server_stop(struct cd_server *s)
+{
+	if (!pool)
+		return;
+	atomic_store(&stopping, true);
+	pthread_mutex_lock(&running_lock);
+	if (running)
+		cd_fs_sandboxed_cancel(running);
+	pthread_mutex_unlock(&running_lock);
+	if (cd_workq_free(pool, STOP_MS, "capability discovery") < 0)
+		s->workers_left = true;
+	pool = NULL;
+}

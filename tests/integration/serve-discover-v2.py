@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `cordon serve`: capabilities/discoverV2, on fixture CODEX_HOME and HOME
+# trees, as the released Codex 0.169.0 exec-server answers (probed side by
+# side; serve-codex-parity.py runs this script against it): the standalone
+# skill roots and their order, the SKILL.md front matter read, invalid
+# skills left out with one warning per root, the cwd unused, the 2,048-skill
+# and 4 MiB limits, bad params with the binary's messages, a sandbox context
+# (its cwd required; a restricting one scans in the sandbox), cordon's
+# refusals of what it does not read, hidden files, and a held scan that
+# holds no other session up. TAP.
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import (CORDON, Hooks, Server, Tap, cordon_usable, path_entry,  # noqa: E402
+                       profile, special, uri)
+from netclient import NetServer  # noqa: E402
+
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+CONTROL = os.environ.get("CD_TEST_CONTROL") == "codex"
+HAVE_WS = b"without the WebSocket transport" not in subprocess.run(
+    [CORDON, "serve", "--listen", "ws://127.0.0.1:1", "--max-sessions", "0"],
+    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).stderr
+M = "capabilities/discoverV2"
+W_META = "some capability metadata could not be loaded; discovery may be incomplete"
+W_SIZE = "capability discovery size limit reached"
+SYSTEM = "/etc/codex/skills"
+
+# Not under /tmp: the released binary refuses a CODEX_HOME there.
+work = os.path.realpath(tempfile.mkdtemp(prefix="cordon-discover2-", dir="/var/tmp"))
+os.chmod(work, 0o755)
+
+
+def put(rel, data, mode="w"):
+    p = os.path.join(work, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, mode) as f:
+        f.write(data)
+    return p
+
+
+def fm(name, desc, extra=""):
+    return "---\nname: %s\ndescription: %s\n%s---\nbody\n" % (name, desc, extra)
+
+
+def skill(root_rel, root_id, rel, name, desc, short=None):
+    return {"name": name, "description": desc, "shortDescription": short,
+            "path": uri(os.path.join(work, root_rel, rel, "SKILL.md")),
+            "discoveryRoot": {"id": root_id, "path": uri(os.path.join(work, root_rel))},
+            "dependencies": None, "policy": None}
+
+
+# The main fixture: CODEX_HOME h1, HOME u1, a project the cwd names (unused).
+put("h1/skills/a/SKILL.md", fm("alpha", "The alpha skill"))
+put("h1/skills/b/SKILL.md", "no front matter\n")
+put("h1/skills/c/SKILL.md", fm("c", '"quoted: yes"', "metadata:\n  short-description: short c\n"))
+put("h1/skills/d/SKILL.md", "---\ndescription: d desc\n---\n")
+put("h1/skills/d/agents/openai.yaml", "interface:\n  display_name: D\n")
+put("h1/skills/my  sk/SKILL.md", "---\ndescription: spaced\n---\n")
+put("h1/skills/blk/SKILL.md", "---\nname: blk\ndescription: |\n  line1\n  line2\n---\n")
+put("h1/skills/col/SKILL.md", fm("col", "Build for AWS: ECS # a comment"))
+put("h1/skills/n/deep/SKILL.md", fm("123", "yes"))
+put("h1/skills/dup/SKILL.md", "---\nname: a\nname: b\ndescription: d\n---\n")
+put("h1/skills/long/SKILL.md", fm("x" * 65, "d"))
+put("h1/skills/SKILL.md", fm("top", "d"))
+put("u1/.agents/skills/e/SKILL.md", fm("e", "from the user's home"))
+put("u1/.agents/skills/e2/SKILL.md", fm("alpha", "same name, not deduplicated"))
+put("proj/.codex/skills/p/SKILL.md", fm("p", "project skills are not looked for"))
+put("proj/.agents/skills/q/SKILL.md", fm("q", "nor here"))
+H1 = [skill("h1/skills", "codex-home-skills", ".", "top", "d"),
+      skill("h1/skills", "codex-home-skills", "a", "alpha", "The alpha skill"),
+      skill("h1/skills", "codex-home-skills", "blk", "blk", "line1 line2"),
+      skill("h1/skills", "codex-home-skills", "c", "c", "quoted: yes", "short c"),
+      skill("h1/skills", "codex-home-skills", "col", "col", "Build for AWS: ECS"),
+      skill("h1/skills", "codex-home-skills", "d", "d", "d desc"),
+      skill("h1/skills", "codex-home-skills", "my  sk", "my sk", "spaced"),
+      skill("h1/skills", "codex-home-skills", "n/deep", "123", "yes")]
+for s in H1:
+    s["path"] = s["path"].replace("/./", "/")
+U1 = [skill("u1/.agents/skills", "user-agent-skills", "e", "e", "from the user's home"),
+      skill("u1/.agents/skills", "user-agent-skills", "e2", "alpha",
+            "same name, not deduplicated")]
+
+# Limits: 2,100 skills over two roots (2,000 directories per root); five of 0.9 MiB.
+for i in range(1500):
+    put("h2/skills/s%04d/SKILL.md" % i, fm("s%04d" % i, "d"))
+for i in range(600):
+    put("u2/.agents/skills/t%04d/SKILL.md" % i, fm("t%04d" % i, "d"))
+for i in range(5):
+    put("h3/skills/b%d/SKILL.md" % i, fm("b%d" % i, "x" * (900 * 1024)))
+put("h3/skills/c/SKILL.md", fm("small", "fits after a refused one"))
+
+# What cordon refuses rather than answer differently: plugins, openai.yaml
+# dependencies or policy, YAML outside its subset, plugin manifests in a skill root.
+put("h4/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '{"name":"plug"}')
+put("h5/skills/a/SKILL.md", fm("a", "d"))
+put("h5/skills/a/agents/openai.yaml", "policy:\n  allow_implicit_invocation: false\n")
+put("h6/skills/a/SKILL.md", "---\nname: &x a\ndescription: *x\n---\n")
+put("h7/skills/.codex-plugin/plugin.json", '{"name":"ns"}')
+put("h7/skills/a/SKILL.md", fm("a", "d"))
+os.makedirs(os.path.join(work, "empty"))
+
+
+def server(home, user, **kw):
+    return Server(extra_env={"CODEX_HOME": os.path.join(work, home),
+                             "HOME": os.path.join(work, user)}, **kw)
+
+
+def system_skills(r):
+    """The host's own /etc/codex/skills entries (both servers list them): set aside."""
+    res = r.get("result")
+    if res:
+        res["skills"] = [s for s in res["skills"]
+                         if s["discoveryRoot"]["path"] != uri(SYSTEM)]
+    return r
+
+
+cwd = uri(os.path.join(work, "proj"))
+s = server("h1", "u1")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    res = r.get("result", {})
+    t.eq(res.get("plugins"), [], "no plugins installed: none")
+    t.eq(res.get("skills"), H1 + U1,
+         "CODEX_HOME/skills then HOME/.agents/skills, each in its scan's order, front matter "
+         "read, the invalid ones left out, project skills not looked for, no deduplication")
+    t.eq(res.get("warnings"), [W_META], "a root with invalid skills: one warning")
+    r2 = system_skills(s.request(M, {"cwd": uri("/"), "sandbox": None}))
+    t.eq(r2, dict(r, id=r2.get("id")), "the cwd changes nothing; a null sandbox neither")
+    r2 = system_skills(s.request(M, [uri("/")]))
+    t.eq(r2.get("result"), res, "params as a sequence: [cwd]")
+    sb_off = {"cwd": uri(work), "permissions": {"type": "disabled"},
+              "windowsSandboxLevel": "disabled"}
+    r2 = system_skills(s.request(M, {"cwd": cwd, "sandbox": sb_off}))
+    t.eq(r2.get("result"), res, "a disabled sandbox context: the same answer")
+    deny_c = {"cwd": uri(work), "windowsSandboxLevel": "disabled",
+              "permissions": profile([special("root", "read"),
+                                      path_entry(os.path.join(work, "h1/skills/c"), "none")])}
+    r2 = system_skills(s.request(M, {"cwd": cwd, "sandbox": deny_c}))
+    err = json.dumps(r2.get("error") or "")
+    if "user namespaces" in err or "Landlock" in err:
+        t.skip("a restricting sandbox context", err)
+    else:
+        want = [k for k in H1 + U1 if "/skills/c/" not in k["path"]]
+        t.eq(r2.get("result", {}).get("skills"), want,
+             "a restricting sandbox context: what it cannot read is left out")
+    for params, code, msg in (
+            (None, -32602, "invalid type: null, expected struct DiscoverV2CapabilitiesRequest"),
+            ({}, -32602, "missing field `cwd`"),
+            ([], -32602, "invalid length 0, expected struct DiscoverV2CapabilitiesRequest "
+                         "with 2 elements"),
+            ([uri("/"), None, 1], -32602, "invalid length 3, expected fewer elements in array"),
+            (5, -32602, "invalid type: number, expected struct DiscoverV2CapabilitiesRequest"),
+            ({"cwd": 5}, -32602, "invalid type: number, expected a string"),
+            ({"cwd": "/tmp"}, -32602, "invalid URI: relative URL without a base"),
+            ({"cwd": "http://x/"}, -32602, "unsupported path URI scheme `http`"),
+            ({"cwd": cwd, "sandbox": 5}, -32602,
+             "invalid type: number, expected struct FileSystemSandboxContext"),
+            ({"cwd": cwd, "sandbox": []}, -32602,
+             "invalid length 0, expected struct FileSystemSandboxContext with 9 elements"),
+            ({"cwd": cwd, "sandbox": {}}, -32602, "missing field `permissions`"),
+            ({"cwd": cwd, "sandbox": {"permissions": {"type": "disabled"}}}, -32602,
+             "missing field `cwd`"),
+            ({"cwd": cwd, "sandbox": {"permissions": {"type": "disabled"},
+                                      "windowsSandboxLevel": "disabled"}}, -32602,
+             "missing field `cwd`")):
+        r = s.request(M, params)
+        t.eq(r.get("error"), {"code": code, "message": msg}, "bad params %s: %s"
+             % (json.dumps(params)[:60], msg))
+finally:
+    s.stop()
+
+s = server("h2", "u2")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    res = r.get("result", {})
+    names = [k["name"] for k in res.get("skills", [])]
+    t.ok(len(names) == 2048 and
+         names[:1500] == ["s%04d" % i for i in range(1500)] and
+         names[1500:] == ["t%04d" % i for i in range(548)] and
+         res.get("warnings") == [W_SIZE],
+         "2,048 skills at most, in order, and the limit warning", (len(names), res.get("warnings")))
+finally:
+    s.stop()
+
+s = server("h3", "empty")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    res = r.get("result", {})
+    names = [k["name"] for k in res.get("skills", [])]
+    t.ok(names == ["b0", "b1", "b2", "b3", "small"] and res.get("warnings") == [W_SIZE]
+         and len(json.dumps(res, separators=(",", ":")).encode()) <= 4 * 1024 * 1024,
+         "4 MiB at most: a skill that does not fit is left out, a smaller one after it fits",
+         (names, res.get("warnings")))
+finally:
+    s.stop()
+
+# cordon's refusals (the binary answers these; cordon does not read them yet).
+for home, what, frag in (("h4", "installed plugins", "does not read installed plugins"),
+                         ("h5", "agents/openai.yaml with a policy", "dependencies or policy"),
+                         ("h6", "front matter outside the YAML subset", "front matter of"),
+                         ("h7", "a plugin manifest in a skill root", "plugin manifests")):
+    if CONTROL:
+        t.skip("refused: %s" % what, "cordon's refusal")
+        continue
+    s = server(home, "empty")
+    try:
+        s.handshake()
+        r = s.request(M, {"cwd": cwd})
+        e = r.get("error") or {}
+        t.ok(e.get("code") == -32603 and frag in e.get("message", "") and
+             "capabilityDiscoveryV2 is false" in e.get("message", ""),
+             "refused, not approximated: %s" % what, r)
+    finally:
+        s.stop()
+
+# A held scan holds no other session up, nor discoverV1's scans.
+if CONTROL:
+    t.skip("held scan", "cordon's test hooks")
+elif not HAVE_WS:
+    t.skip("held scan", "this cordon was built without the WebSocket transport")
+else:
+    hooks = Hooks(hold=[M])
+    srv = NetServer("ws", extra_env=dict(hooks.env, CODEX_HOME=os.path.join(work, "h2"),
+                                         HOME=os.path.join(work, "u2")))
+    try:
+        t.ok(srv.ready, "held scan: the server listens", srv.stderr_text())
+        a = srv.connect()
+        a.next_id = 1000
+        a.handshake()
+        b = srv.connect()
+        b.next_id = 2000
+        b.handshake()
+        ids = [a.send_request(M, {"cwd": cwd}) for _ in range(2)]
+        held = hooks.wait("fs-held", id=ids[0])
+        r = b.request("fs/getMetadata", {"path": uri(work)})
+        t.ok("result" in r, "held scan: another session's fs/getMetadata is answered", r)
+        r = b.request("capabilityRoots/discoverV1",
+                      {"roots": [{"id": "x", "path": uri(os.path.join(work, "h1/skills"))}]})
+        t.ok("result" in r, "held scan: and a discoverV1 scan", r)
+        t.ok(not any(a.has_id(i) for i in ids) and not hooks.seen("fs-held", id=ids[1]),
+             "held scan: (the second waited for the worker)")
+        hooks.release(held)
+        hooks.release(hooks.wait("fs-held", id=ids[1]))
+        got = [a.wait_id(i) for i in ids]
+        t.ok(all(len(g.get("result", {}).get("skills", [])) >= 2048 - 1 for g in got),
+             "held scan: both complete once released", [str(g)[:200] for g in got])
+    finally:
+        srv.stop()
+        hooks.close()
+
+# The server's token file is never read, whatever name leads to it.
+if CONTROL:
+    t.skip("token: hidden", "cordon's --auth-token-file")
+elif not HAVE_WS:
+    t.skip("token: hidden", "this cordon was built without the WebSocket transport")
+else:
+    tok = put("tok/SKILL.md", "secret-token-0123456789abcdef\n")
+    os.chmod(tok, 0o600)
+    put("ht/skills/a/SKILL.md", fm("a", "d"))
+    os.symlink(os.path.join(work, "tok"), os.path.join(work, "ht/skills/tk"))
+    srv = NetServer("ws", args=["--auth-token-file", tok],
+                    extra_env={"CODEX_HOME": os.path.join(work, "ht"),
+                               "HOME": os.path.join(work, "empty")})
+    try:
+        t.ok(srv.ready, "token: the server listens", srv.stderr_text())
+        c = srv.connect(token="secret-token-0123456789abcdef")
+        c.handshake()
+        r = system_skills(c.request(M, {"cwd": cwd}))
+        t.ok("secret-token" not in json.dumps(r) and
+             [k["name"] for k in r.get("result", {}).get("skills", [])] == ["a"] and
+             r["result"]["warnings"] == [W_META],
+             "the server's token file is not read through a directory symlink", r)
+        sb = {"cwd": uri(work), "permissions": profile([special("root", "read")]),
+              "windowsSandboxLevel": "disabled"}
+        r = c.request(M, {"cwd": cwd, "sandbox": sb})
+        err = json.dumps(r.get("error") or "")
+        if "user namespaces" in err or "Landlock" in err:
+            t.skip("the token file under a sandbox", err)
+        else:
+            t.ok("result" in r and "secret-token" not in json.dumps(r),
+                 "nor in a sandbox (the helper's)", r)
+    finally:
+        srv.stop()
+
+shutil.rmtree(work, ignore_errors=True)
+t.done()
