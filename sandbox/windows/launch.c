@@ -404,10 +404,12 @@ int cd_windows_launch(const struct cd_windows_plan *wp, char *const *argv, const
 	}
 	char *line = cd_windows_cmdline(argv);
 	if (!line) {
-		*reterr =
-			cd_xasprintf("the program name '%s' holds a double quote, which a Windows "
-				     "command line cannot carry",
-				     argv[0]);
+		*reterr = cd_xasprintf(
+			"the program name '%s' cannot be run safely: a double quote "
+			"cannot be carried on a Windows command line, and a batch file "
+			"(.bat, .cmd) has cmd.exe parse its arguments by other rules; run "
+			"cmd.exe /c with the command explicitly",
+			argv[0]);
 		goto out;
 	}
 	cmdline = cd_win_wide(line);

@@ -7,6 +7,7 @@
  */
 #include "sandbox/windows/plan.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -334,8 +335,20 @@ char *cd_windows_cmdline(char *const *argv)
 		if (i)
 			cd_strbuf_append_c(&sb, ' ');
 		if (i == 0) {
-			/* The program name has no escapes: it cannot hold a quote. */
-			if (strchr(a, '"') || !*a) {
+			/*
+			 * The program name has no escapes: it cannot hold a quote. A
+			 * batch file is run by cmd.exe, which splits and expands its
+			 * arguments by other rules (& | % ^): no quoting here is safe.
+			 */
+			size_t al = strlen(a);
+			bool batch = al >= 4 && a[al - 4] == '.' &&
+				     ((tolower((unsigned char)a[al - 3]) == 'b' &&
+				       tolower((unsigned char)a[al - 2]) == 'a' &&
+				       tolower((unsigned char)a[al - 1]) == 't') ||
+				      (tolower((unsigned char)a[al - 3]) == 'c' &&
+				       tolower((unsigned char)a[al - 2]) == 'm' &&
+				       tolower((unsigned char)a[al - 1]) == 'd'));
+			if (strchr(a, '"') || !*a || batch) {
 				cd_strbuf_done(&sb);
 				return NULL;
 			}

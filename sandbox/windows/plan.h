@@ -149,8 +149,9 @@ char *cd_windows_sid_derive(const char *seed, const char *key);
  * The command line for argv (UTF-8) that CommandLineToArgvW (and the C
  * runtime's parser) split back into exactly argv: arguments with spaces,
  * tabs or quotes, and empty ones, are quoted; backslashes are doubled only
- * before a quote. NULL when an argument holds a NUL-free but
- * unrepresentable byte (none today: kept for the contract).
+ * before a quote. NULL when the program name holds a double quote or is
+ * a batch file (.bat, .cmd: cmd.exe parses its arguments by other rules,
+ * so no quoting is safe).
  */
 char *cd_windows_cmdline(char *const *argv);
 

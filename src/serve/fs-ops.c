@@ -443,9 +443,23 @@ static void op_open_write(const struct cd_fs_req *q, struct cd_fs_res *r)
 		e = -EINVAL;
 	else if (exists && st.st_nlink > 1 && q->sandboxed)
 		e = target_open(q->path, 0666, true, false, &t);
-	else if ((t.fd = open(q->path,
-			      O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+	else if ((t.fd = open(q->path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
 			      0666)) < 0)
+		e = -errno;
+	/*
+	 * Truncated only once the descriptor says what it is: a name swapped
+	 * since the stat (for a link to a file outside the roots) must not be
+	 * emptied in place.
+	 */
+	else if (fstat(t.fd, &st) < 0)
+		e = -errno;
+	else if (!S_ISREG(st.st_mode))
+		e = -EINVAL;
+	else if (st.st_nlink > 1 && q->sandboxed) {
+		close(t.fd);
+		t.fd = -1;
+		e = target_open(q->path, 0666, true, false, &t);
+	} else if (ftruncate(t.fd, 0) < 0)
 		e = -errno;
 	if (e == 0 && t.tmp && rename(t.tmp, t.real) < 0) {
 		e = -errno;

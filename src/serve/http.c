@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef CD_HTTP
@@ -348,10 +349,44 @@ static const struct sockaddr *unmapped(const struct sockaddr *a, struct sockaddr
  * 127.0.0.0/8 reaches a wildcard listener, not only lo's 127.0.0.1) or an
  * address of one of its interfaces.
  */
+/*
+ * This host's interface addresses, unmapped, looked up at most once a
+ * second (a netlink dump on the loop thread: not once per connection).
+ * Adding an address to an interface takes privileges a client lacks.
+ */
+#define LOCAL_ADDRS_MAX 256
+static struct sockaddr_storage local_addrs[LOCAL_ADDRS_MAX];
+static size_t n_local_addrs;
+static uint64_t local_addrs_ms;
+static bool local_addrs_ok;
+
+static void refresh_local_addrs(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	if (local_addrs_ok && now - local_addrs_ms < 1000)
+		return;
+	struct ifaddrs *ifs = NULL;
+	local_addrs_ok = getifaddrs(&ifs) == 0;
+	local_addrs_ms = now;
+	n_local_addrs = 0;
+	for (struct ifaddrs *i = ifs; i && n_local_addrs < LOCAL_ADDRS_MAX; i = i->ifa_next) {
+		if (!i->ifa_addr ||
+		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		struct sockaddr_storage ss;
+		const struct sockaddr *u = unmapped(i->ifa_addr, &ss);
+		memcpy(&local_addrs[n_local_addrs++], u,
+		       u->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+					       : sizeof(struct sockaddr_in6));
+	}
+	if (ifs)
+		freeifaddrs(ifs);
+}
+
 static bool is_local(const struct sockaddr *a)
 {
-	struct ifaddrs *ifs = NULL;
-	struct sockaddr_storage ss;
 	bool found = false;
 	if (a->sa_family == AF_INET)
 		cd_ipv4_special(ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr), &found);
@@ -359,13 +394,11 @@ static bool is_local(const struct sockaddr *a)
 		cd_ipv6_special(((const struct sockaddr_in6 *)a)->sin6_addr.s6_addr, &found);
 	if (found)
 		return true;
-	if (getifaddrs(&ifs) < 0)
+	refresh_local_addrs();
+	if (!local_addrs_ok)
 		return true; /* cannot tell: take it for ours */
-	for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next)
-		found = i->ifa_addr &&
-			(i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6) &&
-			same_addr(unmapped(i->ifa_addr, &ss), a);
-	freeifaddrs(ifs);
+	for (size_t i = 0; i < n_local_addrs && !found; i++)
+		found = same_addr((const struct sockaddr *)&local_addrs[i], a);
 	return found;
 }
 
@@ -388,6 +421,14 @@ static const char *addr_refusal(const struct cd_server *s, const struct sockaddr
 	}
 	if (why)
 		return why;
+	/*
+	 * An address of one of this host's interfaces reaches its local
+	 * services (one bound to 0.0.0.0 answers on every address), as
+	 * loopback does, and is refused with it.
+	 */
+	struct sockaddr_storage hs;
+	if (!s->opts.http_allow_loopback && is_local(unmapped(sa, &hs)))
+		return "an address of this host (its local services answer there)";
 	/*
 	 * The address bound (the options may say port 0), both compared
 	 * in the IPv4 form of an IPv4-mapped address: ::ffff:127.0.0.1
@@ -484,7 +525,7 @@ struct http_req {
 	bool head_done; /* the final response's header block ended */
 	bool location;	/* the header block being read has a Location */
 	bool paused;	/* the transfer was paused for back-pressure */
-	bool too_big;	/* a buffered body went over CD_HTTP_MAX_BODY */
+	bool too_big;	/* a buffered body went over CD_HTTP_MAX_BODY or the memory budget */
 	bool head_big;	/* the headers went over CD_HTTP_MAX_HEADERS */
 	bool finished;	/* libcurl is done with it: freed by the next sweep */
 	long status;
@@ -633,6 +674,17 @@ static void flush_deltas(struct http_req *r)
 		send_delta(r, r->len < CD_HTTP_MAX_DELTA ? r->len : CD_HTTP_MAX_DELTA, false, NULL);
 }
 
+/* How much more memory appending n bytes takes (the buffer grows by doubling). */
+static size_t body_growth(const struct http_req *r, size_t n)
+{
+	if (r->len + n <= r->cap)
+		return 0;
+	size_t cap = r->cap ? r->cap : 16384;
+	while (cap < r->len + n)
+		cap *= 2;
+	return cap - r->cap;
+}
+
 static bool append_body(struct http_req *r, const char *p, size_t n)
 {
 	if (r->len + n > r->cap) {
@@ -675,7 +727,8 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
 		r->paused = true;
 		return CURL_WRITEFUNC_PAUSE;
 	}
-	if (!r->stream && r->len + n > CD_HTTP_MAX_BODY) {
+	/* A buffered body is charged to the memory budget: past it, the request fails. */
+	if (!r->stream && (r->len + n > CD_HTTP_MAX_BODY || !cd_mem_room(body_growth(r, n)))) {
 		r->too_big = true;
 		return 0;
 	}
@@ -831,8 +884,8 @@ static void on_done(struct http_req *r, CURLcode res)
 	if (r->too_big) {
 		cd_strbuf_printf(&sb,
 				 "failed to read http/request response body: the body is over "
-				 "cordon serve's %u MiB limit for a buffered response (use "
-				 "streamResponse)",
+				 "cordon serve's %u MiB limit for a buffered response, or its "
+				 "memory budget (--max-memory) (use streamResponse)",
 				 CD_HTTP_MAX_BODY >> 20);
 	} else if (r->head_big) {
 		cd_strbuf_printf(&sb,

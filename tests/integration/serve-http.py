@@ -24,7 +24,8 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import Hooks, Server, Tap, b64, cordon_usable, err_code, err_msg  # noqa: E402
+from rpcclient import (CORDON, Hooks, Server, Tap, b64, cordon_usable, err_code,  # noqa: E402
+                       err_msg)
 from netclient import NetServer  # noqa: E402
 
 t = Tap()
@@ -111,6 +112,20 @@ class Origin:
                     self.reply(200, b"held")
                 elif p == "/over":
                     self.reply(200, b"o" * (16 * 1024 * 1024 + 1))
+                elif p in ("/ten", "/ten-then-hold"):
+                    # 10 MiB; /ten-then-hold sends 9 MiB, then waits for origin.hold.
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(10 << 20))
+                    self.end_headers()
+                    try:
+                        if p == "/ten":
+                            self.wfile.write(b"t" * (10 << 20))
+                        else:
+                            self.wfile.write(b"t" * (9 << 20))
+                            origin.hold.wait(120)
+                            self.wfile.write(b"t" * (1 << 20))
+                    except OSError:
+                        pass
                 elif p == "/big":
                     self.reply(200, BIG_BODY)
                 elif p == "/huge":
@@ -485,6 +500,33 @@ def policy():
     shutil.rmtree(tokdir)
 
 
+def host_address():
+    """An address of this host that is in no special range (the review's case): in a
+    network namespace of the test's own, 11.22.33.44 on lo, a local server bound to
+    0.0.0.0 beside the server. Needs root (unshare -n) and ip."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
+        t.skip("an address of this host is refused", "needs root, unshare and ip")
+        return
+    d = tempfile.mkdtemp(prefix="cordon-http-netns-")
+    os.chmod(d, 0o755)
+    wrap = os.path.join(d, "in-netns.sh")
+    with open(wrap, "w") as f:
+        f.write("#!/bin/sh\n"
+                "exec unshare -n sh -c 'ip link set lo up && ip addr add 11.22.33.44/32 "
+                "dev lo && (python3 -m http.server 18080 --bind 0.0.0.0 "
+                ">/dev/null 2>&1 &) && exec \"$0\" \"$@\"' %s \"$@\"\n" % CORDON)
+    os.chmod(wrap, 0o755)
+    s = Server(args=["--allow-http-request"], cordon=wrap)
+    try:
+        s.handshake()
+        r = req(s, "http://11.22.33.44:18080/", timeoutMs=60000)
+        t.ok(refused(r, "an address of this host"),
+             "an address of this host is refused (its local services answer there)", r)
+    finally:
+        s.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def limits():
     """16 requests in flight per connection; a buffered body of at most 16 MiB."""
     s = Server(args=ALLOW)
@@ -508,6 +550,28 @@ def limits():
     got = deltas(s, "o")
     t.ok(sum(len(base64.b64decode(d["deltaBase64"])) for d in got) == 16 * 1024 * 1024 + 1,
          "streamed, the same body comes whole")
+    s.stop()
+    # A buffered body counts against the server's memory budget: past it, the request
+    # fails. 9 MiB of one body are held by the server (a 16 MiB buffer, its status says)
+    # when a second of 10 MiB comes, under a budget of 24 MiB.
+    origin.hold.clear()
+    s = Server(args=ALLOW + ["--max-memory", "24M"])
+    s.handshake()
+    first = s.send_request("http/request", {"method": "GET", "url": BASE + "/ten-then-hold",
+                                            "requestId": "first"})
+    used = 0
+    for _ in range(6000):
+        st = s.request("cordon/status", {})
+        used = st.get("result", {}).get("memory", {}).get("files", 0)
+        if used >= 16 << 20:
+            break
+        s.request("cordon/status", {})  # another round trip: the server reads meanwhile
+    r = req(s, BASE + "/ten", rid="second")
+    t.ok(used >= 16 << 20 and err_code(r) == -32603 and "memory budget" in err_msg(r),
+         "a buffered body past --max-memory fails the request", (used, r))
+    origin.hold.set()
+    a = s.wait_id(first) or {}
+    t.ok(a.get("result", {}).get("status") == 200, "the first, within the budget, is whole", a)
     s.stop()
 
 
@@ -586,6 +650,7 @@ for loop in ("epoll", "poll"):
     parity(s, loop)
     s.stop()
 policy()
+host_address()
 limits()
 back_pressure()
 origin.release.set()

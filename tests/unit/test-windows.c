@@ -51,6 +51,12 @@ START_TEST(test_cmdline_cases)
 	free(line);
 	/* A program name cannot carry a quote: refused, not mangled. */
 	ck_assert_ptr_null(cd_windows_cmdline((char *const[]){ "a\"b", NULL }));
+	/* Nor be a batch file, whose arguments cmd.exe parses by its own rules. */
+	ck_assert_ptr_null(cd_windows_cmdline((char *const[]){ "x.bat", "a&calc", NULL }));
+	ck_assert_ptr_null(cd_windows_cmdline((char *const[]){ "C:\\t\\Y.CMD", NULL }));
+	line = cd_windows_cmdline((char *const[]){ "cmd.exe", "/c", "x.bat", NULL });
+	ck_assert_str_eq(line, "cmd.exe /c x.bat");
+	free(line);
 }
 END_TEST
 
