@@ -327,6 +327,14 @@ void cd_discover_roots_v1(struct cd_conn *c, const char *id, const struct cd_jso
 	}
 	j->w.run = job_run;
 	j->w.done = job_done;
+	/* Bounded per connection, as fs requests are: each job holds its request. */
+	if (c->n_discover >= CD_CONN_SCANS_MAX) {
+		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
+			      "too many discovery and configuration requests waiting on this "
+			      "connection (at most 16): wait for their answers");
+		job_free(j);
+		return;
+	}
 	c->n_discover++;
 	if (cd_workq_submit(pool, &j->w) < 0) {
 		c->n_discover--;

@@ -507,6 +507,11 @@ void cd_http_server_stop(struct cd_server *s)
 {
 }
 
+int cd_http_server_start(struct cd_server *s, char **err)
+{
+	return 0; /* this program refuses the requests themselves (cordon-ws serves them) */
+}
+
 #else /* CD_HTTP */
 
 /* ---- with libcurl ---- */
@@ -1025,6 +1030,23 @@ static int http_init(struct cd_server *s)
 		return -ENOMEM;
 	curl_multi_setopt(H.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
 	curl_multi_setopt(H.multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+	return 0;
+}
+
+int cd_http_server_start(struct cd_server *s, char **err)
+{
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+	if (!v || !(v->features & CURL_VERSION_ASYNCHDNS)) {
+		*err = cd_xstrdup(
+			"--allow-http-request: this libcurl resolves names synchronously, "
+			"which would hold the server's event loop; build cordon against a "
+			"libcurl with the threaded or c-ares resolver");
+		return -1;
+	}
+	if (http_init(s) < 0) {
+		*err = cd_xstrdup("--allow-http-request: libcurl could not be set up");
+		return -1;
+	}
 	return 0;
 }
 

@@ -52,3 +52,10 @@ void cd_http_conn_release(struct cd_conn *c);
 void cd_http_conn_paused(struct cd_conn *c, bool paused);
 /* Shutdown: abort everything and free libcurl's state. */
 void cd_http_server_stop(struct cd_server *s);
+/*
+ * With --allow-http-request, at the server's start: libcurl set up (its
+ * TLS library reads its configuration here, not on the loop during a
+ * request), and refused (-1, *err) when its resolver is not asynchronous:
+ * a synchronous lookup would hold the event loop.
+ */
+int cd_http_server_start(struct cd_server *s, char **err);

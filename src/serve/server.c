@@ -1176,6 +1176,18 @@ int cd_serve(const struct cd_serve_opts *o)
 	(void)mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
 #endif
 	srv.env_info = build_env_info();
+	/* libcurl's set-up (its TLS library reads its configuration) now, not on the loop later. */
+	if (srv.opts.http_allow) {
+		char *herr = NULL;
+		if (cd_http_server_start(&srv, &herr) < 0) {
+			cd_log_error("serve: %s", herr ? herr : "http/request cannot be served");
+			free(herr);
+			cd_loop_free(srv.loop);
+			cd_program_done(&srv.init);
+			cd_program_done(&srv.fs_helper);
+			return 1;
+		}
+	}
 
 	/*
 	 * A reader that went away must show up as EPIPE, not kill us. A handler

@@ -271,6 +271,14 @@ enum cd_handshake {
 	CD_HANDSHAKE_REFUSED,  /* its peer is refused (403 when its request comes) */
 };
 
+/*
+ * Discovery scans (capabilityRoots/discoverV1, capabilities/discoverV2) and
+ * environmentConfig/read requests waiting on one connection, each counter:
+ * each holds its parsed request, and their workers are few.
+ */
+#define CD_CONN_SCANS_MAX 16
+_Static_assert(CD_CONN_SCANS_MAX == 16, "the refusals in discover*.c and envconfig.c say 16");
+
 struct cd_conn {
 	struct cd_server *server;
 	struct cd_conn *prev, *next; /* the server's connections */

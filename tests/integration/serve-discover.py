@@ -260,6 +260,13 @@ else:
         one = {"roots": [{"id": "p1", "path": uri(os.path.join(work, "p1"))}]}
         ids = [a.send_request(M, one) for _ in range(3)]
         held = [hooks.wait("fs-held", id=i) for i in ids[:2]]
+        # At most 16 waiting on one connection: the 17th is refused at once.
+        more = [a.send_request(M, one) for _ in range(13)]
+        extra = a.send_request(M, one)
+        r = a.wait_id(extra)
+        t.ok(r.get("error", {}).get("code") == -32600 and "at most 16" in
+             r.get("error", {}).get("message", ""),
+             "held scans: a 17th waiting on one connection is refused", r)
         r = b.request("fs/getMetadata", {"path": uri(work)})
         t.ok("result" in r, "held scans: another session's fs/getMetadata is answered", r)
         r = b.request("environment/status", {})
@@ -268,11 +275,11 @@ else:
              "held scans: (the two scans were held, the third waited for a worker)")
         for h in held:
             hooks.release(h)
-        ev = hooks.wait("fs-held", id=ids[2])
-        hooks.release(ev)
-        got = [a.wait_id(i) for i in ids]
+        for i in ids[2:] + more:
+            hooks.release(hooks.wait("fs-held", id=i))
+        got = [a.wait_id(i) for i in ids + more]
         t.ok(all(g.get("result", {}).get("roots") == [P1] for g in got),
-             "held scans: all three complete once released", got)
+             "held scans: all sixteen complete once released", got)
     finally:
         srv.stop()
         hooks.close()
