@@ -233,9 +233,15 @@ CODEX_NPM_DIR = $(abs_top_builddir)/tests/codex/npm
 check-codex: cordon$(EXEEXT)
 	CORDON=$(abs_top_builddir)/cordon$(EXEEXT) CODEX_NPM_DIR=$(CODEX_NPM_DIR) \
 		PYTHONDONTWRITEBYTECODE=1 $(SHELL) $(srcdir)/tests/codex/check-codex.sh
-distclean-local: distclean-codex
+distclean-local: distclean-codex distclean-wine
 distclean-codex:
 	rm -rf $(CODEX_NPM_DIR)
 .PHONY: check-codex distclean-codex
 EXTRA_DIST += tests/codex/check-codex.sh tests/codex/check-codex.py tests/codex/mock_model.py \
 	tests/codex/ws_tap.py
+
+# windows-wine.sh makes a wine prefix in the build tree (seconds to create: kept
+# between runs until distclean).
+distclean-wine:
+	rm -rf tests/windows/wineprefix
+.PHONY: distclean-wine
