@@ -20,10 +20,11 @@
 #include "core/netpolicy.h"
 
 struct cd_own_proxy {
-	pid_t pid;	   /* the proxy process */
-	int ctl;	   /* our end of the pair, or -1 */
-	char dir[64];	   /* the private directory */
-	char endpoint[96]; /* "unix:DIR/proxy.sock", as --network-proxy spells it */
+	pid_t pid;    /* the proxy process */
+	int ctl;      /* our end of the pair, or -1 */
+	char dir[64]; /* the private directory */
+	char endpoint
+		[128]; /* "unix:DIR/proxy.sock", as --network-proxy spells it (sun_path fits) */
 };
 
 /*
