@@ -224,14 +224,15 @@ int cd_windows_plan_build(const struct cd_windows_input *in, struct cd_windows_p
 					 "give the writable directories instead, or use a "
 					 "disabled profile to run without a sandbox"));
 	char *narrow = read_narrowing(prof, plan);
-	if (narrow)
-		return refuse(&b, reterr, -EOPNOTSUPP,
-			      cd_xasprintf("Restricted read-only access requires the elevated "
-					   "Windows sandbox backend (%s); cordon has the "
-					   "restricted-token backend only, which narrows writes, "
-					   "not reads: drop the read restriction",
-					   narrow));
-	free(narrow);
+	if (narrow) {
+		char *msg = cd_xasprintf("Restricted read-only access requires the elevated "
+					 "Windows sandbox backend (%s); cordon has the "
+					 "restricted-token backend only, which narrows writes, "
+					 "not reads: drop the read restriction",
+					 narrow);
+		free(narrow);
+		return refuse(&b, reterr, -EOPNOTSUPP, msg);
+	}
 	if (plan->network == CD_NET_RESTRICTED && !in->allow_env_network)
 		return refuse(&b, reterr, -EOPNOTSUPP,
 			      cd_xstrdup("the restricted-token backend has no network fence: a "

@@ -157,7 +157,7 @@ static void add(struct cd_profile *p, enum cd_entry_kind kind, enum cd_special s
 	struct cd_fs_entry e = {
 		.kind = kind,
 		.special = special,
-		.path = path ? cd_xstrdup(path) : NULL,
+		.path = (char *)path, /* cd_profile_add_entry copies it */
 		.access = access,
 	};
 	cd_profile_add_entry(p, &e);
