@@ -1460,6 +1460,14 @@ static void set_nonblocking(int fd, bool on)
 		(void)fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
+struct cd_conn *cd_conn_listed(struct cd_server *s, struct cd_conn *c, unsigned long serial)
+{
+	for (struct cd_conn *x = s->conns; x; x = x->next)
+		if (x == c && x->serial == serial)
+			return x;
+	return NULL;
+}
+
 struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_fd, int out_fd)
 {
 	struct cd_conn *c = cd_xcalloc(1, sizeof(*c));

@@ -735,9 +735,7 @@ static void job_free(struct job *j)
 static void job_done(struct cd_work *w)
 {
 	struct job *j = (struct job *)w;
-	struct cd_conn *c = j->server->conns;
-	while (c && (c != j->conn || c->serial != j->serial))
-		c = c->next;
+	struct cd_conn *c = cd_conn_listed(j->server, j->conn, j->serial);
 	if (c) {
 		c->n_envconfig--;
 		if (c->freed || !w->ran || atomic_load(&stopping))

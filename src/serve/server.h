@@ -482,6 +482,12 @@ void cd_server_hidden_note(struct cd_server *s, const char *const *why);
 extern int cd_serve_host_proc;
 
 /* conn.c */
+/*
+ * The connection c, if it is still in the server's list with that serial
+ * (a worker's job remembers both: the memory of a connection freed since
+ * may hold another), freed or not; else NULL.
+ */
+struct cd_conn *cd_conn_listed(struct cd_server *s, struct cd_conn *c, unsigned long serial);
 /* A connection over in_fd/out_fd (kind STDIO), or over a socket (both fds its own). */
 struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_fd, int out_fd);
 void cd_conn_free(struct cd_conn *c);
