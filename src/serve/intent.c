@@ -429,12 +429,18 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 		}
 	}
 
+	/*
+	 * Proxy-only egress whatever the permissions say, through the relay to
+	 * the proxy the caller found (cd_managed_route); without one, refused.
+	 */
 	if (enforce_managed_network) {
-		cd_strv_free(roots);
-		*err = cd_xstrdup("managed network enforcement is not available in this cordon "
-				  "build (no network proxy); refusing rather than running with "
-				  "open network");
-		return -EINVAL;
+		if (!lopts->managed_proxy) {
+			cd_strv_free(roots);
+			*err = cd_xstrdup(
+				"managed proxy mode requires proxy environment variables");
+			return -EINVAL;
+		}
+		b->profile->network = CD_NET_MANAGED;
 	}
 	/* Limits bound commands (process/start); an fs helper gets none. */
 	if (lim && merge_limits(&b->profile->limits, lim, b, err) < 0) {
