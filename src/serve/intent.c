@@ -454,6 +454,17 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 		*err = cd_xstrdup(b->refusal ? b->refusal : "the sandbox cannot be built");
 		return -EINVAL;
 	}
+	/*
+	 * Codex confines a managed network under every profile; a profile
+	 * cordon builds no sandbox for (disabled) would leave it open: refused.
+	 */
+	if (enforce_managed_network && !(b->lp && b->lp->sandboxed && b->lp->net_managed)) {
+		*err = cd_xasprintf("managed network enforcement needs a sandbox, and this "
+				    "permission profile (type %s) builds none: the command would "
+				    "run with an open network; send a managed or external profile",
+				    cd_profile_type_name(b->profile->type));
+		return -EINVAL;
+	}
 	return 0;
 }
 

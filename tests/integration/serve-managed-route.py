@@ -179,7 +179,26 @@ try:
                     enforceManagedNetwork=True)
         t.ok(err_code(r) == -32602 and err_msg(r) == msg, "[%s] %s: -32602 %r" % (WHO, desc, msg),
              r)
+    # A profile cordon builds no sandbox for would leave the network open: refused.
+    r = s.start("refuse-disabled", touch, cwd=BASE, env=env(HTTP_PROXY=PURL),
+                sandbox={"permissions": {"type": "disabled"}, "windowsSandboxLevel": "disabled"},
+                enforceManagedNetwork=True)
+    t.ok(err_code(r) == -32602 and err_msg(r) == (
+        "managed network enforcement needs a sandbox, and this permission profile (type "
+        "disabled) builds none: the command would run with an open network; send a managed or "
+        "external profile"), "[%s] a disabled profile: -32602, not an open network" % WHO, r)
     t.ok(not os.path.exists(marker), "[%s] no refused start ran anything" % WHO)
+    # An external profile (the file system is the caller's): the network is still routed.
+    r, out = s.run("external", ARGV, cwd=BASE, env=env(HTTP_PROXY=PURL),
+                   sandbox={"permissions": {"type": "external", "network": "enabled"},
+                            "windowsSandboxLevel": "disabled"}, enforceManagedNetwork=True)
+    try:
+        res = json.loads(out.stdout.decode())
+    except (AttributeError, ValueError):
+        res = None
+    t.ok(res is not None and res.get("allowed") == "ok: hello from upstream" and
+         not res["direct upstream"].startswith("ok") and not res["public"].startswith("ok"),
+         "[%s] an external profile with network enabled: only the proxy" % WHO, (r, out))
 
     # localhost names the proxy too.
     r, res = probe(s, "localhost", env(http_proxy="http://localhost:%d" % PPORT))
