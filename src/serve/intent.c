@@ -429,12 +429,18 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 		}
 	}
 
+	/*
+	 * Proxy-only egress whatever the permissions say, through the relay to
+	 * the proxy the caller found (cd_managed_route); without one, refused.
+	 */
 	if (enforce_managed_network) {
-		cd_strv_free(roots);
-		*err = cd_xstrdup("managed network enforcement is not available in this cordon "
-				  "build (no network proxy); refusing rather than running with "
-				  "open network");
-		return -EINVAL;
+		if (!lopts->managed_proxy) {
+			cd_strv_free(roots);
+			*err = cd_xstrdup(
+				"managed proxy mode requires proxy environment variables");
+			return -EINVAL;
+		}
+		b->profile->network = CD_NET_MANAGED;
 	}
 	/* Limits bound commands (process/start); an fs helper gets none. */
 	if (lim && merge_limits(&b->profile->limits, lim, b, err) < 0) {
@@ -446,6 +452,17 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 	cd_strv_free(roots);
 	if (r < 0) {
 		*err = cd_xstrdup(b->refusal ? b->refusal : "the sandbox cannot be built");
+		return -EINVAL;
+	}
+	/*
+	 * Codex confines a managed network under every profile; a profile
+	 * cordon builds no sandbox for (disabled) would leave it open: refused.
+	 */
+	if (enforce_managed_network && !(b->lp && b->lp->sandboxed && b->lp->net_managed)) {
+		*err = cd_xasprintf("managed network enforcement needs a sandbox, and this "
+				    "permission profile (type %s) builds none: the command would "
+				    "run with an open network; send a managed or external profile",
+				    cd_profile_type_name(b->profile->type));
 		return -EINVAL;
 	}
 	return 0;

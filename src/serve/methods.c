@@ -17,6 +17,7 @@
 #include "serve/fs.h"
 #include "serve/http.h"
 #include "serve/intent.h"
+#include "serve/managed-route.h"
 #include "serve/metrics.h"
 #include "serve/server.h"
 #include "serve/status.h"
@@ -339,6 +340,7 @@ struct cd_start {
 	char *hook_key; /* owned: CORDON_TEST_HOLD=process/start holds it (testhook.h) */
 	/* The worker's results. */
 	char **envp;
+	char *managed_proxy; /* enforceManagedNetwork: lopts.managed_proxy (cd_managed_route) */
 	struct cd_cli_bound b;
 	char *err;		 /* a refusal: -32602 */
 	enum cd_refusal refusal; /* its kind, for the metrics */
@@ -363,6 +365,7 @@ static void start_free(struct cd_start *st)
 	cd_cli_bound_done(&st->b);
 	cd_strv_free(st->argv);
 	cd_strv_free(st->envp);
+	free(st->managed_proxy);
 	cd_json_free(st->msg);
 	free(st->cwd);
 	free(st->arg0);
@@ -418,6 +421,11 @@ static void start_run(struct cd_work *w)
 	};
 	int r = cd_env_build(st->env, st->env_policy, environ, &st->envp, &st->err);
 	st->refusal = r < 0 ? CD_REFUSAL_INVALID : CD_REFUSAL_SANDBOX;
+	/* Managed network: the proxy the child's variables name, relayed to (reference 4.5). */
+	if (r >= 0 && st->sandbox && st->enforce) {
+		r = cd_managed_route(st->envp, &st->managed_proxy, &st->err);
+		st->lopts.managed_proxy = st->managed_proxy;
+	}
 	if (r >= 0 && st->sandbox)
 		r = cd_intent_bind_limited(st->sandbox, st->cwd, st->enforce, &s->host, &st->lopts,
 					   &lim, &st->b, &st->err);

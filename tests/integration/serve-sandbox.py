@@ -210,9 +210,9 @@ def workspace(tag, base):
         marker = os.path.join(ws, "marker")
         touch = ["sh", "-c", "touch '%s'" % marker]
         cases = [
-            ("enforceManagedNetwork", dict(sandbox=ww, enforceManagedNetwork=True),
-             "managed network enforcement is not available in this cordon build (no network "
-             "proxy); refusing rather than running with open network"),
+            ("enforceManagedNetwork without proxy variables",
+             dict(sandbox=ww, enforceManagedNetwork=True),
+             "managed proxy mode requires proxy environment variables"),
             ("unknown access", dict(sandbox=sandbox(profile([dict(special("root", "read"),
                                                                   access="bogus")]))), None),
             ("unknown profile type", dict(sandbox=sandbox({"type": "bogus"})), None),
