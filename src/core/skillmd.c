@@ -616,3 +616,63 @@ void cd_skillmd_done(struct cd_skillmd *m)
 	free(m->short_description);
 	memset(m, 0, sizeof(*m));
 }
+
+/* One line of s (without its newline) from *pos; false at the end. */
+static bool policy_line(const char *s, size_t n, size_t *pos, const char **l, size_t *ln)
+{
+	if (*pos >= n)
+		return false;
+	const char *nl = memchr(s + *pos, '\n', n - *pos);
+	*l = s + *pos;
+	*ln = nl ? (size_t)(nl - *l) : n - *pos;
+	*pos += *ln + (nl ? 1 : 0);
+	if (*ln && (*l)[*ln - 1] == '\r')
+		(*ln)--;
+	return true;
+}
+
+static bool policy_skippable(const char *l, size_t ln)
+{
+	size_t i = 0;
+	while (i < ln && l[i] == ' ')
+		i++;
+	return i == ln || l[i] == '#';
+}
+
+int cd_skillmd_policy(const char *s, size_t n, int *allow, const char **why)
+{
+	static const char key[] = "allow_implicit_invocation: ";
+	static const char *const vals[] = { "false", "true", "False", "True" };
+	const char *l;
+	size_t ln, pos = 0;
+	int state = 0; /* 0: before "policy:", 1: after it, 2: after its child */
+
+	*why = "only a \"policy:\" with one \"allow_implicit_invocation: true|false\" is read";
+	if (memchr(s, '\0', n) || memchr(s, '\t', n))
+		return CD_SKILLMD_UNSUPPORTED;
+	while (policy_line(s, n, &pos, &l, &ln)) {
+		if (policy_skippable(l, ln))
+			continue;
+		if (state == 0 && ln == 7 && !memcmp(l, "policy:", 7)) {
+			state = 1;
+			continue;
+		}
+		if (state != 1 || l[0] != ' ')
+			return CD_SKILLMD_UNSUPPORTED;
+		size_t i = 0;
+		while (l[i] == ' ')
+			i++;
+		if (ln - i <= sizeof(key) - 1 || memcmp(l + i, key, sizeof(key) - 1))
+			return CD_SKILLMD_UNSUPPORTED;
+		const char *v = l + i + sizeof(key) - 1;
+		size_t vn = ln - i - (sizeof(key) - 1);
+		*allow = -1;
+		for (size_t k = 0; k < CD_ARRAY_SIZE(vals); k++)
+			if (vn == strlen(vals[k]) && !memcmp(v, vals[k], vn))
+				*allow = (int)(k % 2);
+		if (*allow < 0)
+			return CD_SKILLMD_UNSUPPORTED;
+		state = 2;
+	}
+	return state == 2 ? CD_SKILLMD_OK : CD_SKILLMD_UNSUPPORTED;
+}

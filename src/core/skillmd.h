@@ -42,3 +42,13 @@ void cd_skillmd_done(struct cd_skillmd *m);
 
 /* The maximum length of a name, in characters (Unicode scalar values). */
 #define CD_SKILLMD_MAX_NAME 64
+
+/*
+ * The policy of an agents/openai.yaml beside a SKILL.md, in the one form
+ * cordon reads: the whole file is comment and blank lines and a top-level
+ * "policy:" whose only child, indented by spaces, is
+ * "allow_implicit_invocation: B", B one of true, false, True, False. Then
+ * *allow is 1 or 0 and CD_SKILLMD_OK is returned; anything else is
+ * CD_SKILLMD_UNSUPPORTED (why says so), never guessed.
+ */
+int cd_skillmd_policy(const char *contents, size_t len, int *allow, const char **why);

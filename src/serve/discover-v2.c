@@ -101,8 +101,11 @@ static const char *str_of(const struct cd_json *o, const char *k, size_t *n)
 	return v->u.str.s;
 }
 
-/* agents/openai.yaml: cordon reports neither dependencies nor policy from it yet. */
-static bool metadata_readable(const char *s, size_t n)
+/*
+ * agents/openai.yaml: one that mentions neither word gives no policy nor dependencies
+ * (as the binary answers); one that does is read only in the form cd_skillmd_policy reads.
+ */
+static bool metadata_plain(const char *s, size_t n)
 {
 	static const char *const words[] = { "dependencies", "policy", "\\" };
 	for (size_t i = 0; i < CD_ARRAY_SIZE(words); i++)
@@ -112,7 +115,7 @@ static bool metadata_readable(const char *s, size_t n)
 }
 
 static void add_skill(struct job *j, const char *root_id, const char *root_uri,
-		      const struct cd_skillmd *m, const char *path_uri, size_t path_len)
+		      const struct cd_skillmd *m, const char *path_uri, size_t path_len, int allow)
 {
 	struct cd_strbuf e = { 0 };
 	cd_strbuf_append(&e, "{\"name\":");
@@ -129,7 +132,12 @@ static void add_skill(struct job *j, const char *root_id, const char *root_uri,
 	cd_strbuf_append_json_string(&e, path_uri, path_len);
 	cd_strbuf_printf(&e, ",\"discoveryRoot\":{\"id\":\"%s\",\"path\":", root_id);
 	cd_strbuf_append_json_string(&e, root_uri, strlen(root_uri));
-	cd_strbuf_append(&e, "},\"dependencies\":null,\"policy\":null}");
+	cd_strbuf_append(&e, "},\"dependencies\":null,\"policy\":");
+	if (allow < 0)
+		cd_strbuf_append(&e, "null}");
+	else
+		cd_strbuf_printf(&e, "{\"allowImplicitInvocation\":%s,\"products\":[]}}",
+				 allow ? "true" : "false");
 	if (j->n_skills == MAX_CAPS || j->bytes + e.len > MAX_BYTES) {
 		j->truncated = true; /* a smaller one later may still fit, as the binary's */
 	} else {
@@ -234,12 +242,16 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 			free(p);
 			break;
 		}
-		if (mc && !metadata_readable(mc, mn)) {
+		int allow = -1;
+		const char *pwhy = NULL;
+		if (mc && !metadata_plain(mc, mn) &&
+		    cd_skillmd_policy(mc, mn, &allow, &pwhy) != CD_SKILLMD_OK) {
 			fail(j, CD_RPC_INTERNAL,
-			     cd_xasprintf("cordon does not read the dependencies or policy of "
-					  "agents/openai.yaml beside %s (capabilityDiscoveryV2 is "
-					  "false)",
-					  pu));
+			     cd_xasprintf(
+				     "cordon does not read the dependencies or policy of "
+				     "agents/openai.yaml beside %s: %s (capabilityDiscoveryV2 is "
+				     "false)",
+				     pu, pwhy));
 			free(p);
 			break;
 		}
@@ -263,7 +275,7 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 					  pu, why));
 			break;
 		}
-		add_skill(j, root_id, root_uri, &m, pu, pn);
+		add_skill(j, root_id, root_uri, &m, pu, pn, allow);
 		cd_skillmd_done(&m);
 	}
 out:

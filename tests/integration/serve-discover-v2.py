@@ -103,7 +103,14 @@ put("h3/skills/c/SKILL.md", fm("small", "fits after a refused one"))
 # dependencies or policy, YAML outside its subset, plugin manifests in a skill root.
 put("h4/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '{"name":"plug"}')
 put("h5/skills/a/SKILL.md", fm("a", "d"))
-put("h5/skills/a/agents/openai.yaml", "policy:\n  allow_implicit_invocation: false\n")
+put("h5/skills/a/agents/openai.yaml", "policy:\n  products: [codex]\n")
+# An agents/openai.yaml policy in the form cordon reads (the binary answers the same).
+for name, yaml in (("f", "policy:\n  allow_implicit_invocation: false\n"),
+                   ("t", "# c\n\npolicy:\n    allow_implicit_invocation: true\n"),
+                   ("u", "policy:\n  allow_implicit_invocation: False\n  # c\n"),
+                   ("v", "interface:\n  display_name: V\n")):
+    put("h8/skills/%s/SKILL.md" % name, fm(name, "d"))
+    put("h8/skills/%s/agents/openai.yaml" % name, yaml)
 put("h6/skills/a/SKILL.md", "---\nname: &x a\ndescription: *x\n---\n")
 put("h7/skills/.codex-plugin/plugin.json", '{"name":"ns"}')
 put("h7/skills/a/SKILL.md", fm("a", "d"))
@@ -204,6 +211,22 @@ try:
          and len(json.dumps(res, separators=(",", ":")).encode()) <= 4 * 1024 * 1024,
          "4 MiB at most: a skill that does not fit is left out, a smaller one after it fits",
          (names, res.get("warnings")))
+finally:
+    s.stop()
+
+s = server("h8", "empty")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    res = r.get("result", {})
+    want = []
+    for name, allow in (("f", False), ("t", True), ("u", False), ("v", None)):
+        k = skill("h8/skills", "codex-home-skills", name, name, "d")
+        if allow is not None:
+            k["policy"] = {"allowImplicitInvocation": allow, "products": []}
+        want.append(k)
+    t.eq(res.get("skills"), want, "agents/openai.yaml: policy.allow_implicit_invocation read")
+    t.eq(res.get("warnings"), [], "agents/openai.yaml with a policy: no warning")
 finally:
     s.stop()
 
