@@ -198,6 +198,45 @@ START_TEST(test_policy)
 }
 END_TEST
 
+/* Plugin manifest namespaces, as the binary reads them (probed). */
+static const struct {
+	const char *in, *want; /* want: the namespace, or "SKIP", or NULL (unsupported) */
+} ns_cases[] = {
+	{ "{\"name\":\"p\"}", "p" },
+	{ "{\"version\":\"1\"}", "dir" },
+	{ "{\"name\":\"\"}", "dir" },
+	{ "{\"name\":\" \\t\\u3000\\u00a0\\u2009\"}", "dir" },
+	{ "{\"name\":\" p \"}", " p " },
+	{ "{\"name\":\"\\u00e9\"}", "\xc3\xa9" },
+	{ "{\"name\":\"p\",\"version\":5,\"skills\":\"./x\"}", "p" },
+	{ "{\"name\":null}", "SKIP" },
+	{ "{\"name\":5}", "SKIP" },
+	{ "{\"name\":true}", "SKIP" },
+	{ "{\"name\":\"p\",\"name\":\"q\"}", NULL },
+	{ "{\"name\":", NULL },
+	{ "[]", NULL },
+	{ "[1]", NULL },
+	{ "{\"name\":\"a\\u0000\"}", NULL },
+};
+
+START_TEST(test_namespace)
+{
+	const char *in = ns_cases[_i].in, *want = ns_cases[_i].want, *why = NULL;
+	char *ns = NULL;
+	int r = cd_skillmd_namespace(in, strlen(in), "dir", &ns, &why);
+	if (!want) {
+		ck_assert_msg(r == CD_SKILLMD_UNSUPPORTED, "case %d", _i);
+		ck_assert_ptr_nonnull(why);
+	} else if (!strcmp(want, "SKIP")) {
+		ck_assert_msg(r == CD_SKILLMD_NS_SKIP, "case %d", _i);
+	} else {
+		ck_assert_msg(r == CD_SKILLMD_OK, "case %d", _i);
+		ck_assert_str_eq(ns, want);
+	}
+	free(ns);
+}
+END_TEST
+
 static Suite *skillmd_suite(void)
 {
 	Suite *s = suite_create("skillmd");
@@ -206,6 +245,7 @@ static Suite *skillmd_suite(void)
 	tcase_add_loop_test(tc, test_bad, 0, CD_ARRAY_SIZE(bad_cases));
 	tcase_add_test(tc, test_nul);
 	tcase_add_loop_test(tc, test_policy, 0, CD_ARRAY_SIZE(policy_cases));
+	tcase_add_loop_test(tc, test_namespace, 0, CD_ARRAY_SIZE(ns_cases));
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_hostile);
 	suite_add_tcase(s, tc);
