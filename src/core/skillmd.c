@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "core/skillmd.h"
 #include "core/util.h"
 
@@ -615,4 +616,123 @@ void cd_skillmd_done(struct cd_skillmd *m)
 	free(m->description);
 	free(m->short_description);
 	memset(m, 0, sizeof(*m));
+}
+
+/* One line of s (without its newline) from *pos; false at the end. */
+static bool policy_line(const char *s, size_t n, size_t *pos, const char **l, size_t *ln)
+{
+	if (*pos >= n)
+		return false;
+	const char *nl = memchr(s + *pos, '\n', n - *pos);
+	*l = s + *pos;
+	*ln = nl ? (size_t)(nl - *l) : n - *pos;
+	*pos += *ln + (nl ? 1 : 0);
+	if (*ln && (*l)[*ln - 1] == '\r')
+		(*ln)--;
+	return true;
+}
+
+static bool policy_skippable(const char *l, size_t ln)
+{
+	size_t i = 0;
+	while (i < ln && l[i] == ' ')
+		i++;
+	return i == ln || l[i] == '#';
+}
+
+int cd_skillmd_policy(const char *s, size_t n, int *allow, const char **why)
+{
+	static const char key[] = "allow_implicit_invocation: ";
+	static const char *const vals[] = { "false", "true", "False", "True" };
+	const char *l;
+	size_t ln, pos = 0;
+	int state = 0; /* 0: before "policy:", 1: after it, 2: after its child */
+
+	*why = "only a \"policy:\" with one \"allow_implicit_invocation: true|false\" is read";
+	if (memchr(s, '\0', n) || memchr(s, '\t', n))
+		return CD_SKILLMD_UNSUPPORTED;
+	while (policy_line(s, n, &pos, &l, &ln)) {
+		if (policy_skippable(l, ln))
+			continue;
+		if (state == 0 && ln == 7 && !memcmp(l, "policy:", 7)) {
+			state = 1;
+			continue;
+		}
+		if (state != 1 || l[0] != ' ')
+			return CD_SKILLMD_UNSUPPORTED;
+		size_t i = 0;
+		while (l[i] == ' ')
+			i++;
+		if (ln - i <= sizeof(key) - 1 || memcmp(l + i, key, sizeof(key) - 1))
+			return CD_SKILLMD_UNSUPPORTED;
+		const char *v = l + i + sizeof(key) - 1;
+		size_t vn = ln - i - (sizeof(key) - 1);
+		*allow = -1;
+		for (size_t k = 0; k < CD_ARRAY_SIZE(vals); k++)
+			if (vn == strlen(vals[k]) && !memcmp(v, vals[k], vn))
+				*allow = (int)(k % 2);
+		if (*allow < 0)
+			return CD_SKILLMD_UNSUPPORTED;
+		state = 2;
+	}
+	return state == 2 ? CD_SKILLMD_OK : CD_SKILLMD_UNSUPPORTED;
+}
+
+/* Rust's char::is_whitespace (Unicode White_Space) for the code point at s, or 0. */
+static size_t ns_space(const unsigned char *s, size_t n)
+{
+	static const uint32_t wide[] = {
+		0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000
+	};
+	if (s[0] == ' ' || (s[0] >= 0x09 && s[0] <= 0x0d))
+		return 1;
+	uint32_t c;
+	size_t k;
+	if ((s[0] & 0xe0) == 0xc0 && n >= 2) {
+		c = (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+		k = 2;
+	} else if ((s[0] & 0xf0) == 0xe0 && n >= 3) {
+		c = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+		k = 3;
+	} else {
+		return 0;
+	}
+	if (c >= 0x2000 && c <= 0x200a)
+		return k;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(wide); i++)
+		if (c == wide[i])
+			return k;
+	return 0;
+}
+
+int cd_skillmd_namespace(const char *contents, size_t len, const char *dir_name, char **ns,
+			 const char **why)
+{
+	struct cd_json *v = NULL;
+	struct cd_json_error je;
+	struct cd_json_limits lim = { 0 };
+	int r = CD_SKILLMD_UNSUPPORTED;
+
+	*ns = NULL;
+	*why = "the manifest is not a JSON object cordon reads as serde does";
+	if (cd_json_parse(contents, len, &lim, &v, &je) < 0 || v->type != CD_JSON_OBJECT)
+		goto out;
+	const struct cd_json *name = cd_json_get(v, "name");
+	if (name && name->type != CD_JSON_STRING) {
+		r = CD_SKILLMD_NS_SKIP;
+		goto out;
+	}
+	const unsigned char *s = name ? (const unsigned char *)name->u.str.s : NULL;
+	size_t n = name ? name->u.str.len : 0, i = 0, k;
+	while (i < n && (k = ns_space(s + i, n - i)))
+		i += k;
+	if (memchr(s ? (const char *)s : "", '\0', n)) {
+		*why = "the manifest's name holds a NUL";
+		goto out;
+	}
+	*ns = i < n ? cd_xstrndup((const char *)s, n) : cd_xstrdup(dir_name);
+	r = CD_SKILLMD_OK;
+out:
+	cd_json_free(v);
+	return r;
 }

@@ -42,3 +42,31 @@ void cd_skillmd_done(struct cd_skillmd *m);
 
 /* The maximum length of a name, in characters (Unicode scalar values). */
 #define CD_SKILLMD_MAX_NAME 64
+
+/*
+ * The policy of an agents/openai.yaml beside a SKILL.md, in the one form
+ * cordon reads: the whole file is comment and blank lines and a top-level
+ * "policy:" whose only child, indented by spaces, is
+ * "allow_implicit_invocation: B", B one of true, false, True, False. Then
+ * *allow is 1 or 0 and CD_SKILLMD_OK is returned; anything else is
+ * CD_SKILLMD_UNSUPPORTED (why says so), never guessed.
+ */
+int cd_skillmd_policy(const char *contents, size_t len, int *allow, const char **why);
+
+enum {
+	CD_SKILLMD_NS_SKIP = 1, /* a manifest the binary skips: look further up */
+};
+
+/*
+ * The namespace a plugin manifest (.codex-plugin/plugin.json and its
+ * siblings) gives the skills below its plugin directory, whose name is
+ * dir_name: its "name" when that holds more than white space, dir_name when
+ * it is absent or only white space (as Rust's str::trim sees it). On
+ * CD_SKILLMD_OK, *ns is allocated. A "name" of another type is
+ * CD_SKILLMD_NS_SKIP (the binary skips that manifest and uses the next one
+ * above). Contents that are not one JSON object cordon parses are
+ * CD_SKILLMD_UNSUPPORTED (serde reads some of them differently: an array as
+ * a struct, duplicate keys it ignores), *why saying so.
+ */
+int cd_skillmd_namespace(const char *contents, size_t len, const char *dir_name, char **ns,
+			 const char **why);

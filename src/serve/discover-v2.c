@@ -101,8 +101,11 @@ static const char *str_of(const struct cd_json *o, const char *k, size_t *n)
 	return v->u.str.s;
 }
 
-/* agents/openai.yaml: cordon reports neither dependencies nor policy from it yet. */
-static bool metadata_readable(const char *s, size_t n)
+/*
+ * agents/openai.yaml: one that mentions neither word gives no policy nor dependencies
+ * (as the binary answers); one that does is read only in the form cd_skillmd_policy reads.
+ */
+static bool metadata_plain(const char *s, size_t n)
 {
 	static const char *const words[] = { "dependencies", "policy", "\\" };
 	for (size_t i = 0; i < CD_ARRAY_SIZE(words); i++)
@@ -112,7 +115,7 @@ static bool metadata_readable(const char *s, size_t n)
 }
 
 static void add_skill(struct job *j, const char *root_id, const char *root_uri,
-		      const struct cd_skillmd *m, const char *path_uri, size_t path_len)
+		      const struct cd_skillmd *m, const char *path_uri, size_t path_len, int allow)
 {
 	struct cd_strbuf e = { 0 };
 	cd_strbuf_append(&e, "{\"name\":");
@@ -129,7 +132,12 @@ static void add_skill(struct job *j, const char *root_id, const char *root_uri,
 	cd_strbuf_append_json_string(&e, path_uri, path_len);
 	cd_strbuf_printf(&e, ",\"discoveryRoot\":{\"id\":\"%s\",\"path\":", root_id);
 	cd_strbuf_append_json_string(&e, root_uri, strlen(root_uri));
-	cd_strbuf_append(&e, "},\"dependencies\":null,\"policy\":null}");
+	cd_strbuf_append(&e, "},\"dependencies\":null,\"policy\":");
+	if (allow < 0)
+		cd_strbuf_append(&e, "null}");
+	else
+		cd_strbuf_printf(&e, "{\"allowImplicitInvocation\":%s,\"products\":[]}}",
+				 allow ? "true" : "false");
 	if (j->n_skills == MAX_CAPS || j->bytes + e.len > MAX_BYTES) {
 		j->truncated = true; /* a smaller one later may still fit, as the binary's */
 	} else {
@@ -142,6 +150,90 @@ static void add_skill(struct job *j, const char *root_id, const char *root_uri,
 	cd_strbuf_done(&e);
 }
 
+/* A plugin manifest in a skill root: its plugin directory and the namespace it gives. */
+struct ns {
+	char *dir;
+	char *name; /* NULL: a manifest the binary skips */
+};
+
+static void ns_free(struct ns *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].dir);
+		free(v[i].name);
+	}
+	free(v);
+}
+
+/*
+ * The manifests the scan found (the root's, or the nearest above it, then those
+ * below): each one's plugin directory (the manifest's directory's parent) and
+ * namespace. What cordon cannot read as the binary does fails the request.
+ */
+static int load_namespaces(struct job *j, const struct cd_json *ns, const char *root_uri,
+			   struct ns **ret, size_t *n_ret)
+{
+	size_t n = ns && ns->type == CD_JSON_ARRAY ? ns->u.arr.n : 0;
+	struct ns *v = n ? cd_xcalloc(n, sizeof(*v)) : NULL;
+	const char *why = NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t pn = 0, cn = 0;
+		const char *pu = str_of(ns->u.arr.items[i], "path", &pn);
+		const char *ct = str_of(ns->u.arr.items[i], "contents", &cn);
+		char *p = NULL, *slash;
+		*n_ret = i + 1;
+		if (!pu || cd_pathuri_to_posix(pu, pn, &p, &why) < 0 || !(slash = strrchr(p, '/')))
+			why = "no path";
+		else if (!ct)
+			why = "not read";
+		else
+			why = NULL;
+		if (!why) {
+			*slash = '\0';
+			slash = strrchr(p, '/');
+			if (slash && slash != p)
+				*slash = '\0';
+			else
+				why = "no plugin directory";
+		}
+		if (!why) {
+			const char *base = strrchr(p, '/') + 1;
+			int r = cd_skillmd_namespace(ct, cn, base, &v[i].name, &why);
+			if (r == CD_SKILLMD_OK || r == CD_SKILLMD_NS_SKIP)
+				why = NULL;
+		}
+		v[i].dir = p;
+		if (why) {
+			fail(j, CD_RPC_INTERNAL,
+			     cd_xasprintf("cordon cannot read the plugin manifest %s in skill root "
+					  "%s: %s (capabilityDiscoveryV2 is false)",
+					  pu ? pu : "?", root_uri, why));
+			*ret = v;
+			return -1;
+		}
+	}
+	*ret = v;
+	*n_ret = n;
+	return 0;
+}
+
+/* The namespace of the skill in directory dir: the nearest manifest's that the binary reads. */
+static const char *namespace_of(const struct ns *v, size_t n, const char *dir)
+{
+	const char *best = NULL;
+	size_t best_len = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(v[i].dir);
+		if (!v[i].name || strncmp(dir, v[i].dir, l) || (dir[l] != '/' && dir[l] != '\0'))
+			continue;
+		if (!best || l > best_len) {
+			best = v[i].name;
+			best_len = l;
+		}
+	}
+	return best;
+}
+
 static void scan_location(struct job *j, const char *root_id, const char *path)
 {
 	struct stat st;
@@ -151,6 +243,8 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 	struct cd_json_error je;
 	struct cd_json_limits lim = { 0 };
 	bool warned = false;
+	struct ns *nss = NULL;
+	size_t n_nss = 0;
 
 	if (stat(path, &st) < 0) {
 		if (errno != ENOENT && errno != EACCES && errno != EPERM && errno != ENOTDIR) {
@@ -208,13 +302,8 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 		goto out;
 	}
 	const struct cd_json *ns = cd_json_get(v, "namespaceManifests");
-	if (ns && ns->type == CD_JSON_ARRAY && ns->u.arr.n) {
-		fail(j, CD_RPC_INTERNAL,
-		     cd_xasprintf("cordon does not read plugin manifests inside skill root %s "
-				  "(capabilityDiscoveryV2 is false)",
-				  root_uri));
+	if (load_namespaces(j, ns, root_uri, &nss, &n_nss) < 0)
 		goto out;
-	}
 	const struct cd_json *ws = cd_json_get(v, "warnings"), *er = cd_json_get(v, "error");
 	warned = (ws && ws->type == CD_JSON_ARRAY && ws->u.arr.n) ||
 		 (er && er->type != CD_JSON_NULL);
@@ -234,12 +323,16 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 			free(p);
 			break;
 		}
-		if (mc && !metadata_readable(mc, mn)) {
+		int allow = -1;
+		const char *pwhy = NULL;
+		if (mc && !metadata_plain(mc, mn) &&
+		    cd_skillmd_policy(mc, mn, &allow, &pwhy) != CD_SKILLMD_OK) {
 			fail(j, CD_RPC_INTERNAL,
-			     cd_xasprintf("cordon does not read the dependencies or policy of "
-					  "agents/openai.yaml beside %s (capabilityDiscoveryV2 is "
-					  "false)",
-					  pu));
+			     cd_xasprintf(
+				     "cordon does not read the dependencies or policy of "
+				     "agents/openai.yaml beside %s: %s (capabilityDiscoveryV2 is "
+				     "false)",
+				     pu, pwhy));
 			free(p);
 			break;
 		}
@@ -250,7 +343,13 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 		slash = strrchr(p, '/');
 		struct cd_skillmd m;
 		int r = cd_skillmd_parse(ct, cn, slash ? slash + 1 : p, &m, &why);
+		const char *prefix = r == CD_SKILLMD_OK ? namespace_of(nss, n_nss, p) : NULL;
 		free(p);
+		if (prefix) {
+			char *q = cd_xasprintf("%s:%s", prefix, m.name);
+			free(m.name);
+			m.name = q;
+		}
 		if (r == CD_SKILLMD_INVALID) {
 			warned = true;
 			continue;
@@ -263,12 +362,13 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 					  pu, why));
 			break;
 		}
-		add_skill(j, root_id, root_uri, &m, pu, pn);
+		add_skill(j, root_id, root_uri, &m, pu, pn, allow);
 		cd_skillmd_done(&m);
 	}
 out:
 	if (warned)
 		warn(j, W_METADATA);
+	ns_free(nss, n_nss);
 	cd_json_free(v);
 	cd_strbuf_done(&body);
 	free(root_uri);

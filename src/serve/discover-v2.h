@@ -13,7 +13,8 @@
  * What cordon cannot answer exactly as the released binary does is
  * refused, never approximated: installed plugins ($CODEX_HOME/plugins/
  * cache not empty), a skill's agents/openai.yaml naming dependencies or a
- * policy, plugin manifests inside a skill root, front matter outside the
+ * policy other than cd_skillmd_policy's form, a plugin manifest inside a
+ * skill root cd_skillmd_namespace cannot read, front matter outside the
  * YAML subset.
  */
 

@@ -103,9 +103,34 @@ put("h3/skills/c/SKILL.md", fm("small", "fits after a refused one"))
 # dependencies or policy, YAML outside its subset, plugin manifests in a skill root.
 put("h4/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '{"name":"plug"}')
 put("h5/skills/a/SKILL.md", fm("a", "d"))
-put("h5/skills/a/agents/openai.yaml", "policy:\n  allow_implicit_invocation: false\n")
+put("h5/skills/a/agents/openai.yaml", "policy:\n  products: [codex]\n")
+# Plugin manifests in a skill root qualify the names of the skills below them
+# (the nearest one the binary reads; one whose name is not a string is skipped).
+PM = ".codex-plugin/plugin.json"
+for rel, data in (("h9/" + PM, '{"name":"up"}'),
+                  ("h9/skills/" + PM, '{"version":5}'),
+                  ("h9/skills/n/" + PM, '{"name":"inner","description":5}'),
+                  ("h9/skills/n/deep/" + PM, '{"name":null}'),
+                  ("h9/skills/s/" + PM, '{"name":"me"}'),
+                  ("h9/skills/w/.claude-plugin/plugin.json", '{"name":" \\u3000"}'),
+                  ("h9/skills/x/" + PM, '{"name":" p q\\t"}')):
+    put(rel, data)
+put("h10/" + PM, '{"name":"up"}')
+put("h10/skills/" + PM, '{"name":null}')
+put("h10/skills/a/SKILL.md", fm("a", "d"))
+H9 = [("a", "skills:a"), ("n/b", "inner:b"), ("n/deep/c", "inner:c"), ("s", "me:s"),
+      ("w/d", "w:d"), ("x/e", " p q\t:e")]
+for rel, _ in H9:
+    put("h9/skills/%s/SKILL.md" % rel, fm(rel.split("/")[-1], "d"))
+# An agents/openai.yaml policy in the form cordon reads (the binary answers the same).
+for name, yaml in (("f", "policy:\n  allow_implicit_invocation: false\n"),
+                   ("t", "# c\n\npolicy:\n    allow_implicit_invocation: true\n"),
+                   ("u", "policy:\n  allow_implicit_invocation: False\n  # c\n"),
+                   ("v", "interface:\n  display_name: V\n")):
+    put("h8/skills/%s/SKILL.md" % name, fm(name, "d"))
+    put("h8/skills/%s/agents/openai.yaml" % name, yaml)
 put("h6/skills/a/SKILL.md", "---\nname: &x a\ndescription: *x\n---\n")
-put("h7/skills/.codex-plugin/plugin.json", '{"name":"ns"}')
+put("h7/skills/.codex-plugin/plugin.json", '[1]')
 put("h7/skills/a/SKILL.md", fm("a", "d"))
 os.makedirs(os.path.join(work, "empty"))
 
@@ -207,11 +232,48 @@ try:
 finally:
     s.stop()
 
+s = server("h8", "empty")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    res = r.get("result", {})
+    want = []
+    for name, allow in (("f", False), ("t", True), ("u", False), ("v", None)):
+        k = skill("h8/skills", "codex-home-skills", name, name, "d")
+        if allow is not None:
+            k["policy"] = {"allowImplicitInvocation": allow, "products": []}
+        want.append(k)
+    t.eq(res.get("skills"), want, "agents/openai.yaml: policy.allow_implicit_invocation read")
+    t.eq(res.get("warnings"), [], "agents/openai.yaml with a policy: no warning")
+finally:
+    s.stop()
+
+s = server("h9", "empty")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    res = r.get("result", {})
+    t.eq(res.get("skills"), [skill("h9/skills", "codex-home-skills", rel, name, "d")
+                             for rel, name in H9],
+         "plugin manifests in a skill root: skill names qualified by the nearest readable one")
+    t.eq(res.get("warnings"), [], "plugin manifests in a skill root: no warning")
+finally:
+    s.stop()
+s = server("h10", "empty")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    t.eq(r.get("result", {}).get("skills"), [skill("h10/skills", "codex-home-skills", "a", "a",
+                                                   "d")],
+         "a root's manifest passed over: not the one above it, the name not qualified")
+finally:
+    s.stop()
+
 # cordon's refusals (the binary answers these; cordon does not read them yet).
 for home, what, frag in (("h4", "installed plugins", "does not read installed plugins"),
                          ("h5", "agents/openai.yaml with a policy", "dependencies or policy"),
                          ("h6", "front matter outside the YAML subset", "front matter of"),
-                         ("h7", "a plugin manifest in a skill root", "plugin manifests")):
+                         ("h7", "a plugin manifest in a skill root", "cannot read the plugin manifest")):
     if CONTROL:
         t.skip("refused: %s" % what, "cordon's refusal")
         continue

@@ -159,6 +159,84 @@ START_TEST(test_hostile)
 }
 END_TEST
 
+/* agents/openai.yaml: the one policy form read; all else refused (the binary's answers noted). */
+static const struct {
+	const char *in;
+	int allow; /* -1: CD_SKILLMD_UNSUPPORTED */
+} policy_cases[] = {
+	{ "policy:\n  allow_implicit_invocation: false\n", 0 },
+	{ "policy:\n  allow_implicit_invocation: true", 1 },
+	{ "# c\r\n\npolicy:\r\n    allow_implicit_invocation: True\r\n  # c\n", 1 },
+	{ "policy:\n  allow_implicit_invocation: False\n", 0 },
+	{ "policy:\n  allow_implicit_invocation: no\n", -1 },	     /* binary: policy null */
+	{ "policy:\n  allow_implicit_invocation: \"false\"\n", -1 }, /* binary: null */
+	{ "policy:\n  allow_implicit_invocation: ~\n", -1 },	     /* binary: null, [] */
+	{ "policy:\n  products: [codex]\n", -1 },		     /* binary: products */
+	{ "policy:\n  allow_implicit_invocation: false\n  allow_implicit_invocation: true\n", -1 },
+	{ "policy:\n  allow_implicit_invocation: false # c\n", -1 },
+	{ "policy:\n\tallow_implicit_invocation: false\n", -1 },
+	{ "policy:\nallow_implicit_invocation: false\n", -1 },
+	{ "policy:\n", -1 },
+	{ "policy: {}\n", -1 },
+	{ "interface:\n  x: y\npolicy:\n  allow_implicit_invocation: false\n", -1 },
+	{ "policy:\n  allow_implicit_invocation: false\ndependencies:\n", -1 },
+	{ "", -1 },
+};
+
+START_TEST(test_policy)
+{
+	const char *in = policy_cases[_i].in, *why = NULL;
+	int allow = 7;
+	int r = cd_skillmd_policy(in, strlen(in), &allow, &why);
+	if (policy_cases[_i].allow < 0) {
+		ck_assert_msg(r == CD_SKILLMD_UNSUPPORTED, "case %d", _i);
+		ck_assert_ptr_nonnull(why);
+	} else {
+		ck_assert_msg(r == CD_SKILLMD_OK, "case %d", _i);
+		ck_assert_int_eq(allow, policy_cases[_i].allow);
+	}
+}
+END_TEST
+
+/* Plugin manifest namespaces, as the binary reads them (probed). */
+static const struct {
+	const char *in, *want; /* want: the namespace, or "SKIP", or NULL (unsupported) */
+} ns_cases[] = {
+	{ "{\"name\":\"p\"}", "p" },
+	{ "{\"version\":\"1\"}", "dir" },
+	{ "{\"name\":\"\"}", "dir" },
+	{ "{\"name\":\" \\t\\u3000\\u00a0\\u2009\"}", "dir" },
+	{ "{\"name\":\" p \"}", " p " },
+	{ "{\"name\":\"\\u00e9\"}", "\xc3\xa9" },
+	{ "{\"name\":\"p\",\"version\":5,\"skills\":\"./x\"}", "p" },
+	{ "{\"name\":null}", "SKIP" },
+	{ "{\"name\":5}", "SKIP" },
+	{ "{\"name\":true}", "SKIP" },
+	{ "{\"name\":\"p\",\"name\":\"q\"}", NULL },
+	{ "{\"name\":", NULL },
+	{ "[]", NULL },
+	{ "[1]", NULL },
+	{ "{\"name\":\"a\\u0000\"}", NULL },
+};
+
+START_TEST(test_namespace)
+{
+	const char *in = ns_cases[_i].in, *want = ns_cases[_i].want, *why = NULL;
+	char *ns = NULL;
+	int r = cd_skillmd_namespace(in, strlen(in), "dir", &ns, &why);
+	if (!want) {
+		ck_assert_msg(r == CD_SKILLMD_UNSUPPORTED, "case %d", _i);
+		ck_assert_ptr_nonnull(why);
+	} else if (!strcmp(want, "SKIP")) {
+		ck_assert_msg(r == CD_SKILLMD_NS_SKIP, "case %d", _i);
+	} else {
+		ck_assert_msg(r == CD_SKILLMD_OK, "case %d", _i);
+		ck_assert_str_eq(ns, want);
+	}
+	free(ns);
+}
+END_TEST
+
 static Suite *skillmd_suite(void)
 {
 	Suite *s = suite_create("skillmd");
@@ -166,6 +244,8 @@ static Suite *skillmd_suite(void)
 	tcase_add_loop_test(tc, test_ok, 0, CD_ARRAY_SIZE(ok_cases));
 	tcase_add_loop_test(tc, test_bad, 0, CD_ARRAY_SIZE(bad_cases));
 	tcase_add_test(tc, test_nul);
+	tcase_add_loop_test(tc, test_policy, 0, CD_ARRAY_SIZE(policy_cases));
+	tcase_add_loop_test(tc, test_namespace, 0, CD_ARRAY_SIZE(ns_cases));
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_hostile);
 	suite_add_tcase(s, tc);
