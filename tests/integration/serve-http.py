@@ -174,7 +174,9 @@ def tls_origin():
     import tempfile
     if not shutil.which("openssl"):
         return None
+    import atexit
     d = tempfile.mkdtemp(prefix="cordon-tls-")
+    atexit.register(shutil.rmtree, d, True)
     key, crt = os.path.join(d, "k.pem"), os.path.join(d, "c.pem")
     r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                         "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", crt],

@@ -17,12 +17,14 @@
 #   another scrape.
 # Waits are on the server's answers, never on sleeps. TAP.
 
+import atexit
 import json
 import math
 import os
 import re
 import socket
 import sys
+import shutil
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -192,6 +194,7 @@ def deltas(before, after, series):
 
 def counts_move(tag):
     base = tempfile.mkdtemp(prefix="cordon-metrics-")
+    atexit.register(shutil.rmtree, base, True)
     os.chmod(base, 0o755)
     srv = NetServer("ws", args=["--auth-token-file", token_file(base), "--max-processes", "2"])
     try:
@@ -291,6 +294,7 @@ def token_file(base):
 
 def refusals(tag):
     base = tempfile.mkdtemp(prefix="cordon-metrics-")
+    atexit.register(shutil.rmtree, base, True)
     srv = NetServer("ws", args=["--auth-token-file", token_file(base)])
     try:
         t.ok(srv.ready, "[%s] the server listens" % tag, srv.stderr_text())
@@ -339,6 +343,7 @@ def read_all(s):
 
 def slow_clients(tag):
     base = tempfile.mkdtemp(prefix="cordon-metrics-")
+    atexit.register(shutil.rmtree, base, True)
     os.chmod(base, 0o755)
     srv = NetServer("ws", args=["--auth-token-file", token_file(base)])
     try:

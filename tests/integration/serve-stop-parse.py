@@ -13,11 +13,13 @@
 # the server ends cleanly, and the request is neither handled (its -v log)
 # nor performed. TAP.
 
+import atexit
 import json
 import os
 import signal
 import subprocess
 import sys
+import shutil
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -30,6 +32,7 @@ if why:
     t.skip_all(why)
 
 work = tempfile.mkdtemp(prefix="cordon-stop-parse-")
+atexit.register(shutil.rmtree, work, True)
 BIG = 3 << 20  # payload bytes: well over the 256 KiB parsed on a worker
 
 

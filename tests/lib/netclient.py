@@ -9,6 +9,7 @@ message-level API of rpcclient.Server (request, call, handshake, start,
 wait_closed...). http() sends one raw HTTP request and returns the status.
 """
 
+import atexit
 import base64
 import hashlib
 import json
@@ -18,6 +19,7 @@ import signal
 import socket
 import struct
 import subprocess
+import shutil
 import tempfile
 import time
 
@@ -42,6 +44,8 @@ class NetServer:
         else:
             if self.sockdir is None:
                 self.sockdir = tempfile.mkdtemp(prefix="cordon-sock-")
+                # Gone when the test ends (a test may restart a server in it).
+                atexit.register(shutil.rmtree, self.sockdir, True)
             self.path = os.path.join(self.sockdir, "serve.sock")
             where = "unix:" + self.path
             self.kind = "unix"

@@ -18,6 +18,7 @@ that fails, or hangs, instead of hanging the suite). Hooks gives a test the
 server's own events (src/serve/testhook.h) to wait for.
 """
 
+import atexit
 import base64
 import json
 import os
@@ -577,6 +578,7 @@ class Hooks:
 
     def __init__(self, hold=()):
         self.dir = tempfile.mkdtemp(prefix="cordon-hooks-")
+        atexit.register(shutil.rmtree, self.dir, True)
         self.path = os.path.join(self.dir, "events")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.path)
