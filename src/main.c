@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "shared/fd-util.h"
 
 static const char usage[] =
 	"Usage: cordon [--version | --help]\n"
@@ -85,6 +86,16 @@ static int list_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/*
+	 * Started with stdin (or stdout, stderr) closed, as CI runners and
+	 * some daemons do: /dev/null takes its place before anything else is
+	 * opened, or the first socket would become the command's stdin.
+	 */
+	int e = cd_std_fds_ensure();
+	if (e < 0) {
+		/* Nothing may be printed safely: stderr may be what is missing. */
+		return 125;
+	}
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return CD_EXIT_USAGE;

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -111,5 +112,22 @@ int cd_read_fd(int fd, size_t size_hint, size_t max, char **ret, size_t *ret_len
 	*ret = buf;
 	if (ret_len)
 		*ret_len = len;
+	return 0;
+}
+
+int cd_std_fds_ensure(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free descriptor: fd itself, as those below it are open. */
+		int n = open("/dev/null", O_RDWR);
+		if (n < 0)
+			return -errno;
+		if (n != fd) {
+			(void)close(n);
+			return -EBADF;
+		}
+	}
 	return 0;
 }

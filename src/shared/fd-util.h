@@ -31,3 +31,11 @@ ssize_t cd_recv_fd(int sock, void *buf, size_t len, int flags, int *ret_fd, int 
  * or 0 when unknown. -EFBIG past max bytes, or -errno.
  */
 int cd_read_fd(int fd, size_t size_hint, size_t max, char **ret, size_t *ret_len);
+
+/*
+ * Open /dev/null on whichever of descriptors 0, 1 and 2 is closed, so that
+ * no socket or file cordon opens later takes a standard descriptor's place
+ * (and is then handed to the command as its stdin, or replaced by a dup2).
+ * 0, or -errno when /dev/null cannot be opened.
+ */
+int cd_std_fds_ensure(void);

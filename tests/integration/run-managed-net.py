@@ -204,6 +204,11 @@ def probe(env=None):
 rc, out, err = run(["run", "--network", "managed", "--", "true"])
 t.ok(rc == 0 and "no domain is allowed" in err,
      "[%s] --network managed without a proxy runs cordon's own, which allows nothing" % WHO, err)
+# With stdin closed (CI runners start programs so): the proxy's socket must not
+# take descriptor 0's place (it did, and a dup2 of /dev/null then replaced it).
+rc, out, err = run(["run", "--network", "managed", "--", "true"], preexec_fn=lambda: os.close(0))
+t.ok(rc == 0 and "no domain is allowed" in err and "cannot start" not in err,
+     "[%s] ... and so it does when cordon starts with stdin closed" % WHO, err)
 rc, out, err = run(["run", "--network", "managed", "--network-proxy", "unix:rel/p.sock", "--",
                     "true"])
 t.ok(rc == 2 and "must be absolute" in err, "[%s] a relative unix endpoint is a usage error" % WHO,

@@ -329,6 +329,13 @@ err=$(sb sh -c 'echo oops >&2' 2>&1 >/dev/null)
 assert "stderr passes through" test "$err" = oops
 fds=$( (exec 7>"$CD_TMP/fd7" 8<"$CD_TMP/fd7"; sb ls /proc/self/fd) | tr '\n' ' ')
 assert "only fds 0-2 (and ls's own 3) reach the command" test "$fds" = "0 1 2 3 "
+# Started with stdin closed (as CI runners and some daemons start programs):
+# /dev/null takes its place, so that nothing cordon opens becomes the
+# command's stdin.
+fd0=$(sb readlink /proc/self/fd/0 <&-)
+assert "stdin closed: the command's stdin is /dev/null" test "$fd0" = /dev/null
+fds=$(sb ls /proc/self/fd <&- | tr '\n' ' ')
+assert "stdin closed: fds 0-2 (and ls's own 3) reach the command" test "$fds" = "0 1 2 3 "
 [ "$fds" = "0 1 2 3 " ] || diag "fds seen: $fds"
 P=$CD_POLICYDIR/workspace-write.json
 envout=$(env -i FOO=bar "$CORDON" run --profile "$P" --workspace-root "$WS" --cwd "$WS" -- env)
