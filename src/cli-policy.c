@@ -721,9 +721,10 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 		return CD_BIND_USAGE;
 	}
 	if (p->net_rules && p->lopts.managed_proxy) {
-		cd_cli_usage_error(cmd, "--allow-domain, --deny-domain, --allow-cidr, "
-					"--proxy-mode and --socks5 are the rules of cordon's own proxy: the "
-					"proxy given with --network-proxy has its own");
+		cd_cli_usage_error(
+			cmd, "--allow-domain, --deny-domain, --allow-cidr, "
+			     "--proxy-mode and --socks5 are the rules of cordon's own proxy: the "
+			     "proxy given with --network-proxy has its own");
 		return CD_BIND_USAGE;
 	}
 	/*

@@ -256,9 +256,11 @@ static void print_own_proxy(const struct cd_netpolicy *np)
 	       np->mode == CD_NETMODE_LIMITED
 		       ? " (GET, HEAD and OPTIONS on plain HTTP only; no CONNECT)"
 		       : " (CONNECT tunnels and plain HTTP)");
-	printf("    socks5: %s\n", np->socks5 ? "on (socks5h: CONNECT to a name, judged as an HTTP "
-						  "CONNECT is; same relay port)"
-					       : "off (--socks5)");
+	if (np->socks5)
+		printf("    socks5: on (socks5h: CONNECT to a name, judged as an HTTP CONNECT is; "
+		       "same relay port)\n");
+	else
+		printf("    socks5: off (--socks5)\n");
 	if (np->n_allow == 0)
 		printf("    allow: nothing: no domain is allowed, so the command has no network "
 		       "(--allow-domain)\n");
@@ -427,7 +429,8 @@ static void print_text(const struct cd_cli_bound *b)
 				bool socks5 = b->own_proxy && b->netpol->socks5;
 				for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name;
 				     e++)
-					printf("    %s=%s\n", e->name, cd_env_pair_value(e, socks5));
+					printf("    %s=%s\n", e->name,
+					       cd_env_pair_value(e, socks5));
 			}
 			if (lp->n_mounts) {
 				printf("  mounts:\n");

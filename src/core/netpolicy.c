@@ -178,7 +178,8 @@ int cd_netpolicy_check(const struct cd_netpolicy *p, const char **reterr)
 {
 	if (p->socks5 && p->mode == CD_NETMODE_LIMITED) {
 		*reterr = "SOCKS5 carries only tunnels, which proxy mode limited refuses (plain "
-			  "HTTP GET, HEAD and OPTIONS only): use proxy mode full, or leave SOCKS5 off";
+			  "HTTP GET, HEAD and OPTIONS only): use proxy mode full, or leave SOCKS5 "
+			  "off";
 		return -EINVAL;
 	}
 	return 0;

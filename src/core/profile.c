@@ -550,8 +550,8 @@ static int conv_net_list(struct conv *c, const struct cd_json *v, struct cd_netp
 static int conv_network_object(struct conv *c, const struct cd_json *v, enum cd_network *ret,
 			       struct cd_netpolicy **ret_np)
 {
-	static const char *const keys[] = { "mode",	  "allow_domains", "deny_domains",
-					    "allow_cidrs", "proxy_mode",	 "socks5",
+	static const char *const keys[] = { "mode",	   "allow_domains", "deny_domains",
+					    "allow_cidrs", "proxy_mode",    "socks5",
 					    NULL };
 	const struct cd_json *f;
 	int r = check_keys(c, v, keys);

@@ -82,7 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_assert(rq.cmd == CD_SOCKS5_CMD_CONNECT);
 		if (rq.atyp == CD_SOCKS5_ATYP_DOMAIN)
 			fuzz_assert(rq.name_len >= 1 && rq.name_len <= 255 &&
-				    rq.name[rq.name_len] == '\0' && first == 4 + 1 + (int)rq.name_len + 2);
+				    rq.name[rq.name_len] == '\0' &&
+				    first == 4 + 1 + (int)rq.name_len + 2);
 		else
 			fuzz_assert((rq.atyp == CD_SOCKS5_ATYP_IPV4 && first == 10) ||
 				    (rq.atyp == CD_SOCKS5_ATYP_IPV6 && first == 22));
