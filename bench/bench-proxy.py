@@ -11,7 +11,9 @@ proxied rounds so that both see the same machine:
   - throughput of one connection reading BENCH_PROXY_MIB (default 256) MiB,
     direct and through a CONNECT tunnel;
   - the time to open a connection and get one byte echoed, direct (connect)
-    and proxied (connect, CONNECT, 200, the byte).
+    and proxied (connect, CONNECT, 200, the byte);
+  - the same two through a SOCKS5 tunnel (greeting, CONNECT with the name,
+    reply), the proxy running with --socks5.
 Standard library only.
 """
 
@@ -71,6 +73,24 @@ def tunnel(pport, port):
     return s
 
 
+def socks(pport, port):
+    s = socket.create_connection(("127.0.0.1", pport))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    name = b"bench.test"
+    # greeting and request in one write, as curl and most clients pipeline them
+    s.sendall(b"\x05\x01\x00" + b"\x05\x01\x00\x03" + bytes([len(name)]) + name +
+              port.to_bytes(2, "big"))
+    rep = b""
+    while len(rep) < 12:
+        d = s.recv(12 - len(rep))
+        if not d:
+            break
+        rep += d
+    if rep[:4] != b"\x05\x00\x05\x00":
+        raise SystemExit("the proxy refused the SOCKS5 tunnel: %r" % rep)
+    return s
+
+
 def direct(port):
     s = socket.create_connection(("127.0.0.1", port))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -113,28 +133,33 @@ def main():
     env = dict(os.environ, CORDON_TEST_PROXY_RESOLVE="bench.test=127.0.0.1")
     px = subprocess.Popen([sys.argv[1], "proxy", "--listen", "127.0.0.1:0", "--allow-domain",
                            "bench.test", "--allow-cidr", "127.0.0.1", "--json-audit",
-                           "--max-connections", "4096"],
+                           "--max-connections", "4096", "--socks5"],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     pport = int(px.stdout.readline().split(b":")[-1])
     # the audit lines: read and dropped by a thread, so the proxy never blocks on them
     import threading
     threading.Thread(target=lambda: [None for _ in px.stdout], daemon=True).start()
     try:
-        d_tp, p_tp, d_open, p_open = [], [], [], []
+        d_tp, p_tp, s_tp, d_open, p_open, s_open = [], [], [], [], [], []
         for _ in range(ROUNDS):
             d_tp.append(transfer(direct(sport)))
             p_tp.append(transfer(tunnel(pport, sport)))
+            s_tp.append(transfer(socks(pport, sport)))
         for _ in range(OPENS):
             d_open.append(open_echo(lambda: direct(eport)))
             p_open.append(open_echo(lambda: tunnel(pport, eport)))
+            s_open.append(open_echo(lambda: socks(pport, eport)))
         md, mp = statistics.median(d_tp), statistics.median(p_tp)
         od, op = statistics.median(d_open), statistics.median(p_open)
+        ms, os_ = statistics.median(s_tp), statistics.median(s_open)
         print("proxy throughput, one connection, %d MiB, median of %d:" % (MIB, ROUNDS))
         print("  direct loopback   %8.0f MB/s" % md)
         print("  CONNECT tunnel    %8.0f MB/s  (%.2f of direct; goal >= 0.5)" % (mp, mp / md))
+        print("  SOCKS5 tunnel     %8.0f MB/s  (%.2f of direct; goal >= 0.5)" % (ms, ms / md))
         print("connection open + 1-byte echo, median of %d:" % OPENS)
         print("  direct loopback   %8.0f us" % od)
         print("  CONNECT tunnel    %8.0f us  (%.2fx direct; goal < 2x)" % (op, op / od))
+        print("  SOCKS5 tunnel     %8.0f us  (%.2fx direct; goal < 2x)" % (os_, os_ / od))
     finally:
         px.kill()
         up.kill()

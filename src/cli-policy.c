@@ -46,6 +46,8 @@ const char cd_cli_policy_help[] =
 	"                          are refused otherwise (loopback, private...)\n"
 	"  --proxy-mode MODE       full (default) or limited (GET, HEAD, OPTIONS on\n"
 	"                          plain HTTP only; no CONNECT)\n"
+	"  --socks5                cordon's proxy takes SOCKS5 (socks5h) too, on the\n"
+	"                          relay's port; ALL_PROXY and FTP_PROXY name it\n"
 	"  --allow-degraded=FEATURE  explicit opt-down (repeatable); FEATURE:\n"
 	"                          protected-metadata, pid-isolation, deny-masks,\n"
 	"                          file-attributes, nested-repositories, network (the\n"
@@ -182,6 +184,10 @@ int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const
 		p->proxy_mode_given = true;
 		return 0;
 	}
+	case CD_OPT_SOCKS5:
+		p->netpol.socks5 = true;
+		p->net_rules = true;
+		return 0;
 	case CD_OPT_ALLOW_DEGRADED:
 		/* Repeatable: each names one feature. */
 		if (cd_streq(arg, "protected-metadata")) {
@@ -709,15 +715,16 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 	}
 	if (p->net_rules && prof->network != CD_NET_MANAGED) {
 		cd_cli_usage_error(cmd,
-				   "--allow-domain, --deny-domain, --allow-cidr and --proxy-mode "
-				   "need a managed network (--network managed), not %s",
+				   "--allow-domain, --deny-domain, --allow-cidr, --proxy-mode and "
+				   "--socks5 need a managed network (--network managed), not %s",
 				   cd_network_name(prof->network));
 		return CD_BIND_USAGE;
 	}
 	if (p->net_rules && p->lopts.managed_proxy) {
-		cd_cli_usage_error(cmd, "--allow-domain, --deny-domain, --allow-cidr and "
-					"--proxy-mode are the rules of cordon's own proxy: the "
-					"proxy given with --network-proxy has its own");
+		cd_cli_usage_error(
+			cmd, "--allow-domain, --deny-domain, --allow-cidr, "
+			     "--proxy-mode and --socks5 are the rules of cordon's own proxy: the "
+			     "proxy given with --network-proxy has its own");
 		return CD_BIND_USAGE;
 	}
 	/*
@@ -738,12 +745,20 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 		/* The profile's rules, then the command line's on top. */
 		if (prof->netpol) {
 			b->own_netpol.mode = prof->netpol->mode;
+			b->own_netpol.socks5 = prof->netpol->socks5;
 			cd_netpolicy_append(&b->own_netpol, prof->netpol);
 		}
 		if (p->proxy_mode_given)
 			b->own_netpol.mode = p->netpol.mode;
+		if (p->netpol.socks5)
+			b->own_netpol.socks5 = true;
 		cd_netpolicy_append(&b->own_netpol, &p->netpol);
 		b->netpol = &b->own_netpol;
+		const char *why = NULL;
+		if (cd_netpolicy_check(b->netpol, &why) < 0) {
+			cd_cli_usage_error(cmd, "cordon's proxy: %s", why);
+			return CD_BIND_USAGE;
+		}
 	}
 
 	cleanup_free char *here = current_dir();

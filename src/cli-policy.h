@@ -40,6 +40,7 @@ enum {
 	CD_OPT_DENY_DOMAIN,
 	CD_OPT_ALLOW_CIDR,
 	CD_OPT_PROXY_MODE,
+	CD_OPT_SOCKS5,
 	/* --limit-NAME (and --private-tmp): this plus the enum cd_limit. */
 	CD_OPT_LIMIT_BASE = 120,
 };
@@ -65,6 +66,7 @@ enum {
 	{ "deny-domain", 0, true, CD_OPT_DENY_DOMAIN }, \
 	{ "allow-cidr", 0, true, CD_OPT_ALLOW_CIDR }, \
 	{ "proxy-mode", 0, true, CD_OPT_PROXY_MODE }, \
+	{ "socks5", 0, false, CD_OPT_SOCKS5 }, \
 	CD_CLI_LIMIT_OPTIONS
 
 /* The resource limits alone (cordon serve has lists instead). */
@@ -114,8 +116,8 @@ struct cd_cli_policy {
 	bool allow_env_network;
 	/*
 	 * The domain policy of cordon's own proxy (--allow-domain,
-	 * --deny-domain, --allow-cidr, --proxy-mode), for a managed network
-	 * without --network-proxy. net_rules: one of them was given.
+	 * --deny-domain, --allow-cidr, --proxy-mode, --socks5), for a managed
+	 * network without --network-proxy. net_rules: one of them was given.
 	 */
 	struct cd_netpolicy netpol;
 	bool net_rules;

@@ -256,6 +256,11 @@ static void print_own_proxy(const struct cd_netpolicy *np)
 	       np->mode == CD_NETMODE_LIMITED
 		       ? " (GET, HEAD and OPTIONS on plain HTTP only; no CONNECT)"
 		       : " (CONNECT tunnels and plain HTTP)");
+	if (np->socks5)
+		printf("    socks5: on (socks5h: CONNECT to a name, judged as an HTTP CONNECT is; "
+		       "same relay port)\n");
+	else
+		printf("    socks5: off (--socks5)\n");
 	if (np->n_allow == 0)
 		printf("    allow: nothing: no domain is allowed, so the command has no network "
 		       "(--allow-domain)\n");
@@ -421,9 +426,11 @@ static void print_text(const struct cd_cli_bound *b)
 				if (b->own_proxy)
 					print_own_proxy(b->netpol);
 				printf("  proxy variables set:\n");
+				bool socks5 = b->own_proxy && b->netpol->socks5;
 				for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name;
 				     e++)
-					printf("    %s=%s\n", e->name, e->value);
+					printf("    %s=%s\n", e->name,
+					       cd_env_pair_value(e, socks5));
 			}
 			if (lp->n_mounts) {
 				printf("  mounts:\n");
@@ -532,6 +539,7 @@ static json_t *own_proxy_json(const struct cd_netpolicy *np)
 	json_object_set_new(o, "deny_domains", de);
 	json_object_set_new(o, "allow_cidrs", ci);
 	json_object_set_new(o, "network", json_boolean(np->n_allow > 0));
+	json_object_set_new(o, "socks5", json_boolean(np->socks5));
 	return o;
 }
 
@@ -601,8 +609,9 @@ static json_t *linux_json(const struct cd_linux_plan *lp, bool b_own,
 		json_object_set_new(mn, "proxy", b_own ? json_null() : jstr(ep));
 		if (b_own)
 			json_object_set_new(mn, "own_proxy", own_proxy_json(b_netpol));
+		bool socks5 = b_own && b_netpol->socks5;
 		for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++)
-			json_object_set_new(env, e->name, jstr(e->value));
+			json_object_set_new(env, e->name, jstr(cd_env_pair_value(e, socks5)));
 		json_object_set_new(mn, "env", env);
 		json_object_set_new(l, "managed_network", mn);
 	}

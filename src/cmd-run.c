@@ -323,8 +323,9 @@ int cd_cmd_run(int argc, char **argv)
 	 * reachable from the sandbox anyway).
 	 */
 	if (b.lp->net_managed) {
+		bool socks5 = b.own_proxy && b.netpol && b.netpol->socks5;
 		for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++) {
-			char *kv = cd_xasprintf("%s=%s", e->name, e->value);
+			char *kv = cd_xasprintf("%s=%s", e->name, cd_env_pair_value(e, socks5));
 			ops = cd_xreallocarray(ops, n_ops + 1, sizeof(*ops));
 			ops[n_ops++] = (struct env_op){ .set = true, .arg = kv };
 			cd_strv_append_take(&owned_env, &n_owned_env, kv);

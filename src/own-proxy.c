@@ -72,6 +72,7 @@ static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ct
 	}
 	cd_proxy_opts_init(&o);
 	o.policy = pol;
+	o.socks5 = pol->socks5;
 	o.resolve_map = getenv("CORDON_TEST_PROXY_RESOLVE");
 	struct cd_loop *l = cd_loop_new(CD_LOOP_EPOLL);
 	struct cd_workq *q = l ? cd_workq_new(l, 8) : NULL;

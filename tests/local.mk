@@ -34,7 +34,8 @@ UNIT_TESTS = \
 	tests/unit/test-seatbelt \
 	tests/unit/test-windows \
 	tests/unit/test-limits \
-	tests/unit/test-netpolicy
+	tests/unit/test-netpolicy \
+	tests/unit/test-socks5
 if OS_LINUX
 UNIT_TESTS += tests/unit/test-landlock tests/unit/test-seccomp
 endif
@@ -84,6 +85,9 @@ tests_unit_test_limits_LDADD = $(UNIT_LIBS)
 tests_unit_test_netpolicy_SOURCES = tests/unit/test-netpolicy.c tests/unit/unit.h
 tests_unit_test_netpolicy_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_netpolicy_LDADD = $(UNIT_LIBS)
+tests_unit_test_socks5_SOURCES = tests/unit/test-socks5.c tests/unit/unit.h
+tests_unit_test_socks5_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_socks5_LDADD = $(UNIT_LIBS)
 tests_unit_test_landlock_SOURCES = tests/unit/test-landlock.c tests/unit/unit.h
 tests_unit_test_landlock_CFLAGS = $(UNIT_CFLAGS) $(SECCOMP_CFLAGS)
 tests_unit_test_landlock_LDADD = $(UNIT_LIBS)
@@ -149,6 +153,7 @@ INTEGRATION_TESTS = \
 	tests/integration/run-limits.py \
 	tests/integration/run-managed-net.py \
 	tests/integration/run-own-proxy.py \
+	tests/integration/run-socks.py \
 	tests/integration/cgroup-limits.sh \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \

@@ -119,6 +119,7 @@ complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l allow-d
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l deny-domain -x -d "a name cordon's proxy denies"
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l allow-cidr -x -d "addresses cordon's proxy allows"
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l proxy-mode -x -a 'full limited' -d "what cordon's proxy lets through"
+complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l socks5 -d "cordon's proxy takes SOCKS5 too"
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-tasks -x -d 'processes and threads at once'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-memory -x -d 'memory of the sandbox'
 complete -c cordon -n '__cordon_cmd explain; or __cordon_run_options' -l limit-swap -x -d 'swap of the sandbox'

@@ -10,54 +10,57 @@
 #include "sandbox/linux/plan.h"
 
 #define RELAY_URL      "http://" CD_RELAY_ADDR ":" CD_RELAY_PORT_STR
+#define RELAY_SOCKS    "socks5h://" CD_RELAY_ADDR ":" CD_RELAY_PORT_STR
 #define NO_PROXY_VALUE "localhost,127.0.0.1,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"
 
 /*
  * Codex's executor-launched proxy contract (exec-server reference 4.6; the
  * list of its network-proxy crate): every proxy variable, upper and lower
- * case where tools read both, names the relay. There is no SOCKS listener
- * behind the relay, so ALL_PROXY and FTP_PROXY carry the HTTP URL, as Codex
- * does with SOCKS off. Local binding: the command may listen inside its own
- * namespace only, which nothing outside reaches; Codex's default (0) says
- * not to count on it.
+ * case where tools read both, names the relay. With SOCKS5 on, ALL_PROXY,
+ * all_proxy, FTP_PROXY and ftp_proxy carry the socks5h:// URL (as Codex
+ * sets them), else the HTTP URL. One relay port serves both: cordon's
+ * proxy tells SOCKS5 from HTTP by the first byte (5 is no HTTP method
+ * character), so the fence opens nothing more for SOCKS5. Local binding:
+ * the command may listen inside its own namespace only, which nothing
+ * outside reaches; Codex's default (0) says not to count on it.
  */
 const struct cd_env_pair cd_managed_proxy_env[] = {
-	{ "CODEX_NETWORK_PROXY_ACTIVE", "1" },
-	{ "CODEX_NETWORK_ALLOW_LOCAL_BINDING", "0" },
-	{ "HTTP_PROXY", RELAY_URL },
-	{ "HTTPS_PROXY", RELAY_URL },
-	{ "http_proxy", RELAY_URL },
-	{ "https_proxy", RELAY_URL },
-	{ "YARN_HTTP_PROXY", RELAY_URL },
-	{ "YARN_HTTPS_PROXY", RELAY_URL },
-	{ "npm_config_http_proxy", RELAY_URL },
-	{ "npm_config_https_proxy", RELAY_URL },
-	{ "npm_config_proxy", RELAY_URL },
-	{ "NPM_CONFIG_HTTP_PROXY", RELAY_URL },
-	{ "NPM_CONFIG_HTTPS_PROXY", RELAY_URL },
-	{ "NPM_CONFIG_PROXY", RELAY_URL },
-	{ "BUNDLE_HTTP_PROXY", RELAY_URL },
-	{ "BUNDLE_HTTPS_PROXY", RELAY_URL },
-	{ "PIP_PROXY", RELAY_URL },
-	{ "DOCKER_HTTP_PROXY", RELAY_URL },
-	{ "DOCKER_HTTPS_PROXY", RELAY_URL },
-	{ "WS_PROXY", RELAY_URL },
-	{ "WSS_PROXY", RELAY_URL },
-	{ "ws_proxy", RELAY_URL },
-	{ "wss_proxy", RELAY_URL },
-	{ "ALL_PROXY", RELAY_URL },
-	{ "all_proxy", RELAY_URL },
-	{ "FTP_PROXY", RELAY_URL },
-	{ "ftp_proxy", RELAY_URL },
-	{ "NO_PROXY", NO_PROXY_VALUE },
-	{ "no_proxy", NO_PROXY_VALUE },
-	{ "npm_config_noproxy", NO_PROXY_VALUE },
-	{ "NPM_CONFIG_NOPROXY", NO_PROXY_VALUE },
-	{ "YARN_NO_PROXY", NO_PROXY_VALUE },
-	{ "BUNDLE_NO_PROXY", NO_PROXY_VALUE },
-	{ "ELECTRON_GET_USE_PROXY", "true" },
-	{ "NODE_USE_ENV_PROXY", "1" },
-	{ NULL, NULL },
+	{ "CODEX_NETWORK_PROXY_ACTIVE", "1", NULL },
+	{ "CODEX_NETWORK_ALLOW_LOCAL_BINDING", "0", NULL },
+	{ "HTTP_PROXY", RELAY_URL, NULL },
+	{ "HTTPS_PROXY", RELAY_URL, NULL },
+	{ "http_proxy", RELAY_URL, NULL },
+	{ "https_proxy", RELAY_URL, NULL },
+	{ "YARN_HTTP_PROXY", RELAY_URL, NULL },
+	{ "YARN_HTTPS_PROXY", RELAY_URL, NULL },
+	{ "npm_config_http_proxy", RELAY_URL, NULL },
+	{ "npm_config_https_proxy", RELAY_URL, NULL },
+	{ "npm_config_proxy", RELAY_URL, NULL },
+	{ "NPM_CONFIG_HTTP_PROXY", RELAY_URL, NULL },
+	{ "NPM_CONFIG_HTTPS_PROXY", RELAY_URL, NULL },
+	{ "NPM_CONFIG_PROXY", RELAY_URL, NULL },
+	{ "BUNDLE_HTTP_PROXY", RELAY_URL, NULL },
+	{ "BUNDLE_HTTPS_PROXY", RELAY_URL, NULL },
+	{ "PIP_PROXY", RELAY_URL, NULL },
+	{ "DOCKER_HTTP_PROXY", RELAY_URL, NULL },
+	{ "DOCKER_HTTPS_PROXY", RELAY_URL, NULL },
+	{ "WS_PROXY", RELAY_URL, NULL },
+	{ "WSS_PROXY", RELAY_URL, NULL },
+	{ "ws_proxy", RELAY_URL, NULL },
+	{ "wss_proxy", RELAY_URL, NULL },
+	{ "ALL_PROXY", RELAY_URL, RELAY_SOCKS },
+	{ "all_proxy", RELAY_URL, RELAY_SOCKS },
+	{ "FTP_PROXY", RELAY_URL, RELAY_SOCKS },
+	{ "ftp_proxy", RELAY_URL, RELAY_SOCKS },
+	{ "NO_PROXY", NO_PROXY_VALUE, NULL },
+	{ "no_proxy", NO_PROXY_VALUE, NULL },
+	{ "npm_config_noproxy", NO_PROXY_VALUE, NULL },
+	{ "NPM_CONFIG_NOPROXY", NO_PROXY_VALUE, NULL },
+	{ "YARN_NO_PROXY", NO_PROXY_VALUE, NULL },
+	{ "BUNDLE_NO_PROXY", NO_PROXY_VALUE, NULL },
+	{ "ELECTRON_GET_USE_PROXY", "true", NULL },
+	{ "NODE_USE_ENV_PROXY", "1", NULL },
+	{ NULL, NULL, NULL },
 };
 
 static int bad(char **reterr, const char *s, const char *why)

@@ -185,13 +185,20 @@ int cd_proxy_endpoint_parse(const char *s, struct cd_proxy_endpoint *ret, char *
 /*
  * The variables a managed network sets in the command's environment, all
  * pointing at the relay (the contract of Codex's executor-launched proxy):
- * a NULL-terminated static array of {name, value} pairs.
+ * a NULL-terminated static array of {name, value, socks5_value}.
  */
 struct cd_env_pair {
 	const char *name;
 	const char *value;
+	const char *socks5_value; /* the value when the proxy takes SOCKS5; NULL: value */
 };
 extern const struct cd_env_pair cd_managed_proxy_env[];
+
+/* e's value when the proxy does (socks5) or does not take SOCKS5. */
+static inline const char *cd_env_pair_value(const struct cd_env_pair *e, bool socks5)
+{
+	return socks5 && e->socks5_value ? e->socks5_value : e->value;
+}
 
 struct cd_ll_rule {
 	const char *path; /* borrowed from the plan */

@@ -11,5 +11,6 @@ libcdcore_a_SOURCES = \
 	src/core/limits.c src/core/limits.h \
 	src/core/netaddr.c src/core/netaddr.h \
 	src/core/netpolicy.c src/core/netpolicy.h \
+	src/core/socks5.c src/core/socks5.h \
 	src/core/toml.c src/core/toml.h \
 	src/core/skillmd.c src/core/skillmd.h

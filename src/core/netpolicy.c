@@ -174,6 +174,17 @@ void cd_netpolicy_append(struct cd_netpolicy *dst, const struct cd_netpolicy *sr
 		dst->cidrs[dst->n_cidrs++] = src->cidrs[i];
 }
 
+int cd_netpolicy_check(const struct cd_netpolicy *p, const char **reterr)
+{
+	if (p->socks5 && p->mode == CD_NETMODE_LIMITED) {
+		*reterr = "SOCKS5 carries only tunnels, which proxy mode limited refuses (plain "
+			  "HTTP GET, HEAD and OPTIONS only): use proxy mode full, or leave SOCKS5 "
+			  "off";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Whether name is a strict subdomain of base. */
 static bool subdomain_of(const char *name, const char *base)
 {

@@ -47,6 +47,12 @@ struct cd_netpolicy {
 	struct cd_cidr *cidrs; /* owned */
 	size_t n_cidrs;
 	enum cd_netmode mode;
+	/*
+	 * SOCKS5 (socks5h) clients accepted too, on the same port as HTTP.
+	 * Off by default; refused with mode limited, which refuses every
+	 * tunnel (cd_netpolicy_check).
+	 */
+	bool socks5;
 };
 
 /* "full" or "limited"; CD_NETMODE_INVALID otherwise. */
@@ -67,7 +73,7 @@ int cd_netpolicy_add_domain(struct cd_netpolicy *p, const char *pattern, bool de
 int cd_netpolicy_add_cidr(struct cd_netpolicy *p, const char *s, const char **reterr);
 /* Free the contents; p is then an empty policy (no network). */
 void cd_netpolicy_done(struct cd_netpolicy *p);
-/* Add src's patterns and CIDRs to dst's (copies; the mode stays dst's). */
+/* Add src's patterns and CIDRs to dst's (copies; the mode and socks5 stay dst's). */
 void cd_netpolicy_append(struct cd_netpolicy *dst, const struct cd_netpolicy *src);
 
 /*
@@ -79,5 +85,10 @@ bool cd_netpolicy_allows_name(const struct cd_netpolicy *p, const char *name, ch
 /* The CIDR that allows a, or NULL. */
 const struct cd_cidr *cd_netpolicy_cidr_for(const struct cd_netpolicy *p,
 					    const struct cd_ipaddr *a);
+/*
+ * Whether the settings go together: 0, or -EINVAL with *reterr a static
+ * string (SOCKS5 with mode limited: every SOCKS5 request is a tunnel).
+ */
+int cd_netpolicy_check(const struct cd_netpolicy *p, const char **reterr);
 /* Whether pattern (normalised, as stored) matches name (normalised). */
 bool cd_domain_pattern_matches(const char *pattern, const char *name);

@@ -205,6 +205,7 @@ struct cd_profile *cd_profile_dup(const struct cd_profile *p)
 	if (p->netpol) {
 		d->netpol = cd_xcalloc(1, sizeof(*d->netpol));
 		d->netpol->mode = p->netpol->mode;
+		d->netpol->socks5 = p->netpol->socks5;
 		cd_netpolicy_append(d->netpol, p->netpol);
 	}
 	return d;
@@ -543,13 +544,15 @@ static int conv_net_list(struct conv *c, const struct cd_json *v, struct cd_netp
 /*
  * "network" as an object (policy files only): {"mode": "managed",
  * "allow_domains": [...], "deny_domains": [...], "allow_cidrs": [...],
- * "proxy_mode": "full"|"limited"}, the rules of cordon's own proxy.
+ * "proxy_mode": "full"|"limited", "socks5": BOOL}, the rules of cordon's
+ * own proxy.
  */
 static int conv_network_object(struct conv *c, const struct cd_json *v, enum cd_network *ret,
 			       struct cd_netpolicy **ret_np)
 {
 	static const char *const keys[] = { "mode",	   "allow_domains", "deny_domains",
-					    "allow_cidrs", "proxy_mode",    NULL };
+					    "allow_cidrs", "proxy_mode",    "socks5",
+					    NULL };
 	const struct cd_json *f;
 	int r = check_keys(c, v, keys);
 	if (r < 0)
@@ -582,6 +585,12 @@ static int conv_network_object(struct conv *c, const struct cd_json *v, enum cd_
 						     "limited)",
 						     f->u.str.s));
 		}
+	}
+	if (r >= 0 && (f = optional(v, "socks5"))) {
+		r = WITH_KEY(c, "socks5", conv_bool(c, f, &np->socks5));
+		const char *why = NULL;
+		if (r >= 0 && cd_netpolicy_check(np, &why) < 0)
+			r = WITH_KEY(c, "socks5", fail_at(c, f->line, f->col, "%s", why));
 	}
 	if (r < 0) {
 		cd_netpolicy_done(np);

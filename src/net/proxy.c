@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/netaddr.h"
+#include "core/socks5.h"
 #include "core/util.h"
 #include "net/audit.h"
 #include "net/proxy.h"
@@ -1188,76 +1189,69 @@ static void handle_head(struct pconn *c, size_t len)
 	decide(c);
 }
 
-/* SOCKS5 (RFC 1928): no authentication, CONNECT, names or addresses. */
+/*
+ * SOCKS5 (RFC 1928, core/socks5.h): no authentication, CONNECT, a name
+ * (socks5h) or an address; the same decision as an HTTP CONNECT.
+ */
 static void handle_socks(struct pconn *c)
 {
-	unsigned char *b = (unsigned char *)c->in;
+	const char *err = NULL;
+	char cmdbuf[16];
 	if (!c->socks_greeted) {
-		if (c->in_len < 2 || c->in_len < 2u + b[1])
+		int used = cd_socks5_parse_greeting(c->in, c->in_len, &err);
+		if (used == 0)
 			return;
-		bool none = false;
-		for (size_t i = 0; i < b[1]; i++)
-			none |= b[2 + i] == 0;
-		size_t used = 2u + b[1];
-		if (!none) {
-			refuse(c, 0, 0xff, "SOCKS5 without the no-authentication method", NULL);
+		if (used < 0) {
+			refuse(c, 0, CD_SOCKS5_NO_ACCEPTABLE_METHOD, err, NULL);
 			return;
 		}
-		if (write(c->cfd, "\x05\x00", 2) != 2) {
+		/* two bytes on a fresh socket: they fit its buffer */
+		if (send(c->cfd, "\x05\x00", 2, MSG_NOSIGNAL) != 2) {
 			conn_close(c);
 			return;
 		}
 		c->socks_greeted = true;
-		memmove(c->in, c->in + used, c->in_len - used);
-		c->in_len -= used;
+		memmove(c->in, c->in + used, c->in_len - (size_t)used);
+		c->in_len -= (size_t)used;
 	}
-	if (c->in_len < 5)
+	struct cd_socks5_request rq;
+	uint8_t reply = 0;
+	int need = cd_socks5_parse_request(c->in, c->in_len, &rq, &reply, &err);
+	if (need == 0)
 		return;
-	size_t need;
-	switch (b[3]) {
-	case 1:
-		need = 4 + 4 + 2;
-		break;
-	case 3:
-		need = 4 + 1 + (size_t)b[4] + 2;
-		break;
-	case 4:
-		need = 4 + 16 + 2;
-		break;
-	default:
-		refuse(c, 0, 8, "SOCKS5: an unknown address type", NULL);
+	if (need < 0 && need != -EOPNOTSUPP) {
+		refuse(c, 0, reply, err, NULL);
 		return;
 	}
-	if (b[0] != 5 || b[2] != 0) {
-		refuse(c, 0, 1, "SOCKS5: a malformed request", NULL);
-		return;
-	}
-	if (c->in_len < need)
-		return;
-	c->method = cd_xstrdup(b[1] == 1 ? "CONNECT" : b[1] == 2 ? "BIND" : "UDP-ASSOCIATE");
-	c->port = (unsigned)b[need - 2] << 8 | b[need - 1];
-	if (b[3] == 3) {
-		const char *err = NULL;
-		if (set_host(c, c->in + 5, b[4], &err) < 0) {
-			char *why = cd_xasprintf("SOCKS5: the target is %s", err);
-			refuse(c, 0, 2, why, NULL);
+	/* a refused command still names its target in the audit line */
+	c->method = cd_xstrdup(cd_socks5_command_name(rq.cmd, cmdbuf, sizeof(cmdbuf)));
+	c->port = rq.port;
+	if (rq.atyp == CD_SOCKS5_ATYP_DOMAIN) {
+		const char *herr = NULL;
+		if (set_host(c, rq.name, rq.name_len, &herr) < 0) {
+			if (need < 0) {
+				refuse(c, 0, reply, err, NULL);
+				return;
+			}
+			char *why = cd_xasprintf("SOCKS5: the target is %s", herr);
+			refuse(c, 0, CD_SOCKS5_REP_NOT_ALLOWED, why, NULL);
 			free(why);
 			return;
 		}
 	} else {
 		char buf[64];
 		memset(&c->ip, 0, sizeof(c->ip));
-		c->ip.family = b[3] == 1 ? 4 : 6;
-		memcpy(c->ip.b, b + 4, b[3] == 1 ? 4 : 16);
+		c->ip.family = rq.atyp == CD_SOCKS5_ATYP_IPV4 ? 4 : 6;
+		memcpy(c->ip.b, rq.addr, rq.atyp == CD_SOCKS5_ATYP_IPV4 ? 4 : 16);
 		c->host_is_ip = true;
 		c->host = cd_xstrdup(cd_ipaddr_format(&c->ip, buf, sizeof(buf)));
 	}
-	if (b[1] != 1) {
-		refuse(c, 0, 7, "SOCKS5: only CONNECT is supported", NULL);
+	if (need < 0) {
+		refuse(c, 0, reply, err, NULL);
 		return;
 	}
-	memmove(c->in, c->in + need, c->in_len - need);
-	c->in_len -= need;
+	memmove(c->in, c->in + need, c->in_len - (size_t)need);
+	c->in_len -= (size_t)need;
 	decide(c);
 }
 

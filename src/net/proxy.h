@@ -21,8 +21,12 @@
  * with the rule, 408 (head not complete in time), 411 (a request body
  * without Content-Length), 431 (head larger than the limit), 502 (the
  * name does not resolve, the upstream refuses), 503 (connection cap), 504
- * (connect timeout). One audit line per connection at its close
- * (src/net/audit.h).
+ * (connect timeout). SOCKS5 (core/socks5.h): CONNECT only, no
+ * authentication; the same decision as an HTTP CONNECT, with reply 2 for
+ * a policy refusal, 4 (lookup), 5 (refused), 6 (timeout), 7 (BIND, UDP
+ * ASSOCIATE), 8 (address type), 1 (malformed, header timeout). Mode
+ * limited refuses every SOCKS5 request (a tunnel). One audit line per
+ * connection at its close (src/net/audit.h).
  */
 
 #include <stdbool.h>

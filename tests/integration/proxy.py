@@ -498,6 +498,145 @@ t.eq(rep[:2], b"\x05\x02", "SOCKS5 to a name that is not ASCII: refused")
 a = P.next_audit()
 t.ok("punycode" in a["rule"], "audit: punycode asked for", a)
 
+# ---- hostile SOCKS5 clients: exact reply codes, an audit line each, the proxy serves on ----
+
+
+def ask_bytes(p, raw):
+    """Send raw bytes, return every byte of the answer (the proxy closes after it)."""
+    with connect(p) as s:
+        s.sendall(raw)
+        out = b""
+        while True:
+            try:
+                d = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not d:
+                break
+            out += d
+        return out
+
+
+GREET = b"\x05\x01\x00"
+REQ_OK = b"\x05\x01\x00\x03\x07ok.test" + struct.pack(">H", EPORT)
+for raw, want, rule, what in (
+        (GREET + b"\x05\x02\x00\x03\x07ok.test\x00\x15", b"\x05\x07",
+         "SOCKS5: BIND is not supported (CONNECT only)", "BIND: command not supported"),
+        (GREET + b"\x05\x03\x00\x01\x00\x00\x00\x00\x00\x00", b"\x05\x07",
+         "SOCKS5: UDP ASSOCIATE is not supported (CONNECT only)",
+         "UDP ASSOCIATE: command not supported"),
+        (GREET + b"\x05\x01\x00\x02\x00\x00", b"\x05\x08",
+         "SOCKS5: an unknown address type", "an unknown address type: not supported"),
+        (GREET + b"\x04\x01\x00\x03", b"\x05\x01",
+         "SOCKS5: a request that is not version 5", "a request of version 4: general failure"),
+        (GREET + b"\x05\x01\x07\x03", b"\x05\x01",
+         "SOCKS5: a request whose reserved byte is not 0", "a reserved byte set: general failure"),
+        (GREET + b"\x05\x01\x00\x03\x00\x00\x50", b"\x05\x01",
+         "SOCKS5: an empty domain name", "an empty name: general failure"),
+        (GREET + b"\x05\x01\x00\x03\x07ok.test\x00\x00", b"\x05\x01", "port 0",
+         "port 0: general failure"),
+        (GREET + b"\x05\x01\x00\x04" + socket.inet_pton(socket.AF_INET6, "::1") +
+         struct.pack(">H", EPORT), b"\x05\x02", "ip-literal (no allow-cidr)",
+         "an IPv6 literal outside every CIDR: not allowed"),
+        (GREET + b"\x05\x01\x00\x03\x09127.0.0.2" + struct.pack(">H", EPORT), b"\x05\x02",
+         "ip-literal (no allow-cidr)", "an IP literal sent as a name: not allowed"),
+        (b"\x05\x02\x01\x02", b"\x05\xff",
+         "no method cordon accepts (only 0x00, no authentication)",
+         "no acceptable method: 0xff"),
+        (b"\x05\x00", b"\x05\xff", "no method cordon accepts (only 0x00, no authentication)",
+         "a greeting with no method: 0xff")):
+    ans = ask_bytes(P, raw)
+    a = P.next_audit()
+    # a refused greeting gets the method reply alone; a refused request, after "05 00",
+    # the 10-byte reply with the code
+    exp = want if want == b"\x05\xff" else b"\x05\x00" + want + b"\x00\x01" + bytes(6)
+    t.ok(ans == exp and a["decision"] == "deny" and a["protocol"] == "socks5" and
+         a["rule"] == rule and a["status"] == want[1], "SOCKS5 %s" % what, (ans, a))
+ans = ask_bytes(P, GREET + b"\x05\x02\x00\x03\x07ok.test\x00\x15")
+a_bind = P.next_audit()
+t.eq((a_bind["method"], a_bind["host"], a_bind["port"]), ("BIND", "ok.test", 21),
+     "audit: a refused BIND names its command and target")
+
+# greeting and request in one write, and the request one byte at a time
+def recv_n(s, n):
+    out = b""
+    while len(out) < n:
+        d = s.recv(n - len(out))
+        if not d:
+            break
+        out += d
+    return out
+
+
+s = connect(P)
+s.sendall(GREET + REQ_OK)
+t.eq(recv_n(s, 12), b"\x05\x00" + b"\x05\x00\x00\x01" + bytes(6),
+     "greeting and request in one write")
+s.close()
+P.next_audit()
+s = connect(P)
+s.sendall(GREET)
+t.eq(s.recv(2), b"\x05\x00", "greeting answered")
+for i in range(len(REQ_OK)):
+    s.sendall(REQ_OK[i:i + 1])
+t.eq(s.recv(10)[:2], b"\x05\x00", "a request sent byte by byte")
+s.close()
+P.next_audit()
+
+# truncated greetings and requests: the client goes away, nothing is decided, nothing breaks
+for raw in (b"\x05", b"\x05\x03\x00", GREET + b"\x05\x01", GREET + REQ_OK[:9]):
+    with connect(P) as s:
+        s.sendall(raw)
+        s.shutdown(socket.SHUT_WR)
+        read_all(s)
+# a greeting that never ends: refused at the header timeout, others served meanwhile
+slow = connect(P)
+slow.sendall(b"\x05\x02\x00")
+s, greet, rep = socks(P, "ok.test", EPORT)
+t.eq(rep[:2], b"\x05\x00", "served while a SOCKS5 greeting stalls and after truncated ones")
+s.close()
+t.eq(P.next_audit()["decision"], "allow", "audit: only the served one so far")
+t.eq(recv_n(slow, 3), b"\x05\xff", "the stalled greeting: refused at the header timeout")
+slow.close()
+t.eq(P.next_audit()["rule"], "header timeout", "audit: the stalled greeting's timeout")
+
+# 10k SOCKS5 clients past the cap while 49 stalled greetings and a tunnel hold it: each
+# refused (the cap answers before reading, in HTTP), the tunnel still carries bytes
+CS = Proxy("--allow-domain", "ok.test", "--allow-cidr", "127.0.0.1", "--max-connections", "50",
+           "--header-timeout-ms", "600000", "--socks5")
+stalled = []
+for i in range(49):
+    st = connect(CS)
+    st.sendall(b"\x05\x01")
+    stalled.append(st)
+tun, greet, rep = socks(CS, "ok.test", EPORT)
+t.eq(rep[:2], b"\x05\x00", "a SOCKS5 tunnel beside 49 stalled greetings: at the cap")
+refused = other = 0
+for i in range(10000):
+    try:
+        with socket.create_connection(("127.0.0.1", CS.port), timeout=WAIT) as s:
+            s.sendall(GREET + REQ_OK)
+            ans = read_all(s)
+    except OSError:
+        ans = ""
+    if status_of(ans) == 503:
+        refused += 1
+    else:
+        other += 1
+t.eq((refused, other), (10000, 0), "10000 SOCKS5 clients past the cap: each refused")
+n503 = sum(1 for i in range(10000) if CS.next_audit()["status"] == 503)
+t.eq(n503, 10000, "audit: a line per refusal")
+tun.sendall(b"still")
+t.eq(tun.recv(100), b"still", "the SOCKS5 tunnel held through it all still works")
+tun.close()
+t.eq(CS.next_audit()["sent"], 5, "its close is audited")
+for st in stalled:
+    st.close()
+s, greet, rep = socks(CS, "ok.test", EPORT)
+t.eq(rep[:2], b"\x05\x00", "once the stalled clients left, SOCKS5 is served again")
+s.close()
+CS.stop()
+
 P2 = Proxy("--allow-domain", "ok.test", "--allow-cidr", "127.0.0.1")
 ans = ask(P2, b"\x05\x01\x00")
 t.ok(status_of(ans) == 400 and "SOCKS5 is not enabled" in ans, "SOCKS5 off: refused", ans)

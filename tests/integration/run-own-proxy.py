@@ -136,7 +136,7 @@ except (ValueError, KeyError, TypeError):
     mn = None
 t.ok(mn and mn["proxy"] is None and mn["own_proxy"] ==
      {"mode": "full", "allow_domains": ["**.ok.test"], "deny_domains": ["www.ok.test"],
-      "allow_cidrs": ["127.0.0.0/8"], "network": True},
+      "allow_cidrs": ["127.0.0.0/8"], "network": True, "socks5": False},
      "[%s] explain --json shows cordon's proxy and its rules" % WHO, err + out[:3000])
 
 # ---- no domain allowed: no network, said

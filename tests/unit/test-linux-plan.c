@@ -1303,7 +1303,7 @@ END_TEST
 /* The proxy variables: Codex's set, each once, all naming the relay or the exclusions. */
 START_TEST(test_managed_proxy_env)
 {
-	size_t n = 0;
+	size_t n = 0, n_socks = 0;
 
 	for (const struct cd_env_pair *p = cd_managed_proxy_env; p->name; p++, n++) {
 		for (const struct cd_env_pair *q = p + 1; q->name; q++)
@@ -1315,8 +1315,16 @@ START_TEST(test_managed_proxy_env)
 		else if (!cd_streq(p->name, "ELECTRON_GET_USE_PROXY") &&
 			 !cd_streq(p->name, "NODE_USE_ENV_PROXY") && strncmp(p->name, "CODEX_", 6))
 			ck_assert_str_eq(p->value, "http://127.0.0.1:3128");
+		/* SOCKS5 on: the all-protocol and FTP variables name it, on the same port */
+		bool socks = cd_streq(p->name, "ALL_PROXY") || cd_streq(p->name, "all_proxy") ||
+			     cd_streq(p->name, "FTP_PROXY") || cd_streq(p->name, "ftp_proxy");
+		ck_assert_str_eq(cd_env_pair_value(p, true),
+				 socks ? "socks5h://127.0.0.1:3128" : p->value);
+		ck_assert_str_eq(cd_env_pair_value(p, false), p->value);
+		n_socks += socks;
 	}
 	ck_assert_uint_eq(n, 35);
+	ck_assert_uint_eq(n_socks, 4);
 }
 END_TEST
 

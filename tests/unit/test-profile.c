@@ -265,6 +265,15 @@ START_TEST(test_file_forms)
 	ck_assert_ptr_nonnull(prof->netpol);
 	ck_assert_uint_eq(prof->netpol->n_allow, 0);
 	ck_assert_int_eq(prof->netpol->mode, CD_NETMODE_FULL);
+	ck_assert(!prof->netpol->socks5); /* off unless asked for */
+	file_ok("{\"version\":1,\"type\":\"managed\",\"file_system\":{\"type\":"
+		"\"unrestricted\"},\"network\":{\"mode\":\"managed\",\"socks5\":true}}");
+	ck_assert(prof->netpol->socks5);
+	{
+		struct cd_profile *d = cd_profile_dup(prof);
+		ck_assert(d->netpol->socks5);
+		cd_profile_free(d);
+	}
 
 	file_ok("{\"version\":1,\"type\":\"disabled\"}");
 	ck_assert_int_eq(prof->type, CD_PROFILE_DISABLED);
@@ -448,9 +457,13 @@ static const struct refusal refusals[] = {
 	  "missing required key \"mode\"" },
 	{ FILE_, NETOBJ("\"mode\":\"enabled\""), "\"enabled\"", "network.mode",
 	  "the network object is for a managed network" },
-	{ FILE_, NETOBJ("\"mode\":\"managed\",\"socks5\":true"), "\"socks5\"", "network.socks5",
-	  "unknown key \"socks5\" (expected one of: mode, allow_domains, deny_domains, "
-	  "allow_cidrs, proxy_mode)" },
+	{ FILE_, NETOBJ("\"mode\":\"managed\",\"socks\":true"), "\"socks\"", "network.socks",
+	  "unknown key \"socks\" (expected one of: mode, allow_domains, deny_domains, "
+	  "allow_cidrs, proxy_mode, socks5)" },
+	{ FILE_, NETOBJ("\"mode\":\"managed\",\"socks5\":\"yes\""), "\"yes\"", "network.socks5",
+	  "expected a boolean for \"socks5\", got string" },
+	{ FILE_, NETOBJ("\"mode\":\"managed\",\"proxy_mode\":\"limited\",\"socks5\":true"), "true",
+	  "network.socks5", "SOCKS5 carries only tunnels, which proxy mode limited refuses" },
 	{ FILE_, NETOBJ("\"mode\":\"managed\",\"allow_domains\":[\"ok.test\",\"a..b\"]"),
 	  "\"a..b\"", "network.allow_domains[1]", "domain pattern \"a..b\": " },
 	{ FILE_, NETOBJ("\"mode\":\"managed\",\"deny_domains\":\"x.test\""), "\"x.test\"",
