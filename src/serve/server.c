@@ -801,7 +801,7 @@ static char *build_env_info(void)
 	 * The released binary's 15 flags, in its order; true only for what
 	 * cordon honours (cordon-protocol(7) says why for each).
 	 */
-	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":false,"
+	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":true,"
 			      "\"networkProxyReviewDomains\":false,"
 			      "\"credentialMasking\":false,"
 			      "\"credentialMaskingCustomProviders\":false,"
