@@ -26,7 +26,7 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from rpcclient import (ROOT_READ, WAIT, Server, Tap, b64, children_of,  # noqa: E402
+from rpcclient import (LOOPS, ROOT_READ, WAIT, Server, Tap, b64, children_of,  # noqa: E402
                        cordon_usable, err_code, err_msg, pid_alive, wait_gone)
 
 t = Tap()
@@ -140,116 +140,122 @@ def start_probe(s, pid, **kw):
     return r, ("result" in r and s.wait_output(pid, b"ready\n"))
 
 
-s = Server(extra_env={"CORDON_TEST_PROXY_RESOLVE":
-                      "ok.test=127.0.0.1,other.test=127.0.0.1,bad.test=127.0.0.1"})
-s.handshake()
-try:
-    # ---- the proxy at work, and gone at closed ----
-    r, ready = start_probe(s, "np")
-    t.ok(ready, "[%s] a sandboxed process with networkProxy starts" % WHO, r)
-    proxies = proxies_of(s.server_pid) if ready else []
-    t.eq(len(proxies), 1, "[%s] the server runs one `cordon proxy` for it" % WHO)
-    pidfd = os.pidfd_open(proxies[0]) if proxies else None
-    s.request("process/write", {"processId": "np", "chunk": b64("go\n"), "writeId": "1"})
-    res = result_of(s, "np") if ready else {}
-    t.eq(res.get("allowed"), "ok: hello from upstream",
-         "[%s] an allowed name reaches the upstream through the proxy" % WHO)
-    t.ok(res.get("not allowed") == "HTTPError: 403" and
-         "other.test" in res.get("not allowed body", ""),
-         "[%s] a name not allowed gets 403 with the reason" % WHO, res)
-    t.ok(res.get("denied") == "HTTPError: 403" and "bad.test" in res.get("denied body", ""),
-         "[%s] a denied name gets 403 with the reason" % WHO, res)
-    t.ok(res.get("direct upstream", "ok").startswith(("ConnectionRefusedError", "OSError")),
-         "[%s] a direct connect to the upstream fails" % WHO, res.get("direct upstream"))
-    pe = res.get("env", {})
-    t.eq((pe.get("HTTP_PROXY"), pe.get("https_proxy"), pe.get("ALL_PROXY"),
-          pe.get("CODEX_NETWORK_PROXY_ACTIVE"), pe.get("CODEX_NETWORK_ALLOW_LOCAL_BINDING")),
-         ("http://127.0.0.1:3128", "http://127.0.0.1:3128", "http://127.0.0.1:3128", "1", "1"),
-         "[%s] the proxy variables name the relay (the client's HTTP_PROXY replaced)" % WHO)
-    if pidfd is not None:
-        t.ok(wait_exit(pidfd), "[%s] the proxy exits once the process is closed" % WHO)
-        os.close(pidfd)
-        t.ok(wait_gone(proxies), "[%s] and is reaped by the server" % WHO)
-    else:
-        t.not_ok("[%s] the proxy exits once the process is closed" % WHO)
-        t.not_ok("[%s] and is reaped by the server" % WHO)
-    err = s.stderr_text()
-    t.ok(("allow GET ok.test:%d" % UPORT) in err and ("deny GET other.test:%d" % UPORT) in err
-         and ("deny GET bad.test:%d" % UPORT) in err,
-         "[%s] the server's log has the proxy's audit lines" % WHO, err[-3000:])
-
-    # ---- a proxy killed mid-run: no network, never another way out ----
-    r, ready = start_probe(s, "kill")
-    proxies = proxies_of(s.server_pid) if ready else []
-    t.eq(len(proxies), 1, "[%s] a second process gets a proxy of its own" % WHO)
-    if proxies:
-        pidfd = os.pidfd_open(proxies[0])
-        os.kill(proxies[0], signal.SIGKILL)
-        t.ok(wait_exit(pidfd), "[%s] its proxy is killed" % WHO)
-        os.close(pidfd)
-    s.request("process/write", {"processId": "kill", "chunk": b64("go\n"), "writeId": "1"})
-    res = result_of(s, "kill") if ready else {}
-    t.ok("allowed" in res and not res["allowed"].startswith("ok") and
-         not res["direct upstream"].startswith("ok"),
-         "[%s] with its proxy killed, the process has no network" % WHO, res)
-    t.ok("its network proxy (pid" in s.stderr_text() and
-         "the process has no network from now on" in s.stderr_text(),
-         "[%s] the server logs the proxy's end" % WHO, s.stderr_text()[-2000:])
-
-    # ---- bad params: -32602, nothing runs ----
-    marker = os.path.join(BASE, "marker")
-    touch = ["sh", "-c", "touch '%s'" % marker]
-    p = proxy_config()["proxy"]
-    no_enabled = dict(p)
-    del no_enabled["enabled"]
-    cases = [
-        ("not an object", 5,
-         "invalid type: number, expected struct RemoteNetworkProxyLaunchConfig"),
-        ("no proxy", {}, "missing field `proxy`"),
-        ("proxy not an object", {"proxy": []},
-         "invalid type: sequence, expected struct RemoteNetworkProxyConfig"),
-        ("no enabled", {"proxy": no_enabled}, "missing field `enabled`"),
-        ("enabled a string", proxy_config(enabled="yes"),
-         "invalid type: string \"yes\", expected a boolean"),
-        ("a bad mode", proxy_config(mode="open"),
-         "unknown variant `open`, expected `limited` or `full`"),
-        ("domains a list", proxy_config(domains=[]), "invalid type: sequence, expected a map"),
-        ("a bad permission", proxy_config(domains={"a.test": "yes"}),
-         "unknown variant `yes`, expected one of `none`, `allow`, `deny`"),
-        ("a bad socket permission", proxy_config(unixSockets={"/s": "yes"}),
-         "unknown variant `yes`, expected `allow` or `deny`"),
-        ("a relative socket", proxy_config(unixSockets={"s": "allow"}),
-         "invalid network proxy config: invalid network.allow_unix_sockets[0]: expected a "
-         "NUL-free absolute path for Linux, got \"s\""),
-        ("a disabled proxy", proxy_config(enabled=False),
-         "invalid network proxy config: executor-local network proxy launch requires an "
-         "enabled proxy"),
-        ("a bad executionId", dict(proxy_config(), executionId=5),
-         "invalid type: number, expected a string"),
-        ("a bad pattern", proxy_config(domains={"a.*.test": "allow"}), None),
-        ("SOCKS5", proxy_config(enableSocks5=True),
-         "networkProxy: SOCKS5 (proxy.enableSocks5) is not supported by this executor's "
-         "proxy: set it to false (ALL_PROXY then names the HTTP proxy)"),
-        ("a unix socket allowed", proxy_config(unixSockets={"/run/x.sock": "allow"}), None),
-        ("all unix sockets", proxy_config(dangerouslyAllowAllUnixSockets=True), None),
-    ]
-    for i, (desc, np, msg) in enumerate(cases):
-        r = s.start("refuse%d" % i, touch, cwd=BASE, sandbox=SANDBOX, networkProxy=np)
-        if msg is None:
-            good = err_code(r) == -32602 and err_msg(r).startswith(
-                ("invalid network proxy config: domain pattern \"a.*.test\": ",
-                 "networkProxy: unix sockets cannot be allowed by this executor"))
+def scenario(loop):
+    tag = "%s %s" % (WHO, loop)
+    s = Server(loop=loop, extra_env={
+        "CORDON_TEST_PROXY_RESOLVE": "ok.test=127.0.0.1,other.test=127.0.0.1,bad.test=127.0.0.1"})
+    s.handshake()
+    try:
+        # ---- the proxy at work, and gone at closed ----
+        r, ready = start_probe(s, "np")
+        t.ok(ready, "[%s] a sandboxed process with networkProxy starts" % tag, r)
+        proxies = proxies_of(s.server_pid) if ready else []
+        t.eq(len(proxies), 1, "[%s] the server runs one `cordon proxy` for it" % tag)
+        pidfd = os.pidfd_open(proxies[0]) if proxies else None
+        s.request("process/write", {"processId": "np", "chunk": b64("go\n"), "writeId": "1"})
+        res = result_of(s, "np") if ready else {}
+        t.eq(res.get("allowed"), "ok: hello from upstream",
+             "[%s] an allowed name reaches the upstream through the proxy" % tag)
+        t.ok(res.get("not allowed") == "HTTPError: 403" and
+             "other.test" in res.get("not allowed body", ""),
+             "[%s] a name not allowed gets 403 with the reason" % tag, res)
+        t.ok(res.get("denied") == "HTTPError: 403" and "bad.test" in res.get("denied body", ""),
+             "[%s] a denied name gets 403 with the reason" % tag, res)
+        t.ok(res.get("direct upstream", "ok").startswith(("ConnectionRefusedError", "OSError")),
+             "[%s] a direct connect to the upstream fails" % tag, res.get("direct upstream"))
+        pe = res.get("env", {})
+        t.eq((pe.get("HTTP_PROXY"), pe.get("https_proxy"), pe.get("ALL_PROXY"),
+              pe.get("CODEX_NETWORK_PROXY_ACTIVE"), pe.get("CODEX_NETWORK_ALLOW_LOCAL_BINDING")),
+             ("http://127.0.0.1:3128", "http://127.0.0.1:3128", "http://127.0.0.1:3128", "1", "1"),
+             "[%s] the proxy variables name the relay (the client's HTTP_PROXY replaced)" % tag)
+        if pidfd is not None:
+            t.ok(wait_exit(pidfd), "[%s] the proxy exits once the process is closed" % tag)
+            os.close(pidfd)
+            t.ok(wait_gone(proxies), "[%s] and is reaped by the server" % tag)
         else:
-            good = err_code(r) == -32602 and err_msg(r) == msg
-        t.ok(good, "[%s] %s: -32602 %r" % (WHO, desc, msg or err_msg(r)), r)
-    r = s.start("refuse-nosandbox", touch, cwd=BASE, networkProxy=proxy_config())
-    t.ok(err_code(r) == -32602 and err_msg(r).startswith("networkProxy requires `sandbox`"),
-         "[%s] no sandbox: -32602, the proxy could be gone around" % WHO, r)
-    t.ok(not os.path.exists(marker), "[%s] no refused start ran anything" % WHO)
-    t.eq(proxies_of(s.server_pid), [], "[%s] no proxy is left running" % WHO)
-    r = s.start("null", touch, cwd=BASE, sandbox=SANDBOX, networkProxy=None)
-    t.ok("result" in r, "[%s] networkProxy null is no proxy" % WHO, r)
-    s.wait_closed("null")
-finally:
-    s.stop()
+            t.not_ok("[%s] the proxy exits once the process is closed" % tag)
+            t.not_ok("[%s] and is reaped by the server" % tag)
+        err = s.stderr_text()
+        t.ok(("allow GET ok.test:%d" % UPORT) in err and ("deny GET other.test:%d" % UPORT) in err
+             and ("deny GET bad.test:%d" % UPORT) in err,
+             "[%s] the server's log has the proxy's audit lines" % tag, err[-3000:])
+
+        # ---- a proxy killed mid-run: no network, never another way out ----
+        r, ready = start_probe(s, "kill")
+        proxies = proxies_of(s.server_pid) if ready else []
+        t.eq(len(proxies), 1, "[%s] a second process gets a proxy of its own" % tag)
+        if proxies:
+            pidfd = os.pidfd_open(proxies[0])
+            os.kill(proxies[0], signal.SIGKILL)
+            t.ok(wait_exit(pidfd), "[%s] its proxy is killed" % tag)
+            os.close(pidfd)
+        s.request("process/write", {"processId": "kill", "chunk": b64("go\n"), "writeId": "1"})
+        res = result_of(s, "kill") if ready else {}
+        t.ok("allowed" in res and not res["allowed"].startswith("ok") and
+             not res["direct upstream"].startswith("ok"),
+             "[%s] with its proxy killed, the process has no network" % tag, res)
+        t.ok("its network proxy (pid" in s.stderr_text() and
+             "the process has no network from now on" in s.stderr_text(),
+             "[%s] the server logs the proxy's end" % tag, s.stderr_text()[-2000:])
+
+        # ---- bad params: -32602, nothing runs ----
+        marker = os.path.join(BASE, "marker")
+        touch = ["sh", "-c", "touch '%s'" % marker]
+        p = proxy_config()["proxy"]
+        no_enabled = dict(p)
+        del no_enabled["enabled"]
+        cases = [
+            ("not an object", 5,
+             "invalid type: number, expected struct RemoteNetworkProxyLaunchConfig"),
+            ("no proxy", {}, "missing field `proxy`"),
+            ("proxy not an object", {"proxy": []},
+             "invalid type: sequence, expected struct RemoteNetworkProxyConfig"),
+            ("no enabled", {"proxy": no_enabled}, "missing field `enabled`"),
+            ("enabled a string", proxy_config(enabled="yes"),
+             "invalid type: string \"yes\", expected a boolean"),
+            ("a bad mode", proxy_config(mode="open"),
+             "unknown variant `open`, expected `limited` or `full`"),
+            ("domains a list", proxy_config(domains=[]), "invalid type: sequence, expected a map"),
+            ("a bad permission", proxy_config(domains={"a.test": "yes"}),
+             "unknown variant `yes`, expected one of `none`, `allow`, `deny`"),
+            ("a bad socket permission", proxy_config(unixSockets={"/s": "yes"}),
+             "unknown variant `yes`, expected `allow` or `deny`"),
+            ("a relative socket", proxy_config(unixSockets={"s": "allow"}),
+             "invalid network proxy config: invalid network.allow_unix_sockets[0]: expected a "
+             "NUL-free absolute path for Linux, got \"s\""),
+            ("a disabled proxy", proxy_config(enabled=False),
+             "invalid network proxy config: executor-local network proxy launch requires an "
+             "enabled proxy"),
+            ("a bad executionId", dict(proxy_config(), executionId=5),
+             "invalid type: number, expected a string"),
+            ("a bad pattern", proxy_config(domains={"a.*.test": "allow"}), None),
+            ("SOCKS5", proxy_config(enableSocks5=True),
+             "networkProxy: SOCKS5 (proxy.enableSocks5) is not supported by this executor's "
+             "proxy: set it to false (ALL_PROXY then names the HTTP proxy)"),
+            ("a unix socket allowed", proxy_config(unixSockets={"/run/x.sock": "allow"}), None),
+            ("all unix sockets", proxy_config(dangerouslyAllowAllUnixSockets=True), None),
+        ]
+        for i, (desc, np, msg) in enumerate(cases):
+            r = s.start("refuse%d" % i, touch, cwd=BASE, sandbox=SANDBOX, networkProxy=np)
+            if msg is None:
+                good = err_code(r) == -32602 and err_msg(r).startswith(
+                    ("invalid network proxy config: domain pattern \"a.*.test\": ",
+                     "networkProxy: unix sockets cannot be allowed by this executor"))
+            else:
+                good = err_code(r) == -32602 and err_msg(r) == msg
+            t.ok(good, "[%s] %s: -32602 %r" % (tag, desc, msg or err_msg(r)), r)
+        r = s.start("refuse-nosandbox", touch, cwd=BASE, networkProxy=proxy_config())
+        t.ok(err_code(r) == -32602 and err_msg(r).startswith("networkProxy requires `sandbox`"),
+             "[%s] no sandbox: -32602, the proxy could be gone around" % tag, r)
+        t.ok(not os.path.exists(marker), "[%s] no refused start ran anything" % tag)
+        t.eq(proxies_of(s.server_pid), [], "[%s] no proxy is left running" % tag)
+        r = s.start("null", touch, cwd=BASE, sandbox=SANDBOX, networkProxy=None)
+        t.ok("result" in r, "[%s] networkProxy null is no proxy" % tag, r)
+        s.wait_closed("null")
+    finally:
+        s.stop()
+
+
+for loop in LOOPS:
+    scenario(loop)
 t.done()
