@@ -133,10 +133,9 @@ def result_of(s, pid):
         return {"raw": out.stdout.decode(errors="replace") + out.stderr.decode("replace")}
 
 
-def start_probe(s, pid, **kw):
+def start_probe(s, pid, sandbox=SANDBOX):
     r = s.start(pid, ARGV, cwd=BASE, env={"PATH": "/usr/bin:/bin", "HTTP_PROXY": "x"},
-                sandbox=SANDBOX, pipeStdin=True, networkProxy=kw.pop("np", proxy_config()),
-                **kw)
+                sandbox=sandbox, pipeStdin=True, networkProxy=proxy_config())
     return r, ("result" in r and s.wait_output(pid, b"ready\n"))
 
 
@@ -197,6 +196,17 @@ def scenario(loop):
         t.ok("its network proxy (pid" in s.stderr_text() and
              "the process has no network from now on" in s.stderr_text(),
              "[%s] the server logs the proxy's end" % tag, s.stderr_text()[-2000:])
+
+        # ---- network enabled in the permissions: still only the proxy ----
+        sb = {"permissions": dict(ROOT_READ, network="enabled"), "windowsSandboxLevel": "disabled"}
+        r, ready = start_probe(s, "enabled", sandbox=sb)
+        proxies = proxies_of(s.server_pid) if ready else []
+        s.request("process/write", {"processId": "enabled", "chunk": b64("go\n"), "writeId": "1"})
+        res = result_of(s, "enabled") if ready else {}
+        wait_gone(proxies)
+        t.ok(res.get("allowed") == "ok: hello from upstream" and
+             res.get("direct upstream", "ok").startswith(("ConnectionRefusedError", "OSError")),
+             "[%s] with network enabled in the permissions, still only the proxy" % tag, res)
 
         # ---- bad params: -32602, nothing runs ----
         marker = os.path.join(BASE, "marker")
