@@ -10,10 +10,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -39,6 +42,8 @@ enum {
 	OPT_HEADER_TIMEOUT,
 	OPT_CONNECT_TIMEOUT,
 	OPT_IDLE_TIMEOUT,
+	OPT_LISTEN_FD,
+	OPT_CTL_FD,
 };
 
 const struct cd_cli_opt cd_proxy_options[] = {
@@ -55,6 +60,8 @@ const struct cd_cli_opt cd_proxy_options[] = {
 	{ "header-timeout-ms", 0, true, OPT_HEADER_TIMEOUT },
 	{ "connect-timeout-ms", 0, true, OPT_CONNECT_TIMEOUT },
 	{ "idle-timeout-ms", 0, true, OPT_IDLE_TIMEOUT },
+	{ "listen-fd", 0, true, OPT_LISTEN_FD },
+	{ "ctl-fd", 0, true, OPT_CTL_FD },
 	{ NULL, 0, false, 0 },
 };
 
@@ -80,10 +87,26 @@ static void proxy_help(void)
 	      "  --header-timeout-ms N     default 10000\n"
 	      "  --connect-timeout-ms N    default 10000\n"
 	      "  --idle-timeout-ms N       default 300000\n"
+	      "  --listen-fd N             serve this inherited listening socket instead\n"
+	      "                            (nothing is printed)\n"
+	      "  --ctl-fd N                exit when this inherited descriptor reaches its\n"
+	      "                            end (the one who started it is done, or gone)\n"
 	      "  -h, --help                show this help\n"
 	      "\n"
 	      "CORDON_TEST_PROXY_RESOLVE=NAME=ADDR[+ADDR],... replaces DNS (tests).\n",
 	      stdout);
+}
+
+/* The end of --ctl-fd (or anything written on it): whoever started us is done. */
+static void on_ctl(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	char buf[64];
+	(void)ev;
+	(void)data;
+	ssize_t n = read(fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	cd_loop_quit(l);
 }
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
@@ -145,6 +168,7 @@ int cd_cmd_proxy(int argc, char **argv)
 	struct cd_netpolicy pol = { 0 };
 	struct cd_proxy_opts o;
 	const char *listen_at = "127.0.0.1:0";
+	int listen_fd = -1, ctl_fd = -1;
 	const char *err = NULL;
 	uint64_t v;
 	int id, rc = 125;
@@ -214,12 +238,27 @@ int cd_cmd_proxy(int argc, char **argv)
 			else
 				o.idle_timeout_ms = (unsigned)v;
 			break;
+		case OPT_LISTEN_FD:
+		case OPT_CTL_FD:
+			/* Past stdio: 0..2 keep their meaning. */
+			if (parse_uint(id == OPT_LISTEN_FD ? "listen-fd" : "ctl-fd", arg, 3,
+				       INT_MAX, &v) < 0)
+				goto usage;
+			if (id == OPT_LISTEN_FD)
+				listen_fd = (int)v;
+			else
+				ctl_fd = (int)v;
+			break;
 		default:
 			goto usage;
 		}
 	}
 	if (id < 0)
 		goto usage;
+	if (listen_fd >= 0 && listen_fd == ctl_fd) {
+		cd_cli_usage_error("proxy", "--listen-fd and --ctl-fd name the same descriptor");
+		goto usage;
+	}
 	if (a.i < argc) {
 		cd_cli_usage_error("proxy", "unexpected argument '%s'", argv[a.i]);
 		goto usage;
@@ -240,20 +279,47 @@ int cd_cmd_proxy(int argc, char **argv)
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int one = 1;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0) {
-		cd_log_error("proxy: cannot listen on %s: %s", listen_at, strerror(errno));
+	int fd;
+	if (listen_fd >= 0) {
+		/* Inherited (cordon serve's networkProxy): it listens already. */
+		int type = 0, acc = 0;
+		socklen_t tl = sizeof(type), al = sizeof(acc);
+		fd = listen_fd;
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 ||
+		    type != SOCK_STREAM || !acc || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+		    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+			cd_log_error("proxy: --listen-fd %d: not a listening stream socket%s%s", fd,
+				     errno ? ": " : "", errno ? strerror(errno) : "");
+			goto out;
+		}
+	} else {
+		fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		int one = 1;
+		if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+		    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 4096) < 0) {
+			cd_log_error("proxy: cannot listen on %s: %s", listen_at, strerror(errno));
+			goto out;
+		}
+	}
+	if (ctl_fd >= 0 && fcntl(ctl_fd, F_SETFD, FD_CLOEXEC) < 0) {
+		cd_log_error("proxy: --ctl-fd %d: %s", ctl_fd, strerror(errno));
 		goto out;
 	}
+	if (ctl_fd >= 0)
+		(void)prctl(PR_SET_NAME, "cordon-proxy", 0, 0, 0);
 	struct cd_loop *l = cd_loop_new(CD_LOOP_EPOLL);
 	struct cd_workq *q = l ? cd_workq_new(l, 8) : NULL;
 	struct cd_proxy *p = q ? cd_proxy_new(l, q, fd, &o) : NULL;
-	if (!p) {
+	struct cd_watch *w = NULL;
+	if (p && ctl_fd >= 0)
+		w = cd_loop_add_fd(l, ctl_fd, CD_LOOP_IN, on_ctl, NULL);
+	if (!p || (ctl_fd >= 0 && !w)) {
 		cd_log_error("proxy: cannot start: %s", strerror(errno));
 		goto out;
 	}
+	if (listen_fd >= 0)
+		goto serve;
 	len = sizeof(ss);
 	getsockname(fd, (struct sockaddr *)&ss, &len);
 	char ip[INET6_ADDRSTRLEN] = "";
@@ -268,7 +334,10 @@ int cd_cmd_proxy(int argc, char **argv)
 		printf("[%s]:%u\n", ip, port);
 	}
 	fflush(stdout);
+serve:
 	rc = cd_loop_run(l) < 0 ? 125 : 0;
+	if (w)
+		cd_loop_del_fd(l, w);
 	cd_proxy_free(p);
 	cd_workq_free(q, 1000, "proxy lookups");
 	cd_loop_free(l);

@@ -15,6 +15,7 @@ cordon_common_sources = \
 	src/serve/fs.c src/serve/fs.h src/serve/fs-stream.c src/serve/fs-stream.h \
 	src/serve/fs-write.c \
 	src/serve/managed-route.c src/serve/managed-route.h \
+	src/serve/netproxy.c src/serve/netproxy.h \
 	src/serve/discover.c src/serve/discover.h src/serve/discover-scan.c src/serve/discover-scan.h \
 	src/serve/discover-v2.c src/serve/discover-v2.h \
 	src/serve/envconfig.c src/serve/envconfig.h \

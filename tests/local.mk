@@ -185,6 +185,7 @@ SERVE_TESTS = \
 	tests/integration/serve-process.py \
 	tests/integration/serve-sandbox.py \
 	tests/integration/serve-managed-route.py \
+	tests/integration/serve-netproxy.py \
 	tests/integration/serve-isolation.py \
 	tests/integration/serve-fs.py \
 	tests/integration/serve-fs-async.py \

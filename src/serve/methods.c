@@ -19,6 +19,7 @@
 #include "serve/intent.h"
 #include "serve/managed-route.h"
 #include "serve/metrics.h"
+#include "serve/netproxy.h"
 #include "serve/server.h"
 #include "serve/status.h"
 #include "serve/testhook.h"
@@ -341,6 +342,9 @@ struct cd_start {
 	/* The worker's results. */
 	char **envp;
 	char *managed_proxy; /* enforceManagedNetwork: lopts.managed_proxy (cd_managed_route) */
+	struct cd_netproxy_cfg *np_cfg; /* networkProxy, decoded (owned) */
+	struct cd_netproxy *np; /* its proxy, started by the worker (owned until handed on) */
+	bool np_failed;		/* it could not be started: -32603 */
 	struct cd_cli_bound b;
 	char *err;		 /* a refusal: -32602 */
 	enum cd_refusal refusal; /* its kind, for the metrics */
@@ -366,6 +370,8 @@ static void start_free(struct cd_start *st)
 	cd_strv_free(st->argv);
 	cd_strv_free(st->envp);
 	free(st->managed_proxy);
+	cd_netproxy_stop(st->np, true);
+	cd_netproxy_cfg_free(st->np_cfg);
 	cd_json_free(st->msg);
 	free(st->cwd);
 	free(st->arg0);
@@ -421,8 +427,20 @@ static void start_run(struct cd_work *w)
 	};
 	int r = cd_env_build(st->env, st->env_policy, environ, &st->envp, &st->err);
 	st->refusal = r < 0 ? CD_REFUSAL_INVALID : CD_REFUSAL_SANDBOX;
-	/* Managed network: the proxy the child's variables name, relayed to (reference 4.5). */
-	if (r >= 0 && st->sandbox && st->enforce) {
+	/*
+	 * networkProxy: cordon's proxy for this process, the only way out
+	 * (reference 3.5 step 1), whatever enforceManagedNetwork says.
+	 */
+	if (r >= 0 && st->np_cfg) {
+		r = cd_netproxy_start(st->np_cfg, &st->np, &st->err);
+		st->np_failed = r < 0;
+		if (r >= 0) {
+			cd_netproxy_set_env(&st->envp, st->np_cfg);
+			st->lopts.managed_proxy = cd_netproxy_endpoint(st->np);
+			st->enforce = true;
+		}
+	} else if (r >= 0 && st->sandbox && st->enforce) {
+		/* Managed network: the proxy the child's variables name, relayed to (reference 4.5). */
 		r = cd_managed_route(st->envp, &st->managed_proxy, &st->err);
 		st->lopts.managed_proxy = st->managed_proxy;
 	}
@@ -497,7 +515,15 @@ static void start_done(struct cd_work *w)
 	} else if (st->err) {
 		err = st->err;
 		st->err = NULL;
-		cd_metric_refusal(st->refusal);
+		if (st->np_failed)
+			code = CD_RPC_INTERNAL;
+		cd_metric_refusal(st->np_failed ? CD_REFUSAL_SPAWN : st->refusal);
+	}
+	/* Watched from now on: whatever happens below, it is reaped. */
+	if (st->np) {
+		char *what = cd_xasprintf("process %s", e ? e->id : "(start cancelled)");
+		cd_netproxy_attach(st->np, s->loop, what);
+		free(what);
 	}
 	if (w->ran && st->hidden_checked)
 		cd_server_hidden_note(s, st->hidden_why);
@@ -527,6 +553,9 @@ static void start_done(struct cd_work *w)
 		} else {
 			/* cd_spawn returns once the child has exec'd (or failed to). */
 			cd_metric_start_latency(cd_metric_now_ns() - st->began_ns);
+			/* The entry stops it at closed. */
+			e->netproxy = st->np;
+			st->np = NULL;
 			cd_log_debug("serve: started process %s (pid %d, %s)", e->id,
 				     (int)cd_proc_pid(e->proc),
 				     cd_proc_is_sandboxed(e->proc) ? "sandboxed" : "unsandboxed");
@@ -544,6 +573,9 @@ static void start_done(struct cd_work *w)
 		}
 		cd_conn_schedule_process(c);
 	}
+	/* Not started, or refused: its proxy is stopped (and reaped by the loop). */
+	cd_netproxy_stop(st->np, s->stopping);
+	st->np = NULL;
 	free(err);
 	start_free(st);
 }
@@ -578,6 +610,7 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	struct cd_server *s = c->server;
 	struct cd_session *se = c->session;
 	const struct cd_json *pid, *cwd_v, *env, *arg0, *proxy;
+	struct cd_netproxy_cfg *np_cfg = NULL;
 	bool tty, pipe_stdin, enforce;
 	char **argv = NULL, *cwd = NULL, *err = NULL;
 	struct cd_limits asked;
@@ -629,8 +662,16 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 		goto invalid;
 	}
 	if (proxy && proxy->type != CD_JSON_NULL) {
-		err = cd_xstrdup("networkProxy is not supported by this executor");
-		goto invalid;
+		if (cd_netproxy_parse(proxy, &np_cfg, &err) < 0)
+			goto invalid;
+		/* Its proxy is only enforced by the sandbox's fence: without one, refused. */
+		if (!sandbox) {
+			err = cd_xstrdup(
+				"networkProxy requires `sandbox` on this executor: cordon's "
+				"proxy is only the way out of a sandbox's network, and an "
+				"unsandboxed process could go around it");
+			goto invalid;
+		}
 	}
 	if (arg0 && cd_json_string_has_nul(arg0)) {
 		err = cd_xstrdup("`arg0` contains a NUL byte");
@@ -672,6 +713,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	st->tty = tty;
 	st->pipe_stdin = pipe_stdin;
 	st->enforce = enforce;
+	st->np_cfg = np_cfg;
+	np_cfg = NULL;
 	st->asked = asked;
 	st->lopts = s->opts.lopts;
 	for (size_t i = 0; i < st->lopts.n_hidden; i++)
@@ -701,6 +744,7 @@ invalid:
 	cd_metric_refusal(CD_REFUSAL_INVALID);
 	invalid_params(c, id, err);
 out:
+	cd_netproxy_cfg_free(np_cfg);
 	cd_strv_free(argv);
 	free(cwd);
 }

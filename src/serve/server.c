@@ -30,6 +30,7 @@
 #include "serve/fs.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
+#include "serve/netproxy.h"
 #include "serve/sandboxes.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
@@ -293,6 +294,7 @@ static void entry_free(struct cd_pentry *e)
 	struct cd_loop *l = e->session->server->loop;
 	if (e->starting)
 		cd_start_orphan(e->starting);
+	cd_netproxy_stop(e->netproxy, e->session->server->stopping);
 	if (e->retention)
 		cd_loop_cancel_timer(l, e->retention);
 	if (e->proc && cd_proc_is_held(e->proc))
@@ -563,6 +565,9 @@ static void on_closed(struct cd_proc *p, uint64_t seq, void *data)
 		cd_strbuf_done(&sb);
 		cd_conn_kick(c);
 	}
+	/* Nothing of the process is left to use its proxy (reference 3.5 step 1). */
+	cd_netproxy_stop(e->netproxy, false);
+	e->netproxy = NULL;
 	if (!e->retention && !e->expired)
 		e->retention =
 			cd_loop_add_timer(e->session->server->loop,
@@ -796,7 +801,7 @@ static char *build_env_info(void)
 	 * The released binary's 15 flags, in its order; true only for what
 	 * cordon honours (cordon-protocol(7) says why for each).
 	 */
-	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":false,"
+	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":true,"
 			      "\"networkProxyReviewDomains\":false,"
 			      "\"credentialMasking\":false,"
 			      "\"credentialMaskingCustomProviders\":false,"

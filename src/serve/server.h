@@ -203,6 +203,7 @@ struct cd_admit;
 struct cd_start;
 struct cd_parse;
 struct cd_fs_watch_state;
+struct cd_netproxy;
 
 /* One process of a session: the table entry around a struct cd_proc. */
 struct cd_pentry {
@@ -219,6 +220,8 @@ struct cd_pentry {
 	 * the id is taken, the process does not exist yet.
 	 */
 	struct cd_start *starting;
+	/* networkProxy: its proxy, until the process is closed (netproxy.h) */
+	struct cd_netproxy *netproxy;
 	bool expired;	     /* its retention ended while the session was detached */
 	uint64_t attach_seq; /* its last seq when the session was last attached */
 };

@@ -40,7 +40,7 @@ CAPABILITY_KEYS = ["networkProxyLaunch", "networkProxyReviewDomains", "credentia
                    "linuxApprovedRootWritePreservesRestrictions"]
 CAPABILITY_KEYS_TRUE = [(k, k in ("sandboxedFileStreaming", "capabilityDiscoverySandbox",
                                   "fileWriteStreaming", "fsWatchMissing",
-                                  "environmentConfigRead"))
+                                  "environmentConfigRead", "networkProxyLaunch"))
                         for k in CAPABILITY_KEYS]
 
 
@@ -92,8 +92,8 @@ def initialize_shape(tag, tmp):
              "[%s] capabilities has exactly the released binary's 15 keys, in its order" % tag)
         t.eq(caps, dict(CAPABILITY_KEYS_TRUE),
              "[%s] capabilities: true only for sandboxedFileStreaming, "
-             "capabilityDiscoverySandbox, fileWriteStreaming, fsWatchMissing and "
-             "environmentConfigRead" % tag)
+             "capabilityDiscoverySandbox, fileWriteStreaming, fsWatchMissing, "
+             "environmentConfigRead and networkProxyLaunch" % tag)
         s.notify("initialized", {})
         for desc, kw in (("missing", {"omit_params": True}), ("null", {}), ("{}", {})):
             p = {} if desc == "{}" else None

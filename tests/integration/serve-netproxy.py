@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `cordon serve`: process/start with networkProxy (exec-server reference
+# 3.4, 3.5 step 1, 4.6) starts cordon's own proxy for that process
+# (`cordon proxy`, a child of the server) and fences the sandbox to it. An
+# allowed name reaches the loopback upstream (the proxy's test resolver,
+# CORDON_TEST_PROXY_RESOLVE, and allowLocalBinding, which lets names lead to
+# loopback); a name not allowed and a denied one get 403 with the rule; a
+# direct connect fails; the variables name the relay; the server's log has
+# the audit lines. The proxy is gone once the process is closed; a proxy
+# killed mid-run leaves the process with no network. Bad params: -32602
+# with the released binary's messages, or cordon's reason for what it
+# cannot enforce, and nothing runs. Root and unprivileged (unprivileged.sh).
+# TAP.
+
+import atexit
+import http.server
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from rpcclient import (LOOPS, ROOT_READ, WAIT, Server, Tap, b64, children_of,  # noqa: E402
+                       cordon_usable, err_code, err_msg, pid_alive, wait_gone)
+
+t = Tap()
+why = cordon_usable()
+if why:
+    t.skip_all(why)
+if not hasattr(os, "pidfd_open"):
+    t.skip_all("Python has no os.pidfd_open (3.9+)")
+WHO = "root" if os.geteuid() == 0 else "unprivileged"
+BASE = tempfile.mkdtemp(prefix="cordon-netproxy.", dir="/var/tmp")
+atexit.register(shutil.rmtree, BASE, True)
+os.chmod(BASE, 0o755)
+
+
+class Upstream(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"hello from upstream"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_):
+        pass
+
+
+upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+UPORT = upstream.server_address[1]
+threading.Thread(target=upstream.serve_forever, daemon=True).start()
+
+# Waits for a line on stdin (the test's go), then tries the network.
+PROBE = r'''
+import errno, json, os, socket, sys, urllib.request
+uport = int(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+res = {}
+def attempt(name, fn):
+    try:
+        res[name] = "ok: %s" % (fn(),)
+    except Exception as e:
+        code = getattr(e, "code", None) or errno.errorcode.get(getattr(e, "errno", None) or 0, e)
+        body = ""
+        if hasattr(e, "read"):
+            body = e.read().decode(errors="replace")
+        res[name] = "%s: %s" % (type(e).__name__, code)
+        res[name + " body"] = body
+def get(url):
+    return lambda: urllib.request.urlopen(url, timeout=30).read().decode()
+def direct(port):
+    def fn():
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.close()
+        return "connected"
+    return fn
+attempt("allowed", get("http://ok.test:%d/" % uport))
+attempt("not allowed", get("http://other.test:%d/" % uport))
+attempt("denied", get("http://bad.test:%d/" % uport))
+attempt("direct upstream", direct(uport))
+res["env"] = dict(os.environ)
+print(json.dumps(res), flush=True)
+'''
+PROBE_PATH = os.path.join(BASE, "probe.py")
+with open(PROBE_PATH, "w") as f:
+    f.write(PROBE)
+os.chmod(PROBE_PATH, 0o644)
+ARGV = [sys.executable, PROBE_PATH, str(UPORT)]
+SANDBOX = {"permissions": ROOT_READ, "windowsSandboxLevel": "disabled"}
+
+
+def proxy_config(**kw):
+    p = {"enabled": True, "enableSocks5": False, "enableSocks5Udp": False,
+         "allowUpstreamProxy": True, "dangerouslyAllowAllUnixSockets": False, "mode": "full",
+         "domains": {"ok.test": "allow", "**.bad.test": "deny", "x.test": "none"},
+         "unixSockets": None, "allowLocalBinding": True}
+    p.update(kw)
+    return {"proxy": p, "auditMetadata": {"model": "m"}, "environmentId": "e"}
+
+
+def proxies_of(server_pid):
+    """The server's children that are `cordon proxy --listen-fd` processes."""
+    found = []
+    for c in children_of(server_pid):
+        try:
+            with open("/proc/%d/cmdline" % c, "rb") as f:
+                if f.read().startswith(b"cordon\0proxy\0--listen-fd\0"):
+                    found.append(c)
+        except OSError:
+            pass
+    return found
+
+
+def wait_exit(pidfd):
+    """Wait for the process of pidfd to end (bounded by WAIT: a failing test only)."""
+    r, _, _ = select.select([pidfd], [], [], WAIT)
+    return bool(r)
+
+
+def result_of(s, pid):
+    out = s.wait_closed(pid)
+    try:
+        return json.loads(out.stdout.decode().split("\n", 1)[1])
+    except (IndexError, ValueError):
+        return {"raw": out.stdout.decode(errors="replace") + out.stderr.decode("replace")}
+
+
+def start_probe(s, pid, sandbox=SANDBOX):
+    r = s.start(pid, ARGV, cwd=BASE, env={"PATH": "/usr/bin:/bin", "HTTP_PROXY": "x"},
+                sandbox=sandbox, pipeStdin=True, networkProxy=proxy_config())
+    return r, ("result" in r and s.wait_output(pid, b"ready\n"))
+
+
+def scenario(loop):
+    tag = "%s %s" % (WHO, loop)
+    s = Server(loop=loop, extra_env={
+        "CORDON_TEST_PROXY_RESOLVE": "ok.test=127.0.0.1,other.test=127.0.0.1,bad.test=127.0.0.1"})
+    s.handshake()
+    try:
+        # ---- the proxy at work, and gone at closed ----
+        r, ready = start_probe(s, "np")
+        t.ok(ready, "[%s] a sandboxed process with networkProxy starts" % tag, r)
+        proxies = proxies_of(s.server_pid) if ready else []
+        t.eq(len(proxies), 1, "[%s] the server runs one `cordon proxy` for it" % tag)
+        pidfd = os.pidfd_open(proxies[0]) if proxies else None
+        s.request("process/write", {"processId": "np", "chunk": b64("go\n"), "writeId": "1"})
+        res = result_of(s, "np") if ready else {}
+        t.eq(res.get("allowed"), "ok: hello from upstream",
+             "[%s] an allowed name reaches the upstream through the proxy" % tag)
+        t.ok(res.get("not allowed") == "HTTPError: 403" and
+             "other.test" in res.get("not allowed body", ""),
+             "[%s] a name not allowed gets 403 with the reason" % tag, res)
+        t.ok(res.get("denied") == "HTTPError: 403" and "bad.test" in res.get("denied body", ""),
+             "[%s] a denied name gets 403 with the reason" % tag, res)
+        t.ok(res.get("direct upstream", "ok").startswith(("ConnectionRefusedError", "OSError")),
+             "[%s] a direct connect to the upstream fails" % tag, res.get("direct upstream"))
+        pe = res.get("env", {})
+        t.eq((pe.get("HTTP_PROXY"), pe.get("https_proxy"), pe.get("ALL_PROXY"),
+              pe.get("CODEX_NETWORK_PROXY_ACTIVE"), pe.get("CODEX_NETWORK_ALLOW_LOCAL_BINDING")),
+             ("http://127.0.0.1:3128", "http://127.0.0.1:3128", "http://127.0.0.1:3128", "1", "1"),
+             "[%s] the proxy variables name the relay (the client's HTTP_PROXY replaced)" % tag)
+        if pidfd is not None:
+            t.ok(wait_exit(pidfd), "[%s] the proxy exits once the process is closed" % tag)
+            os.close(pidfd)
+            t.ok(wait_gone(proxies), "[%s] and is reaped by the server" % tag)
+        else:
+            t.not_ok("[%s] the proxy exits once the process is closed" % tag)
+            t.not_ok("[%s] and is reaped by the server" % tag)
+        err = s.stderr_text()
+        t.ok(("allow GET ok.test:%d" % UPORT) in err and ("deny GET other.test:%d" % UPORT) in err
+             and ("deny GET bad.test:%d" % UPORT) in err,
+             "[%s] the server's log has the proxy's audit lines" % tag, err[-3000:])
+
+        # ---- a proxy killed mid-run: no network, never another way out ----
+        r, ready = start_probe(s, "kill")
+        proxies = proxies_of(s.server_pid) if ready else []
+        t.eq(len(proxies), 1, "[%s] a second process gets a proxy of its own" % tag)
+        if proxies:
+            pidfd = os.pidfd_open(proxies[0])
+            os.kill(proxies[0], signal.SIGKILL)
+            t.ok(wait_exit(pidfd), "[%s] its proxy is killed" % tag)
+            os.close(pidfd)
+        s.request("process/write", {"processId": "kill", "chunk": b64("go\n"), "writeId": "1"})
+        res = result_of(s, "kill") if ready else {}
+        t.ok("allowed" in res and not res["allowed"].startswith("ok") and
+             not res["direct upstream"].startswith("ok"),
+             "[%s] with its proxy killed, the process has no network" % tag, res)
+        t.ok("its network proxy (pid" in s.stderr_text() and
+             "the process has no network from now on" in s.stderr_text(),
+             "[%s] the server logs the proxy's end" % tag, s.stderr_text()[-2000:])
+
+        # ---- network enabled in the permissions: still only the proxy ----
+        sb = {"permissions": dict(ROOT_READ, network="enabled"), "windowsSandboxLevel": "disabled"}
+        r, ready = start_probe(s, "enabled", sandbox=sb)
+        proxies = proxies_of(s.server_pid) if ready else []
+        s.request("process/write", {"processId": "enabled", "chunk": b64("go\n"), "writeId": "1"})
+        res = result_of(s, "enabled") if ready else {}
+        wait_gone(proxies)
+        t.ok(res.get("allowed") == "ok: hello from upstream" and
+             res.get("direct upstream", "ok").startswith(("ConnectionRefusedError", "OSError")),
+             "[%s] with network enabled in the permissions, still only the proxy" % tag, res)
+
+        # ---- bad params: -32602, nothing runs ----
+        marker = os.path.join(BASE, "marker")
+        touch = ["sh", "-c", "touch '%s'" % marker]
+        p = proxy_config()["proxy"]
+        no_enabled = dict(p)
+        del no_enabled["enabled"]
+        cases = [
+            ("not an object", 5,
+             "invalid type: number, expected struct RemoteNetworkProxyLaunchConfig"),
+            ("no proxy", {}, "missing field `proxy`"),
+            ("proxy not an object", {"proxy": []},
+             "invalid type: sequence, expected struct RemoteNetworkProxyConfig"),
+            ("no enabled", {"proxy": no_enabled}, "missing field `enabled`"),
+            ("enabled a string", proxy_config(enabled="yes"),
+             "invalid type: string \"yes\", expected a boolean"),
+            ("a bad mode", proxy_config(mode="open"),
+             "unknown variant `open`, expected `limited` or `full`"),
+            ("domains a list", proxy_config(domains=[]), "invalid type: sequence, expected a map"),
+            ("a bad permission", proxy_config(domains={"a.test": "yes"}),
+             "unknown variant `yes`, expected one of `none`, `allow`, `deny`"),
+            ("a bad socket permission", proxy_config(unixSockets={"/s": "yes"}),
+             "unknown variant `yes`, expected `allow` or `deny`"),
+            ("a relative socket", proxy_config(unixSockets={"s": "allow"}),
+             "invalid network proxy config: invalid network.allow_unix_sockets[0]: expected a "
+             "NUL-free absolute path for Linux, got \"s\""),
+            ("a disabled proxy", proxy_config(enabled=False),
+             "invalid network proxy config: executor-local network proxy launch requires an "
+             "enabled proxy"),
+            ("a bad executionId", dict(proxy_config(), executionId=5),
+             "invalid type: number, expected a string"),
+            ("a bad pattern", proxy_config(domains={"a.*.test": "allow"}), None),
+            ("SOCKS5", proxy_config(enableSocks5=True),
+             "networkProxy: SOCKS5 (proxy.enableSocks5) is not supported by this executor's "
+             "proxy: set it to false (ALL_PROXY then names the HTTP proxy)"),
+            ("a unix socket allowed", proxy_config(unixSockets={"/run/x.sock": "allow"}), None),
+            ("all unix sockets", proxy_config(dangerouslyAllowAllUnixSockets=True), None),
+        ]
+        for i, (desc, np, msg) in enumerate(cases):
+            r = s.start("refuse%d" % i, touch, cwd=BASE, sandbox=SANDBOX, networkProxy=np)
+            if msg is None:
+                good = err_code(r) == -32602 and err_msg(r).startswith(
+                    ("invalid network proxy config: domain pattern \"a.*.test\": ",
+                     "networkProxy: unix sockets cannot be allowed by this executor"))
+            else:
+                good = err_code(r) == -32602 and err_msg(r) == msg
+            t.ok(good, "[%s] %s: -32602 %r" % (tag, desc, msg or err_msg(r)), r)
+        r = s.start("refuse-nosandbox", touch, cwd=BASE, networkProxy=proxy_config())
+        t.ok(err_code(r) == -32602 and err_msg(r).startswith("networkProxy requires `sandbox`"),
+             "[%s] no sandbox: -32602, the proxy could be gone around" % tag, r)
+        t.ok(not os.path.exists(marker), "[%s] no refused start ran anything" % tag)
+        t.eq(proxies_of(s.server_pid), [], "[%s] no proxy is left running" % tag)
+        r = s.start("null", touch, cwd=BASE, sandbox=SANDBOX, networkProxy=None)
+        t.ok("result" in r, "[%s] networkProxy null is no proxy" % tag, r)
+        s.wait_closed("null")
+    finally:
+        s.stop()
+
+
+for loop in LOOPS:
+    scenario(loop)
+t.done()
