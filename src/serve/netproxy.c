@@ -29,6 +29,7 @@ extern char **environ;
 struct cd_netproxy_cfg {
 	char **argv; /* owned: `cordon proxy ...` */
 	bool local_binding;
+	bool socks5; /* the proxy takes SOCKS5 too: ALL_PROXY names socks5h:// */
 };
 
 struct cd_netproxy {
@@ -207,12 +208,6 @@ int cd_netproxy_parse(const struct cd_json *v, struct cd_netproxy_cfg **ret, cha
 	}
 
 	/* What cordon cannot enforce: refused, never started with less than was asked. */
-	if (socks5) {
-		*err = cd_xstrdup("networkProxy: SOCKS5 (proxy.enableSocks5) is not supported by "
-				  "this executor's proxy: set it to false (ALL_PROXY then names "
-				  "the HTTP proxy)");
-		return -EINVAL;
-	}
 	if (all_unix || n_allowed_sockets) {
 		*err = cd_xstrdup("networkProxy: unix sockets cannot be allowed by this executor "
 				  "(proxy.dangerouslyAllowAllUnixSockets, or an \"allow\" in "
@@ -231,6 +226,7 @@ int cd_netproxy_parse(const struct cd_json *v, struct cd_netproxy_cfg **ret, cha
 	struct cd_netproxy_cfg *c = cd_xcalloc(1, sizeof(*c));
 	struct cd_netpolicy pol = { 0 };
 	c->local_binding = local;
+	c->socks5 = socks5;
 	cd_strv_push(&c->argv, "cordon");
 	cd_strv_push(&c->argv, "proxy");
 	cd_strv_push(&c->argv, "--listen-fd");
@@ -239,6 +235,14 @@ int cd_netproxy_parse(const struct cd_json *v, struct cd_netproxy_cfg **ret, cha
 	cd_strv_push(&c->argv, "4");
 	cd_strv_push(&c->argv, "--mode");
 	cd_strv_push(&c->argv, modes[mode]);
+	/*
+	 * SOCKS5 on the same socket (the proxy tells it by its first byte). In
+	 * limited mode each SOCKS5 request is refused by the proxy, a tunnel
+	 * being what limited mode refuses: Codex's defaults ask for SOCKS5, so
+	 * it is taken and refused per request rather than the whole start.
+	 */
+	if (socks5)
+		cd_strv_push(&c->argv, "--socks5");
 	for (size_t i = 0; i < n_domains; i++) {
 		const struct cd_json_member *m = &domains->u.obj.members[i];
 		int perm = parse_variant(m->value, "", domain_perms, CD_ARRAY_SIZE(domain_perms),
@@ -266,7 +270,7 @@ int cd_netproxy_parse(const struct cd_json *v, struct cd_netproxy_cfg **ret, cha
 		cd_strv_push(&c->argv, "--allow-cidr");
 		cd_strv_push(&c->argv, local_cidrs[i]);
 	}
-	(void)socks5_udp; /* without SOCKS5 there is no UDP to relay */
+	(void)socks5_udp; /* UDP ASSOCIATE is refused (reply 7): the sandbox has no UDP */
 	(void)upstream;	  /* cordon's proxy connects directly: an allowance not used */
 	*ret = c;
 	return 0;
@@ -551,6 +555,6 @@ static void setenv_in(char ***envp, const char *name, const char *value)
 void cd_netproxy_set_env(char ***envp, const struct cd_netproxy_cfg *cfg)
 {
 	for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++)
-		setenv_in(envp, e->name, e->value);
+		setenv_in(envp, e->name, cd_env_pair_value(e, cfg->socks5));
 	setenv_in(envp, "CODEX_NETWORK_ALLOW_LOCAL_BINDING", cfg->local_binding ? "1" : "0");
 }

@@ -37,8 +37,7 @@ struct cd_netproxy;
 /*
  * Decode params.networkProxy (v: present and not null) as the released
  * binary does (serde's messages), then refuse what cordon cannot enforce
- * (-32602 with the reason): a disabled proxy, SOCKS5, unix socket
- * allow-lists. 0 with *ret malloc()ed, or -EINVAL with *err.
+ * (-32602 with the reason): a disabled proxy, unix socket allow-lists. 0 with *ret malloc()ed, or -EINVAL with *err.
  */
 int cd_netproxy_parse(const struct cd_json *v, struct cd_netproxy_cfg **ret, char **err);
 /* NULL-safe; returns NULL. */

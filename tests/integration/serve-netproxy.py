@@ -86,6 +86,39 @@ attempt("allowed", get("http://ok.test:%d/" % uport))
 attempt("not allowed", get("http://other.test:%d/" % uport))
 attempt("denied", get("http://bad.test:%d/" % uport))
 attempt("direct upstream", direct(uport))
+def recv_n(s, n):
+    b = b""
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            raise OSError("closed after %d bytes" % len(b))
+        b += c
+    return b
+def socks(name, port):
+    def fn():
+        host, p = os.environ["ALL_PROXY"][len("socks5h://"):].rsplit(":", 1)
+        s = socket.create_connection((host, int(p)), timeout=30)
+        s.sendall(b"\x05\x01\x00")
+        if recv_n(s, 2) != b"\x05\x00":
+            raise OSError("greeting refused")
+        n = name.encode()
+        s.sendall(b"\x05\x01\x00\x03" + bytes([len(n)]) + n + port.to_bytes(2, "big"))
+        rep = recv_n(s, 4)
+        if rep[1] != 0:
+            raise OSError("reply %d" % rep[1])
+        recv_n(s, {1: 6, 4: 18}[rep[3]])
+        s.sendall(b"GET / HTTP/1.0\r\nHost: %s\r\n\r\n" % n)
+        data = b""
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            data += c
+        return data.split(b"\r\n\r\n", 1)[1].decode()
+    return fn
+if os.environ.get("ALL_PROXY", "").startswith("socks5h://"):
+    attempt("socks allowed", socks("ok.test", uport))
+    attempt("socks denied", socks("bad.test", uport))
 res["env"] = dict(os.environ)
 print(json.dumps(res), flush=True)
 '''
@@ -133,9 +166,9 @@ def result_of(s, pid):
         return {"raw": out.stdout.decode(errors="replace") + out.stderr.decode("replace")}
 
 
-def start_probe(s, pid, sandbox=SANDBOX):
+def start_probe(s, pid, sandbox=SANDBOX, np=None):
     r = s.start(pid, ARGV, cwd=BASE, env={"PATH": "/usr/bin:/bin", "HTTP_PROXY": "x"},
-                sandbox=sandbox, pipeStdin=True, networkProxy=proxy_config())
+                sandbox=sandbox, pipeStdin=True, networkProxy=np or proxy_config())
     return r, ("result" in r and s.wait_output(pid, b"ready\n"))
 
 
@@ -208,6 +241,25 @@ def scenario(loop):
              res.get("direct upstream", "ok").startswith(("ConnectionRefusedError", "OSError")),
              "[%s] with network enabled in the permissions, still only the proxy" % tag, res)
 
+        # ---- enableSocks5 (Codex's default): SOCKS5 on the same relay port ----
+        r, ready = start_probe(s, "socks", np=proxy_config(enableSocks5=True,
+                                                           enableSocks5Udp=True))
+        t.ok(ready, "[%s] enableSocks5 (and enableSocks5Udp) is taken" % tag, r)
+        proxies = proxies_of(s.server_pid) if ready else []
+        s.request("process/write", {"processId": "socks", "chunk": b64("go\n"), "writeId": "1"})
+        res = result_of(s, "socks") if ready else {}
+        wait_gone(proxies)
+        pe = res.get("env", {})
+        t.eq((pe.get("ALL_PROXY"), pe.get("all_proxy"), pe.get("HTTP_PROXY")),
+             ("socks5h://127.0.0.1:3128", "socks5h://127.0.0.1:3128", "http://127.0.0.1:3128"),
+             "[%s] with SOCKS5, ALL_PROXY names socks5h:// at the relay, HTTP_PROXY http://" % tag)
+        t.eq(res.get("socks allowed"), "ok: hello from upstream",
+             "[%s] an allowed name reaches the upstream through SOCKS5" % tag)
+        t.eq(res.get("socks denied"), "OSError: reply 2",
+             "[%s] a denied name is refused by SOCKS5 (reply 2: not allowed by the rules)" % tag)
+        t.eq(res.get("allowed"), "ok: hello from upstream",
+             "[%s] and HTTP through the same relay still works" % tag)
+
         # ---- bad params: -32602, nothing runs ----
         marker = os.path.join(BASE, "marker")
         touch = ["sh", "-c", "touch '%s'" % marker]
@@ -239,9 +291,6 @@ def scenario(loop):
             ("a bad executionId", dict(proxy_config(), executionId=5),
              "invalid type: number, expected a string"),
             ("a bad pattern", proxy_config(domains={"a.*.test": "allow"}), None),
-            ("SOCKS5", proxy_config(enableSocks5=True),
-             "networkProxy: SOCKS5 (proxy.enableSocks5) is not supported by this executor's "
-             "proxy: set it to false (ALL_PROXY then names the HTTP proxy)"),
             ("a unix socket allowed", proxy_config(unixSockets={"/run/x.sock": "allow"}), None),
             ("all unix sockets", proxy_config(dangerouslyAllowAllUnixSockets=True), None),
         ]
