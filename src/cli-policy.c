@@ -266,6 +266,7 @@ void cd_cli_bound_done(struct cd_cli_bound *b)
 	cd_netpolicy_done(&b->own_netpol);
 	cd_linux_plan_free(b->lp);
 	cd_seatbelt_plan_free(b->sp);
+	cd_strv_free(b->sp_env);
 	cd_windows_plan_free(b->wp);
 	cd_plan_free(b->plan);
 	cd_profile_free(b->profile);
@@ -809,6 +810,50 @@ static char *explain_sid(void *ctx, const char *key)
 	return cd_windows_sid_derive("cordon explain", key);
 }
 
+/*
+ * A managed network under Seatbelt: no network namespace and no relay, so
+ * the sandbox may reach only the proxy's own loopback TCP port, and the
+ * proxy variables name it. That port must be given (--network-proxy
+ * tcp:127.0.0.1:PORT): cordon's own proxy starts only on Linux so far.
+ */
+static int seatbelt_proxy_port(struct cd_cli_bound *b, const struct cd_linux_opts *lopts,
+			       uint16_t *ret)
+{
+	struct cd_proxy_endpoint ep;
+	char *err = NULL;
+
+	if (b->own_proxy || !lopts || !lopts->managed_proxy)
+		return refuse(b, cd_xstrdup("the Seatbelt backend's managed network goes "
+					    "through a proxy on a loopback TCP port: give it "
+					    "with --network-proxy tcp:127.0.0.1:PORT (cordon "
+					    "starts its own proxy only on Linux so far)"));
+	if (cd_proxy_endpoint_parse(lopts->managed_proxy, &ep, &err) < 0)
+		return refuse(b, err);
+	if (ep.is_unix || ep.addr[0] != 127 || ep.addr[1] != 0 || ep.addr[2] != 0 ||
+	    ep.addr[3] != 1)
+		return refuse(b, cd_xasprintf("the Seatbelt backend lets a sandbox reach a proxy "
+					      "only at a loopback TCP port (remote ip "
+					      "\"localhost:PORT\"), not %s: give "
+					      "--network-proxy tcp:127.0.0.1:PORT",
+					      lopts->managed_proxy));
+	*ret = ep.port;
+	/* The variables Linux points at its relay, pointing at the proxy itself. */
+	char *url = cd_xasprintf("127.0.0.1:%u", (unsigned)ep.port);
+	for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++) {
+		const char *v = cd_env_pair_value(e, false);
+		const char *at = strstr(v, CD_RELAY_ADDR ":" CD_RELAY_PORT_STR);
+		if (at)
+			cd_strv_push_take(
+				&b->sp_env,
+				cd_xasprintf("%s=%.*s%s%s", e->name, (int)(at - v), v, url,
+					     at + strlen(CD_RELAY_ADDR ":" CD_RELAY_PORT_STR)));
+		else
+			cd_strv_push_take(&b->sp_env, cd_xasprintf("%s=%s", e->name, v));
+	}
+	free(url);
+	return 0;
+}
+
 /* The Windows restricted-token plan, from a host that is not Windows (explain). */
 static int bind_windows(struct cd_cli_bound *b)
 {
@@ -862,8 +907,16 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 	if (b->backend == CD_CLI_BACKEND_WINDOWS)
 		return bind_windows(b);
 	if (b->backend == CD_CLI_BACKEND_SEATBELT) {
+		uint16_t port = 0;
+		if (prof->network == CD_NET_MANAGED) {
+			r = seatbelt_proxy_port(b, lopts, &port);
+			if (r < 0)
+				return r;
+		}
 		/* Planned for macOS from this host: rewrite as a macOS binding would resolve. */
 		struct cd_seatbelt_input si = {
+			.proxy_ports = &port,
+			.n_proxy_ports = port ? 1 : 0,
 			.profile = prof,
 			.plan = b->plan,
 			.workspace_roots = roots,

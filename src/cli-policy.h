@@ -178,6 +178,8 @@ struct cd_cli_bound {
 	enum cd_cli_backend backend;
 	bool allow_env_network;
 	struct cd_seatbelt_plan *sp;
+	/* sp with a managed network: the proxy variables the command gets (NAME=VALUE). */
+	char **sp_env;
 	struct cd_windows_plan *wp;
 	char *refusal; /* one line, set when refused (exit 125) */
 	/*

@@ -163,7 +163,7 @@ static void print_limits(const struct cd_cli_bound *b, const struct cd_linux_pla
 }
 
 /* The Seatbelt wrapper: what a macOS host would exec before the command. */
-static void print_seatbelt(const struct cd_seatbelt_plan *sp)
+static void print_seatbelt(const struct cd_seatbelt_plan *sp, char *const *env)
 {
 	cleanup_free char *h1 = NULL, *h2 = NULL;
 
@@ -179,6 +179,11 @@ static void print_seatbelt(const struct cd_seatbelt_plan *sp)
 	printf("  parameters:%s\n", sp->n_params ? "" : " none");
 	for (size_t i = 0; i < sp->n_params; i++)
 		printf("    -D%s=%s\n", vis(sp->params[i].key, &h1), vis(sp->params[i].value, &h2));
+	if (env) {
+		printf("  environment (the managed network's proxy variables):\n");
+		for (char *const *e = env; *e; e++)
+			printf("    %s\n", vis(*e, &h1));
+	}
 	printf("  policy:\n");
 	for (const char *l = sp->policy; *l;) {
 		const char *e = strchr(l, '\n');
@@ -325,7 +330,7 @@ static void print_text(const struct cd_cli_bound *b)
 	}
 
 	if (b->sp)
-		print_seatbelt(b->sp);
+		print_seatbelt(b->sp, b->sp_env);
 	if (b->wp)
 		print_windows(b->wp);
 	if (b->probed || lp)
@@ -637,7 +642,7 @@ static json_t *linux_json(const struct cd_linux_plan *lp, bool b_own,
 }
 
 /* argv is the exact wrapper (null when the profile disables the sandbox). */
-static json_t *seatbelt_json(const struct cd_seatbelt_plan *sp)
+static json_t *seatbelt_json(const struct cd_seatbelt_plan *sp, char *const *env)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "sandboxType", jstr("macosSeatbelt"));
@@ -653,6 +658,15 @@ static json_t *seatbelt_json(const struct cd_seatbelt_plan *sp)
 	}
 	json_object_set_new(o, "params", params);
 	json_object_set_new(o, "notes", strv_json(sp->notes));
+	/* A managed network: the variables the command gets, {NAME: VALUE}. */
+	json_t *jenv = json_object();
+	for (char *const *e = env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char *name = cd_xstrndup(*e, (size_t)(eq - *e));
+		json_object_set_new(jenv, name, jstr(eq + 1));
+		free(name);
+	}
+	json_object_set_new(o, "env", jenv);
 	return o;
 }
 
@@ -772,7 +786,8 @@ static json_t *explain_json(const struct cd_cli_bound *b)
 	json_object_set_new(root, "linux",
 			    b->lp ? linux_json(b->lp, b->own_proxy, b->netpol) : json_null());
 	if (b->backend == CD_CLI_BACKEND_SEATBELT)
-		json_object_set_new(root, "seatbelt", b->sp ? seatbelt_json(b->sp) : json_null());
+		json_object_set_new(root, "seatbelt",
+				    b->sp ? seatbelt_json(b->sp, b->sp_env) : json_null());
 	if (b->backend == CD_CLI_BACKEND_WINDOWS)
 		json_object_set_new(root, "windows", b->wp ? windows_json(b->wp) : json_null());
 	json_object_set_new(root, "refusal", b->refusal ? jstr(b->refusal) : json_null());

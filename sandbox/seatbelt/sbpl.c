@@ -299,14 +299,42 @@ static void put_base(struct cd_strbuf *sb)
 			 "(allow file-ioctl (regex #\"^/dev/ttys[0-9]+$\"))\n");
 }
 
+/* What name resolution and certificate checks need, with any network. */
+static void put_network_services(struct cd_strbuf *sb)
+{
+	cd_strbuf_append(sb, "(allow system-socket\n"
+			     "    (require-all (socket-domain AF_SYSTEM) (socket-protocol 2)))\n");
+	put_rule(sb, "mach-lookup", "global-name", network_services);
+}
+
 static void put_network(struct cd_strbuf *sb)
 {
 	cd_strbuf_append(sb, "\n; Network: on, with name resolution and certificate checks.\n"
 			     "(allow network-outbound)\n"
-			     "(allow network-inbound)\n"
-			     "(allow system-socket\n"
-			     "    (require-all (socket-domain AF_SYSTEM) (socket-protocol 2)))\n");
-	put_rule(sb, "mach-lookup", "global-name", network_services);
+			     "(allow network-inbound)\n");
+	put_network_services(sb);
+}
+
+/*
+ * A managed network: only the proxy's loopback ports (reference section 5,
+ * proxy-restricted). No port: no outbound address is allowed at all.
+ */
+static void put_proxy_network(struct cd_strbuf *sb, const struct cd_seatbelt_input *in)
+{
+	cd_strbuf_append(sb, "\n; Network: managed, only through the proxy's loopback ports.\n");
+	if (in->allow_local_binding) {
+		cd_strbuf_append(sb, "(allow network-bind (local ip \"*:*\"))\n"
+				     "(allow network-inbound (local ip \"localhost:*\"))\n"
+				     "(allow network-outbound (remote ip \"localhost:*\"))\n");
+		if (in->n_proxy_ports)
+			cd_strbuf_append(sb, "(allow network-outbound (remote ip \"*:53\"))\n");
+	}
+	for (size_t i = 0; i < in->n_proxy_ports; i++)
+		cd_strbuf_printf(sb, "(allow network-outbound (remote ip \"localhost:%u\"))\n",
+				 (unsigned)in->proxy_ports[i]);
+	if (!in->n_proxy_ports)
+		cd_strbuf_append(sb, "; No proxy port: no outbound address is allowed.\n");
+	put_network_services(sb);
 }
 
 static void put_minimal(struct cd_strbuf *sb, char *const *excl)
@@ -802,13 +830,6 @@ int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbel
 		*ret = b.sp;
 		return 0;
 	}
-	if (plan->network == CD_NET_MANAGED) {
-		*reterr =
-			cd_xstrdup("managed network needs cordon's network proxy, which this "
-				   "build does not have yet; use --network restricted or enabled");
-		cd_seatbelt_plan_free(b.sp);
-		return -EINVAL;
-	}
 	b.sp->sandboxed = true;
 	put_base(&b.policy);
 	/*
@@ -825,6 +846,8 @@ int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbel
 	}
 	if (ok && plan->network == CD_NET_ENABLED)
 		put_network(&b.policy);
+	else if (ok && plan->network == CD_NET_MANAGED)
+		put_proxy_network(&b.policy, in);
 	ok = ok && put_globs(&b);
 	cd_strset_done(&b.noted);
 	if (!ok) {

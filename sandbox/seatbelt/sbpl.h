@@ -35,7 +35,11 @@
  *      (MINIMAL_EXCLUDED_k);
  *   5. the network: restricted adds nothing (deny default), enabled adds
  *      outbound and inbound with the services name resolution and TLS
- *      need; managed is refused (no proxy exists yet for this backend);
+ *      need; managed is proxy-restricted: outbound only to the proxy's
+ *      loopback ports (remote ip "localhost:PORT"), with the same
+ *      services, plus local binding (and DNS, when a port is known) if
+ *      allowed; with no port it allows no outbound address at all, so it
+ *      fails closed (reference section 5);
  *   6. glob deny entries as anchored regexes (deny file-read* and
  *      file-write*), covering matches created later too, with the
  *      canonical-prefix variant when it differs. Last, since the last
@@ -52,6 +56,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/plan.h"
 #include "core/profile.h"
@@ -85,10 +90,19 @@ struct cd_seatbelt_input {
 	 * macOS binding would have resolved them.
 	 */
 	bool macos_paths;
+	/*
+	 * A managed network (plan->network == CD_NET_MANAGED): the loopback
+	 * TCP ports of the proxy the command goes through (none: no way out),
+	 * and whether it may bind and talk to local addresses
+	 * (CODEX_NETWORK_ALLOW_LOCAL_BINDING).
+	 */
+	const uint16_t *proxy_ports;
+	size_t n_proxy_ports;
+	bool allow_local_binding;
 };
 
 /*
- * Build the plan. 0, or -EINVAL (refusal: managed network, a path or
+ * Build the plan. 0, or -EINVAL (refusal: a path or
  * pattern SBPL cannot carry) with *reterr a malloc'ed one-line reason
  * naming the fix.
  */

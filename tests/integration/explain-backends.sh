@@ -93,9 +93,31 @@ CORDON_TEST_DISABLE=landlock,userns,seccomp \
 	explain_json "planned without Landlock, seccomp or user namespaces on this host" \
 	"$ARGV_SHAPE" --profile workspace-write --workspace-root "$WS"
 
+# A managed network under Seatbelt: outbound only to the proxy's loopback port.
 run_split "$CORDON" explain --backend seatbelt --profile read-only --network managed
-rc_is "--network managed: refused with exit 125" 125
-contains "--network managed: the refusal names the missing proxy" "managed network needs"
+rc_is "--network managed without a proxy port: refused with exit 125" 125
+contains "--network managed: the refusal asks for the proxy's loopback port" \
+	"give it with --network-proxy tcp:127.0.0.1:PORT"
+run_split "$CORDON" explain --backend seatbelt --profile read-only --network managed \
+	--network-proxy unix:/run/proxy.sock
+rc_is "--network managed with a unix socket proxy: refused with exit 125" 125
+contains "--network managed: Seatbelt takes only a loopback TCP port" "only at a loopback TCP port"
+run_split "$CORDON" explain --backend seatbelt --profile read-only --network managed \
+	--network-proxy tcp:10.1.2.3:3128
+rc_is "--network managed with a proxy off loopback: refused with exit 125" 125
+explain_json "--network managed: outbound only to the proxy's port, the variables name it" '
+import re
+pol = sb["policy"]
+assert "(allow network-outbound (remote ip \"localhost:8080\"))" in pol, pol[-800:]
+assert len(re.findall(r"network-outbound", pol)) == 1, pol[-800:]
+assert "network-inbound" not in pol and "network-bind" not in pol
+env = sb["env"]
+assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:8080", env
+assert env["CODEX_NETWORK_PROXY_ACTIVE"] == "1" and "NO_PROXY" in env, env
+' --profile read-only --network managed --network-proxy tcp:127.0.0.1:8080
+explain_json "--network restricted: no proxy variables" '
+assert sb["env"] == {}, sb["env"]
+' --profile read-only
 
 run_split "$CORDON" explain --backend seatbelt --profile workspace-write --workspace-root "$WS"
 rc_is "text output: exit 0" 0

@@ -113,6 +113,10 @@ struct fixture {
 	const char *roots[2];
 	size_t n_roots;
 	bool minimal; /* the profile grants :minimal */
+	/* A managed network's proxy ports and local binding. */
+	const uint16_t *ports;
+	size_t n_ports;
+	bool local_binding;
 };
 
 static void add(struct cd_profile *p, enum cd_entry_kind kind, enum cd_special special,
@@ -167,6 +171,9 @@ static int plan(struct fixture *f, bool macos_paths, char **err)
 		.workspace_roots = f->roots,
 		.n_workspace_roots = f->n_roots,
 		.macos_paths = macos_paths,
+		.proxy_ports = f->ports,
+		.n_proxy_ports = f->n_ports,
+		.allow_local_binding = f->local_binding,
 	};
 	return cd_seatbelt_plan_build(&si, &f->sp, err);
 }
@@ -357,19 +364,83 @@ START_TEST(test_unrestricted_and_disabled)
 }
 END_TEST
 
-START_TEST(test_refusals)
+/* How many times needle occurs in s. */
+static size_t count_of(const char *s, const char *needle)
 {
-	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_MANAGED) };
+	size_t n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/*
+ * A managed network is proxy-restricted (reference section 5): outbound only
+ * to each proxy port on localhost, never any other address; with no port,
+ * no outbound address at all; local binding (and DNS with a port) only when
+ * allowed.
+ */
+START_TEST(test_managed_network)
+{
+	static const uint16_t ports[] = { 8080, 1080 };
 	char *err = NULL;
 
+	struct fixture f = {
+		.fs = tree(), .prof = profile(CD_NET_MANAGED), .ports = ports, .n_ports = 2
+	};
 	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
-	ck_assert_int_eq(plan(&f, true, &err), -EINVAL);
-	ck_assert_ptr_null(f.sp);
-	ck_assert_ptr_nonnull(strstr(err, "managed network"));
-	free(err);
-	err = NULL;
+	ck_assert_int_eq(plan(&f, true, &err), 0);
+	ck_assert(f.sp->sandboxed);
+	const char *pol = f.sp->policy;
+	ck_assert_ptr_nonnull(
+		strstr(pol, "(allow network-outbound (remote ip \"localhost:8080\"))"));
+	ck_assert_ptr_nonnull(
+		strstr(pol, "(allow network-outbound (remote ip \"localhost:1080\"))"));
+	ck_assert_uint_eq(count_of(pol, "network-outbound"), 2);
+	ck_assert_ptr_null(strstr(pol, "network-inbound"));
+	ck_assert_ptr_null(strstr(pol, "network-bind"));
+	ck_assert_ptr_null(strstr(pol, "*:53"));
+	ck_assert_ptr_nonnull(strstr(pol, "com.apple.trustd.agent"));
+	check_argv(f.sp);
 	done(&f);
 
+	/* No port: fails closed, no outbound address allowed at all. */
+	struct fixture g = { .fs = tree(), .prof = profile(CD_NET_MANAGED) };
+	add(g.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	ck_assert_int_eq(plan(&g, true, &err), 0);
+	ck_assert_ptr_null(strstr(g.sp->policy, "network-outbound"));
+	ck_assert_ptr_nonnull(strstr(g.sp->policy, "No proxy port"));
+	check_argv(g.sp);
+	done(&g);
+
+	/* Local binding: bind, and loopback both ways; DNS only with a port. */
+	struct fixture h = { .fs = tree(),
+			     .prof = profile(CD_NET_MANAGED),
+			     .ports = ports,
+			     .n_ports = 1,
+			     .local_binding = true };
+	add(h.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	ck_assert_int_eq(plan(&h, true, &err), 0);
+	pol = h.sp->policy;
+	ck_assert_ptr_nonnull(strstr(pol, "(allow network-bind (local ip \"*:*\"))"));
+	ck_assert_ptr_nonnull(strstr(pol, "(allow network-inbound (local ip \"localhost:*\"))"));
+	ck_assert_ptr_nonnull(strstr(pol, "(allow network-outbound (remote ip \"localhost:*\"))"));
+	ck_assert_ptr_nonnull(strstr(pol, "(allow network-outbound (remote ip \"*:53\"))"));
+	ck_assert_ptr_null(strstr(pol, "localhost:1080"));
+	check_argv(h.sp);
+	done(&h);
+
+	struct fixture k = { .fs = tree(), .prof = profile(CD_NET_MANAGED), .local_binding = true };
+	add(k.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	ck_assert_int_eq(plan(&k, true, &err), 0);
+	ck_assert_ptr_null(strstr(k.sp->policy, "*:53"));
+	ck_assert_ptr_nonnull(strstr(k.sp->policy, "network-bind"));
+	done(&k);
+}
+END_TEST
+
+START_TEST(test_refusals)
+{
+	char *err = NULL;
 	struct fixture g = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
 	cd_fakefs_dir(g.fs, "/tmp/ws/a\"b");
 	add(g.prof, CD_ENTRY_PATH, 0, "/tmp/ws/a\"b", CD_ACCESS_WRITE);
@@ -696,6 +767,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_restricted_read);
 	tcase_add_test(tc, test_deny_under_full_read);
 	tcase_add_test(tc, test_unrestricted_and_disabled);
+	tcase_add_test(tc, test_managed_network);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_loop_test(tc, test_differential, 0, 6);
 	tcase_add_test(tc, test_differential_count);
