@@ -8,7 +8,8 @@
 # through the proxy's test resolver (CORDON_TEST_PROXY_RESOLVE, which only
 # replaces DNS: the policy still judges every name and address), reachable
 # because --allow-cidr 127.0.0.0/8 says so. An allowed name works with curl
-# (HTTP_PROXY, HTTPS_PROXY, a CONNECT tunnel) and urllib; a denied name gets
+# (HTTP_PROXY, HTTPS_PROXY, a CONNECT tunnel), urllib and git clone over HTTP;
+# a denied name gets
 # 403 with the rule; an IP literal outside the CIDRs is refused; --noproxy
 # and a raw connect fail; each decision has an audit line on cordon's
 # stderr; no allowed domain means no network; limited mode refuses CONNECT;
@@ -138,6 +139,48 @@ t.ok(mn and mn["proxy"] is None and mn["own_proxy"] ==
      {"mode": "full", "allow_domains": ["**.ok.test"], "deny_domains": ["www.ok.test"],
       "allow_cidrs": ["127.0.0.0/8"], "network": True, "socks5": False},
      "[%s] explain --json shows cordon's proxy and its rules" % WHO, err + out[:3000])
+
+# ---- git clone over HTTP (git's own libcurl, through http_proxy) ----
+
+GIT = shutil.which("git")
+if GIT:
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *_):
+            pass
+
+    genv = dict(ENV, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t.test", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@t.test", GIT_CONFIG_NOSYSTEM="1", HOME=BASE)
+    src, srv = os.path.join(BASE, "git-src"), os.path.join(BASE, "git-srv")
+    os.mkdir(srv)
+    for argv in (["init", "-q", src], ["-C", src, "commit", "-q", "--allow-empty", "-m", "one"],
+                 ["clone", "-q", "--bare", src, os.path.join(srv, "repo.git")],
+                 ["-C", os.path.join(srv, "repo.git"), "update-server-info"]):
+        subprocess.run([GIT] + argv, check=True, env=genv, stdout=subprocess.DEVNULL)
+    gsrv = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), lambda *a: Quiet(*a, directory=srv))
+    threading.Thread(target=gsrv.serve_forever, daemon=True).start()
+    gport = gsrv.server_address[1]
+    ws = os.path.join(BASE, "git-ws")
+    os.mkdir(ws)
+    clone = os.path.join(ws, "c")
+    rc, out, err = run(["run", "--profile", "workspace-write", "--workspace-root", ws,
+                        "--network", "managed"] + RULES +
+                       ["--", GIT, "clone", "-q", "http://ok.test:%d/repo.git" % gport, clone],
+                       env=genv)
+    got = subprocess.run([GIT, "-C", clone, "log", "--format=%s"], env=genv,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
+    t.ok(rc == 0 and got == "one\n" and audit(err, "allow", "GET", "ok.test:%d" % gport),
+         "[%s] git clone over HTTP through cordon's proxy, audited" % WHO, err + out + got)
+    rc, out, err = run(["run", "--profile", "workspace-write", "--workspace-root", ws,
+                        "--network", "managed"] + RULES +
+                       ["--", GIT, "clone", "-q", "http://www.ok.test:%d/repo.git" % gport,
+                        os.path.join(ws, "d")], env=genv)
+    t.ok(rc != 0 and "403" in err and not os.path.exists(os.path.join(ws, "d", ".git")) and
+         audit(err, "deny", "GET", "www.ok.test:%d" % gport),
+         "[%s] git clone of a denied name: 403, nothing cloned" % WHO, err + out)
+else:
+    t.skip("[%s] git clone over HTTP" % WHO, "git is not installed")
+    t.skip("[%s] git clone of a denied name" % WHO, "git is not installed")
 
 # ---- no domain allowed: no network, said
 
