@@ -11,6 +11,10 @@ bin_PROGRAMS += cordon
 cordon_SOURCES = $(cd_mac_sources)
 nodist_cordon_SOURCES = src/builtin-profiles.c
 cordon_LDADD = libcdcore.a
+# Set here too: src/local.mk's cordon_* (another condition) would leave them empty.
+cordon_CPPFLAGS = $(AM_CPPFLAGS)
+cordon_CFLAGS = $(AM_CFLAGS)
+cordon_LDFLAGS = $(AM_LDFLAGS)
 else
 check_PROGRAMS += tests/mac/cordon-macos
 tests_mac_cordon_macos_SOURCES = $(cd_mac_sources)
