@@ -203,7 +203,10 @@ static int add_entries(const struct cd_front *f, const struct cd_front_opts *o,
 			continue;
 		}
 		const char *why = NULL;
-		if (cd_entry_from_cli(x->arg, x->access, &e, &why) < 0)
+		cleanup_free char *conv = NULL;
+		if (f->host_path && x->arg[0] != ':' && !(conv = f->host_path(x->arg)))
+			why = "not a path of this system";
+		if (why || cd_entry_from_cli(conv ? conv : x->arg, x->access, &e, &why) < 0)
 			return usagef(f, "--%s '%s': %s",
 				      x->access == CD_ACCESS_READ    ? "allow-read"
 				      : x->access == CD_ACCESS_WRITE ? "allow-write"

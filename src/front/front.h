@@ -38,6 +38,13 @@ struct cd_front {
 	 */
 	int (*read_file)(const char *name, char **ret, size_t *ret_len);
 	bool env_network_option; /* accept --allow-degraded=network */
+	/*
+	 * A path of --allow-read, --allow-write or --deny in cordon's form
+	 * (malloc'ed; NULL if it is not a path of this OS), or NULL: the
+	 * argument as given (POSIX). Symbolic ones (":workspace_roots/x")
+	 * are never passed to it.
+	 */
+	char *(*host_path)(const char *arg);
 };
 
 struct cd_front_extra {

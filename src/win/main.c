@@ -81,12 +81,6 @@ static int read_file(const char *name, char **ret, size_t *ret_len)
 	return 0;
 }
 
-static const struct cd_front front = {
-	.prog = "cordon.exe",
-	.read_file = read_file,
-	.env_network_option = true,
-};
-
 /* ---- the binding ---- */
 
 /* A Windows path (relative to the current directory or absolute) in cordon's form. */
@@ -101,6 +95,13 @@ static char *internal(const char *path)
 		return NULL;
 	return cd_win_internal(full);
 }
+
+static const struct cd_front front = {
+	.prog = "cordon.exe",
+	.read_file = read_file,
+	.env_network_option = true,
+	.host_path = internal,
+};
 
 /* explain shows stand-in SIDs: it must not add keys to the persistent store. */
 static char *stand_in_sid(void *ctx, const char *key)
