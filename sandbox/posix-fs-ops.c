@@ -10,8 +10,10 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include "core/plan.h"
 #include "core/util.h"
@@ -172,6 +174,7 @@ static void host_close_file(void *ctx, void *file)
 	close((int)((intptr_t)file - 1));
 }
 
+#ifdef __linux__
 /* getdents64's record (the kernel's struct linux_dirent64). */
 struct dirent64_rec {
 	uint64_t d_ino;
@@ -249,6 +252,50 @@ static int host_read_dir(void *ctx, const char *path,
 	close(fd);
 	return r;
 }
+#else
+/*
+ * Elsewhere (the macOS front end, src/mac/): readdir(3). The d_type of
+ * macOS's file systems is filled; DT_UNKNOWN is asked about as above.
+ */
+static int host_read_dir(void *ctx, const char *path,
+			 int (*fn)(void *arg, const char *name, enum cd_file_type type), void *arg)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	int r = 0;
+	struct dirent *de;
+	for (errno = 0; r >= 0 && (de = readdir(d)); errno = 0) {
+		const char *nm = de->d_name;
+		if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+			continue;
+		enum cd_file_type type = de->d_type == DT_DIR	? CD_FT_DIR
+					 : de->d_type == DT_REG ? CD_FT_REG
+					 : de->d_type == DT_LNK ? CD_FT_SYMLINK
+								: CD_FT_OTHER;
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat st;
+			if (fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				if (errno != ENOENT)
+					r = -errno;
+				continue;
+			}
+			type = type_of_mode(st.st_mode);
+		}
+		r = fn(arg, nm, type);
+	}
+	if (r >= 0 && errno)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+#endif
 
 static int host_may_create(void *ctx, const char *path, bool *ret)
 {

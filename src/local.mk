@@ -1,4 +1,5 @@
-# The cordon program.
+# The cordon program (Linux; on macOS it is src/mac/local.mk's).
+if !OS_DARWIN
 if WITH_JANSSON
 bin_PROGRAMS += cordon
 cordon_common_sources = \
@@ -85,5 +86,6 @@ cordon_init_LDADD = -lgcc
 else
 cordon_init_CFLAGS = $(WARN_CFLAGS)
 cordon_init_LDFLAGS = $(STATIC_LDFLAGS)
+endif
 endif
 endif

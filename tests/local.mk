@@ -144,6 +144,7 @@ INTEGRATION_TESTS = \
 	tests/integration/explain-backends.sh \
 	tests/integration/explain-golden.py \
 	tests/integration/seatbelt-standin.py \
+	tests/integration/macos-frontend.py \
 	tests/integration/windows-wine.sh \
 	tests/integration/run-workspace-write.sh \
 	tests/integration/run-profiles.sh \

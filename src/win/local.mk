@@ -26,10 +26,11 @@ if HAVE_MINGW
 if WERROR
 WIN_CFLAGS += -Werror
 endif
+# The command line is shared with cordon on macOS (src/front/).
 cordon.exe: $(top_srcdir)/src/win/main.c src/builtin-profiles.c $(cd_win_srcs) \
-		$(cd_win_hdrs)
+		$(cd_win_hdrs) $(top_srcdir)/src/front/front.c $(top_srcdir)/src/front/front.h
 	$(AM_V_CC)$(MINGW_CC) $(WIN_CFLAGS) -o $@ $(top_srcdir)/src/win/main.c \
-		src/builtin-profiles.c $(cd_win_srcs) $(WIN_LIBS)
+		$(top_srcdir)/src/front/front.c src/builtin-profiles.c $(cd_win_srcs) $(WIN_LIBS)
 tests/windows/test-win.exe: $(top_srcdir)/tests/windows/test-win.c $(cd_win_srcs) \
 		$(cd_win_hdrs)
 	@$(MKDIR_P) tests/windows

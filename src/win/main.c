@@ -12,8 +12,10 @@
  *   cordon.exe explain [POLICY OPTIONS] [--json]
  *   cordon.exe run [POLICY OPTIONS] [--] CMD [ARG...]
  *
- * POLICY OPTIONS: --profile NAME|FILE.json, --workspace-root DIR (repeatable),
- * --cwd DIR, --network restricted|enabled|managed, --allow-degraded=network.
+ * POLICY OPTIONS (src/front/front.h, shared with cordon on macOS):
+ * --profile NAME|FILE.json, --workspace-root DIR (repeatable), --cwd DIR,
+ * --network restricted|enabled|managed, --allow-read/--allow-write/--deny
+ * PATH, --deny-glob PATTERN, --allow-degraded=network.
  * Exit status: 0, 2 for usage, 125 when the sandbox is refused, else the
  * command's.
  */
@@ -25,23 +27,17 @@
 #include <string.h>
 #include <windows.h>
 
-#include "builtin-profiles.h"
 #include "core/plan.h"
 #include "core/profile.h"
 #include "core/util.h"
+#include "front/front.h"
 #include "sandbox/windows/launch.h"
 #include "sandbox/windows/plan.h"
 #include "sandbox/windows/win-util.h"
 
-#define EXIT_USAGE  2
-#define EXIT_SETUP  125
-#define PROFILE_MAX (1024 * 1024)
-
-static int usage(const char *msg)
-{
-	fprintf(stderr, "cordon: %s\n(see cordon.exe --help)\n", msg);
-	return EXIT_USAGE;
-}
+#define EXIT_USAGE  CD_FRONT_EXIT_USAGE
+#define EXIT_SETUP  CD_FRONT_EXIT_SETUP
+#define PROFILE_MAX CD_FRONT_FILE_MAX
 
 static void help(void)
 {
@@ -58,12 +54,12 @@ static void help(void)
 	      "  --workspace-root DIR    bind :workspace_roots (repeatable)\n"
 	      "  --cwd DIR               the command's directory\n"
 	      "  --network MODE          restricted, managed or enabled\n"
+	      "  --allow-read PATH, --allow-write PATH, --deny PATH, --deny-glob PATTERN\n"
+	      "                          add an entry to a managed profile (repeatable)\n"
 	      "  --allow-degraded=network  accept a restricted network kept by environment\n"
 	      "                          variables only (this backend has no network fence)\n",
 	      stdout);
 }
-
-/* ---- check ---- */
 
 static int read_file(const char *name, char **ret, size_t *ret_len)
 {
@@ -85,73 +81,7 @@ static int read_file(const char *name, char **ret, size_t *ret_len)
 	return 0;
 }
 
-static struct cd_profile *parse(const char *origin, const char *text, size_t len)
-{
-	struct cd_profile *p = NULL;
-	struct cd_parse_error e = { 0 };
-	if (cd_profile_parse_file_text(text, len, origin, &p, &e) < 0) {
-		fprintf(stderr, "%s:%u:%u: error: %s", origin, e.line, e.col, e.msg ? e.msg : "?");
-		if (e.path && *e.path)
-			fprintf(stderr, " (at %s)", e.path);
-		fputc('\n', stderr);
-		cd_parse_error_done(&e);
-		return NULL;
-	}
-	return p;
-}
-
-static int cmd_check(int argc, char **argv)
-{
-	int bad = 0, n = 0;
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--builtin")) {
-			for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name;
-			     bp++) {
-				char *name = cd_xasprintf(CD_BUILTIN_ORIGIN ":%s", bp->name);
-				struct cd_profile *p = parse(name, bp->text, bp->len);
-				if (p)
-					printf("%s: ok\n", name);
-				bad |= !p;
-				cd_profile_free(p);
-				free(name);
-			}
-			n++;
-			continue;
-		}
-		char *text = NULL;
-		size_t len = 0;
-		int r = read_file(argv[i], &text, &len);
-		if (r < 0) {
-			fprintf(stderr, "%s: error: %s\n", argv[i],
-				r == -EFBIG ? "file is larger than 1 MiB" : strerror(-r));
-			bad = 1;
-		} else {
-			struct cd_profile *p = parse(argv[i], text, len);
-			if (p)
-				printf("%s: ok\n", argv[i]);
-			bad |= !p;
-			cd_profile_free(p);
-			free(text);
-		}
-		n++;
-	}
-	if (!n)
-		return usage("check: give FILE... or --builtin");
-	return bad;
-}
-
 /* ---- the binding ---- */
-
-struct opts {
-	const char *profile;
-	const char *roots[64];
-	size_t n_roots;
-	const char *cwd;
-	int network; /* -1: the profile's */
-	bool env_network;
-	bool json;
-	int cmd; /* argv index of the command (run) */
-};
 
 /* A Windows path (relative to the current directory or absolute) in cordon's form. */
 static char *internal(const char *path)
@@ -166,84 +96,12 @@ static char *internal(const char *path)
 	return cd_win_internal(full);
 }
 
-static const struct cd_builtin_profile *find_builtin(const char *name)
-{
-	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++)
-		if (cd_streq(bp->name, name))
-			return bp;
-	return NULL;
-}
-
-static struct cd_profile *load_profile(const char *name)
-{
-	const struct cd_builtin_profile *bp = find_builtin(name);
-	if (bp && !strchr(name, '\\') && !strchr(name, '/')) {
-		char *origin = cd_xasprintf(CD_BUILTIN_ORIGIN ":%s", name);
-		struct cd_profile *p = parse(origin, bp->text, bp->len);
-		free(origin);
-		return p;
-	}
-	char *text = NULL;
-	size_t len = 0;
-	int r = read_file(name, &text, &len);
-	if (r < 0) {
-		fprintf(stderr, "cordon: profile '%s': %s\n", name,
-			r == -ENOENT ? "no such built-in profile or file" : strerror(-r));
-		return NULL;
-	}
-	struct cd_profile *p = parse(name, text, len);
-	free(text);
-	return p;
-}
-
-/* Parse the options; returns 0 or an exit status. */
-static int parse_opts(int argc, char **argv, bool run, struct opts *o)
-{
-	*o = (struct opts){ .profile = "read-only", .network = -1 };
-	int i = 2;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "--json") && !run) {
-			o->json = true;
-		} else if (!strcmp(a, "--allow-degraded=network")) {
-			o->env_network = true;
-		} else if (!strcmp(a, "--profile") && v) {
-			o->profile = v;
-			i++;
-		} else if (!strcmp(a, "--cwd") && v) {
-			o->cwd = v;
-			i++;
-		} else if (!strcmp(a, "--workspace-root") && v) {
-			if (o->n_roots == CD_ARRAY_SIZE(o->roots))
-				return usage("too many --workspace-root");
-			o->roots[o->n_roots++] = v;
-			i++;
-		} else if (!strcmp(a, "--network") && v) {
-			o->network = cd_network_from_name(v);
-			if (o->network < 0)
-				return usage("--network: restricted, managed or enabled");
-			i++;
-		} else {
-			char *m = cd_xasprintf("unknown option or missing value: %s", a);
-			int r = usage(m);
-			free(m);
-			return r;
-		}
-	}
-	o->cmd = i;
-	if (run && i >= argc)
-		return usage("run: no command given");
-	if (!run && i < argc)
-		return usage("explain: unexpected argument");
-	return 0;
-}
+static const struct cd_front front = {
+	.prog = "cordon.exe",
+	.read_file = read_file,
+	.env_network_option = true,
+	.host_path = internal,
+};
 
 /* explain shows stand-in SIDs: it must not add keys to the persistent store. */
 static char *stand_in_sid(void *ctx, const char *key)
@@ -253,14 +111,14 @@ static char *stand_in_sid(void *ctx, const char *key)
 }
 
 /* Bind and plan. 0, or an exit status (the reason printed). */
-static int bind_and_plan(const struct opts *o, bool stand_in_sids, struct cd_profile **ret_prof,
-			 struct cd_plan **ret_plan, struct cd_windows_plan **ret_wp)
+static int bind_and_plan(const struct cd_front_opts *o, bool stand_in_sids,
+			 struct cd_profile **ret_prof, struct cd_plan **ret_plan,
+			 struct cd_windows_plan **ret_wp)
 {
-	struct cd_profile *prof = load_profile(o->profile);
-	if (!prof)
-		return EXIT_SETUP;
-	if (o->network >= 0)
-		prof->network = (enum cd_network)o->network;
+	struct cd_profile *prof = NULL;
+	int r = cd_front_load_profile(&front, o, &prof);
+	if (r)
+		return r;
 	char *cwd = internal(o->cwd ? o->cwd : ".");
 	char *roots[64] = { 0 };
 	char *tmp = NULL;
@@ -268,7 +126,6 @@ static int bind_and_plan(const struct opts *o, bool stand_in_sids, struct cd_pro
 	DWORD tn = GetTempPathA(sizeof(tmpbuf), tmpbuf);
 	if (tn && tn < sizeof(tmpbuf))
 		tmp = internal(tmpbuf);
-	int r = 0;
 	if (!cwd) {
 		fprintf(stderr, "cordon: the working directory is not on a drive\n");
 		r = EXIT_SETUP;
@@ -445,8 +302,8 @@ static void explain_text(const struct cd_profile *prof, const struct cd_plan *pl
 
 static int cmd_explain_or_run(int argc, char **argv, bool run)
 {
-	struct opts o;
-	int r = parse_opts(argc, argv, run, &o);
+	struct cd_front_opts o;
+	int r = cd_front_parse_opts(&front, argc, argv, run, &o);
 	if (r)
 		return r;
 	struct cd_profile *prof = NULL;
@@ -517,12 +374,12 @@ int main(void)
 		return 0;
 	}
 	if (!strcmp(argv[1], "check"))
-		return cmd_check(argc, argv);
+		return cd_front_check(&front, argc, argv);
 	if (!strcmp(argv[1], "explain"))
 		return cmd_explain_or_run(argc, argv, false);
 	if (!strcmp(argv[1], "run"))
 		return cmd_explain_or_run(argc, argv, true);
 	if (!strcmp(argv[1], "serve") || !strcmp(argv[1], "probe"))
-		return usage("serve and probe are not in the Windows build yet");
-	return usage("unknown command");
+		return cd_front_usage(&front, "serve and probe are not in the Windows build yet");
+	return cd_front_usage(&front, "unknown command");
 }

@@ -109,7 +109,16 @@ run_split w "$EXE" run --profile read-only --allow-degraded=network -- cmd /c "e
 rc_is "cordon.exe run --allow-degraded=network: runs" 0
 contains "cordon.exe run --allow-degraded=network: the proxy variables point nowhere" "http://127.0.0.1:9"
 contains "cordon.exe run --allow-degraded=network: and it says what it degraded" "warning: network"
-run_split w "$EXE" run --profile read-only --network enabled --deny "$WWS" -- cmd /c "exit 0"
+run_split w "$EXE" run --profile read-only --network enabled --bogus "$WWS" -- cmd /c "exit 0"
 rc_is "cordon.exe run: unknown options are usage errors" 2
+# The command line shared with the macOS front end (src/front/): entries as Windows paths.
+mkdir -p "$CD_TMP/other"
+WOTHER="Z:$(printf '%s' "$CD_TMP/other" | tr / '\\')"
+run_split w "$EXE" explain --json --profile read-only --network enabled --allow-write "$WOTHER"
+rc_is "cordon.exe explain --allow-write DIR: exit 0" 0
+contains "cordon.exe explain --allow-write DIR: an allow ACE on it" "$(printf '%s' "$WOTHER" |
+	sed 's/\\/\\\\/g')\",\"kind\":\"allow\""
+run_split w "$EXE" run --profile read-only --network enabled --deny "$WWS" -- cmd /c "exit 0"
+rc_is "cordon.exe run --deny DIR: a deny-read, which the backend refuses (125)" 125
 
 done_testing

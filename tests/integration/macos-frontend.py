@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The macOS front end (src/mac/main.c), built on Linux as tests/mac/cordon-macos.
+
+Its wrapper is the stand-in tests/data/seatbelt-stand-in.sh, fixed at compile
+time, which records its argv on stderr and runs the command. Checked, as root
+and again as the user cordon-test (when root and the tree is readable to it):
+- `explain --json` plans what the Linux cordon's `explain --backend seatbelt
+  --json` plans (the whole seatbelt object: argv, policy, -D list, notes; the
+  bound paths) for the built-in profiles and a few options;
+- `run` executes the stand-in with exactly that argv plus the command, in the
+  --cwd; the command's output, exit status and signal come back; a profile
+  that disables the sandbox runs the command without the wrapper;
+- refusals (a managed network, a missing --cwd) happen before anything runs;
+- `check` validates profiles; bad options get precise usage errors (status 2).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from rpcclient import CORDON, Tap  # noqa: E402
+
+t = Tap()
+BUILD = os.environ.get("CD_BUILDDIR", os.getcwd())
+MAC = os.environ.get("CORDON_MACOS", os.path.join(BUILD, "tests", "mac", "cordon-macos"))
+USER = "cordon-test"
+
+
+def recorded(stderr):
+    """The stand-in's argv from stderr (bytes), or None."""
+    a = stderr.find(b"STANDIN<<")
+    b = stderr.find(b">>STANDIN", a)
+    if a < 0 or b < 0:
+        return None
+    return [x.decode() for x in stderr[a + 9:b].split(b"\0")[:-1]]
+
+
+def user_prefix():
+    """The command prefix that runs as cordon-test, or (None, reason)."""
+    if os.geteuid() != 0:
+        return None, "not root: the cases above ran unprivileged already"
+    try:
+        subprocess.run(["id", USER], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None, "no user %s" % USER
+    if shutil.which("setpriv"):
+        pre = ["setpriv", "--reuid=" + USER, "--regid=" + USER, "--init-groups"]
+    elif shutil.which("runuser"):
+        pre = ["runuser", "-u", USER, "--"]
+    else:
+        return None, "neither setpriv nor runuser"
+    # The stand-in's path is compiled in: the tree must be readable to the user.
+    for prog in (MAC, CORDON):
+        p = subprocess.run(pre + [prog, "--version"], capture_output=True)
+        if p.returncode != 0:
+            return None, "%s cannot run %s (an unreadable build tree?)" % (USER, prog)
+    p = subprocess.run(pre + [MAC, "run", "--", "true"], capture_output=True)
+    if p.returncode != 0:
+        return None, "%s cannot execute the stand-in: %s" % (USER, p.stderr[-300:])
+    return pre, None
+
+
+def cases(who, pre, base):
+    def mac(args, **kw):
+        return subprocess.run(pre + [MAC] + args, capture_output=True, **kw)
+
+    def linux(args):
+        return subprocess.run(pre + [CORDON] + args, capture_output=True)
+
+    ws = os.path.join(base, "ws")
+    w = "[%s] " % who
+    # ---- explain --json: the same plan as the Linux cordon's --backend seatbelt ----
+    restricted = os.path.join(base, "restricted.json")
+    plans = [
+        ["--profile", "read-only"],
+        ["--profile", "read-only", "--network", "enabled"],
+        ["--profile", "workspace-write", "--workspace-root", ws, "--cwd", ws],
+        ["--profile", "workspace-write", "--workspace-root", ws, "--network", "enabled"],
+        ["--profile", "workspace-write", "--workspace-root", "ws", "--deny", ws + "/secret",
+         "--deny-glob", "**/*.pem", "--deny-glob", "codex-project-roots://.env",
+         "--allow-read", ws + "/../other", "--allow-write", base + "/other"],
+        ["--profile", restricted, "--workspace-root", ws],
+        ["--profile", "full-access"],
+    ]
+    for args in plans:
+        m = mac(["explain", "--json"] + args, cwd=base)
+        l_ = subprocess.run(pre + [CORDON, "explain", "--backend", "seatbelt", "--json"] + args,
+                            capture_output=True, cwd=base)
+        name = " ".join(a.replace(base, "@") for a in args)
+        if m.returncode != 0 or l_.returncode != 0:
+            t.not_ok(w + "explain %s: both plan it" % name,
+                     "macos %d: %s\nlinux %d: %s" % (m.returncode, m.stderr[-500:],
+                                                     l_.returncode, l_.stderr[-500:]))
+            continue
+        mj, lj = json.loads(m.stdout), json.loads(l_.stdout)
+        t.eq(mj["seatbelt"]["argv"], lj["seatbelt"]["argv"],
+             w + "explain %s: the argv is the Linux cordon's" % name)
+        same = [k for k in ("seatbelt", "paths", "cwd", "notes", "refusal") if mj[k] == lj[k]]
+        t.eq(same, ["seatbelt", "paths", "cwd", "notes", "refusal"],
+             w + "explain %s: the policy, -D list, notes and bound paths too" % name)
+    m = mac(["explain", "--profile", "workspace-write", "--workspace-root", ws])
+    t.ok(m.returncode == 0 and b"macOS Seatbelt wrapper" in m.stdout
+         and b"-DWRITABLE_ROOT_0=" in m.stdout, w + "explain: the text form shows the wrapper",
+         m.stdout[-500:] + m.stderr[-500:])
+
+    # ---- run ----
+    opts = ["--profile", "workspace-write", "--workspace-root", ws, "--cwd", ws]
+    cmd = ["sh", "-c", "pwd; echo from-the-command; echo err-line >&2; exit 7"]
+    want = json.loads(mac(["explain", "--json"] + opts).stdout)["seatbelt"]["argv"]
+    p = mac(["run"] + opts + ["--"] + cmd)
+    t.eq(recorded(p.stderr), want[1:] + cmd,
+         w + "run: the stand-in gets exactly the planned -p POLICY -D... -- CMD")
+    t.eq(p.stdout.decode(), ws + "\nfrom-the-command\n",
+         w + "run: the command's output arrives, from the --cwd")
+    t.ok(b"err-line" in p.stderr, w + "run: its stderr too")
+    t.eq(p.returncode, 7, w + "run: its exit status is cordon's")
+    p = mac(["run", "--profile", "read-only", "sh", "-c", "kill -TERM $$"])
+    t.eq(p.returncode, -15, w + "run: a command killed by SIGTERM kills cordon with it (exec)")
+    p = mac(["run", "--profile", "full-access", "--", "sh", "-c", "echo plain; exit 4"])
+    t.ok(p.returncode == 4 and p.stdout == b"plain\n" and recorded(p.stderr) is None,
+         w + "run: a disabled profile runs the command without the wrapper",
+         "%d %r %r" % (p.returncode, p.stdout, p.stderr))
+    p = mac(["run", "--profile", "full-access", "--", "/nonexistent/cmd"])
+    t.ok(p.returncode == 127 and b"/nonexistent/cmd" in p.stderr,
+         w + "run: a command not found (no wrapper) is status 127", p.stderr)
+
+    # ---- refusals, before anything runs ----
+    marker = os.path.join(base, "ran")
+    touch = ["sh", "-c", "touch %s" % marker]
+    p = mac(["run", "--network", "managed", "--"] + touch)
+    lref = linux(["explain", "--backend", "seatbelt", "--network", "managed"])
+    t.ok(p.returncode == 125 and recorded(p.stderr) is None and not os.path.exists(marker),
+         w + "run: a managed network is refused (125) and nothing runs", p.stderr)
+    t.eq(p.stderr.decode().splitlines()[-1:], lref.stderr.decode().splitlines()[-1:],
+         w + "run: with the Linux cordon's message for the Seatbelt planner's refusal")
+    e = mac(["explain", "--json", "--network", "managed"])
+    ej = json.loads(e.stdout) if e.stdout else {}
+    t.ok(e.returncode == 125 and ej.get("seatbelt") is None and ej.get("refusal"),
+         w + "explain --json: the refusal is in the JSON, status 125", e.stdout[-300:])
+    p = mac(["run", "--cwd", base + "/missing", "--"] + touch)
+    t.ok(p.returncode == 125 and b"--cwd '%s/missing': No such file or directory"
+         % base.encode() in p.stderr and not os.path.exists(marker),
+         w + "run: a missing --cwd is refused and nothing runs", p.stderr)
+    p = mac(["run", "--workspace-root", base + "/missing", "--"] + touch)
+    t.ok(p.returncode == 125 and b"--workspace-root" in p.stderr and not os.path.exists(marker),
+         w + "run: a missing --workspace-root is refused and nothing runs", p.stderr)
+
+    # ---- check ----
+    p = mac(["check", "--builtin"])
+    t.ok(p.returncode == 0 and p.stdout.count(b": ok\n") == 3,
+         w + "check --builtin: the three built-in profiles parse", p.stdout + p.stderr)
+    p = mac(["check", restricted])
+    t.ok(p.returncode == 0 and p.stdout == restricted.encode() + b": ok\n",
+         w + "check FILE: a valid profile", p.stdout + p.stderr)
+    bad = os.path.join(base, "bad.json")
+    p = mac(["check", bad])
+    t.ok(p.returncode == 1 and p.stderr.startswith(bad.encode() + b":3:"),
+         w + "check FILE: an invalid one is named with its line", p.stderr)
+    p = mac(["check", base + "/none.json"])
+    t.ok(p.returncode == 1 and b"No such file or directory" in p.stderr,
+         w + "check FILE: a missing file", p.stderr)
+
+    # ---- usage errors: status 2, the reason named ----
+    usage = [
+        (["explain", "--bogus"], "unknown option: --bogus"),
+        (["explain", "--network", "sometimes"],
+         "--network: unknown mode 'sometimes' (restricted, managed or enabled)"),
+        (["run", "--profile"], "--profile needs a value"),
+        (["run", "--profile", "read-only"], "run: no command given"),
+        (["explain", "extra"], "explain: unexpected argument 'extra'"),
+        (["explain", "--deny-glob", "a["], None),
+        (["explain", "--deny", "relative"], None),
+        (["explain", "--profile", "full-access", "--network", "restricted"],
+         "--network restricted needs a managed or external profile ('full-access' disables "
+         "the sandbox)"),
+        (["explain", "--profile", "full-access", "--allow-write", "/x"], None),
+        (["check"], "check: give FILE... or --builtin"),
+        (["check", "--bogus"], "check: unknown option: --bogus"),
+        (["serve"], "serve and probe are not in the macOS build yet"),
+        (["frobnicate"], "unknown command 'frobnicate' (check, explain or run)"),
+        ([], None),
+    ]
+    for args, msg in usage:
+        p = mac(args)
+        err = p.stderr.decode()
+        if msg is None and args:
+            # The Linux cordon's wording for the same mistake.
+            line = (linux(args).stderr.decode().splitlines() or ["?"])[0]
+            msg = line.split(": ", 2)[-1].rsplit(" (see ", 1)[0]
+        t.ok(p.returncode == 2 and (msg is None or msg in err),
+             w + "usage: %s: status 2, %r" % (" ".join(args) or "(nothing)", msg),
+             "%d %s" % (p.returncode, err))
+    p = mac(["explain", "--profile", "no-such-profile"])
+    t.ok(p.returncode == 125 and b"'no-such-profile': no such built-in profile or file"
+         in p.stderr, w + "explain: an unknown profile is named", p.stderr)
+
+
+if not os.access(MAC, os.X_OK):
+    t.not_ok("the macOS front end is built: %s" % MAC)
+    t.done()
+base = tempfile.mkdtemp(prefix="cordon-macos-", dir="/var/tmp")
+try:
+    for d in ("ws/.git", "ws/secret", "ws/keys", "other"):
+        os.makedirs(os.path.join(base, d))
+    with open(os.path.join(base, "restricted.json"), "w") as f:
+        json.dump({"version": 1, "type": "managed", "network": "restricted",
+                   "file_system": {"type": "restricted", "entries": [
+                       {"path": {"type": "special", "value": {"kind": "minimal"}},
+                        "access": "read"},
+                       {"path": {"type": "special", "value": {"kind": "project_roots"}},
+                        "access": "read"},
+                       {"path": {"type": "special",
+                                 "value": {"kind": "project_roots", "subpath": "secret"}},
+                        "access": "none"}]}}, f)
+    with open(os.path.join(base, "bad.json"), "w") as f:
+        f.write('{\n  "version": 1,\n  "type": "sideways"\n}\n')
+    for root, dirs, files in os.walk(base):
+        os.chmod(root, 0o755)
+        for n in files:
+            os.chmod(os.path.join(root, n), 0o644)
+    cases("root" if os.geteuid() == 0 else "user", [], base)
+    pre, why = user_prefix()
+    if pre is None:
+        t.skip("the cases as %s" % USER, why)
+    else:
+        shutil.chown(os.path.join(base, "ws"), USER)
+        cases(USER, pre, base)
+finally:
+    shutil.rmtree(base, ignore_errors=True)
+t.done()
