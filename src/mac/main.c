@@ -169,6 +169,17 @@ static int bind_and_plan(const struct cd_front_opts *o, struct bound *b, char **
 	}
 	free(err);
 	err = NULL;
+	/*
+	 * Seatbelt's managed network lets the sandbox reach only a proxy's
+	 * loopback port; this front end starts no proxy and takes none, so it
+	 * refuses rather than run a command that asked for a network with none.
+	 */
+	if (b->plan->network == CD_NET_MANAGED) {
+		*refusal = cd_xstrdup("a managed network needs a filtering proxy on a loopback "
+				      "port, which cordon on macOS does not start yet; use "
+				      "--network restricted or enabled");
+		return CD_FRONT_EXIT_SETUP;
+	}
 	struct cd_seatbelt_input si = {
 		.profile = b->profile,
 		.plan = b->plan,
@@ -274,7 +285,8 @@ static void explain_json(const struct cd_front_opts *o, const struct bound *b, c
 		}
 		cd_strbuf_append(&sb, "],\"notes\":");
 		json_strv(&sb, sp->notes);
-		cd_strbuf_append_c(&sb, '}');
+		/* A managed network's variables: none, as it is refused here. */
+		cd_strbuf_append(&sb, ",\"env\":{}}");
 	} else {
 		cd_strbuf_append(&sb, "null");
 	}

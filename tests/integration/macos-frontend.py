@@ -132,11 +132,11 @@ def cases(who, pre, base):
     marker = os.path.join(base, "ran")
     touch = ["sh", "-c", "touch %s" % marker]
     p = mac(["run", "--network", "managed", "--"] + touch)
-    lref = linux(["explain", "--backend", "seatbelt", "--network", "managed"])
     t.ok(p.returncode == 125 and recorded(p.stderr) is None and not os.path.exists(marker),
          w + "run: a managed network is refused (125) and nothing runs", p.stderr)
-    t.eq(p.stderr.decode().splitlines()[-1:], lref.stderr.decode().splitlines()[-1:],
-         w + "run: with the Linux cordon's message for the Seatbelt planner's refusal")
+    t.ok(b"a managed network needs a filtering proxy on a loopback port, which cordon on "
+         b"macOS does not start yet" in p.stderr,
+         w + "run: the refusal says a proxy is needed and none is started", p.stderr)
     e = mac(["explain", "--json", "--network", "managed"])
     ej = json.loads(e.stdout) if e.stdout else {}
     t.ok(e.returncode == 125 and ej.get("seatbelt") is None and ej.get("refusal"),
