@@ -174,6 +174,73 @@ t.ok(rc == 0 and out.startswith("200 hello from upstream") and
      "[%s] confined, the proxy resolves a name of /etc/hosts with getaddrinfo" % WHO,
      out + err)
 
+# A real DNS lookup (UDP to the nameserver of resolv.conf) from the confined proxy: as root, a
+# mount namespace of the test's whose /etc/resolv.conf names a responder of the test's on
+# 127.0.0.1:53, which answers dns.test with 127.0.0.1 and nothing else.
+
+
+def dns_responder(sock):
+    while True:
+        try:
+            q, peer = sock.recvfrom(512)
+        except OSError:
+            return
+        if len(q) < 17:
+            continue
+        i, labels = 12, []
+        while i < len(q) and q[i]:
+            labels.append(q[i + 1:i + 1 + q[i]].decode(errors="replace"))
+            i += 1 + q[i]
+        qtype = int.from_bytes(q[i + 1:i + 3], "big")
+        question = q[12:i + 5]
+        name = ".".join(labels).lower()
+        ok = name == "dns.test"
+        answer = b""
+        if ok and qtype == 1:
+            answer = (b"\xc0\x0c" + (1).to_bytes(2, "big") + (1).to_bytes(2, "big") +
+                      (60).to_bytes(4, "big") + (4).to_bytes(2, "big") + bytes([127, 0, 0, 1]))
+        flags = 0x8180 if ok else 0x8183  # a response, recursion; NXDOMAIN when not ours
+        hdr = (q[:2] + flags.to_bytes(2, "big") + (1).to_bytes(2, "big") +
+               (1 if answer else 0).to_bytes(2, "big") + bytes(4))
+        sock.sendto(hdr + question + answer, peer)
+
+
+UNSHARE = shutil.which("unshare")
+if ROOT and UNSHARE:
+    import socket
+    dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        dns.bind(("127.0.0.1", 53))
+    except OSError as e:
+        dns.close()
+        dns = None
+        why = "127.0.0.1:53 is taken (%s)" % e
+if ROOT and UNSHARE and dns:
+    threading.Thread(target=dns_responder, args=(dns,), daemon=True).start()
+    conf = os.path.join(BASE, "resolv.conf")
+    with open(conf, "w") as f:
+        f.write("nameserver 127.0.0.1\noptions attempts:1\n")
+    os.chmod(conf, 0o644)
+    script = ('mount --bind "$1" /etc/resolv.conf && shift && exec "$@"')
+    p = subprocess.run([UNSHARE, "-m", "sh", "-c", script, "sh", conf, CORDON, "run",
+                        "--network", "managed", "--allow-domain", "dns.test",
+                        "--allow-domain", "nx.test", "--allow-cidr", "127.0.0.0/8", "--",
+                        "sh", "-c", '"$0" -c "$1" http://dns.test:%d/ && '
+                        '"$0" -c "$1" http://nx.test/' % PORT, sys.executable, FETCH],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV_NOHOOK,
+                       cwd=BASE, timeout=120)
+    out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    t.ok(p.returncode == 0 and out.startswith("200 hello from upstream") and
+         re.search(r"proxy: allow GET dns\.test:%d address=127\.0\.0\.1 " % PORT, err) and
+         re.search(r"proxy: deny GET nx\.test:80 .*does not resolve", err),
+         "[root] confined, the proxy asks the nameserver of resolv.conf over UDP (an answer, "
+         "and NXDOMAIN)", out + err)
+    dns.close()
+else:
+    t.skip("[%s] a lookup through a nameserver" % WHO,
+           "needs root (a mount namespace, port 53)" if not ROOT else
+           "no unshare" if not UNSHARE else why)
+
 # ---- fail closed
 
 for arg in ("0", "abc", "12:", ":12", "12:0", "-1", "99999999999"):
@@ -187,7 +254,6 @@ rc, out, err = managed(RULES + ["--audit-file", BASE + "/no/such/dir/audit"], ["
 t.ok(rc == 125 and "--audit-file: cannot open" in err,
      "[%s] an --audit-file that cannot be opened refuses the run" % WHO, err)
 # Root whose user namespace does not map nobody: the proxy cannot change to it.
-UNSHARE = shutil.which("unshare")
 ok_userns = UNSHARE and subprocess.run([UNSHARE, "-U", "-r", "true"],
                                        stderr=subprocess.DEVNULL).returncode == 0
 if ok_userns:
