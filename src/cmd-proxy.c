@@ -258,8 +258,13 @@ int cd_cmd_proxy(int argc, char **argv)
 	}
 	/*
 	 * Confined as cordon run's own proxy is (own-proxy.h), so that the
-	 * tests and the benchmark see the proxy that managed runs get.
+	 * tests and the benchmark see the proxy that managed runs get. Not in
+	 * a sanitizer build: LeakSanitizer's check at exit needs ptrace and
+	 * /proc, which the confinement refuses, and this is where the suite
+	 * checks the proxy's code for leaks (cordon run's proxy, which ends
+	 * with _exit and so has no leak check, is confined in every build).
 	 */
+#if !defined(__SANITIZE_ADDRESS__)
 	struct cd_confine_opts co = {
 		.drop_user = geteuid() == 0,
 		.uid = CD_OWN_PROXY_UID,
@@ -276,6 +281,7 @@ int cd_cmd_proxy(int argc, char **argv)
 		cd_loop_free(l);
 		goto out;
 	}
+#endif
 	len = sizeof(ss);
 	getsockname(fd, (struct sockaddr *)&ss, &len);
 	char ip[INET6_ADDRSTRLEN] = "";
