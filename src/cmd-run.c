@@ -397,9 +397,16 @@ int cd_cmd_run(int argc, char **argv)
 		if (b.netpol->n_allow == 0)
 			cd_log_warn("managed network: no domain is allowed (--allow-domain): the "
 				    "command has no network");
-		if (verbose)
+		if (verbose) {
 			fprintf(stderr, "cordon: managed network: cordon's proxy, pid %ld, on %s\n",
 				(long)own.pid, own.endpoint);
+			fprintf(stderr,
+				"cordon: managed network: cordon's proxy runs as uid %u gid %u, "
+				"no capability, no_new_privs, Landlock (the resolver's files; "
+				"where the kernel has it), a seccomp allow-list\n",
+				geteuid() == 0 ? (unsigned)own_opts.uid : (unsigned)geteuid(),
+				geteuid() == 0 ? (unsigned)own_opts.gid : (unsigned)getegid());
+		}
 	}
 
 	if (verbose) {

@@ -101,6 +101,12 @@ def status_of_proxy(extra):
         if m:
             pid = int(m.group(1))
             break
+    for line in p.stderr:
+        m = re.match(r"cordon: managed network: cordon's proxy runs as uid (\d+) gid (\d+), ",
+                     line.decode(errors="replace"))
+        if m:
+            st["said"] = [m.group(1), m.group(2)]
+            break
     up = p.stdout.readline().strip() == b"up"
     if pid and up:
         with open("/proc/%d/status" % pid) as f:
@@ -122,6 +128,7 @@ t.ok(st.get("CapEff") == ["0000000000000000"] and st.get("CapPrm") == ["00000000
      "[%s] the proxy has no capability" % WHO, repr(st))
 if ROOT:
     t.ok(st.get("Uid") == ["65534"] * 4 and st.get("Gid") == ["65534"] * 4 and
+         st.get("said") == ["65534", "65534"] and
          st.get("Groups") == [] and st.get("CapBnd") == ["0000000000000000"],
          "[root] the proxy runs as nobody:nogroup, no groups, an empty bounding set", repr(st))
     st = status_of_proxy(["--proxy-user", "4242:4343"])
@@ -129,7 +136,8 @@ if ROOT:
          "[root] --proxy-user 4242:4343 gives the proxy those ids", repr(st))
 else:
     uid = str(os.getuid())
-    t.ok(st.get("Uid") == [uid] * 4, "[unprivileged] the proxy runs as the user", repr(st))
+    t.ok(st.get("Uid") == [uid] * 4 and st.get("said", [""])[0] == uid,
+         "[unprivileged] the proxy runs as the user", repr(st))
     t.skip("[unprivileged] --proxy-user", "needs root")
 
 # ---- what a taken-over proxy would try
