@@ -17,6 +17,8 @@ libcdsandbox_a_SOURCES += \
 	sandbox/linux/limits.c \
 	sandbox/linux/netfence.c \
 	sandbox/linux/netfence.h \
+	sandbox/linux/confine.c \
+	sandbox/linux/confine.h \
 	sandbox/linux/linux-util.h
 nodist_libcdsandbox_a_SOURCES = sandbox/linux/seccomp-filters.c
 libcdsandbox_a_CFLAGS += $(SECCOMP_CFLAGS) $(CAP_CFLAGS)

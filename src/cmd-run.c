@@ -2,8 +2,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -23,6 +25,9 @@ enum {
 	OPT_UNSETENV,
 	OPT_VERBOSE,
 	OPT_QUIET,
+	OPT_JSON_AUDIT,
+	OPT_AUDIT_FILE,
+	OPT_PROXY_USER,
 };
 
 const struct cd_cli_opt cd_run_options[] = {
@@ -32,6 +37,9 @@ const struct cd_cli_opt cd_run_options[] = {
 	{ "unsetenv", 0, true, OPT_UNSETENV },
 	{ "verbose", 'v', false, OPT_VERBOSE },
 	{ "quiet", 'q', false, OPT_QUIET },
+	{ "json-audit", 0, false, OPT_JSON_AUDIT },
+	{ "audit-file", 0, true, OPT_AUDIT_FILE },
+	{ "proxy-user", 0, true, OPT_PROXY_USER },
 	CD_CLI_POLICY_OPTIONS,
 	{ NULL, 0, false, 0 },
 };
@@ -53,6 +61,10 @@ static void run_help(void)
 	       "  --unsetenv NAME         remove a variable (repeatable)\n"
 	       "  -v, --verbose           print what is enforced before running\n"
 	       "  -q, --quiet             no warnings\n"
+	       "  --json-audit            cordon's proxy writes its audit lines as JSON\n"
+	       "  --audit-file PATH       ... to PATH (appended) instead of stderr\n"
+	       "  --proxy-user UID[:GID]  as root: the ids cordon's proxy runs as\n"
+	       "                          (default 65534:65534, nobody)\n"
 	       "  -h, --help              show this help\n",
 	       cd_cli_policy_help);
 }
@@ -142,6 +154,35 @@ static char **build_env(bool clear, const struct env_op *ops, size_t n_ops)
 	return env;
 }
 
+/* ---- cordon's proxy ---- */
+
+/* "UID" or "UID:GID", decimal, neither 0 (GID defaults to UID). */
+static int parse_proxy_user(const char *arg, struct cd_own_proxy_opts *o)
+{
+	unsigned long v[2];
+	const char *s = arg;
+	char *end;
+
+	for (int i = 0; i < 2; i++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		errno = 0;
+		v[i] = strtoul(s, &end, 10);
+		if (errno || v[i] == 0 || v[i] >= (unsigned long)(uid_t)-1)
+			return -EINVAL;
+		if (i == 0 && *end == '\0') {
+			v[1] = v[0];
+			break;
+		}
+		if (*end != (i == 0 ? ':' : '\0'))
+			return -EINVAL;
+		s = end + 1;
+	}
+	o->uid = (uid_t)v[0];
+	o->gid = (gid_t)v[1];
+	return 0;
+}
+
 /* ---- -v ---- */
 
 static void print_enforced(const struct cd_cli_bound *b)
@@ -219,11 +260,15 @@ int cd_cmd_run(int argc, char **argv)
 	size_t n_owned_env = 0;
 	bool clear_env = false, verbose = false, quiet = false;
 	struct cd_own_proxy own = { .pid = 0, .ctl = -1 };
+	struct cd_own_proxy_opts own_opts;
+	const char *audit_file = NULL, *proxy_opt = NULL;
+	int audit_fd = -1;
 	int ret = CD_EXIT_USAGE;
 	int id;
 	const char *arg;
 
 	cd_cli_policy_init(&pol);
+	cd_own_proxy_opts_init(&own_opts);
 	while ((id = cd_cli_next(&a, cd_run_options, &arg)) > 0) {
 		switch (id) {
 		case OPT_HELP:
@@ -255,6 +300,33 @@ int cd_cmd_run(int argc, char **argv)
 		case OPT_QUIET:
 			quiet = true;
 			break;
+		case OPT_JSON_AUDIT:
+			own_opts.json_audit = true;
+			proxy_opt = "--json-audit";
+			break;
+		case OPT_AUDIT_FILE:
+			if (!*arg) {
+				cd_cli_usage_error(a.cmd, "--audit-file needs a PATH");
+				goto out;
+			}
+			audit_file = arg;
+			proxy_opt = "--audit-file";
+			break;
+		case OPT_PROXY_USER:
+			if (parse_proxy_user(arg, &own_opts) < 0) {
+				cd_cli_usage_error(a.cmd,
+						   "--proxy-user needs UID or UID:GID, decimal and "
+						   "not 0, got '%s'",
+						   arg);
+				goto out;
+			}
+			if (geteuid() != 0) {
+				cd_cli_usage_error(a.cmd, "--proxy-user needs root (cordon's proxy "
+							  "runs as you otherwise)");
+				goto out;
+			}
+			proxy_opt = "--proxy-user";
+			break;
 		default:
 			if (cd_cli_policy_option(&pol, a.cmd, id, arg) < 0)
 				goto out;
@@ -285,10 +357,30 @@ int cd_cmd_run(int argc, char **argv)
 		goto out;
 	}
 
+	if (proxy_opt && !(b.own_proxy && b.lp && b.lp->net_managed)) {
+		cd_cli_usage_error(a.cmd,
+				   "%s is about cordon's own proxy: it needs a managed network "
+				   "(--network managed) and no --network-proxy",
+				   proxy_opt);
+		cd_cli_bound_done(&b);
+		goto out;
+	}
 	/* A managed network with no proxy given: cordon's own, for this run. */
 	if (b.own_proxy && b.lp && b.lp->net_managed) {
 		char *perr = NULL;
-		if (cd_own_proxy_start(b.netpol, &own, &perr) < 0) {
+		if (audit_file) {
+			audit_fd = open(audit_file,
+					O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+			if (audit_fd < 0) {
+				cd_log_error("--audit-file: cannot open '%s': %s", audit_file,
+					     strerror(errno));
+				ret = CD_EXIT_SETUP;
+				cd_cli_bound_done(&b);
+				goto out;
+			}
+			own_opts.audit_fd = audit_fd;
+		}
+		if (cd_own_proxy_start(b.netpol, &own_opts, &own, &perr) < 0) {
 			cd_log_error("%s", perr);
 			free(perr);
 			ret = CD_EXIT_SETUP;
@@ -305,9 +397,16 @@ int cd_cmd_run(int argc, char **argv)
 		if (b.netpol->n_allow == 0)
 			cd_log_warn("managed network: no domain is allowed (--allow-domain): the "
 				    "command has no network");
-		if (verbose)
+		if (verbose) {
 			fprintf(stderr, "cordon: managed network: cordon's proxy, pid %ld, on %s\n",
 				(long)own.pid, own.endpoint);
+			fprintf(stderr,
+				"cordon: managed network: cordon's proxy runs as uid %u gid %u, "
+				"no capability, no_new_privs, Landlock (the resolver's files; "
+				"where the kernel has it), a seccomp allow-list\n",
+				geteuid() == 0 ? (unsigned)own_opts.uid : (unsigned)geteuid(),
+				geteuid() == 0 ? (unsigned)own_opts.gid : (unsigned)getegid());
+		}
 	}
 
 	if (verbose) {
@@ -446,6 +545,8 @@ out:
 	if (own.ctl >= 0 && !cd_own_proxy_stop(&own))
 		cd_log_warn("managed network: cordon's proxy stopped during the run: the command "
 			    "had no network from then on");
+	if (audit_fd >= 0)
+		close(audit_fd);
 	cd_strv_free(wrapped);
 	free(env);
 	cd_strv_free(owned_env);

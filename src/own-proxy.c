@@ -6,12 +6,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -21,6 +24,7 @@
 #include "core/util.h"
 #include "net/proxy.h"
 #include "own-proxy.h"
+#include "sandbox/linux/confine.h"
 #include "serve/loop.h"
 #include "serve/workq.h"
 #include "shared/log.h"
@@ -40,9 +44,109 @@ static void on_ctl(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 	cd_loop_quit(l);
 }
 
+void cd_own_proxy_opts_init(struct cd_own_proxy_opts *o)
+{
+	*o = (struct cd_own_proxy_opts){
+		.json_audit = false,
+		.audit_fd = -1,
+		.uid = CD_OWN_PROXY_UID,
+		.gid = CD_OWN_PROXY_GID,
+	};
+}
+
+static const char *outcome(int r)
+{
+	const char *name = r < 0 ? strerrorname_np(errno) : NULL;
+	return r >= 0 ? "ok" : name ? name : "error";
+}
+
+/*
+ * Test hook (CORDON_TEST_PROXY_PROBE): once confined, try what a proxy
+ * taken over would try, and say what the kernel answered, in one line.
+ */
+static void probe_confinement(void)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	char line[512];
+	int fd, r;
+	size_t n = 0;
+
+#define SAY(what, res) n += (size_t)snprintf(line + n, sizeof(line) - n, " %s=%s", what, res)
+	char *const argv[] = { (char *)"/bin/true", NULL };
+	r = execve(argv[0], argv, argv + 1);
+	SAY("execve", outcome(r));
+	r = fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+	SAY("open-passwd", outcome(r));
+	if (fd >= 0)
+		close(fd);
+	r = fd = open("/etc/hosts", O_RDONLY | O_CLOEXEC);
+	SAY("open-hosts", outcome(r));
+	if (fd >= 0)
+		close(fd);
+	r = fd = open("/tmp/cordon-proxy-probe", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	SAY("create-tmp", outcome(r));
+	if (fd >= 0)
+		close(fd);
+	static const struct {
+		const char *what;
+		int domain, type;
+	} socks[] = {
+		{ "socket-tcp", AF_INET, SOCK_STREAM },
+		{ "socket-udp", AF_INET6, SOCK_DGRAM },
+		{ "socket-raw", AF_INET, SOCK_RAW },
+		{ "socket-packet", AF_PACKET, SOCK_RAW },
+		{ "socket-unix", AF_UNIX, SOCK_STREAM },
+		{ "socket-unix-dgram", AF_UNIX, SOCK_DGRAM },
+	};
+	for (size_t i = 0; i < CD_ARRAY_SIZE(socks); i++) {
+		r = fd = socket(socks[i].domain, socks[i].type | SOCK_CLOEXEC, 0);
+		SAY(socks[i].what, outcome(r));
+		if (fd >= 0)
+			close(fd);
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	r = fd < 0 ? fd : bind(fd, (struct sockaddr *)&lo, sizeof(lo));
+	SAY("bind-tcp", outcome(r));
+	if (fd >= 0)
+		close(fd);
+	r = (int)ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+	SAY("ptrace", outcome(r));
+	r = setuid(0);
+	SAY("setuid-0", outcome(r));
+	void *m = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	SAY("mmap-exec", outcome(m == MAP_FAILED ? -1 : 0));
+	if (m != MAP_FAILED)
+		munmap(m, 4096);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	SAY("fork", outcome(pid < 0 ? -1 : 0));
+	if (pid > 0)
+		(void)waitpid(pid, NULL, 0);
+#undef SAY
+	cd_log_warn("test hook CORDON_TEST_PROXY_PROBE:%s", line);
+}
+
+/*
+ * The proxy's keeper, outside the confinement: it waits for the proxy to
+ * exit and removes the socket and the directory (cordon may have died
+ * without a word), which the proxy can no longer do (Landlock, and as root
+ * another uid). It reads nothing from anyone. Never returns.
+ */
+static _Noreturn void keeper_main(pid_t proxy, const char *dir, const char *sock)
+{
+	(void)prctl(PR_SET_NAME, "cordon-pxkeeper", 0, 0, 0);
+	while (waitpid(proxy, NULL, 0) < 0 && errno == EINTR)
+		;
+	(void)unlink(sock);
+	(void)rmdir(dir);
+	_exit(0);
+}
+
 /* The proxy process: serve lfd until the pair ends. Never returns. */
-static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ctl, const char *dir,
-				 const char *sock)
+static _Noreturn void proxy_main(const struct cd_netpolicy *pol, const struct cd_own_proxy_opts *po,
+				 bool root, int lfd, int ctl, const char *dir, const char *sock)
 {
 	struct cd_proxy_opts o;
 	sigset_t all;
@@ -55,6 +159,17 @@ static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ct
 	(void)signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&all);
 	(void)sigprocmask(SIG_SETMASK, &all, NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		cd_log_error("managed network: cordon's proxy cannot start: fork: %s",
+			     strerror(errno));
+		_exit(1);
+	}
+	if (pid > 0) {
+		close(ctl); /* the proxy's end alone tells cordon it is gone */
+		close(lfd);
+		keeper_main(pid, dir, sock);
+	}
 	(void)prctl(PR_SET_NAME, "cordon-proxy", 0, 0, 0);
 	/* Only stderr (the audit lines): holding cordon's stdin or stdout open is not ours. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -65,14 +180,10 @@ static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ct
 			close(null);
 	}
 
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
-	}
 	cd_proxy_opts_init(&o);
 	o.policy = pol;
 	o.socks5 = pol->socks5;
+	o.json_audit = po->json_audit;
 	o.resolve_map = getenv("CORDON_TEST_PROXY_RESOLVE");
 	struct cd_loop *l = cd_loop_new(CD_LOOP_EPOLL);
 	struct cd_workq *q = l ? cd_workq_new(l, 8) : NULL;
@@ -80,6 +191,38 @@ static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ct
 	struct cd_watch *w = p ? cd_loop_add_fd(l, ctl, CD_LOOP_IN, on_ctl, NULL) : NULL;
 	if (!w) {
 		cd_log_error("managed network: cordon's proxy cannot start: %s", strerror(errno));
+		_exit(1);
+	}
+	/*
+	 * Every socket it listens on is open and no thread runs yet (the
+	 * lookups' workers start with the first lookup, and inherit this).
+	 */
+	struct cd_confine_opts co = {
+		.drop_user = root,
+		.uid = po->uid,
+		.gid = po->gid,
+		.read_files = cd_confine_resolver_files,
+	};
+	char *why = NULL;
+	unsigned abi;
+	if (cd_confine_self(&co, &abi, &why) < 0) {
+		cd_log_error("managed network: cordon's proxy cannot confine itself: %s", why);
+		_exit(1);
+	}
+	if (abi == 0)
+		cd_log_debug("managed network: no Landlock here: cordon's proxy keeps the "
+			     "file access of its user");
+	if (getenv("CORDON_TEST_PROXY_PROBE"))
+		probe_confinement();
+	/*
+	 * The audit lines' place: JSON goes to stdout (net/audit.h), text to
+	 * stderr. Messages of the proxy's own follow them from here on.
+	 */
+	int afd = po->audit_fd >= 0 ? po->audit_fd : STDERR_FILENO;
+	int to = po->json_audit ? STDOUT_FILENO : STDERR_FILENO;
+	if (afd != to && dup2(afd, to) < 0) {
+		cd_log_error("managed network: cordon's proxy: the audit's fd: %s",
+			     strerror(errno));
 		_exit(1);
 	}
 	/* Ready: our pid tells cordon so. */
@@ -91,9 +234,6 @@ static _Noreturn void proxy_main(const struct cd_netpolicy *pol, int lfd, int ct
 	cd_proxy_free(p);
 	cd_workq_free(q, 1000, "proxy lookups");
 	cd_loop_free(l);
-	/* Ours to remove too: cordon may have died without a word. */
-	(void)unlink(sock);
-	(void)rmdir(dir);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(0);
@@ -105,7 +245,8 @@ static int fail(char **reterr, int e, const char *what)
 	return -e;
 }
 
-int cd_own_proxy_start(const struct cd_netpolicy *pol, struct cd_own_proxy *ret, char **reterr)
+int cd_own_proxy_start(const struct cd_netpolicy *pol, const struct cd_own_proxy_opts *opts,
+		       struct cd_own_proxy *ret, char **reterr)
 {
 	struct cd_own_proxy p = { .pid = 0, .ctl = -1 };
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -149,7 +290,7 @@ int cd_own_proxy_start(const struct cd_netpolicy *pol, struct cd_own_proxy *ret,
 		close(pair[0]);
 		pid_t pid = fork();
 		if (pid == 0)
-			proxy_main(pol, lfd, pair[1], p.dir, sa.sun_path);
+			proxy_main(pol, opts, geteuid() == 0, lfd, pair[1], p.dir, sa.sun_path);
 		_exit(pid < 0 ? 1 : 0);
 	}
 	close(pair[1]);

@@ -155,6 +155,7 @@ INTEGRATION_TESTS = \
 	tests/integration/run-managed-net.py \
 	tests/integration/run-own-proxy.py \
 	tests/integration/run-socks.py \
+	tests/integration/run-proxy-confine.py \
 	tests/integration/cgroup-limits.sh \
 	tests/integration/refusals.sh \
 	tests/integration/unprivileged.sh \

@@ -27,7 +27,7 @@ end
 
 # The options of run that take their value in the next word (the test
 # holds this list to run's option table too).
-set -g __cordon_run_value_options setenv unsetenv profile workspace-root cwd allow-read allow-write deny deny-glob network allow-degraded min-landlock-abi network-proxy allow-domain deny-domain allow-cidr proxy-mode limit-tasks limit-memory limit-swap limit-cpu limit-cpu-time limit-open-files limit-file-size limit-core limit-inotify-instances limit-inotify-watches
+set -g __cordon_run_value_options setenv unsetenv audit-file proxy-user profile workspace-root cwd allow-read allow-write deny deny-glob network allow-degraded min-landlock-abi network-proxy allow-domain deny-domain allow-cidr proxy-mode limit-tasks limit-memory limit-swap limit-cpu limit-cpu-time limit-open-files limit-file-size limit-core limit-inotify-instances limit-inotify-watches
 
 # __cordon_run STATE: where the cursor is on a `cordon run` line: "options"
 # (before the command: an option or the command), "command" (right after
@@ -99,6 +99,9 @@ complete -c cordon -n __cordon_run_options -l unsetenv -r -d 'remove a variable'
 complete -c cordon -n __cordon_run_options -l verbose -d 'print what is enforced'
 complete -c cordon -n __cordon_run_options -s v -d 'print what is enforced'
 complete -c cordon -n __cordon_run_options -l quiet -d 'no warnings'
+complete -c cordon -n __cordon_run_options -l json-audit -d 'the proxy audit lines as JSON'
+complete -c cordon -n __cordon_run_options -l audit-file -r -F -d 'append the proxy audit lines to a file'
+complete -c cordon -n __cordon_run_options -l proxy-user -r -d 'as root, the ids of the proxy'
 complete -c cordon -n __cordon_run_options -s q -d 'no warnings'
 complete -c cordon -n '__cordon_run command; or __cordon_run options; and not string match -q -- "-*" (commandline -ct)' -a '(__fish_complete_command)'
 complete -c cordon -n '__cordon_run args' -F

@@ -21,7 +21,7 @@ PYSCRIPTS="run-terminal.py serve-lifecycle.py serve-sandbox.py serve-isolation.p
 	serve-pathuri.py serve-activation.py seatbelt-standin.py serve-metrics.py \
 	serve-fs-write-stream.py serve-http.py serve-discover.py serve-fs-watch.py run-managed-net.py \
 	run-own-proxy.py run-socks.py serve-parity-sweep.py proxy.py serve-envconfig.py \
-	serve-discover-v2.py serve-managed-route.py serve-netproxy.py"
+	serve-discover-v2.py serve-managed-route.py serve-netproxy.py run-proxy-confine.py"
 
 # relay NAME CMD...: run a TAP script, pass its results through renumbered.
 relay() {
