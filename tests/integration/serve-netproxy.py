@@ -184,6 +184,15 @@ def scenario(loop):
         proxies = proxies_of(s.server_pid) if ready else []
         t.eq(len(proxies), 1, "[%s] the server runs one `cordon proxy` for it" % tag)
         pidfd = os.pidfd_open(proxies[0]) if proxies else None
+        st = {}
+        if proxies:
+            with open("/proc/%d/status" % proxies[0]) as f:
+                st = dict(ln.rstrip("\n").split(":\t", 1) for ln in f if ":\t" in ln)
+        t.ok(st.get("NoNewPrivs") == "1" and st.get("Seccomp") == "2" and
+             st.get("CapEff") == "0000000000000000" and
+             (WHO != "root" or st.get("Uid", "").split()[:1] == ["65534"]),
+             "[%s] the proxy is confined: no_new_privs, seccomp, no capabilities%s" %
+             (tag, ", nobody's uid" if WHO == "root" else ""), st)
         s.request("process/write", {"processId": "np", "chunk": b64("go\n"), "writeId": "1"})
         res = result_of(s, "np") if ready else {}
         t.eq(res.get("allowed"), "ok: hello from upstream",
