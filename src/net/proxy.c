@@ -105,6 +105,7 @@ struct resolve_job {
 	struct cd_ipaddr addrs[MAX_ADDRS];
 	size_t n_local;
 	struct cd_ipaddr *local; /* this host's addresses */
+	int local_err;		 /* errno of getifaddrs when they were needed and not listed */
 };
 
 static void conn_close(struct pconn *c);
@@ -705,7 +706,10 @@ static void resolve_run(struct cd_work *w)
 	bool need_local = j->self_wildcard;
 	for (size_t i = 0; i < j->n && !need_local; i++)
 		need_local = !cd_ipaddr_special(&j->addrs[i], NULL);
-	if (need_local && getifaddrs(&ifs) == 0) {
+	if (need_local && getifaddrs(&ifs) < 0) {
+		/* Without them one of ours would pass for a public address: refused below. */
+		j->local_err = errno ? errno : EIO;
+	} else if (need_local) {
 		for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
 			struct cd_ipaddr a;
 			if (!i->ifa_addr || !to_ipaddr(i->ifa_addr, &a))
@@ -734,6 +738,15 @@ static void resolve_done(struct cd_work *w)
 	if (j->err) {
 		char *why = cd_xasprintf("%s does not resolve: %s", c->host, gai_strerror(j->err));
 		refuse(c, 502, 4, why, NULL);
+		free(why);
+		goto out;
+	}
+	if (j->local_err) {
+		/* Fail closed: a destination that may be this host cannot be judged. */
+		char *why = cd_xasprintf("this host's own addresses cannot be listed (%s), so %s "
+					 "cannot be told apart from them",
+					 strerror(j->local_err), c->host);
+		refuse(c, 502, 1, why, NULL);
 		free(why);
 		goto out;
 	}
