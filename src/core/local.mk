@@ -12,4 +12,5 @@ libcdcore_a_SOURCES = \
 	src/core/netaddr.c src/core/netaddr.h \
 	src/core/netpolicy.c src/core/netpolicy.h \
 	src/core/toml.c src/core/toml.h \
-	src/core/skillmd.c src/core/skillmd.h
+	src/core/skillmd.c src/core/skillmd.h \
+	src/core/plugincache.c src/core/plugincache.h

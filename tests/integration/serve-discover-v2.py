@@ -101,7 +101,8 @@ put("h3/skills/c/SKILL.md", fm("small", "fits after a refused one"))
 
 # What cordon refuses rather than answer differently: plugins, openai.yaml
 # dependencies or policy, YAML outside its subset, plugin manifests in a skill root.
-put("h4/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '{"name":"plug"}')
+put("h4/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '["plug"]')
+put("h11/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '{"name":"a","name":"b"}')
 put("h5/skills/a/SKILL.md", fm("a", "d"))
 put("h5/skills/a/agents/openai.yaml", "policy:\n  products: [codex]\n")
 # Plugin manifests in a skill root qualify the names of the skills below them
@@ -133,6 +134,54 @@ put("h6/skills/a/SKILL.md", "---\nname: &x a\ndescription: *x\n---\n")
 put("h7/skills/.codex-plugin/plugin.json", '[1]')
 put("h7/skills/a/SKILL.md", fm("a", "d"))
 os.makedirs(os.path.join(work, "empty"))
+
+# Installed plugins: $CODEX_HOME/plugins/cache/MARKETPLACE/NAME/VERSION.
+PC = "hp/plugins/cache/"
+for rel, data in (
+        ("mkt/sem/1.9.0/" + PM, '{"name":"sem"}'),
+        ("mkt/sem/1.10.0/" + PM, '{"name":"sem","interface":{"displayName":"  Sem Ten "}}'),
+        ("mkt/sem/1.10.0/skills/s1/SKILL.md", fm("s1", "d1")),
+        ("mkt/sem/1.10.0/skills/bad/SKILL.md", "no front matter\n"),
+        ("mkt/loc/local/" + PM, '{"name":"  "}'),
+        ("mkt/loc/9.0.0/" + PM, '{"name":"loc"}'),
+        ("mkt/loc/.codex-remote-plugin-install.json",
+         '{"schema_version":1,"remote_plugin_id":" rid-1 ","other":2}'),
+        ("mkt/str/abc/" + PM, '{"name":" s t ","apps":"./apps.json"}'),
+        ("mkt/str/abc/apps.json", '{"apps":{}}'),
+        ("mkt/str/1.0.0/" + PM, '{"name":"old"}'),
+        ("mkt/str/.codex-remote-plugin-install.json",
+         '{"schema_version":2,"remote_plugin_id":"r"}'),
+        ("mkt/nomf/1.0.0/README", "no manifest"),
+        ("mkt/badname/1/" + PM, '{"name":5}'),
+        ("mkt/miss/1/.claude-plugin/plugin.json", '{"name":"m","mcpServers":"./m.json"}'),
+        ("mkt/a b/1/" + PM, '{"name":"x"}'),
+        ("mkt/.hid/1/" + PM, '{"name":"x"}'),
+        ("a-mkt/zz/1.0.0+b/" + PM, '{}'),
+        ("a-mkt/zz/1.0.0+a/" + PM, '{}')):
+    put(PC + rel, data)
+put("hp/skills/x/SKILL.md", fm("x", "dx"))
+
+
+def plugin(mkt, name, version, display, files, skills=(), remote=None):
+    root = os.path.join(work, PC, mkt, name, version)
+    f = {"manifest": None, "mcpConfig": None, "appsConfig": None}
+    for k, rel in files.items():
+        with open(os.path.join(root, rel)) as fh:
+            f[k] = {"path": uri(os.path.join(root, rel)), "contents": fh.read()}
+    return {"id": "%s@%s" % (name, mkt), "displayName": display, "remotePluginId": remote,
+            "version": version, "root": uri(root), "files": f,
+            "skills": [{"name": n, "description": d, "shortDescription": None,
+                        "path": uri(os.path.join(root, rel, "SKILL.md")),
+                        "dependencies": None, "policy": None} for rel, n, d in skills]}
+
+
+HP = [plugin("mkt", "loc", "local", "local", {"manifest": PM}, remote="rid-1"),
+      plugin("mkt", "miss", "1", "m", {"manifest": ".claude-plugin/plugin.json"}),
+      plugin("mkt", "sem", "1.10.0", "Sem Ten", {"manifest": PM},
+             [("skills/s1", "sem:s1", "d1")]),
+      plugin("mkt", "str", "abc", " s t ", {"manifest": PM, "appsConfig": "apps.json"}),
+      plugin("a-mkt", "zz", "1.0.0+b", "1.0.0+b", {"manifest": PM})]
+HP.sort(key=lambda p: p["id"])
 
 
 def server(home, user, **kw):
@@ -269,8 +318,29 @@ try:
 finally:
     s.stop()
 
+# Installed plugins, as the binary lists them.
+s = server("hp", "empty")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    res = r.get("result", {})
+    t.eq(res.get("plugins"), HP,
+         "installed plugins: sorted by id, the active version (local; semver; bytes), the "
+         "display name, the remote id, the files, the skills qualified by the plugin's name")
+    t.eq(res.get("skills"), [skill("hp/skills", "codex-home-skills", "x", "x", "dx")],
+         "the standalone skills beside the plugins")
+    W_LOC = "some capability locations could not be resolved; discovery may be incomplete"
+    t.eq(res.get("warnings"), [W_LOC] + [W_META] * 4,
+         "an unreadable remote id: one warning first; then one per plugin with an invalid "
+         "skill, no manifest, an invalid manifest or a declared file missing")
+finally:
+    s.stop()
+
 # cordon's refusals (the binary answers these; cordon does not read them yet).
-for home, what, frag in (("h4", "installed plugins", "does not read installed plugins"),
+for home, what, frag in (("h4", "an installed plugin's manifest that is an array",
+                          "manifest of the installed plugin"),
+                         ("h11", "an installed plugin's manifest with a repeated key",
+                          "manifest of the installed plugin"),
                          ("h5", "agents/openai.yaml with a policy", "dependencies or policy"),
                          ("h6", "front matter outside the YAML subset", "front matter of"),
                          ("h7", "a plugin manifest in a skill root", "cannot read the plugin manifest")):
