@@ -337,6 +337,29 @@ out:
 }
 
 /*
+ * A root the scan could not inspect because it is missing, not a directory
+ * or not permitted (in the sandbox): the binary adds nothing for it, no
+ * warning either.
+ */
+static bool root_absent(const struct cd_json *v)
+{
+	static const char *const why[] = { "(os error 2)", "(os error 13)", "(os error 1)",
+					   "(os error 20)" };
+	const struct cd_json *er = cd_json_get(v, "error");
+	if (!er || er->type != CD_JSON_STRING)
+		return false;
+	const char *e = er->u.str.s;
+	if (!strncmp(e, "capability root ", 16) && strstr(e, " is not a directory"))
+		return true;
+	if (strncmp(e, "failed to inspect capability root ", 34))
+		return false;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(why); i++)
+		if (strstr(e, why[i]))
+			return true;
+	return false;
+}
+
+/*
  * The skills of a scanned root, into out (root_id NULL: a plugin's). Sets
  * *warned when the root adds the metadata warning. False when the request fails.
  */
@@ -433,7 +456,7 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 	}
 	if (!S_ISDIR(st.st_mode))
 		goto out;
-	if (!(v = scan_root(j, path, root_uri)))
+	if (!(v = scan_root(j, path, root_uri)) || root_absent(v))
 		goto out;
 	if (root_skills(j, v, root_id, root_uri, &sk, &warned))
 		for (size_t i = 0; i < sk.n; i++)
@@ -497,7 +520,7 @@ static void scan_plugin(struct job *j, const struct cd_discover_plugin *pl)
 	bool warned = false;
 	char *dn = NULL;
 
-	if (!v)
+	if (!v || root_absent(v))
 		goto out;
 	const struct cd_json *files = cd_json_get(v, "plugin");
 	const struct cd_json *mf = files ? cd_json_get(files, "manifest") : NULL;

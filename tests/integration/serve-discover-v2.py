@@ -333,6 +333,23 @@ try:
     t.eq(res.get("warnings"), [W_LOC] + [W_META] * 4,
          "an unreadable remote id: one warning first; then one per plugin with an invalid "
          "skill, no manifest, an invalid manifest or a declared file missing")
+    deny = {"cwd": uri(work), "windowsSandboxLevel": "disabled",
+            "permissions": profile([special("root", "read"),
+                                    path_entry(os.path.join(work, PC, "mkt/sem/1.10.0/skills"),
+                                               "none")])}
+    r2 = system_skills(s.request(M, {"cwd": cwd, "sandbox": deny}))
+    got = {p["id"]: [k["name"] for k in p["skills"]]
+           for p in r2.get("result", {}).get("plugins", [])}
+    t.ok(got.get("sem@mkt") == [] and got.get("loc@mkt") == [],
+         "a restricting sandbox context: a plugin's root is scanned in it", r2)
+    deny["permissions"] = profile([special("root", "read"),
+                                   path_entry(os.path.join(work, PC, "mkt/sem"), "none")])
+    r2 = system_skills(s.request(M, {"cwd": cwd, "sandbox": deny}))
+    res2 = r2.get("result", {})
+    t.ok([p["id"] for p in res2.get("plugins", [])] ==
+         [p["id"] for p in HP if p["id"] != "sem@mkt"] and
+         res2.get("warnings") == [W_LOC] + [W_META] * 3,
+         "a plugin the sandbox context cannot read: left out, no warning of its own", r2)
 finally:
     s.stop()
 
