@@ -37,7 +37,8 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz-conn \
 	tests/fuzz/fuzz-gitindex \
 	tests/fuzz/fuzz-toml \
-	tests/fuzz/fuzz-skillmd
+	tests/fuzz/fuzz-skillmd \
+	tests/fuzz/fuzz-plugincache
 
 tests_fuzz_fuzz_json_SOURCES = tests/fuzz/fuzz-json.c
 tests_fuzz_fuzz_json_CFLAGS = $(FUZZ_CC_FLAGS)
@@ -67,6 +68,10 @@ tests_fuzz_fuzz_skillmd_SOURCES = tests/fuzz/fuzz-skillmd.c
 tests_fuzz_fuzz_skillmd_CFLAGS = $(FUZZ_CC_FLAGS)
 tests_fuzz_fuzz_skillmd_LDFLAGS = $(FUZZ_LD_FLAGS)
 tests_fuzz_fuzz_skillmd_LDADD = $(FUZZ_LIB)
+tests_fuzz_fuzz_plugincache_SOURCES = tests/fuzz/fuzz-plugincache.c
+tests_fuzz_fuzz_plugincache_CFLAGS = $(FUZZ_CC_FLAGS)
+tests_fuzz_fuzz_plugincache_LDFLAGS = $(FUZZ_LD_FLAGS)
+tests_fuzz_fuzz_plugincache_LDADD = $(FUZZ_LIB)
 
 tests_fuzz_fuzz_gitindex_SOURCES = tests/fuzz/fuzz-gitindex.c
 tests_fuzz_fuzz_gitindex_CFLAGS = $(FUZZ_CC_FLAGS)
@@ -103,12 +108,13 @@ tests_fuzz_fuzz_ws_LDADD = $(FUZZ_LIB) $(WS_LIBS)
 
 EXTRA_PROGRAMS += tests/fuzz/fuzz-json tests/fuzz/fuzz-pathuri tests/fuzz/fuzz-glob \
 	tests/fuzz/fuzz-profile tests/fuzz/fuzz-intent tests/fuzz/fuzz-conn tests/fuzz/fuzz-ws \
-	tests/fuzz/fuzz-gitindex tests/fuzz/fuzz-toml tests/fuzz/fuzz-skillmd
+	tests/fuzz/fuzz-gitindex tests/fuzz/fuzz-toml tests/fuzz/fuzz-skillmd \
+	tests/fuzz/fuzz-plugincache
 CLEANFILES += tests/fuzz/fuzz-json$(EXEEXT) tests/fuzz/fuzz-pathuri$(EXEEXT) \
 	tests/fuzz/fuzz-glob$(EXEEXT) tests/fuzz/fuzz-profile$(EXEEXT) \
 	tests/fuzz/fuzz-intent$(EXEEXT) tests/fuzz/fuzz-conn$(EXEEXT) tests/fuzz/fuzz-ws$(EXEEXT) \
 	tests/fuzz/fuzz-gitindex$(EXEEXT) tests/fuzz/fuzz-toml$(EXEEXT) \
-	tests/fuzz/fuzz-skillmd$(EXEEXT) $(EXTRA_LIBRARIES)
+	tests/fuzz/fuzz-skillmd$(EXEEXT) tests/fuzz/fuzz-plugincache$(EXEEXT) $(EXTRA_LIBRARIES)
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus tests/fuzz/dict
 
 fuzz-build:
