@@ -122,7 +122,8 @@ static bool metadata_plain(const char *s, size_t n)
 
 /* A skill's JSON object; root_id NULL for a plugin's skill (no discoveryRoot). */
 static void skill_json(struct cd_strbuf *e, const char *root_id, const char *root_uri,
-		       const struct cd_skillmd *m, const char *path_uri, size_t path_len, int allow)
+		       const struct cd_skillmd *m, const char *path_uri, size_t path_len,
+		       const char *deps, const char *policy)
 {
 	cd_strbuf_append(e, "{\"name\":");
 	cd_strbuf_append_json_string(e, m->name, strlen(m->name));
@@ -140,12 +141,11 @@ static void skill_json(struct cd_strbuf *e, const char *root_id, const char *roo
 		cd_strbuf_append_json_string(e, root_uri, strlen(root_uri));
 		cd_strbuf_append_c(e, '}');
 	}
-	cd_strbuf_append(e, ",\"dependencies\":null,\"policy\":");
-	if (allow < 0)
-		cd_strbuf_append(e, "null}");
-	else
-		cd_strbuf_printf(e, "{\"allowImplicitInvocation\":%s,\"products\":[]}}",
-				 allow ? "true" : "false");
+	cd_strbuf_append(e, ",\"dependencies\":");
+	cd_strbuf_append(e, deps ? deps : "null");
+	cd_strbuf_append(e, ",\"policy\":");
+	cd_strbuf_append(e, policy ? policy : "null");
+	cd_strbuf_append_c(e, '}');
 }
 
 /* A standalone skill, admitted within the limits or left out. */
@@ -390,16 +390,15 @@ static bool root_skills(struct job *j, const struct cd_json *v, const char *root
 			free(p);
 			break;
 		}
-		int allow = -1;
+		char *deps = NULL, *pol = NULL;
 		const char *pwhy = NULL;
 		if (mc && !metadata_plain(mc, mn) &&
-		    cd_skillmd_policy(mc, mn, &allow, &pwhy) != CD_SKILLMD_OK) {
+		    cd_skillmd_agents(mc, mn, &deps, &pol, &pwhy) == CD_SKILLMD_UNSUPPORTED) {
 			fail(j, CD_RPC_INTERNAL,
-			     cd_xasprintf(
-				     "cordon does not read the dependencies or policy of "
-				     "agents/openai.yaml beside %s: %s (capabilityDiscoveryV2 is "
-				     "false)",
-				     pu, pwhy));
+			     cd_xasprintf("cordon cannot read the agents/openai.yaml beside %s: %s "
+					  "(YAML outside the subset cordon reads; "
+					  "capabilityDiscoveryV2 is false)",
+					  pu, pwhy));
 			free(p);
 			break;
 		}
@@ -417,6 +416,10 @@ static bool root_skills(struct job *j, const struct cd_json *v, const char *root
 			free(m.name);
 			m.name = q;
 		}
+		if (r != CD_SKILLMD_OK) {
+			free(deps);
+			free(pol);
+		}
 		if (r == CD_SKILLMD_INVALID) {
 			*warned = true;
 			continue;
@@ -430,7 +433,9 @@ static bool root_skills(struct job *j, const struct cd_json *v, const char *root
 			break;
 		}
 		struct cd_strbuf e = { 0 };
-		skill_json(&e, root_id, root_uri, &m, pu, pn, allow);
+		skill_json(&e, root_id, root_uri, &m, pu, pn, deps, pol);
+		free(deps);
+		free(pol);
 		objs_add(out, &e);
 		cd_skillmd_done(&m);
 	}

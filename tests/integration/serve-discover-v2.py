@@ -104,7 +104,7 @@ put("h3/skills/c/SKILL.md", fm("small", "fits after a refused one"))
 put("h4/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '["plug"]')
 put("h11/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '{"name":"a","name":"b"}')
 put("h5/skills/a/SKILL.md", fm("a", "d"))
-put("h5/skills/a/agents/openai.yaml", "policy:\n  products: [codex]\n")
+put("h5/skills/a/agents/openai.yaml", "policy: &p\n  products: [codex]\n")
 # Plugin manifests in a skill root qualify the names of the skills below them
 # (the nearest one the binary reads; one whose name is not a string is skipped).
 PM = ".codex-plugin/plugin.json"
@@ -127,7 +127,17 @@ for rel, _ in H9:
 for name, yaml in (("f", "policy:\n  allow_implicit_invocation: false\n"),
                    ("t", "# c\n\npolicy:\n    allow_implicit_invocation: true\n"),
                    ("u", "policy:\n  allow_implicit_invocation: False\n  # c\n"),
-                   ("v", "interface:\n  display_name: V\n")):
+                   ("v", "interface:\n  display_name: V\n"),
+                   ("w", "interface:\n  display_name: W\ndependencies:\n  tools:\n"
+                         "  - type: mcp\n    value: ' github '\n    description: GitHub # c\n"
+                         "    transport: streamable_http\n    url: https://x/mcp\n"
+                         "  - type: env_var\n    value: TOKEN\n  - type: no-value\n"
+                         "policy:\n  allow_implicit_invocation: TRUE\n  products:\n"
+                         "    - codex\n    - atlas\n"),
+                   ("x", "dependencies:\n  tools:\n    - type: mcp\n      value: a\n"
+                         "      type: b\npolicy:\n  allow_implicit_invocation: true\n"),
+                   ("y", "policy:\n  products: [chatgpt, bogus]\n"),
+                   ("z", "dependencies:\n  tools: []\npolicy: {}\n")):
     put("h8/skills/%s/SKILL.md" % name, fm(name, "d"))
     put("h8/skills/%s/agents/openai.yaml" % name, yaml)
 put("h6/skills/a/SKILL.md", "---\nname: &x a\ndescription: *x\n---\n")
@@ -287,12 +297,23 @@ try:
     r = system_skills(s.request(M, {"cwd": cwd}))
     res = r.get("result", {})
     want = []
-    for name, allow in (("f", False), ("t", True), ("u", False), ("v", None)):
+    def tool(ty, value, desc=None, transport=None, url=None):
+        return {"type": ty, "value": value, "description": desc, "transport": transport,
+                "command": None, "url": url, "oauthCallbackPort": None}
+    W_DEPS = {"tools": [tool("mcp", "github", "GitHub", "streamable_http", "https://x/mcp"),
+                        tool("env_var", "TOKEN")]}
+    for name, allow, products, deps in (
+            ("f", False, [], None), ("t", True, [], None), ("u", False, [], None),
+            ("v", "-", [], None), ("w", True, ["codex", "atlas"], W_DEPS),
+            ("x", "-", [], None), ("y", "-", [], None), ("z", None, [], None)):
         k = skill("h8/skills", "codex-home-skills", name, name, "d")
-        if allow is not None:
-            k["policy"] = {"allowImplicitInvocation": allow, "products": []}
+        if allow != "-":
+            k["policy"] = {"allowImplicitInvocation": allow, "products": products}
+        k["dependencies"] = deps
         want.append(k)
-    t.eq(res.get("skills"), want, "agents/openai.yaml: policy.allow_implicit_invocation read")
+    t.eq(res.get("skills"), want,
+         "agents/openai.yaml: dependencies (tools with a type and a value, trimmed) and "
+         "policy read; a repeated key or an unknown product: null for both")
     t.eq(res.get("warnings"), [], "agents/openai.yaml with a policy: no warning")
 finally:
     s.stop()
@@ -358,7 +379,8 @@ for home, what, frag in (("h4", "an installed plugin's manifest that is an array
                           "manifest of the installed plugin"),
                          ("h11", "an installed plugin's manifest with a repeated key",
                           "manifest of the installed plugin"),
-                         ("h5", "agents/openai.yaml with a policy", "dependencies or policy"),
+                         ("h5", "agents/openai.yaml outside the YAML subset",
+                          "cannot read the agents/openai.yaml"),
                          ("h6", "front matter outside the YAML subset", "front matter of"),
                          ("h7", "a plugin manifest in a skill root", "cannot read the plugin manifest")):
     if CONTROL:
