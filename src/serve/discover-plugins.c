@@ -235,7 +235,7 @@ int cd_discover_plugins_find(const char *cache, const struct cd_discover_hidden 
 		int rr = remote_id(pl->root, hidden, &rid, &why);
 		if (rr == -2 && !*err)
 			*err = cd_xasprintf("cordon cannot read the remote installation metadata "
-					    "of %s: %s (capabilityDiscoveryV2 is false)",
+					    "of %s: %s (refused rather than answered differently)",
 					    pl->id, why);
 		if (rr == -1)
 			out->warned = true;

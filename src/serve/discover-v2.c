@@ -219,7 +219,7 @@ static int load_namespaces(struct job *j, const struct cd_json *ns, const char *
 		if (why) {
 			fail(j, CD_RPC_INTERNAL,
 			     cd_xasprintf("cordon cannot read the plugin manifest %s in skill root "
-					  "%s: %s (capabilityDiscoveryV2 is false)",
+					  "%s: %s (refused rather than answered differently)",
 					  pu ? pu : "?", root_uri, why));
 			*ret = v;
 			return -1;
@@ -397,7 +397,7 @@ static bool root_skills(struct job *j, const struct cd_json *v, const char *root
 			fail(j, CD_RPC_INTERNAL,
 			     cd_xasprintf("cordon cannot read the agents/openai.yaml beside %s: %s "
 					  "(YAML outside the subset cordon reads; "
-					  "capabilityDiscoveryV2 is false)",
+					  "refused rather than answered differently)",
 					  pu, pwhy));
 			free(p);
 			break;
@@ -428,7 +428,7 @@ static bool root_skills(struct job *j, const struct cd_json *v, const char *root
 			fail(j, CD_RPC_INTERNAL,
 			     cd_xasprintf("cordon cannot read the front matter of %s: %s "
 					  "(YAML outside the subset cordon reads; "
-					  "capabilityDiscoveryV2 is false)",
+					  "refused rather than answered differently)",
 					  pu, why));
 			break;
 		}
@@ -536,7 +536,7 @@ static void scan_plugin(struct job *j, const struct cd_discover_plugin *pl)
 	if (r == CD_PLUGIN_UNSUPPORTED) {
 		fail(j, CD_RPC_INTERNAL,
 		     cd_xasprintf("cordon cannot read the manifest of the installed plugin at "
-				  "%s: %s (capabilityDiscoveryV2 is false)",
+				  "%s: %s (refused rather than answered differently)",
 				  root_uri, why));
 		goto out;
 	}

@@ -392,7 +392,7 @@ for home, what, frag in (("h4", "an installed plugin's manifest that is an array
         r = s.request(M, {"cwd": cwd})
         e = r.get("error") or {}
         t.ok(e.get("code") == -32603 and frag in e.get("message", "") and
-             "capabilityDiscoveryV2 is false" in e.get("message", ""),
+             "refused rather than answered differently" in e.get("message", ""),
              "refused, not approximated: %s" % what, r)
     finally:
         s.stop()

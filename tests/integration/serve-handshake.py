@@ -40,7 +40,7 @@ CAPABILITY_KEYS = ["networkProxyLaunch", "networkProxyReviewDomains", "credentia
                    "linuxApprovedRootWritePreservesRestrictions"]
 CAPABILITY_KEYS_TRUE = [(k, k in ("sandboxedFileStreaming", "capabilityDiscoverySandbox",
                                   "fileWriteStreaming", "fsWatchMissing",
-                                  "environmentConfigRead"))
+                                  "environmentConfigRead", "capabilityDiscoveryV2"))
                         for k in CAPABILITY_KEYS]
 
 
