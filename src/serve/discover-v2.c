@@ -739,11 +739,12 @@ static void job_run(struct cd_work *w)
 	static const char *const ids[3] = { "codex-home-skills", "user-agent-skills",
 					    "system-skills" };
 	size_t n_loc = pls.n;
-	bool loc_warned = pls.warned;
+	bool loc_warned = pls.warned, is_dir[3] = { false, false, false };
 	for (size_t i = 0; i < 3; i++) {
 		struct stat st;
 		if (!roots[i] || stat(roots[i], &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
+		is_dir[i] = true;
 		if (n_loc == CD_PLUGIN_MAX_LOCATIONS) {
 			/* "capability discovery reached its 512-location limit" */
 			loc_warned = true;
@@ -761,11 +762,12 @@ static void job_run(struct cd_work *w)
 		if (stop_early(j, ++done < n_loc))
 			break;
 	}
-	for (size_t i = 0; i < 3 && !j->err && done < n_loc; i++) {
+	for (size_t i = 0; i < 3 && !j->err; i++) {
 		if (!roots[i])
 			continue;
+		/* A root that is not a directory is no location; its scan may still warn. */
 		scan_location(j, ids[i], roots[i]);
-		if (stop_early(j, ++done < n_loc))
+		if (is_dir[i] && stop_early(j, ++done < n_loc))
 			break;
 	}
 	for (size_t i = 0; i < 3; i++)

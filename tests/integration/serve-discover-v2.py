@@ -170,6 +170,9 @@ for rel, data in (
         ("a-mkt/zz/1.0.0+a/" + PM, '{}')):
     put(PC + rel, data)
 put("hp/skills/x/SKILL.md", fm("x", "dx"))
+# A plugin, no CODEX_HOME/skills, and the user's skills.
+put("hq/plugins/cache/mkt/one/1/" + PM, '{"name":"one"}')
+put("uq/.agents/skills/e/SKILL.md", fm("e", "de"))
 
 
 def plugin(mkt, name, version, display, files, skills=(), remote=None):
@@ -371,6 +374,16 @@ try:
          [p["id"] for p in HP if p["id"] != "sem@mkt"] and
          res2.get("warnings") == [W_LOC] + [W_META] * 3,
          "a plugin the sandbox context cannot read: left out, no warning of its own", r2)
+finally:
+    s.stop()
+
+s = server("hq", "uq")
+try:
+    s.handshake()
+    res = system_skills(s.request(M, {"cwd": cwd})).get("result", {})
+    t.ok([p["id"] for p in res.get("plugins", [])] == ["one@mkt"] and
+         res.get("skills") == [skill("uq/.agents/skills", "user-agent-skills", "e", "e", "de")],
+         "a plugin, no CODEX_HOME/skills: HOME/.agents/skills still read", res)
 finally:
     s.stop()
 
