@@ -19,6 +19,7 @@ cordon_common_sources = \
 	src/serve/netproxy.c src/serve/netproxy.h \
 	src/serve/discover.c src/serve/discover.h src/serve/discover-scan.c src/serve/discover-scan.h \
 	src/serve/discover-v2.c src/serve/discover-v2.h \
+	src/serve/discover-plugins.c src/serve/discover-plugins.h \
 	src/serve/envconfig.c src/serve/envconfig.h \
 	src/serve/fs-ops.c src/serve/fs-ops.h src/serve/fs-watch.c src/serve/fs-watch.h \
 	src/serve/fs-helper.c src/serve/fs-helper.h src/serve/listen.c \

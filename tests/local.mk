@@ -25,6 +25,7 @@ UNIT_TESTS = \
 	tests/unit/test-json \
 	tests/unit/test-toml \
 	tests/unit/test-skillmd \
+	tests/unit/test-plugincache \
 	tests/unit/test-pathuri \
 	tests/unit/test-profile \
 	tests/unit/test-plan \
@@ -55,6 +56,9 @@ tests_unit_test_toml_LDADD = $(UNIT_LIBS)
 tests_unit_test_skillmd_SOURCES = tests/unit/test-skillmd.c tests/unit/unit.h
 tests_unit_test_skillmd_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_skillmd_LDADD = $(UNIT_LIBS)
+tests_unit_test_plugincache_SOURCES = tests/unit/test-plugincache.c tests/unit/unit.h
+tests_unit_test_plugincache_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_plugincache_LDADD = $(UNIT_LIBS)
 tests_unit_test_pathuri_SOURCES = tests/unit/test-pathuri.c tests/unit/unit.h
 tests_unit_test_pathuri_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_pathuri_LDADD = $(UNIT_LIBS)

@@ -13,4 +13,5 @@ libcdcore_a_SOURCES = \
 	src/core/netpolicy.c src/core/netpolicy.h \
 	src/core/socks5.c src/core/socks5.h \
 	src/core/toml.c src/core/toml.h \
-	src/core/skillmd.c src/core/skillmd.h
+	src/core/skillmd.c src/core/skillmd.h \
+	src/core/plugincache.c src/core/plugincache.h

@@ -618,66 +618,6 @@ void cd_skillmd_done(struct cd_skillmd *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* One line of s (without its newline) from *pos; false at the end. */
-static bool policy_line(const char *s, size_t n, size_t *pos, const char **l, size_t *ln)
-{
-	if (*pos >= n)
-		return false;
-	const char *nl = memchr(s + *pos, '\n', n - *pos);
-	*l = s + *pos;
-	*ln = nl ? (size_t)(nl - *l) : n - *pos;
-	*pos += *ln + (nl ? 1 : 0);
-	if (*ln && (*l)[*ln - 1] == '\r')
-		(*ln)--;
-	return true;
-}
-
-static bool policy_skippable(const char *l, size_t ln)
-{
-	size_t i = 0;
-	while (i < ln && l[i] == ' ')
-		i++;
-	return i == ln || l[i] == '#';
-}
-
-int cd_skillmd_policy(const char *s, size_t n, int *allow, const char **why)
-{
-	static const char key[] = "allow_implicit_invocation: ";
-	static const char *const vals[] = { "false", "true", "False", "True" };
-	const char *l;
-	size_t ln, pos = 0;
-	int state = 0; /* 0: before "policy:", 1: after it, 2: after its child */
-
-	*why = "only a \"policy:\" with one \"allow_implicit_invocation: true|false\" is read";
-	if (memchr(s, '\0', n) || memchr(s, '\t', n))
-		return CD_SKILLMD_UNSUPPORTED;
-	while (policy_line(s, n, &pos, &l, &ln)) {
-		if (policy_skippable(l, ln))
-			continue;
-		if (state == 0 && ln == 7 && !memcmp(l, "policy:", 7)) {
-			state = 1;
-			continue;
-		}
-		if (state != 1 || l[0] != ' ')
-			return CD_SKILLMD_UNSUPPORTED;
-		size_t i = 0;
-		while (l[i] == ' ')
-			i++;
-		if (ln - i <= sizeof(key) - 1 || memcmp(l + i, key, sizeof(key) - 1))
-			return CD_SKILLMD_UNSUPPORTED;
-		const char *v = l + i + sizeof(key) - 1;
-		size_t vn = ln - i - (sizeof(key) - 1);
-		*allow = -1;
-		for (size_t k = 0; k < CD_ARRAY_SIZE(vals); k++)
-			if (vn == strlen(vals[k]) && !memcmp(v, vals[k], vn))
-				*allow = (int)(k % 2);
-		if (*allow < 0)
-			return CD_SKILLMD_UNSUPPORTED;
-		state = 2;
-	}
-	return state == 2 ? CD_SKILLMD_OK : CD_SKILLMD_UNSUPPORTED;
-}
-
 /* Rust's char::is_whitespace (Unicode White_Space) for the code point at s, or 0. */
 static size_t ns_space(const unsigned char *s, size_t n)
 {
@@ -734,5 +674,641 @@ int cd_skillmd_namespace(const char *contents, size_t len, const char *dir_name,
 	r = CD_SKILLMD_OK;
 out:
 	cd_json_free(v);
+	return r;
+}
+
+/* ---- agents/openai.yaml: dependencies and policy ---- */
+
+struct ay {
+	struct fm f;
+	size_t i;    /* the current line */
+	int invalid; /* the binary gives null for both: the why */
+	const char *ivwhy;
+};
+
+#define INVALID(a, msg)                    \
+	do {                               \
+		(a)->ivwhy = (msg);        \
+		return CD_SKILLMD_INVALID; \
+	} while (0)
+
+/* The next line that is not blank or a comment, from a->i; false at the end. */
+static bool ay_next(struct ay *a)
+{
+	while (a->i < a->f.n && blank_or_comment(a->f.l[a->i]))
+		a->i++;
+	return a->i < a->f.n;
+}
+
+/*
+ * A scalar value at s (n bytes, leading blanks allowed) on one line:
+ * *null when empty or a null word; otherwise out holds its text. "{}"
+ * and "[]" and other collections are not scalars: *coll is set for them
+ * (nothing parsed).
+ */
+static int ay_scalar(struct ay *a, const char *s, size_t n, struct cd_strbuf *out, bool *null,
+		     bool *coll)
+{
+	*null = false;
+	*coll = false;
+	while (n && *s == ' ') {
+		s++;
+		n--;
+	}
+	if (n && (*s == '"' || *s == '\'')) {
+		int r = quoted(&a->f, s, n, out);
+		if (r)
+			return r;
+		cd_strbuf_append(out, "");
+		return CD_SKILLMD_OK;
+	}
+	n = strip_comment(s, n);
+	if (!n || is_null_word(s, n)) {
+		*null = true;
+		return CD_SKILLMD_OK;
+	}
+	if (s[0] == '[' || s[0] == '{') {
+		*coll = true;
+		return CD_SKILLMD_OK;
+	}
+	if (!plain_start_ok(s, n) || memmem(s, n, ": ", 2) || s[n - 1] == ':')
+		UNSUP(&a->f, "value outside the subset");
+	cd_strbuf_append_n(out, s, n);
+	return CD_SKILLMD_OK;
+}
+
+/* The text after "key:" on the line, stripped: empty when a block may follow. */
+static bool ay_value_empty(const char *v, size_t vn)
+{
+	vn = strip_comment(v, vn);
+	for (size_t i = 0; i < vn; i++)
+		if (v[i] != ' ')
+			return false;
+	return true;
+}
+
+/* The indentation of the next content line when it is deeper than ind, else 0. */
+static size_t ay_child_indent(struct ay *a, size_t ind, bool seq_same)
+{
+	size_t save = a->i;
+	a->i++;
+	size_t r = 0;
+	if (ay_next(a)) {
+		struct line l = a->f.l[a->i];
+		size_t in = indent_of(l);
+		if (in > ind)
+			r = in;
+		else if (seq_same && in == ind && l.n > in + 1 && l.s[in] == '-' &&
+			 l.s[in + 1] == ' ')
+			r = in; /* a sequence may sit at its key's indentation */
+	}
+	a->i = save;
+	return r;
+}
+
+struct ay_tool {
+	struct cd_strbuf f[6]; /* type, value, description, transport, command, url */
+	bool set[6];
+};
+
+static const char *const tool_keys[6] = { "type",      "value",	  "description",
+					  "transport", "command", "url" };
+static const size_t tool_max[6] = { 64, 1024, 1024, 64, 1024, 1024 };
+
+/* Rust's str::trim, on valid UTF-8. */
+static void ay_trim(const char **s, size_t *n)
+{
+	const unsigned char *p = (const unsigned char *)*s;
+	size_t a = 0, b = *n, k;
+	while (a < b && (k = ns_space(p + a, b - a)))
+		a += k;
+	while (b > a) {
+		size_t st = b - 1;
+		while (st > a && (p[st] & 0xc0) == 0x80)
+			st--;
+		if (ns_space(p + st, b - st) != b - st)
+			break;
+		b = st;
+	}
+	*s += a;
+	*n = b - a;
+}
+
+static size_t ay_chars(const char *s, size_t n)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return c;
+}
+
+/* The mapping lines of one tool: "- k: v" at ind, then "k: v" at ind + 2. */
+static int ay_tool(struct ay *a, size_t ind, struct ay_tool *t)
+{
+	bool first = true;
+	while (ay_next(a)) {
+		struct line l = a->f.l[a->i];
+		size_t in = indent_of(l);
+		const char *s = l.s + in;
+		size_t n = l.n - in;
+		if (first) {
+			s += 2;
+			n -= 2;
+			while (n && *s == ' ') {
+				s++;
+				n--;
+			}
+			if (!n)
+				UNSUP(&a->f, "an empty sequence item");
+		} else if (in != ind + 2) {
+			if (in <= ind)
+				return CD_SKILLMD_OK;
+			UNSUP(&a->f, "indentation outside the subset");
+		}
+		size_t kn, v;
+		int r = key_of(&a->f, s, n, &kn, &v);
+		if (r)
+			return r;
+		int k = -1;
+		for (int x = 0; x < 6; x++)
+			if (kn == strlen(tool_keys[x]) && !memcmp(s, tool_keys[x], kn))
+				k = x;
+		struct cd_strbuf tmp = { 0 };
+		bool null, coll;
+		r = ay_scalar(a, s + v, n - v, k >= 0 ? &t->f[k] : &tmp, &null, &coll);
+		cd_strbuf_done(&tmp);
+		if (r)
+			return r;
+		if (coll || (ay_value_empty(s + v, n - v) && ay_child_indent(a, ind + 2, false)))
+			INVALID(a, "a tool's field is not a string");
+		if (k >= 0) {
+			if (t->set[k])
+				INVALID(a, "a tool's field repeats");
+			t->set[k] = true;
+			if (null)
+				cd_strbuf_done(&t->f[k]); /* None */
+		}
+		first = false;
+		a->i++;
+	}
+	return CD_SKILLMD_OK;
+}
+
+static void ay_tool_json(struct cd_strbuf *out, struct ay_tool *t, size_t *n_out)
+{
+	const char *v[6];
+	size_t vn[6];
+	for (int k = 0; k < 6; k++) {
+		v[k] = t->f[k].buf;
+		vn[k] = t->f[k].len;
+		if (v[k])
+			ay_trim(&v[k], &vn[k]);
+		if (!v[k] || !vn[k] || ay_chars(v[k], vn[k]) > tool_max[k])
+			v[k] = NULL;
+	}
+	if (!v[0] || !v[1])
+		return; /* a tool without a type or a value is dropped */
+	cd_strbuf_append(out, *n_out ? "," : "");
+	cd_strbuf_append_c(out, '{');
+	static const char *const names[6] = { "type",	   "value",   "description",
+					      "transport", "command", "url" };
+	for (int k = 0; k < 6; k++) {
+		cd_strbuf_printf(out, "%s\"%s\":", k ? "," : "", names[k]);
+		if (v[k])
+			cd_strbuf_append_json_string(out, v[k], vn[k]);
+		else
+			cd_strbuf_append(out, "null");
+	}
+	cd_strbuf_append(out, ",\"oauthCallbackPort\":null}");
+	(*n_out)++;
+}
+
+/* dependencies: a mapping whose "tools" is a sequence of tool mappings. */
+static int ay_dependencies(struct ay *a, size_t ind, struct cd_strbuf *out)
+{
+	bool seen_tools = false;
+	size_t n_tools = 0;
+	struct cd_strbuf tools = { 0 };
+	int r = CD_SKILLMD_OK;
+	while (ay_next(a)) {
+		struct line l = a->f.l[a->i];
+		size_t in = indent_of(l);
+		if (in < ind)
+			break;
+		if (in != ind) {
+			r = CD_SKILLMD_UNSUPPORTED;
+			a->f.why = "indentation outside the subset";
+			goto out;
+		}
+		size_t kn, v;
+		if ((r = key_of(&a->f, l.s + in, l.n - in, &kn, &v)))
+			goto out;
+		const char *vs = l.s + in + v;
+		size_t vn = l.n - in - v;
+		if (!KEY_IS(l.s + in, kn, "tools")) {
+			struct cd_strbuf tmp = { 0 };
+			bool null, coll;
+			r = ay_scalar(a, vs, vn, &tmp, &null, &coll);
+			cd_strbuf_done(&tmp);
+			if (!r && (coll || (null && ay_child_indent(a, in, true)))) {
+				r = CD_SKILLMD_UNSUPPORTED;
+				a->f.why = "a nested value outside the subset";
+			}
+			if (r)
+				goto out;
+			a->i++;
+			continue;
+		}
+		if (seen_tools) {
+			r = CD_SKILLMD_INVALID;
+			a->ivwhy = "tools repeats";
+			goto out;
+		}
+		seen_tools = true;
+		size_t sub = ay_value_empty(vs, vn) ? ay_child_indent(a, in, true) : 0;
+		if (!sub) {
+			size_t sn = strip_comment(vs, vn);
+			while (sn && *vs == ' ') {
+				vs++;
+				sn--;
+			}
+			if (sn == 2 && !memcmp(vs, "[]", 2)) {
+				a->i++;
+				continue;
+			}
+			r = CD_SKILLMD_INVALID; /* null or a scalar: not a sequence */
+			a->ivwhy = "tools is not a sequence";
+			if (sn && (vs[0] == '[' || vs[0] == '{')) {
+				r = CD_SKILLMD_UNSUPPORTED;
+				a->f.why = "a flow collection outside the subset";
+			}
+			goto out;
+		}
+		a->i++;
+		while (ay_next(a)) {
+			struct line m = a->f.l[a->i];
+			size_t mi = indent_of(m);
+			if (mi < sub || (mi == sub && sub == in && m.s[mi] != '-'))
+				break;
+			if (mi != sub || m.n < mi + 2 || m.s[mi] != '-' || m.s[mi + 1] != ' ') {
+				r = CD_SKILLMD_UNSUPPORTED;
+				a->f.why = "a tool outside the subset";
+				goto out;
+			}
+			struct ay_tool t = { 0 };
+			r = ay_tool(a, sub, &t);
+			if (!r)
+				ay_tool_json(&tools, &t, &n_tools);
+			for (int k = 0; k < 6; k++)
+				cd_strbuf_done(&t.f[k]);
+			if (r)
+				goto out;
+		}
+	}
+	if (n_tools) {
+		cd_strbuf_append(out, "{\"tools\":[");
+		cd_strbuf_append_n(out, tools.buf, tools.len);
+		cd_strbuf_append(out, "]}");
+	}
+out:
+	cd_strbuf_done(&tools);
+	return r;
+}
+
+static int ay_product(struct ay *a, const char *s, size_t n, struct cd_strbuf *out, size_t *np)
+{
+	static const char *const products[] = { "codex", "chatgpt", "atlas" };
+	struct cd_strbuf w = { 0 };
+	bool null, coll;
+	int r = ay_scalar(a, s, n, &w, &null, &coll);
+	if (r) {
+		cd_strbuf_done(&w);
+		return r;
+	}
+	bool ok = false;
+	for (size_t i = 0; !null && !coll && i < CD_ARRAY_SIZE(products); i++)
+		ok |= w.len == strlen(products[i]) && !memcmp(w.buf, products[i], w.len);
+	if (ok) {
+		cd_strbuf_append(out, (*np)++ ? ",\"" : "\"");
+		cd_strbuf_append_n(out, w.buf, w.len);
+		cd_strbuf_append_c(out, '"');
+	}
+	cd_strbuf_done(&w);
+	if (coll)
+		UNSUP(&a->f, "a nested product list");
+	if (!ok)
+		INVALID(a, "a product the binary does not know");
+	return CD_SKILLMD_OK;
+}
+
+/* policy: allow_implicit_invocation (a boolean) and products (known names). */
+static int ay_policy(struct ay *a, size_t ind, struct cd_strbuf *out)
+{
+	static const char *const bools[] = { "false", "true", "False", "True", "FALSE", "TRUE" };
+	int allow = -1, r = CD_SKILLMD_OK;
+	bool seen_allow = false, seen_products = false;
+	struct cd_strbuf prod = { 0 };
+	size_t np = 0;
+	while (ay_next(a)) {
+		struct line l = a->f.l[a->i];
+		size_t in = indent_of(l);
+		if (in < ind)
+			break;
+		if (in != ind) {
+			r = CD_SKILLMD_UNSUPPORTED;
+			a->f.why = "indentation outside the subset";
+			goto out;
+		}
+		size_t kn, v;
+		if ((r = key_of(&a->f, l.s + in, l.n - in, &kn, &v)))
+			goto out;
+		const char *k = l.s + in, *vs = l.s + in + v;
+		size_t vn = l.n - in - v;
+		if (KEY_IS(k, kn, "allow_implicit_invocation")) {
+			if (seen_allow) {
+				r = CD_SKILLMD_INVALID;
+				a->ivwhy = "allow_implicit_invocation repeats";
+				goto out;
+			}
+			seen_allow = true;
+			size_t sn = strip_comment(vs, vn);
+			while (sn && *vs == ' ') {
+				vs++;
+				sn--;
+			}
+			if (!sn || is_null_word(vs, sn)) {
+				if (!sn && ay_child_indent(a, in, true)) {
+					r = CD_SKILLMD_UNSUPPORTED;
+					a->f.why = "a nested value outside the subset";
+					goto out;
+				}
+				a->i++;
+				continue;
+			}
+			for (size_t b = 0; b < CD_ARRAY_SIZE(bools); b++)
+				if (sn == strlen(bools[b]) && !memcmp(vs, bools[b], sn))
+					allow = (int)(b % 2);
+			if (allow < 0) {
+				/* yes, no, 1, 'true': YAML 1.2 has no such boolean. */
+				r = CD_SKILLMD_INVALID;
+				a->ivwhy = "allow_implicit_invocation is not a boolean";
+				if (vs[0] == '[' || vs[0] == '{' || vs[0] == '&' || vs[0] == '*' ||
+				    vs[0] == '!' || vs[0] == '|' || vs[0] == '>') {
+					r = CD_SKILLMD_UNSUPPORTED;
+					a->f.why = "a value outside the subset";
+				}
+				goto out;
+			}
+			a->i++;
+			continue;
+		}
+		if (KEY_IS(k, kn, "products")) {
+			if (seen_products) {
+				r = CD_SKILLMD_INVALID;
+				a->ivwhy = "products repeats";
+				goto out;
+			}
+			seen_products = true;
+			size_t sn = strip_comment(vs, vn);
+			while (sn && *vs == ' ') {
+				vs++;
+				sn--;
+			}
+			if (sn && vs[0] == '[') {
+				if (vs[sn - 1] != ']') {
+					r = CD_SKILLMD_UNSUPPORTED;
+					a->f.why = "a flow sequence outside the subset";
+					goto out;
+				}
+				const char *p = vs + 1, *e = vs + sn - 1;
+				while (p < e && *p == ' ')
+					p++;
+				while (p < e) {
+					const char *c = memchr(p, ',', (size_t)(e - p));
+					const char *end = c ? c : e;
+					if (memchr(p, '[', (size_t)(end - p)) ||
+					    memchr(p, '{', (size_t)(end - p)) ||
+					    memchr(p, '#', (size_t)(end - p))) {
+						r = CD_SKILLMD_UNSUPPORTED;
+						a->f.why = "a flow sequence outside the subset";
+						goto out;
+					}
+					size_t wn = (size_t)(end - p);
+					while (wn && p[wn - 1] == ' ')
+						wn--;
+					if (!wn) {
+						r = CD_SKILLMD_UNSUPPORTED;
+						a->f.why = "an empty flow item";
+						goto out;
+					}
+					if ((r = ay_product(a, p, wn, &prod, &np)))
+						goto out;
+					p = c ? c + 1 : e;
+					while (p < e && *p == ' ')
+						p++;
+				}
+				a->i++;
+				continue;
+			}
+			size_t sub = !sn ? ay_child_indent(a, in, true) : 0;
+			if (!sub) {
+				/* null or a scalar: not a sequence */
+				r = CD_SKILLMD_INVALID;
+				a->ivwhy = "products is not a sequence";
+				if (sn && (vs[0] == '{' || vs[0] == '&' || vs[0] == '*' ||
+					   vs[0] == '!' || vs[0] == '|' || vs[0] == '>')) {
+					r = CD_SKILLMD_UNSUPPORTED;
+					a->f.why = "a value outside the subset";
+				}
+				goto out;
+			}
+			a->i++;
+			while (ay_next(a)) {
+				struct line m = a->f.l[a->i];
+				size_t mi = indent_of(m);
+				if (mi < sub ||
+				    (mi == sub && sub == in && !(m.n > mi + 1 && m.s[mi] == '-')))
+					break;
+				if (mi != sub || m.n < mi + 2 || m.s[mi] != '-' ||
+				    m.s[mi + 1] != ' ') {
+					r = CD_SKILLMD_UNSUPPORTED;
+					a->f.why = "a product outside the subset";
+					goto out;
+				}
+				if ((r = ay_product(a, m.s + mi + 2, m.n - mi - 2, &prod, &np)))
+					goto out;
+				a->i++;
+			}
+			continue;
+		}
+		/* Another key: a scalar, passed over. */
+		struct cd_strbuf tmp = { 0 };
+		bool null, coll;
+		r = ay_scalar(a, vs, vn, &tmp, &null, &coll);
+		cd_strbuf_done(&tmp);
+		if (!r && (coll || (null && ay_child_indent(a, in, true)))) {
+			r = CD_SKILLMD_UNSUPPORTED;
+			a->f.why = "a nested value outside the subset";
+		}
+		if (r)
+			goto out;
+		a->i++;
+	}
+	cd_strbuf_printf(out, "{\"allowImplicitInvocation\":%s,\"products\":[",
+			 allow < 0 ? "null"
+			 : allow   ? "true"
+				   : "false");
+	if (prod.len)
+		cd_strbuf_append_n(out, prod.buf, prod.len);
+	cd_strbuf_append(out, "]}");
+out:
+	cd_strbuf_done(&prod);
+	return r;
+}
+
+/* interface: a mapping of scalars (any other value makes the file invalid). */
+static int ay_interface(struct ay *a, size_t ind)
+{
+	struct seen seen = { .n = 0 };
+	while (ay_next(a)) {
+		struct line l = a->f.l[a->i];
+		size_t in = indent_of(l);
+		if (in < ind)
+			break;
+		if (in != ind)
+			UNSUP(&a->f, "indentation outside the subset");
+		size_t kn, v;
+		int r = key_of(&a->f, l.s + in, l.n - in, &kn, &v);
+		if (r)
+			return r;
+		int d = seen_add(&seen, l.s + in, kn);
+		if (d > 0)
+			INVALID(a, "a key repeats");
+		if (d < 0)
+			UNSUP(&a->f, "too many keys");
+		struct cd_strbuf tmp = { 0 };
+		bool null, coll;
+		r = ay_scalar(a, l.s + in + v, l.n - in - v, &tmp, &null, &coll);
+		cd_strbuf_done(&tmp);
+		if (r)
+			return r;
+		if (coll || (null && ay_child_indent(a, in, true)))
+			INVALID(a, "an interface field is not a string");
+		a->i++;
+	}
+	return CD_SKILLMD_OK;
+}
+
+int cd_skillmd_agents(const char *contents, size_t len, char **deps, char **policy,
+		      const char **why)
+{
+	struct ay a = { 0 };
+	struct cd_strbuf d = { 0 }, p = { 0 };
+	bool seen[3] = { false, false, false };
+	int r = CD_SKILLMD_OK;
+
+	*deps = *policy = NULL;
+	for (size_t i = 0; i < len;) {
+		uint32_t c;
+		size_t k = utf8_next(contents + i, len - i, &c);
+		if (!k || c == 0 || c == '\t') {
+			*why = "not UTF-8 text without tabs";
+			return CD_SKILLMD_UNSUPPORTED;
+		}
+		i += k;
+	}
+	size_t cap = 0;
+	for (size_t i = 0; i < len;) {
+		const char *nl = memchr(contents + i, '\n', len - i);
+		size_t e = nl ? (size_t)(nl - contents) : len;
+		size_t n = e - i;
+		if (nl && n && contents[e - 1] == '\r')
+			n--;
+		if (a.f.n == cap) {
+			cap = cap ? cap * 2 : 16;
+			a.f.l = cd_xreallocarray(a.f.l, cap, sizeof(*a.f.l));
+		}
+		a.f.l[a.f.n++] = (struct line){ contents + i, n };
+		i = nl ? e + 1 : len;
+	}
+	while (!r && ay_next(&a)) {
+		struct line l = a.f.l[a.i];
+		size_t in = indent_of(l), kn, v;
+		if (in || (l.n >= 3 && !memcmp(l.s, "---", 3)) ||
+		    (l.n >= 3 && !memcmp(l.s, "...", 3))) {
+			r = CD_SKILLMD_UNSUPPORTED;
+			a.f.why = "a line outside the subset";
+			break;
+		}
+		if ((r = key_of(&a.f, l.s, l.n, &kn, &v)))
+			break;
+		static const char *const keys[3] = { "interface", "dependencies", "policy" };
+		int k = -1;
+		for (int x = 0; x < 3; x++)
+			if (kn == strlen(keys[x]) && !memcmp(l.s, keys[x], kn))
+				k = x;
+		const char *vs = l.s + v;
+		size_t vn = l.n - v, sn = strip_comment(vs, vn);
+		while (sn && *vs == ' ') {
+			vs++;
+			sn--;
+		}
+		if (k < 0) {
+			struct cd_strbuf tmp = { 0 };
+			bool null, coll;
+			r = ay_scalar(&a, l.s + v, l.n - v, &tmp, &null, &coll);
+			cd_strbuf_done(&tmp);
+			if (!r && (coll || (null && ay_child_indent(&a, 0, true)))) {
+				r = CD_SKILLMD_UNSUPPORTED;
+				a.f.why = "a nested value outside the subset";
+			}
+			a.i++;
+			continue;
+		}
+		if (seen[k]) {
+			r = CD_SKILLMD_INVALID;
+			a.ivwhy = "a key repeats";
+			break;
+		}
+		seen[k] = true;
+		size_t sub = !sn ? ay_child_indent(&a, 0, false) : 0;
+		if (!sub) {
+			/* null, "{}" (an empty mapping), or a scalar (the file is invalid). */
+			a.i++;
+			if (!sn || is_null_word(vs, sn))
+				continue;
+			if (sn == 2 && !memcmp(vs, "{}", 2)) {
+				if (k == 2)
+					cd_strbuf_append(&p, "{\"allowImplicitInvocation\":null,"
+							     "\"products\":[]}");
+				continue;
+			}
+			if (vs[0] == '{' || vs[0] == '[' || vs[0] == '&' || vs[0] == '*' ||
+			    vs[0] == '!' || vs[0] == '|' || vs[0] == '>') {
+				r = CD_SKILLMD_UNSUPPORTED;
+				a.f.why = "a value outside the subset";
+			} else {
+				r = CD_SKILLMD_INVALID;
+				a.ivwhy = "a section is not a mapping";
+			}
+			break;
+		}
+		a.i++;
+		if (k == 0)
+			r = ay_interface(&a, sub);
+		else if (k == 1)
+			r = ay_dependencies(&a, sub, &d);
+		else
+			r = ay_policy(&a, sub, &p);
+	}
+	free(a.f.l);
+	if (r == CD_SKILLMD_OK) {
+		*deps = d.len ? cd_strbuf_steal(&d) : NULL;
+		*policy = p.len ? cd_strbuf_steal(&p) : NULL;
+	} else {
+		*why = r == CD_SKILLMD_INVALID ? a.ivwhy : a.f.why;
+	}
+	cd_strbuf_done(&d);
+	cd_strbuf_done(&p);
 	return r;
 }

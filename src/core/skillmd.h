@@ -43,16 +43,6 @@ void cd_skillmd_done(struct cd_skillmd *m);
 /* The maximum length of a name, in characters (Unicode scalar values). */
 #define CD_SKILLMD_MAX_NAME 64
 
-/*
- * The policy of an agents/openai.yaml beside a SKILL.md, in the one form
- * cordon reads: the whole file is comment and blank lines and a top-level
- * "policy:" whose only child, indented by spaces, is
- * "allow_implicit_invocation: B", B one of true, false, True, False. Then
- * *allow is 1 or 0 and CD_SKILLMD_OK is returned; anything else is
- * CD_SKILLMD_UNSUPPORTED (why says so), never guessed.
- */
-int cd_skillmd_policy(const char *contents, size_t len, int *allow, const char **why);
-
 enum {
 	CD_SKILLMD_NS_SKIP = 1, /* a manifest the binary skips: look further up */
 };
@@ -70,3 +60,18 @@ enum {
  */
 int cd_skillmd_namespace(const char *contents, size_t len, const char *dir_name, char **ns,
 			 const char **why);
+
+/*
+ * The dependencies and policy of an agents/openai.yaml beside a SKILL.md,
+ * as the released Codex 0.169.0 reads them: on CD_SKILLMD_OK, *deps is
+ * {"tools":[{type,value,description,transport,command,url,oauthCallbackPort}]}
+ * or NULL (no tool with a type and a value: null), *policy is
+ * {"allowImplicitInvocation":B|null,"products":[...]} or NULL, as JSON
+ * text (free both). CD_SKILLMD_INVALID: the binary gives null for both
+ * (a section of another type, a repeated key, a value of another type, an
+ * unknown product). Only a strict YAML subset is read (block mappings and
+ * sequences, one-line plain and quoted scalars, [] {} and flow lists of
+ * products, comments); anything else is CD_SKILLMD_UNSUPPORTED.
+ */
+int cd_skillmd_agents(const char *contents, size_t len, char **deps, char **policy,
+		      const char **why);

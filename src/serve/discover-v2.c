@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "core/pathuri.h"
+#include "core/plugincache.h"
 #include "core/skillmd.h"
 #include "serve/budget.h"
+#include "serve/discover-plugins.h"
 #include "serve/discover-scan.h"
 #include "serve/discover-v2.h"
 #include "serve/fs-helper.h"
@@ -41,6 +43,7 @@
 #define MAX_WARNINGS  64
 #define W_METADATA    "some capability metadata could not be loaded; discovery may be incomplete"
 #define W_SIZE	      "capability discovery size limit reached"
+#define W_LOCATIONS   "some capability locations could not be resolved; discovery may be incomplete"
 #define METHOD	      "capabilities/discoverV2"
 #define SYSTEM_SKILLS "/etc/codex/skills"
 
@@ -61,6 +64,9 @@ struct job {
 	/* The answer: the result, or an error. */
 	struct cd_strbuf skills; /* the skills' JSON objects, comma-separated */
 	size_t n_skills, bytes;
+	size_t caps;	/* skills and plugins admitted */
+	char **plugins; /* the plugins' JSON objects, admitted, sorted by id */
+	size_t n_plugins;
 	char *warnings[MAX_WARNINGS];
 	size_t n_warnings;
 	bool truncated;
@@ -114,40 +120,47 @@ static bool metadata_plain(const char *s, size_t n)
 	return true;
 }
 
-static void add_skill(struct job *j, const char *root_id, const char *root_uri,
-		      const struct cd_skillmd *m, const char *path_uri, size_t path_len, int allow)
+/* A skill's JSON object; root_id NULL for a plugin's skill (no discoveryRoot). */
+static void skill_json(struct cd_strbuf *e, const char *root_id, const char *root_uri,
+		       const struct cd_skillmd *m, const char *path_uri, size_t path_len,
+		       const char *deps, const char *policy)
 {
-	struct cd_strbuf e = { 0 };
-	cd_strbuf_append(&e, "{\"name\":");
-	cd_strbuf_append_json_string(&e, m->name, strlen(m->name));
-	cd_strbuf_append(&e, ",\"description\":");
-	cd_strbuf_append_json_string(&e, m->description, strlen(m->description));
-	cd_strbuf_append(&e, ",\"shortDescription\":");
+	cd_strbuf_append(e, "{\"name\":");
+	cd_strbuf_append_json_string(e, m->name, strlen(m->name));
+	cd_strbuf_append(e, ",\"description\":");
+	cd_strbuf_append_json_string(e, m->description, strlen(m->description));
+	cd_strbuf_append(e, ",\"shortDescription\":");
 	if (m->short_description)
-		cd_strbuf_append_json_string(&e, m->short_description,
-					     strlen(m->short_description));
+		cd_strbuf_append_json_string(e, m->short_description, strlen(m->short_description));
 	else
-		cd_strbuf_append(&e, "null");
-	cd_strbuf_append(&e, ",\"path\":");
-	cd_strbuf_append_json_string(&e, path_uri, path_len);
-	cd_strbuf_printf(&e, ",\"discoveryRoot\":{\"id\":\"%s\",\"path\":", root_id);
-	cd_strbuf_append_json_string(&e, root_uri, strlen(root_uri));
-	cd_strbuf_append(&e, "},\"dependencies\":null,\"policy\":");
-	if (allow < 0)
-		cd_strbuf_append(&e, "null}");
-	else
-		cd_strbuf_printf(&e, "{\"allowImplicitInvocation\":%s,\"products\":[]}}",
-				 allow ? "true" : "false");
-	if (j->n_skills == MAX_CAPS || j->bytes + e.len > MAX_BYTES) {
-		j->truncated = true; /* a smaller one later may still fit, as the binary's */
-	} else {
-		if (j->n_skills)
-			cd_strbuf_append_c(&j->skills, ',');
-		cd_strbuf_append_n(&j->skills, e.buf, e.len);
-		j->n_skills++;
-		j->bytes += e.len;
+		cd_strbuf_append(e, "null");
+	cd_strbuf_append(e, ",\"path\":");
+	cd_strbuf_append_json_string(e, path_uri, path_len);
+	if (root_id) {
+		cd_strbuf_printf(e, ",\"discoveryRoot\":{\"id\":\"%s\",\"path\":", root_id);
+		cd_strbuf_append_json_string(e, root_uri, strlen(root_uri));
+		cd_strbuf_append_c(e, '}');
 	}
-	cd_strbuf_done(&e);
+	cd_strbuf_append(e, ",\"dependencies\":");
+	cd_strbuf_append(e, deps ? deps : "null");
+	cd_strbuf_append(e, ",\"policy\":");
+	cd_strbuf_append(e, policy ? policy : "null");
+	cd_strbuf_append_c(e, '}');
+}
+
+/* A standalone skill, admitted within the limits or left out. */
+static void admit_skill(struct job *j, const char *e, size_t n)
+{
+	if (j->caps == MAX_CAPS || j->bytes + n > MAX_BYTES) {
+		j->truncated = true; /* a smaller one later may still fit, as the binary's */
+		return;
+	}
+	if (j->n_skills)
+		cd_strbuf_append_c(&j->skills, ',');
+	cd_strbuf_append_n(&j->skills, e, n);
+	j->n_skills++;
+	j->caps++;
+	j->bytes += n;
 }
 
 /* A plugin manifest in a skill root: its plugin directory and the namespace it gives. */
@@ -206,7 +219,7 @@ static int load_namespaces(struct job *j, const struct cd_json *ns, const char *
 		if (why) {
 			fail(j, CD_RPC_INTERNAL,
 			     cd_xasprintf("cordon cannot read the plugin manifest %s in skill root "
-					  "%s: %s (capabilityDiscoveryV2 is false)",
+					  "%s: %s (refused rather than answered differently)",
 					  pu ? pu : "?", root_uri, why));
 			*ret = v;
 			return -1;
@@ -234,27 +247,44 @@ static const char *namespace_of(const struct ns *v, size_t n, const char *dir)
 	return best;
 }
 
-static void scan_location(struct job *j, const char *root_id, const char *path)
+/* A list of JSON objects (a root's skills). */
+struct objs {
+	char **v;
+	size_t *len, n, cap;
+};
+
+static void objs_add(struct objs *o, struct cd_strbuf *e)
 {
-	struct stat st;
-	char *root_uri = cd_pathuri_format_posix(path, strlen(path));
+	if (o->n == o->cap) {
+		o->cap = o->cap ? 2 * o->cap : 16;
+		o->v = cd_xreallocarray(o->v, o->cap, sizeof(*o->v));
+		o->len = cd_xreallocarray(o->len, o->cap, sizeof(*o->len));
+	}
+	o->len[o->n] = e->len;
+	o->v[o->n++] = cd_strbuf_steal(e);
+}
+
+static void objs_done(struct objs *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		free(o->v[i]);
+	free(o->v);
+	free(o->len);
+	memset(o, 0, sizeof(*o));
+}
+
+/*
+ * Scan the root at path (a directory) as discoverV1 scans one, in the
+ * sandbox when the request restricts the file system: its parsed result,
+ * or NULL with the request failed.
+ */
+static struct cd_json *scan_root(struct job *j, const char *path, const char *root_uri)
+{
 	struct cd_strbuf body = { 0 };
 	struct cd_json *v = NULL;
 	struct cd_json_error je;
 	struct cd_json_limits lim = { 0 };
-	bool warned = false;
-	struct ns *nss = NULL;
-	size_t n_nss = 0;
 
-	if (stat(path, &st) < 0) {
-		if (errno != ENOENT && errno != EACCES && errno != EPERM && errno != ENOTDIR) {
-			/* "could not inspect capability root ...": reported as the binary does. */
-			warn(j, W_METADATA);
-		}
-		goto out;
-	}
-	if (!S_ISDIR(st.st_mode))
-		goto out;
 	if (j->lp) {
 		/* In the sandbox, by cordon-fs-helper (as discoverV1's sandboxed roots). */
 		struct cd_fs_sandboxed sb;
@@ -297,16 +327,53 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 	}
 	if (cd_json_parse(body.buf ? body.buf : "", body.len, &lim, &v, &je) < 0 ||
 	    v->type != CD_JSON_OBJECT) {
+		v = cd_json_free(v);
 		fail(j, CD_RPC_INTERNAL,
 		     cd_xasprintf("failed to scan capability root %s", root_uri));
-		goto out;
 	}
+out:
+	cd_strbuf_done(&body);
+	return v;
+}
+
+/*
+ * A root the scan could not inspect because it is missing, not a directory
+ * or not permitted (in the sandbox): the binary adds nothing for it, no
+ * warning either.
+ */
+static bool root_absent(const struct cd_json *v)
+{
+	static const char *const why[] = { "(os error 2)", "(os error 13)", "(os error 1)",
+					   "(os error 20)" };
+	const struct cd_json *er = cd_json_get(v, "error");
+	if (!er || er->type != CD_JSON_STRING)
+		return false;
+	const char *e = er->u.str.s;
+	if (!strncmp(e, "capability root ", 16) && strstr(e, " is not a directory"))
+		return true;
+	if (strncmp(e, "failed to inspect capability root ", 34))
+		return false;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(why); i++)
+		if (strstr(e, why[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The skills of a scanned root, into out (root_id NULL: a plugin's). Sets
+ * *warned when the root adds the metadata warning. False when the request fails.
+ */
+static bool root_skills(struct job *j, const struct cd_json *v, const char *root_id,
+			const char *root_uri, struct objs *out, bool *warned)
+{
+	struct ns *nss = NULL;
+	size_t n_nss = 0;
 	const struct cd_json *ns = cd_json_get(v, "namespaceManifests");
 	if (load_namespaces(j, ns, root_uri, &nss, &n_nss) < 0)
 		goto out;
 	const struct cd_json *ws = cd_json_get(v, "warnings"), *er = cd_json_get(v, "error");
-	warned = (ws && ws->type == CD_JSON_ARRAY && ws->u.arr.n) ||
-		 (er && er->type != CD_JSON_NULL);
+	if ((ws && ws->type == CD_JSON_ARRAY && ws->u.arr.n) || (er && er->type != CD_JSON_NULL))
+		*warned = true;
 	const struct cd_json *sk = cd_json_get(v, "skills");
 	for (size_t i = 0; sk && sk->type == CD_JSON_ARRAY && i < sk->u.arr.n; i++) {
 		const struct cd_json *in = cd_json_get(sk->u.arr.items[i], "instructions");
@@ -323,16 +390,15 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 			free(p);
 			break;
 		}
-		int allow = -1;
+		char *deps = NULL, *pol = NULL;
 		const char *pwhy = NULL;
 		if (mc && !metadata_plain(mc, mn) &&
-		    cd_skillmd_policy(mc, mn, &allow, &pwhy) != CD_SKILLMD_OK) {
+		    cd_skillmd_agents(mc, mn, &deps, &pol, &pwhy) == CD_SKILLMD_UNSUPPORTED) {
 			fail(j, CD_RPC_INTERNAL,
-			     cd_xasprintf(
-				     "cordon does not read the dependencies or policy of "
-				     "agents/openai.yaml beside %s: %s (capabilityDiscoveryV2 is "
-				     "false)",
-				     pu, pwhy));
+			     cd_xasprintf("cordon cannot read the agents/openai.yaml beside %s: %s "
+					  "(YAML outside the subset cordon reads; "
+					  "refused rather than answered differently)",
+					  pu, pwhy));
 			free(p);
 			break;
 		}
@@ -350,49 +416,191 @@ static void scan_location(struct job *j, const char *root_id, const char *path)
 			free(m.name);
 			m.name = q;
 		}
+		if (r != CD_SKILLMD_OK) {
+			free(deps);
+			free(pol);
+		}
 		if (r == CD_SKILLMD_INVALID) {
-			warned = true;
+			*warned = true;
 			continue;
 		}
 		if (r == CD_SKILLMD_UNSUPPORTED) {
 			fail(j, CD_RPC_INTERNAL,
 			     cd_xasprintf("cordon cannot read the front matter of %s: %s "
 					  "(YAML outside the subset cordon reads; "
-					  "capabilityDiscoveryV2 is false)",
+					  "refused rather than answered differently)",
 					  pu, why));
 			break;
 		}
-		add_skill(j, root_id, root_uri, &m, pu, pn, allow);
+		struct cd_strbuf e = { 0 };
+		skill_json(&e, root_id, root_uri, &m, pu, pn, deps, pol);
+		free(deps);
+		free(pol);
+		objs_add(out, &e);
 		cd_skillmd_done(&m);
 	}
 out:
+	ns_free(nss, n_nss);
+	return !j->err;
+}
+
+static void scan_location(struct job *j, const char *root_id, const char *path)
+{
+	struct stat st;
+	char *root_uri = cd_pathuri_format_posix(path, strlen(path));
+	struct cd_json *v = NULL;
+	struct objs sk = { 0 };
+	bool warned = false;
+
+	if (stat(path, &st) < 0) {
+		if (errno != ENOENT && errno != EACCES && errno != EPERM && errno != ENOTDIR) {
+			/* "could not inspect capability root ...": reported as the binary does. */
+			warned = true;
+		}
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode))
+		goto out;
+	if (!(v = scan_root(j, path, root_uri)) || root_absent(v))
+		goto out;
+	if (root_skills(j, v, root_id, root_uri, &sk, &warned))
+		for (size_t i = 0; i < sk.n; i++)
+			admit_skill(j, sk.v[i], sk.len[i]);
+out:
 	if (warned)
 		warn(j, W_METADATA);
-	ns_free(nss, n_nss);
+	objs_done(&sk);
 	cd_json_free(v);
-	cd_strbuf_done(&body);
 	free(root_uri);
 }
 
-/* Installed plugins: cordon does not read them yet; an empty cache has none. */
-static void check_plugins(struct job *j, const char *codex_home)
+/* The text file object {path, contents} of a scan, or null. */
+static void text_json(struct cd_strbuf *e, const struct cd_json *t)
 {
-	char *cache = cd_xasprintf("%s/plugins/cache", codex_home);
-	DIR *d = opendir(cache);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-				fail(j, CD_RPC_INTERNAL,
-				     cd_xasprintf(
-					     "cordon does not read installed plugins yet (%s is "
-					     "not empty; capabilityDiscoveryV2 is false)",
-					     cache));
-				break;
-			}
-		closedir(d);
+	size_t pn = 0, cn = 0;
+	const char *p = str_of(t, "path", &pn), *c = str_of(t, "contents", &cn);
+	if (!p || !c) {
+		cd_strbuf_append(e, "null");
+		return;
 	}
-	free(cache);
+	cd_strbuf_append(e, "{\"path\":");
+	cd_strbuf_append_json_string(e, p, pn);
+	cd_strbuf_append(e, ",\"contents\":");
+	cd_strbuf_append_json_string(e, c, cn);
+	cd_strbuf_append_c(e, '}');
+}
+
+/* A file the manifest names ("./...") that the scan did not read: the binary warns. */
+static bool declared_missing(const char *mc, size_t mn, const struct cd_json *files)
+{
+	static const char *const keys[][2] = { { "mcpServers", "mcpConfig" },
+					       { "apps", "appsConfig" } };
+	struct cd_json *m = NULL;
+	struct cd_json_error je;
+	bool missing = false;
+	if (cd_json_parse(mc, mn, NULL, &m, &je) < 0)
+		return false;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(keys); i++) {
+		const struct cd_json *d = cd_json_get(m, keys[i][0]);
+		const struct cd_json *f = cd_json_get(files, keys[i][1]);
+		if (d && d->type == CD_JSON_STRING && d->u.str.len > 2 &&
+		    !strncmp(d->u.str.s, "./", 2) && (!f || f->type == CD_JSON_NULL))
+			missing = true;
+	}
+	cd_json_free(m);
+	return missing;
+}
+
+/*
+ * An installed plugin: its version's directory scanned as a root. One
+ * without a manifest the binary reads is left out with the metadata
+ * warning ("installed plugin at ... has no readable manifest").
+ */
+static void scan_plugin(struct job *j, const struct cd_discover_plugin *pl)
+{
+	char *root_uri = cd_pathuri_format_posix(pl->root, strlen(pl->root));
+	struct cd_json *v = scan_root(j, pl->root, root_uri);
+	struct objs sk = { 0 };
+	struct cd_strbuf e = { 0 };
+	bool warned = false;
+	char *dn = NULL;
+
+	if (!v || root_absent(v))
+		goto out;
+	const struct cd_json *files = cd_json_get(v, "plugin");
+	const struct cd_json *mf = files ? cd_json_get(files, "manifest") : NULL;
+	size_t mn = 0;
+	const char *mc = str_of(mf, "contents", &mn), *why = NULL;
+	const char *base = strrchr(pl->root, '/') + 1;
+	int r = mc ? cd_plugin_display_name(mc, mn, base, &dn, &why) : CD_PLUGIN_INVALID;
+	if (r == CD_PLUGIN_UNSUPPORTED) {
+		fail(j, CD_RPC_INTERNAL,
+		     cd_xasprintf("cordon cannot read the manifest of the installed plugin at "
+				  "%s: %s (refused rather than answered differently)",
+				  root_uri, why));
+		goto out;
+	}
+	if (r != CD_PLUGIN_OK) {
+		warned = true;
+		goto out;
+	}
+	if (declared_missing(mc, mn, files))
+		warned = true;
+	if (!root_skills(j, v, NULL, root_uri, &sk, &warned))
+		goto out;
+	/* The plugin counts as one capability: its skills are cut to the room left. */
+	size_t room = MAX_CAPS - j->caps;
+	if (!room) {
+		j->truncated = true;
+		goto out;
+	}
+	size_t n_sk = sk.n;
+	if (n_sk > room - 1) {
+		j->truncated = true;
+		n_sk = room - 1;
+	}
+	cd_strbuf_append(&e, "{\"id\":");
+	cd_strbuf_append_json_string(&e, pl->id, strlen(pl->id));
+	cd_strbuf_append(&e, ",\"displayName\":");
+	cd_strbuf_append_json_string(&e, dn, strlen(dn));
+	cd_strbuf_append(&e, ",\"remotePluginId\":");
+	if (pl->remote_id)
+		cd_strbuf_append_json_string(&e, pl->remote_id, strlen(pl->remote_id));
+	else
+		cd_strbuf_append(&e, "null");
+	cd_strbuf_append(&e, ",\"version\":");
+	cd_strbuf_append_json_string(&e, pl->version, strlen(pl->version));
+	cd_strbuf_append(&e, ",\"root\":");
+	cd_strbuf_append_json_string(&e, root_uri, strlen(root_uri));
+	cd_strbuf_append(&e, ",\"files\":{\"manifest\":");
+	text_json(&e, mf);
+	cd_strbuf_append(&e, ",\"mcpConfig\":");
+	text_json(&e, cd_json_get(files, "mcpConfig"));
+	cd_strbuf_append(&e, ",\"appsConfig\":");
+	text_json(&e, cd_json_get(files, "appsConfig"));
+	cd_strbuf_append(&e, "},\"skills\":[");
+	for (size_t i = 0; i < n_sk; i++) {
+		if (i)
+			cd_strbuf_append_c(&e, ',');
+		cd_strbuf_append_n(&e, sk.v[i], sk.len[i]);
+	}
+	cd_strbuf_append(&e, "]}");
+	if (j->caps + 1 + n_sk > MAX_CAPS || j->bytes + e.len > MAX_BYTES) {
+		j->truncated = true;
+		goto out;
+	}
+	j->caps += 1 + n_sk;
+	j->bytes += e.len;
+	j->plugins = cd_xreallocarray(j->plugins, j->n_plugins + 1, sizeof(*j->plugins));
+	j->plugins[j->n_plugins++] = cd_strbuf_steal(&e);
+out:
+	if (warned)
+		warn(j, W_METADATA);
+	cd_strbuf_done(&e);
+	objs_done(&sk);
+	free(dn);
+	cd_json_free(v);
+	free(root_uri);
 }
 
 /* Bind the sandbox context: false with the refusal in j->err. */
@@ -422,13 +630,29 @@ static bool bind_sandbox(struct job *j)
 	return true;
 }
 
+/* Full (2,048 capabilities or exactly 4 MiB) with locations left: the binary stops. */
+static bool stop_early(struct job *j, bool more)
+{
+	if ((j->caps == MAX_CAPS || j->bytes == MAX_BYTES) && more) {
+		j->truncated = true;
+		return true;
+	}
+	return false;
+}
+
 static void finish(struct job *j)
 {
 	struct cd_strbuf *o = &j->out;
 	bool size_warned = false;
 	for (;;) {
 		o->len = 0;
-		cd_strbuf_append(o, "{\"plugins\":[],\"skills\":[");
+		cd_strbuf_append(o, "{\"plugins\":[");
+		for (size_t i = 0; i < j->n_plugins; i++) {
+			if (i)
+				cd_strbuf_append_c(o, ',');
+			cd_strbuf_append(o, j->plugins[i]);
+		}
+		cd_strbuf_append(o, "],\"skills\":[");
 		if (j->skills.len)
 			cd_strbuf_append_n(o, j->skills.buf, j->skills.len);
 		cd_strbuf_append(o, "],\"warnings\":[");
@@ -471,6 +695,8 @@ static void finish(struct job *j)
 			j->skills.len =
 				last > j->skills.buf ? (size_t)(last - j->skills.buf - 1) : 0;
 			j->n_skills--;
+		} else if (j->n_plugins) {
+			free(j->plugins[--j->n_plugins]);
 		} else {
 			return;
 		}
@@ -497,18 +723,56 @@ static void job_run(struct cd_work *w)
 		fail(j, CD_RPC_INTERNAL, cd_xstrdup("failed to find Codex home"));
 		goto out;
 	}
-	check_plugins(j, codex_home);
-	char *p = cd_xasprintf("%s/skills", codex_home);
-	if (!j->err)
-		scan_location(j, "codex-home-skills", p);
-	free(p);
-	if (!j->err && j->home && *j->home) {
-		p = cd_xasprintf("%s/.agents/skills", j->home);
-		scan_location(j, "user-agent-skills", p);
-		free(p);
+	/*
+	 * The locations, in the binary's order: the installed plugins (sorted by
+	 * id), then the standalone roots that are directories, 512 at most. A
+	 * location that could not be resolved adds one warning, first.
+	 */
+	struct cd_discover_plugins pls;
+	char *perr = NULL, *cache = cd_xasprintf("%s/plugins/cache", codex_home);
+	if (cd_discover_plugins_find(cache, &j->hidden, &pls, &perr) < 0)
+		fail(j, CD_RPC_INTERNAL, perr);
+	free(cache);
+	char *roots[3] = { cd_xasprintf("%s/skills", codex_home),
+			   j->home && *j->home ? cd_xasprintf("%s/.agents/skills", j->home) : NULL,
+			   cd_xstrdup(SYSTEM_SKILLS) };
+	static const char *const ids[3] = { "codex-home-skills", "user-agent-skills",
+					    "system-skills" };
+	size_t n_loc = pls.n;
+	bool loc_warned = pls.warned, is_dir[3] = { false, false, false };
+	for (size_t i = 0; i < 3; i++) {
+		struct stat st;
+		if (!roots[i] || stat(roots[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		is_dir[i] = true;
+		if (n_loc == CD_PLUGIN_MAX_LOCATIONS) {
+			/* "capability discovery reached its 512-location limit" */
+			loc_warned = true;
+			free(roots[i]);
+			roots[i] = NULL;
+			continue;
+		}
+		n_loc++;
 	}
-	if (!j->err)
-		scan_location(j, "system-skills", SYSTEM_SKILLS);
+	if (loc_warned && !j->err)
+		warn(j, W_LOCATIONS);
+	size_t done = 0;
+	for (size_t i = 0; i < pls.n && !j->err; i++) {
+		scan_plugin(j, &pls.v[i]);
+		if (stop_early(j, ++done < n_loc))
+			break;
+	}
+	for (size_t i = 0; i < 3 && !j->err; i++) {
+		if (!roots[i])
+			continue;
+		/* A root that is not a directory is no location; its scan may still warn. */
+		scan_location(j, ids[i], roots[i]);
+		if (is_dir[i] && stop_early(j, ++done < n_loc))
+			break;
+	}
+	for (size_t i = 0; i < 3; i++)
+		free(roots[i]);
+	cd_discover_plugins_done(&pls);
 	free(codex_home);
 	if (!j->err && !cd_fs_cancelled())
 		finish(j);
@@ -528,6 +792,9 @@ static void job_free(struct job *j)
 		free(j->warnings[i]);
 	free(j->err);
 	cd_strbuf_done(&j->skills);
+	for (size_t i = 0; i < j->n_plugins; i++)
+		free(j->plugins[i]);
+	free(j->plugins);
 	cd_strbuf_done(&j->out);
 	cd_mem_set(CD_MEM_FILES, &j->charged, 0);
 	free(j);

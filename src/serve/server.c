@@ -807,7 +807,7 @@ static char *build_env_info(void)
 			      "\"credentialMaskingCustomProviders\":false,"
 			      "\"capabilityDiscoverySandbox\":true,"
 			      "\"fsWatchMissing\":true,"
-			      "\"capabilityDiscoveryV2\":false,"
+			      "\"capabilityDiscoveryV2\":true,"
 			      "\"environmentConfigRead\":true,"
 			      "\"httpHeaderEnvVars\":false,"
 			      "\"sandboxedFileStreaming\":true,"

@@ -38,7 +38,8 @@ FUZZ_TARGETS = \
 	tests/fuzz/fuzz-gitindex \
 	tests/fuzz/fuzz-toml \
 	tests/fuzz/fuzz-skillmd \
-	tests/fuzz/fuzz-socks5
+	tests/fuzz/fuzz-socks5 \
+	tests/fuzz/fuzz-plugincache
 
 tests_fuzz_fuzz_json_SOURCES = tests/fuzz/fuzz-json.c
 tests_fuzz_fuzz_json_CFLAGS = $(FUZZ_CC_FLAGS)
@@ -68,6 +69,10 @@ tests_fuzz_fuzz_skillmd_SOURCES = tests/fuzz/fuzz-skillmd.c
 tests_fuzz_fuzz_skillmd_CFLAGS = $(FUZZ_CC_FLAGS)
 tests_fuzz_fuzz_skillmd_LDFLAGS = $(FUZZ_LD_FLAGS)
 tests_fuzz_fuzz_skillmd_LDADD = $(FUZZ_LIB)
+tests_fuzz_fuzz_plugincache_SOURCES = tests/fuzz/fuzz-plugincache.c
+tests_fuzz_fuzz_plugincache_CFLAGS = $(FUZZ_CC_FLAGS)
+tests_fuzz_fuzz_plugincache_LDFLAGS = $(FUZZ_LD_FLAGS)
+tests_fuzz_fuzz_plugincache_LDADD = $(FUZZ_LIB)
 
 tests_fuzz_fuzz_socks5_SOURCES = tests/fuzz/fuzz-socks5.c
 tests_fuzz_fuzz_socks5_CFLAGS = $(FUZZ_CC_FLAGS)
@@ -109,12 +114,14 @@ tests_fuzz_fuzz_ws_LDADD = $(FUZZ_LIB) $(WS_LIBS)
 
 EXTRA_PROGRAMS += tests/fuzz/fuzz-json tests/fuzz/fuzz-pathuri tests/fuzz/fuzz-glob \
 	tests/fuzz/fuzz-profile tests/fuzz/fuzz-intent tests/fuzz/fuzz-conn tests/fuzz/fuzz-ws \
-	tests/fuzz/fuzz-gitindex tests/fuzz/fuzz-toml tests/fuzz/fuzz-skillmd tests/fuzz/fuzz-socks5
+	tests/fuzz/fuzz-gitindex tests/fuzz/fuzz-toml tests/fuzz/fuzz-skillmd tests/fuzz/fuzz-socks5 \
+	tests/fuzz/fuzz-plugincache
 CLEANFILES += tests/fuzz/fuzz-json$(EXEEXT) tests/fuzz/fuzz-pathuri$(EXEEXT) \
 	tests/fuzz/fuzz-glob$(EXEEXT) tests/fuzz/fuzz-profile$(EXEEXT) \
 	tests/fuzz/fuzz-intent$(EXEEXT) tests/fuzz/fuzz-conn$(EXEEXT) tests/fuzz/fuzz-ws$(EXEEXT) \
 	tests/fuzz/fuzz-gitindex$(EXEEXT) tests/fuzz/fuzz-toml$(EXEEXT) \
-	tests/fuzz/fuzz-skillmd$(EXEEXT) tests/fuzz/fuzz-socks5$(EXEEXT) $(EXTRA_LIBRARIES)
+	tests/fuzz/fuzz-skillmd$(EXEEXT) tests/fuzz/fuzz-socks5$(EXEEXT) \
+	tests/fuzz/fuzz-plugincache$(EXEEXT) $(EXTRA_LIBRARIES)
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus tests/fuzz/dict
 
 fuzz-build:

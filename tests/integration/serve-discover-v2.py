@@ -101,9 +101,10 @@ put("h3/skills/c/SKILL.md", fm("small", "fits after a refused one"))
 
 # What cordon refuses rather than answer differently: plugins, openai.yaml
 # dependencies or policy, YAML outside its subset, plugin manifests in a skill root.
-put("h4/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '{"name":"plug"}')
+put("h4/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '["plug"]')
+put("h11/plugins/cache/mkt/plug/1.0.0/.codex-plugin/plugin.json", '{"name":"a","name":"b"}')
 put("h5/skills/a/SKILL.md", fm("a", "d"))
-put("h5/skills/a/agents/openai.yaml", "policy:\n  products: [codex]\n")
+put("h5/skills/a/agents/openai.yaml", "policy: &p\n  products: [codex]\n")
 # Plugin manifests in a skill root qualify the names of the skills below them
 # (the nearest one the binary reads; one whose name is not a string is skipped).
 PM = ".codex-plugin/plugin.json"
@@ -126,13 +127,74 @@ for rel, _ in H9:
 for name, yaml in (("f", "policy:\n  allow_implicit_invocation: false\n"),
                    ("t", "# c\n\npolicy:\n    allow_implicit_invocation: true\n"),
                    ("u", "policy:\n  allow_implicit_invocation: False\n  # c\n"),
-                   ("v", "interface:\n  display_name: V\n")):
+                   ("v", "interface:\n  display_name: V\n"),
+                   ("w", "interface:\n  display_name: W\ndependencies:\n  tools:\n"
+                         "  - type: mcp\n    value: ' github '\n    description: GitHub # c\n"
+                         "    transport: streamable_http\n    url: https://x/mcp\n"
+                         "  - type: env_var\n    value: TOKEN\n  - type: no-value\n"
+                         "policy:\n  allow_implicit_invocation: TRUE\n  products:\n"
+                         "    - codex\n    - atlas\n"),
+                   ("x", "dependencies:\n  tools:\n    - type: mcp\n      value: a\n"
+                         "      type: b\npolicy:\n  allow_implicit_invocation: true\n"),
+                   ("y", "policy:\n  products: [chatgpt, bogus]\n"),
+                   ("z", "dependencies:\n  tools: []\npolicy: {}\n")):
     put("h8/skills/%s/SKILL.md" % name, fm(name, "d"))
     put("h8/skills/%s/agents/openai.yaml" % name, yaml)
 put("h6/skills/a/SKILL.md", "---\nname: &x a\ndescription: *x\n---\n")
 put("h7/skills/.codex-plugin/plugin.json", '[1]')
 put("h7/skills/a/SKILL.md", fm("a", "d"))
 os.makedirs(os.path.join(work, "empty"))
+
+# Installed plugins: $CODEX_HOME/plugins/cache/MARKETPLACE/NAME/VERSION.
+PC = "hp/plugins/cache/"
+for rel, data in (
+        ("mkt/sem/1.9.0/" + PM, '{"name":"sem"}'),
+        ("mkt/sem/1.10.0/" + PM, '{"name":"sem","interface":{"displayName":"  Sem Ten "}}'),
+        ("mkt/sem/1.10.0/skills/s1/SKILL.md", fm("s1", "d1")),
+        ("mkt/sem/1.10.0/skills/bad/SKILL.md", "no front matter\n"),
+        ("mkt/loc/local/" + PM, '{"name":"  "}'),
+        ("mkt/loc/9.0.0/" + PM, '{"name":"loc"}'),
+        ("mkt/loc/.codex-remote-plugin-install.json",
+         '{"schema_version":1,"remote_plugin_id":" rid-1 ","other":2}'),
+        ("mkt/str/abc/" + PM, '{"name":" s t ","apps":"./apps.json"}'),
+        ("mkt/str/abc/apps.json", '{"apps":{}}'),
+        ("mkt/str/1.0.0/" + PM, '{"name":"old"}'),
+        ("mkt/str/.codex-remote-plugin-install.json",
+         '{"schema_version":2,"remote_plugin_id":"r"}'),
+        ("mkt/nomf/1.0.0/README", "no manifest"),
+        ("mkt/badname/1/" + PM, '{"name":5}'),
+        ("mkt/miss/1/.claude-plugin/plugin.json", '{"name":"m","mcpServers":"./m.json"}'),
+        ("mkt/a b/1/" + PM, '{"name":"x"}'),
+        ("mkt/.hid/1/" + PM, '{"name":"x"}'),
+        ("a-mkt/zz/1.0.0+b/" + PM, '{}'),
+        ("a-mkt/zz/1.0.0+a/" + PM, '{}')):
+    put(PC + rel, data)
+put("hp/skills/x/SKILL.md", fm("x", "dx"))
+# A plugin, no CODEX_HOME/skills, and the user's skills.
+put("hq/plugins/cache/mkt/one/1/" + PM, '{"name":"one"}')
+put("uq/.agents/skills/e/SKILL.md", fm("e", "de"))
+
+
+def plugin(mkt, name, version, display, files, skills=(), remote=None):
+    root = os.path.join(work, PC, mkt, name, version)
+    f = {"manifest": None, "mcpConfig": None, "appsConfig": None}
+    for k, rel in files.items():
+        with open(os.path.join(root, rel)) as fh:
+            f[k] = {"path": uri(os.path.join(root, rel)), "contents": fh.read()}
+    return {"id": "%s@%s" % (name, mkt), "displayName": display, "remotePluginId": remote,
+            "version": version, "root": uri(root), "files": f,
+            "skills": [{"name": n, "description": d, "shortDescription": None,
+                        "path": uri(os.path.join(root, rel, "SKILL.md")),
+                        "dependencies": None, "policy": None} for rel, n, d in skills]}
+
+
+HP = [plugin("mkt", "loc", "local", "local", {"manifest": PM}, remote="rid-1"),
+      plugin("mkt", "miss", "1", "m", {"manifest": ".claude-plugin/plugin.json"}),
+      plugin("mkt", "sem", "1.10.0", "Sem Ten", {"manifest": PM},
+             [("skills/s1", "sem:s1", "d1")]),
+      plugin("mkt", "str", "abc", " s t ", {"manifest": PM, "appsConfig": "apps.json"}),
+      plugin("a-mkt", "zz", "1.0.0+b", "1.0.0+b", {"manifest": PM})]
+HP.sort(key=lambda p: p["id"])
 
 
 def server(home, user, **kw):
@@ -238,12 +300,23 @@ try:
     r = system_skills(s.request(M, {"cwd": cwd}))
     res = r.get("result", {})
     want = []
-    for name, allow in (("f", False), ("t", True), ("u", False), ("v", None)):
+    def tool(ty, value, desc=None, transport=None, url=None):
+        return {"type": ty, "value": value, "description": desc, "transport": transport,
+                "command": None, "url": url, "oauthCallbackPort": None}
+    W_DEPS = {"tools": [tool("mcp", "github", "GitHub", "streamable_http", "https://x/mcp"),
+                        tool("env_var", "TOKEN")]}
+    for name, allow, products, deps in (
+            ("f", False, [], None), ("t", True, [], None), ("u", False, [], None),
+            ("v", "-", [], None), ("w", True, ["codex", "atlas"], W_DEPS),
+            ("x", "-", [], None), ("y", "-", [], None), ("z", None, [], None)):
         k = skill("h8/skills", "codex-home-skills", name, name, "d")
-        if allow is not None:
-            k["policy"] = {"allowImplicitInvocation": allow, "products": []}
+        if allow != "-":
+            k["policy"] = {"allowImplicitInvocation": allow, "products": products}
+        k["dependencies"] = deps
         want.append(k)
-    t.eq(res.get("skills"), want, "agents/openai.yaml: policy.allow_implicit_invocation read")
+    t.eq(res.get("skills"), want,
+         "agents/openai.yaml: dependencies (tools with a type and a value, trimmed) and "
+         "policy read; a repeated key or an unknown product: null for both")
     t.eq(res.get("warnings"), [], "agents/openai.yaml with a policy: no warning")
 finally:
     s.stop()
@@ -269,9 +342,58 @@ try:
 finally:
     s.stop()
 
+# Installed plugins, as the binary lists them.
+s = server("hp", "empty")
+try:
+    s.handshake()
+    r = system_skills(s.request(M, {"cwd": cwd}))
+    res = r.get("result", {})
+    t.eq(res.get("plugins"), HP,
+         "installed plugins: sorted by id, the active version (local; semver; bytes), the "
+         "display name, the remote id, the files, the skills qualified by the plugin's name")
+    t.eq(res.get("skills"), [skill("hp/skills", "codex-home-skills", "x", "x", "dx")],
+         "the standalone skills beside the plugins")
+    W_LOC = "some capability locations could not be resolved; discovery may be incomplete"
+    t.eq(res.get("warnings"), [W_LOC] + [W_META] * 4,
+         "an unreadable remote id: one warning first; then one per plugin with an invalid "
+         "skill, no manifest, an invalid manifest or a declared file missing")
+    deny = {"cwd": uri(work), "windowsSandboxLevel": "disabled",
+            "permissions": profile([special("root", "read"),
+                                    path_entry(os.path.join(work, PC, "mkt/sem/1.10.0/skills"),
+                                               "none")])}
+    r2 = system_skills(s.request(M, {"cwd": cwd, "sandbox": deny}))
+    got = {p["id"]: [k["name"] for k in p["skills"]]
+           for p in r2.get("result", {}).get("plugins", [])}
+    t.ok(got.get("sem@mkt") == [] and got.get("loc@mkt") == [],
+         "a restricting sandbox context: a plugin's root is scanned in it", r2)
+    deny["permissions"] = profile([special("root", "read"),
+                                   path_entry(os.path.join(work, PC, "mkt/sem"), "none")])
+    r2 = system_skills(s.request(M, {"cwd": cwd, "sandbox": deny}))
+    res2 = r2.get("result", {})
+    t.ok([p["id"] for p in res2.get("plugins", [])] ==
+         [p["id"] for p in HP if p["id"] != "sem@mkt"] and
+         res2.get("warnings") == [W_LOC] + [W_META] * 3,
+         "a plugin the sandbox context cannot read: left out, no warning of its own", r2)
+finally:
+    s.stop()
+
+s = server("hq", "uq")
+try:
+    s.handshake()
+    res = system_skills(s.request(M, {"cwd": cwd})).get("result", {})
+    t.ok([p["id"] for p in res.get("plugins", [])] == ["one@mkt"] and
+         res.get("skills") == [skill("uq/.agents/skills", "user-agent-skills", "e", "e", "de")],
+         "a plugin, no CODEX_HOME/skills: HOME/.agents/skills still read", res)
+finally:
+    s.stop()
+
 # cordon's refusals (the binary answers these; cordon does not read them yet).
-for home, what, frag in (("h4", "installed plugins", "does not read installed plugins"),
-                         ("h5", "agents/openai.yaml with a policy", "dependencies or policy"),
+for home, what, frag in (("h4", "an installed plugin's manifest that is an array",
+                          "manifest of the installed plugin"),
+                         ("h11", "an installed plugin's manifest with a repeated key",
+                          "manifest of the installed plugin"),
+                         ("h5", "agents/openai.yaml outside the YAML subset",
+                          "cannot read the agents/openai.yaml"),
                          ("h6", "front matter outside the YAML subset", "front matter of"),
                          ("h7", "a plugin manifest in a skill root", "cannot read the plugin manifest")):
     if CONTROL:
@@ -283,7 +405,7 @@ for home, what, frag in (("h4", "installed plugins", "does not read installed pl
         r = s.request(M, {"cwd": cwd})
         e = r.get("error") or {}
         t.ok(e.get("code") == -32603 and frag in e.get("message", "") and
-             "capabilityDiscoveryV2 is false" in e.get("message", ""),
+             "refused rather than answered differently" in e.get("message", ""),
              "refused, not approximated: %s" % what, r)
     finally:
         s.stop()

@@ -40,7 +40,8 @@ CAPABILITY_KEYS = ["networkProxyLaunch", "networkProxyReviewDomains", "credentia
                    "linuxApprovedRootWritePreservesRestrictions"]
 CAPABILITY_KEYS_TRUE = [(k, k in ("sandboxedFileStreaming", "capabilityDiscoverySandbox",
                                   "fileWriteStreaming", "fsWatchMissing",
-                                  "environmentConfigRead", "networkProxyLaunch"))
+                                  "environmentConfigRead", "networkProxyLaunch",
+                                  "capabilityDiscoveryV2"))
                         for k in CAPABILITY_KEYS]
 
 

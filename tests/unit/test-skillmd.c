@@ -159,42 +159,110 @@ START_TEST(test_hostile)
 }
 END_TEST
 
-/* agents/openai.yaml: the one policy form read; all else refused (the binary's answers noted). */
+/*
+ * agents/openai.yaml: its dependencies and policy. Every OK and INVALID
+ * case was read by the binary (INVALID: it gives null for both);
+ * UNSUPPORTED is YAML outside cordon's subset.
+ */
 static const struct {
-	const char *in;
-	int allow; /* -1: CD_SKILLMD_UNSUPPORTED */
-} policy_cases[] = {
-	{ "policy:\n  allow_implicit_invocation: false\n", 0 },
-	{ "policy:\n  allow_implicit_invocation: true", 1 },
-	{ "# c\r\n\npolicy:\r\n    allow_implicit_invocation: True\r\n  # c\n", 1 },
-	{ "policy:\n  allow_implicit_invocation: False\n", 0 },
-	{ "policy:\n  allow_implicit_invocation: no\n", -1 },	     /* binary: policy null */
-	{ "policy:\n  allow_implicit_invocation: \"false\"\n", -1 }, /* binary: null */
-	{ "policy:\n  allow_implicit_invocation: ~\n", -1 },	     /* binary: null, [] */
-	{ "policy:\n  products: [codex]\n", -1 },		     /* binary: products */
-	{ "policy:\n  allow_implicit_invocation: false\n  allow_implicit_invocation: true\n", -1 },
-	{ "policy:\n  allow_implicit_invocation: false # c\n", -1 },
-	{ "policy:\n\tallow_implicit_invocation: false\n", -1 },
-	{ "policy:\nallow_implicit_invocation: false\n", -1 },
-	{ "policy:\n", -1 },
-	{ "policy: {}\n", -1 },
-	{ "interface:\n  x: y\npolicy:\n  allow_implicit_invocation: false\n", -1 },
-	{ "policy:\n  allow_implicit_invocation: false\ndependencies:\n", -1 },
-	{ "", -1 },
+	const char *in, *deps, *policy;
+	int r;
+} agents_cases[] = {
+	{ "policy:\n  allow_implicit_invocation: false\n", NULL,
+	  "{\"allowImplicitInvocation\":false,\"products\":[]}", CD_SKILLMD_OK },
+	{ "# c\r\n\npolicy:\r\n    allow_implicit_invocation: True\r\n  # c\n", NULL,
+	  "{\"allowImplicitInvocation\":true,\"products\":[]}", CD_SKILLMD_OK },
+	{ "policy:\n  allow_implicit_invocation: TRUE\n", NULL,
+	  "{\"allowImplicitInvocation\":true,\"products\":[]}", CD_SKILLMD_OK },
+	{ "policy:\n  allow_implicit_invocation: ~\n", NULL,
+	  "{\"allowImplicitInvocation\":null,\"products\":[]}", CD_SKILLMD_OK },
+	{ "policy:\n  allow_implicit_invocation:\n", NULL,
+	  "{\"allowImplicitInvocation\":null,\"products\":[]}", CD_SKILLMD_OK },
+	{ "policy:\n  allow_implicit_invocation: false # c\n", NULL,
+	  "{\"allowImplicitInvocation\":false,\"products\":[]}", CD_SKILLMD_OK },
+	{ "policy:\n  products: [codex, chatgpt, atlas, codex]\n", NULL,
+	  "{\"allowImplicitInvocation\":null,\"products\":[\"codex\",\"chatgpt\",\"atlas\","
+	  "\"codex\"]}",
+	  CD_SKILLMD_OK },
+	{ "policy:\n  products: ['codex']\n  allow_implicit_invocation: true\n", NULL,
+	  "{\"allowImplicitInvocation\":true,\"products\":[\"codex\"]}", CD_SKILLMD_OK },
+	{ "policy:\n  products:\n  - codex\n", NULL,
+	  "{\"allowImplicitInvocation\":null,\"products\":[\"codex\"]}", CD_SKILLMD_OK },
+	{ "policy:\n  products: []\n  other: 1\n", NULL,
+	  "{\"allowImplicitInvocation\":null,\"products\":[]}", CD_SKILLMD_OK },
+	{ "policy: {}\n", NULL, "{\"allowImplicitInvocation\":null,\"products\":[]}",
+	  CD_SKILLMD_OK },
+	{ "policy:\n", NULL, NULL, CD_SKILLMD_OK },
+	{ "policy: null\n", NULL, NULL, CD_SKILLMD_OK },
+	{ "interface:\n  display_name: 5\n  icon_small: /abs.png\nother: 1\npolicy:\n  "
+	  "allow_implicit_invocation: false\n",
+	  NULL, "{\"allowImplicitInvocation\":false,\"products\":[]}", CD_SKILLMD_OK },
+	{ "dependencies:\n  tools:\n    - type: mcp\n      value: srv\n      description: A "
+	  "server\n      transport: stdio\n      command: run-it\n      url: https://x\n",
+	  "{\"tools\":[{\"type\":\"mcp\",\"value\":\"srv\",\"description\":\"A "
+	  "server\",\"transport\":\"stdio\",\"command\":\"run-it\",\"url\":\"https://"
+	  "x\",\"oauthCallbackPort\":null}]}",
+	  NULL, CD_SKILLMD_OK },
+	{ "dependencies:\n  tools:\n  - type: ' mcp '\n    value: 12\n    description: ''\n    "
+	  "bogus: 1\n  - type: b\n  other: x\n",
+	  "{\"tools\":[{\"type\":\"mcp\",\"value\":\"12\",\"description\":null,\"transport\":null,"
+	  "\"command\":null,\"url\":null,\"oauthCallbackPort\":null}]}",
+	  NULL, CD_SKILLMD_OK },
+	{ "dependencies:\n  tools:\n    - type: true\n      value: ~\n", NULL, NULL,
+	  CD_SKILLMD_OK },
+	{ "dependencies:\n  tools: []\n", NULL, NULL, CD_SKILLMD_OK },
+	{ "dependencies: {}\n", NULL, NULL, CD_SKILLMD_OK },
+	{ "policy:\n  allow_implicit_invocation: yes\n", NULL, NULL, CD_SKILLMD_INVALID },
+	{ "policy:\n  allow_implicit_invocation: 'true'\n", NULL, NULL, CD_SKILLMD_INVALID },
+	{ "policy:\n  products: [bogus]\n", NULL, NULL, CD_SKILLMD_INVALID },
+	{ "policy:\n  products: [Codex]\n", NULL, NULL, CD_SKILLMD_INVALID },
+	{ "policy:\n  products: ~\n", NULL, NULL, CD_SKILLMD_INVALID },
+	{ "policy:\n  products: codex\n", NULL, NULL, CD_SKILLMD_INVALID },
+	{ "policy:\n  allow_implicit_invocation: true\n  allow_implicit_invocation: false\n", NULL,
+	  NULL, CD_SKILLMD_INVALID },
+	{ "policy:\n  allow_implicit_invocation: true\npolicy:\n  allow_implicit_invocation: "
+	  "false\n",
+	  NULL, NULL, CD_SKILLMD_INVALID },
+	{ "interface: 5\npolicy:\n  allow_implicit_invocation: false\n", NULL, NULL,
+	  CD_SKILLMD_INVALID },
+	{ "interface:\n  display_name: {a: 1}\npolicy:\n  allow_implicit_invocation: true\n", NULL,
+	  NULL, CD_SKILLMD_INVALID },
+	{ "dependencies:\n  tools:\n", NULL, NULL, CD_SKILLMD_INVALID },
+	{ "dependencies: 5\n", NULL, NULL, CD_SKILLMD_INVALID },
+	{ "dependencies:\n  tools:\n    - type: mcp\n      value: a\n      type: b\n", NULL, NULL,
+	  CD_SKILLMD_INVALID },
+	{ "policy: &a\n  allow_implicit_invocation: true\n", NULL, NULL, CD_SKILLMD_UNSUPPORTED },
+	{ "policy:\n\tallow_implicit_invocation: false\n", NULL, NULL, CD_SKILLMD_UNSUPPORTED },
+	{ "policy:\n  allow_implicit_invocation: !!bool true\n", NULL, NULL,
+	  CD_SKILLMD_UNSUPPORTED },
+	{ "dependencies:\n  tools:\n    - foo\n", NULL, NULL, CD_SKILLMD_UNSUPPORTED },
+	{ "---\npolicy:\n  allow_implicit_invocation: true\n", NULL, NULL, CD_SKILLMD_UNSUPPORTED },
+	{ "other:\n  nested: 1\n", NULL, NULL, CD_SKILLMD_UNSUPPORTED },
+	{ "policy:\n  description: |\n    text\n", NULL, NULL, CD_SKILLMD_UNSUPPORTED },
 };
 
-START_TEST(test_policy)
+START_TEST(test_agents)
 {
-	const char *in = policy_cases[_i].in, *why = NULL;
-	int allow = 7;
-	int r = cd_skillmd_policy(in, strlen(in), &allow, &why);
-	if (policy_cases[_i].allow < 0) {
-		ck_assert_msg(r == CD_SKILLMD_UNSUPPORTED, "case %d", _i);
+	const char *in = agents_cases[_i].in, *why = NULL;
+	char *deps = NULL, *pol = NULL;
+	int r = cd_skillmd_agents(in, strlen(in), &deps, &pol, &why);
+	ck_assert_msg(r == agents_cases[_i].r, "case %d: %d (%s)", _i, r, why ? why : "");
+	if (r != CD_SKILLMD_OK) {
 		ck_assert_ptr_nonnull(why);
-	} else {
-		ck_assert_msg(r == CD_SKILLMD_OK, "case %d", _i);
-		ck_assert_int_eq(allow, policy_cases[_i].allow);
+		ck_assert_ptr_null(deps);
+		ck_assert_ptr_null(pol);
+		return;
 	}
+	if (agents_cases[_i].deps)
+		ck_assert_str_eq(deps, agents_cases[_i].deps);
+	else
+		ck_assert_ptr_null(deps);
+	if (agents_cases[_i].policy)
+		ck_assert_str_eq(pol, agents_cases[_i].policy);
+	else
+		ck_assert_ptr_null(pol);
+	free(deps);
+	free(pol);
 }
 END_TEST
 
@@ -244,7 +312,7 @@ static Suite *skillmd_suite(void)
 	tcase_add_loop_test(tc, test_ok, 0, CD_ARRAY_SIZE(ok_cases));
 	tcase_add_loop_test(tc, test_bad, 0, CD_ARRAY_SIZE(bad_cases));
 	tcase_add_test(tc, test_nul);
-	tcase_add_loop_test(tc, test_policy, 0, CD_ARRAY_SIZE(policy_cases));
+	tcase_add_loop_test(tc, test_agents, 0, CD_ARRAY_SIZE(agents_cases));
 	tcase_add_loop_test(tc, test_namespace, 0, CD_ARRAY_SIZE(ns_cases));
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_hostile);
