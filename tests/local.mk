@@ -224,7 +224,7 @@ SERVE_TESTS = \
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
 endif
-EXTRA_DIST += $(SERVE_TESTS) tests/lib/rpcclient.py tests/lib/netclient.py
+EXTRA_DIST += $(SERVE_TESTS) tests/lib/rpcclient.py tests/lib/netclient.py tests/lib/upstream.py
 # ---- end of the serve integration tests ----
 
 # make check-stress: `make check` three times in a row beside two busy loops

@@ -13,7 +13,6 @@
 # Root and unprivileged (unprivileged.sh runs it again as another user). TAP.
 
 import atexit
-import http.server
 import json
 import os
 import shutil
@@ -21,12 +20,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from rpcclient import CORDON, Tap, pids_by_cmdline  # noqa: E402
+from upstream import serve_upstream  # noqa: E402
 
 t = Tap()
 ENV = dict(os.environ)
@@ -56,21 +55,8 @@ for k in "NO_PROXY no_proxy npm_config_noproxy NPM_CONFIG_NOPROXY YARN_NO_PROXY 
     WANT_ENV[k] = NO_PROXY
 
 
-class Upstream(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from upstream"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_):
-        pass
-
-
-upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+upstream = serve_upstream()
 UPORT = upstream.server_address[1]
-threading.Thread(target=upstream.serve_forever, daemon=True).start()
 URL = "http://upstream.test:%d/" % UPORT
 
 

@@ -34,6 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from rpcclient import CORDON, Tap  # noqa: E402
+from upstream import serve_upstream  # noqa: E402
 
 t = Tap()
 WHO = "root" if os.geteuid() == 0 else "unprivileged"
@@ -42,29 +43,7 @@ atexit.register(shutil.rmtree, BASE, True)
 os.chmod(BASE, 0o755)
 
 
-class Upstream(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from upstream"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_POST = do_GET
-
-    def log_message(self, *_):
-        pass
-
-
-def serve(ctx=None):
-    s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-    if ctx:
-        s.socket = ctx.wrap_socket(s.socket, server_side=True)
-    threading.Thread(target=s.serve_forever, daemon=True).start()
-    return s
-
-
-HTTP = serve()
+HTTP = serve_upstream()
 PORT = HTTP.server_address[1]
 CRT = None
 if shutil.which("openssl"):
@@ -77,7 +56,7 @@ if shutil.which("openssl"):
         os.chmod(crt, 0o644)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(crt, key)
-        TLS = serve(ctx)
+        TLS = serve_upstream(ctx)
         TLS_PORT = TLS.server_address[1]
         CRT = crt
 

@@ -14,7 +14,6 @@
 # another user). TAP.
 
 import atexit
-import http.server
 import json
 import os
 import re
@@ -27,6 +26,7 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from rpcclient import CORDON, Tap  # noqa: E402
+from upstream import serve_upstream  # noqa: E402
 
 t = Tap()
 ROOT = os.geteuid() == 0
@@ -36,20 +36,7 @@ atexit.register(shutil.rmtree, BASE, True)
 os.chmod(BASE, 0o755)
 
 
-class Upstream(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from upstream"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_):
-        pass
-
-
-HTTP = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-threading.Thread(target=HTTP.serve_forever, daemon=True).start()
+HTTP = serve_upstream()
 PORT = HTTP.server_address[1]
 
 ENV = dict(os.environ)

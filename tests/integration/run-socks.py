@@ -17,7 +17,6 @@
 # again as another user). TAP.
 
 import atexit
-import http.server
 import json
 import os
 import re
@@ -25,11 +24,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from rpcclient import CORDON, Tap  # noqa: E402
+from upstream import serve_upstream  # noqa: E402
 
 t = Tap()
 WHO = "root" if os.geteuid() == 0 else "unprivileged"
@@ -38,20 +37,7 @@ atexit.register(shutil.rmtree, BASE, True)
 os.chmod(BASE, 0o755)
 
 
-class Upstream(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from upstream " + self.path.encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_):
-        pass
-
-
-HTTP = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
-threading.Thread(target=HTTP.serve_forever, daemon=True).start()
+HTTP = serve_upstream(with_path=True)
 PORT = HTTP.server_address[1]
 
 ENV = dict(os.environ)

@@ -12,19 +12,18 @@
 # nothing runs. Root and unprivileged (unprivileged.sh). TAP.
 
 import atexit
-import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from rpcclient import (ROOT_READ, Server, Tap, cordon_usable, err_code,  # noqa: E402
                        err_msg)
+from upstream import serve_upstream  # noqa: E402
 
 t = Tap()
 why = cordon_usable()
@@ -39,21 +38,8 @@ LOG = os.path.join(BASE, "proxy.log")
 open(LOG, "w").close()
 
 
-class Upstream(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from upstream"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_):
-        pass
-
-
-upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+upstream = serve_upstream()
 UPORT = upstream.server_address[1]
-threading.Thread(target=upstream.serve_forever, daemon=True).start()
 
 proxy = subprocess.Popen([sys.executable, PROXY_SCRIPT, "tcp", "127.0.0.1:%d" % UPORT, LOG],
                          stdout=subprocess.PIPE)

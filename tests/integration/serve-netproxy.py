@@ -14,7 +14,6 @@
 # TAP.
 
 import atexit
-import http.server
 import json
 import os
 import select
@@ -22,12 +21,12 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from rpcclient import (LOOPS, ROOT_READ, WAIT, Server, Tap, b64, children_of,  # noqa: E402
                        cordon_usable, err_code, err_msg, pid_alive, wait_gone)
+from upstream import serve_upstream  # noqa: E402
 
 t = Tap()
 why = cordon_usable()
@@ -41,21 +40,8 @@ atexit.register(shutil.rmtree, BASE, True)
 os.chmod(BASE, 0o755)
 
 
-class Upstream(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = b"hello from upstream"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_):
-        pass
-
-
-upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+upstream = serve_upstream()
 UPORT = upstream.server_address[1]
-threading.Thread(target=upstream.serve_forever, daemon=True).start()
 
 # Waits for a line on stdin (the test's go), then tries the network.
 PROBE = r'''

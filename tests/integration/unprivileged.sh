@@ -126,7 +126,8 @@ cp "$CD_BUILDDIR/tests/escape/escape-probe" "$BASE/helpers/escape-probe"
 cp "$HERE/../escape/escape.sh" "$HERE/../escape/git-metadata.sh" "$BASE/tests/escape/"
 cp "$CD_POLICYDIR"/*.json "$BASE/policies/"
 cp "$HERE/../data/seatbelt-stand-in.sh" "$HERE/../data/connect-proxy.py" "$BASE/tests/data/"
-cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$HERE/../lib/netclient.py" "$BASE/tests/lib/"
+cp "$HERE/../lib/libtest.sh" "$HERE/../lib/rpcclient.py" "$HERE/../lib/netclient.py" \
+	"$HERE/../lib/upstream.py" "$BASE/tests/lib/"
 for s in $SCRIPTS $PYSCRIPTS; do
 	cp "$HERE/$s" "$BASE/tests/integration/"
 done
