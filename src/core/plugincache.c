@@ -208,47 +208,6 @@ const char *cd_plugin_version_pick(const char *const *v, size_t n)
 	return best;
 }
 
-/* The length of the Unicode White_Space character at s (n bytes left), or 0. */
-static size_t ws_len(const unsigned char *s, size_t n)
-{
-	if (s[0] == ' ' || (s[0] >= 0x09 && s[0] <= 0x0d))
-		return 1;
-	uint32_t c;
-	size_t k;
-	if ((s[0] & 0xe0) == 0xc0 && n >= 2) {
-		c = (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
-		k = 2;
-	} else if ((s[0] & 0xf0) == 0xe0 && n >= 3) {
-		c = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
-		k = 3;
-	} else {
-		return 0;
-	}
-	if (c == 0x85 || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 ||
-	    c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000)
-		return k;
-	return 0;
-}
-
-/* Rust's str::trim on valid UTF-8: *s and *n narrowed. */
-static void trim(const char **s, size_t *n)
-{
-	const unsigned char *p = (const unsigned char *)*s;
-	size_t a = 0, b = *n, k;
-	while (a < b && (k = ws_len(p + a, b - a)))
-		a += k;
-	while (b > a) {
-		size_t st = b - 1;
-		while (st > a && (p[st] & 0xc0) == 0x80)
-			st--;
-		if (ws_len(p + st, b - st) != b - st)
-			break;
-		b = st;
-	}
-	*s += a;
-	*n = b - a;
-}
-
 static int parse(const char *s, size_t len, struct cd_json **v, const char **why)
 {
 	struct cd_json_error je;
@@ -296,7 +255,7 @@ int cd_plugin_remote_id(const char *s, size_t len, char **id, const char **why)
 	}
 	const char *p = rid->u.str.s;
 	size_t pn = rid->u.str.len;
-	trim(&p, &pn);
+	cd_utf8_trim(&p, &pn);
 	if (!pn) {
 		*why = "invalid remote plugin install metadata: remote plugin id must not be blank";
 		goto out;
@@ -366,12 +325,12 @@ int cd_plugin_display_name(const char *s, size_t len, const char *dir_name, char
 	if (dn && dn->type == CD_JSON_STRING) {
 		p = dn->u.str.s;
 		pn = dn->u.str.len;
-		trim(&p, &pn);
+		cd_utf8_trim(&p, &pn);
 	}
 	if (!pn && name) {
 		const char *t = name->u.str.s;
 		size_t tn = name->u.str.len;
-		trim(&t, &tn);
+		cd_utf8_trim(&t, &tn);
 		if (tn) {
 			p = name->u.str.s; /* as it is, untrimmed */
 			pn = name->u.str.len;

@@ -618,33 +618,6 @@ void cd_skillmd_done(struct cd_skillmd *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Rust's char::is_whitespace (Unicode White_Space) for the code point at s, or 0. */
-static size_t ns_space(const unsigned char *s, size_t n)
-{
-	static const uint32_t wide[] = {
-		0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000
-	};
-	if (s[0] == ' ' || (s[0] >= 0x09 && s[0] <= 0x0d))
-		return 1;
-	uint32_t c;
-	size_t k;
-	if ((s[0] & 0xe0) == 0xc0 && n >= 2) {
-		c = (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
-		k = 2;
-	} else if ((s[0] & 0xf0) == 0xe0 && n >= 3) {
-		c = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
-		k = 3;
-	} else {
-		return 0;
-	}
-	if (c >= 0x2000 && c <= 0x200a)
-		return k;
-	for (size_t i = 0; i < CD_ARRAY_SIZE(wide); i++)
-		if (c == wide[i])
-			return k;
-	return 0;
-}
-
 int cd_skillmd_namespace(const char *contents, size_t len, const char *dir_name, char **ns,
 			 const char **why)
 {
@@ -664,7 +637,7 @@ int cd_skillmd_namespace(const char *contents, size_t len, const char *dir_name,
 	}
 	const unsigned char *s = name ? (const unsigned char *)name->u.str.s : NULL;
 	size_t n = name ? name->u.str.len : 0, i = 0, k;
-	while (i < n && (k = ns_space(s + i, n - i)))
+	while (i < n && (k = cd_utf8_space_len(s + i, n - i)))
 		i += k;
 	if (memchr(s ? (const char *)s : "", '\0', n)) {
 		*why = "the manifest's name holds a NUL";
@@ -775,25 +748,6 @@ static const char *const tool_keys[6] = { "type",      "value",	  "description",
 					  "transport", "command", "url" };
 static const size_t tool_max[6] = { 64, 1024, 1024, 64, 1024, 1024 };
 
-/* Rust's str::trim, on valid UTF-8. */
-static void ay_trim(const char **s, size_t *n)
-{
-	const unsigned char *p = (const unsigned char *)*s;
-	size_t a = 0, b = *n, k;
-	while (a < b && (k = ns_space(p + a, b - a)))
-		a += k;
-	while (b > a) {
-		size_t st = b - 1;
-		while (st > a && (p[st] & 0xc0) == 0x80)
-			st--;
-		if (ns_space(p + st, b - st) != b - st)
-			break;
-		b = st;
-	}
-	*s += a;
-	*n = b - a;
-}
-
 static size_t ay_chars(const char *s, size_t n)
 {
 	size_t c = 0;
@@ -862,7 +816,7 @@ static void ay_tool_json(struct cd_strbuf *out, struct ay_tool *t, size_t *n_out
 		v[k] = t->f[k].buf;
 		vn[k] = t->f[k].len;
 		if (v[k])
-			ay_trim(&v[k], &vn[k]);
+			cd_utf8_trim(&v[k], &vn[k]);
 		if (!v[k] || !vn[k] || ay_chars(v[k], vn[k]) > tool_max[k])
 			v[k] = NULL;
 	}

@@ -458,3 +458,47 @@ bool cd_path_is_beneath(const char *child, const char *parent)
 		return child[0] == '/';
 	return strncmp(child, parent, n) == 0 && (child[n] == '\0' || child[n] == '/');
 }
+
+size_t cd_utf8_space_len(const unsigned char *s, size_t n)
+{
+	static const uint32_t wide[] = {
+		0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000
+	};
+	if (s[0] == ' ' || (s[0] >= 0x09 && s[0] <= 0x0d))
+		return 1;
+	uint32_t c;
+	size_t k;
+	if ((s[0] & 0xe0) == 0xc0 && n >= 2) {
+		c = (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+		k = 2;
+	} else if ((s[0] & 0xf0) == 0xe0 && n >= 3) {
+		c = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+		k = 3;
+	} else {
+		return 0;
+	}
+	if (c >= 0x2000 && c <= 0x200a)
+		return k;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(wide); i++)
+		if (c == wide[i])
+			return k;
+	return 0;
+}
+
+void cd_utf8_trim(const char **s, size_t *n)
+{
+	const unsigned char *p = (const unsigned char *)*s;
+	size_t a = 0, b = *n, k;
+	while (a < b && (k = cd_utf8_space_len(p + a, b - a)))
+		a += k;
+	while (b > a) {
+		size_t st = b - 1;
+		while (st > a && (p[st] & 0xc0) == 0x80)
+			st--;
+		if (cd_utf8_space_len(p + st, b - st) != b - st)
+			break;
+		b = st;
+	}
+	*s += a;
+	*n = b - a;
+}

@@ -133,3 +133,12 @@ char *cd_path_tidy(const char *path);
 size_t cd_path_depth(const char *normal_path);
 /* True if child equals parent or lies below it, component-wise ("/a" is not a prefix of "/ab"). */
 bool cd_path_is_beneath(const char *child, const char *parent);
+
+/*
+ * The length of the Unicode White_Space character at s (n bytes, UTF-8:
+ * the ASCII ones, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029,
+ * U+202F, U+205F, U+3000), or 0 when s starts with none.
+ */
+size_t cd_utf8_space_len(const unsigned char *s, size_t n);
+/* Rust's str::trim on valid UTF-8: *s and *n narrowed to the text between. */
+void cd_utf8_trim(const char **s, size_t *n);
