@@ -838,19 +838,7 @@ static int seatbelt_proxy_port(struct cd_cli_bound *b, const struct cd_linux_opt
 					      lopts->managed_proxy));
 	*ret = ep.port;
 	/* The variables Linux points at its relay, pointing at the proxy itself. */
-	char *url = cd_xasprintf("127.0.0.1:%u", (unsigned)ep.port);
-	for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++) {
-		const char *v = cd_env_pair_value(e, false);
-		const char *at = strstr(v, CD_RELAY_ADDR ":" CD_RELAY_PORT_STR);
-		if (at)
-			cd_strv_push_take(
-				&b->sp_env,
-				cd_xasprintf("%s=%.*s%s%s", e->name, (int)(at - v), v, url,
-					     at + strlen(CD_RELAY_ADDR ":" CD_RELAY_PORT_STR)));
-		else
-			cd_strv_push_take(&b->sp_env, cd_xasprintf("%s=%s", e->name, v));
-	}
-	free(url);
+	b->sp_env = cd_managed_proxy_env_at(ep.port, false);
 	return 0;
 }
 

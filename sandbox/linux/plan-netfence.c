@@ -4,6 +4,7 @@
  * relay may connect to, and the proxy variables the command gets.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
@@ -133,4 +134,23 @@ int cd_proxy_endpoint_parse(const char *s, struct cd_proxy_endpoint *ret, char *
 	}
 	*ret = e;
 	return 0;
+}
+
+char **cd_managed_proxy_env_at(uint16_t port, bool socks5)
+{
+	static const char relay[] = CD_RELAY_ADDR ":" CD_RELAY_PORT_STR;
+	char **env = NULL;
+	char *at_port = cd_xasprintf("127.0.0.1:%u", (unsigned)port);
+
+	for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++) {
+		const char *v = cd_env_pair_value(e, socks5);
+		const char *at = strstr(v, relay);
+		if (at)
+			cd_strv_push_take(&env, cd_xasprintf("%s=%.*s%s%s", e->name, (int)(at - v),
+							     v, at_port, at + strlen(relay)));
+		else
+			cd_strv_push_take(&env, cd_xasprintf("%s=%s", e->name, v));
+	}
+	free(at_port);
+	return env;
 }

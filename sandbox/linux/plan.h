@@ -194,6 +194,14 @@ struct cd_env_pair {
 };
 extern const struct cd_env_pair cd_managed_proxy_env[];
 
+/*
+ * The variables of cd_managed_proxy_env as NAME=VALUE (a NULL-terminated
+ * malloc'ed vector), each relay address replaced by 127.0.0.1:port: for a
+ * sandbox that reaches the proxy itself on a loopback port (Seatbelt's
+ * proxy-restricted mode), not through a relay.
+ */
+char **cd_managed_proxy_env_at(uint16_t port, bool socks5);
+
 /* e's value when the proxy does (socks5) or does not take SOCKS5. */
 static inline const char *cd_env_pair_value(const struct cd_env_pair *e, bool socks5)
 {

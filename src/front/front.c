@@ -103,7 +103,8 @@ static bool takes_value(const char *a)
 {
 	static const char *const with_value[] = { "--profile", "--cwd",	       "--workspace-root",
 						  "--network", "--allow-read", "--allow-write",
-						  "--deny",    "--deny-glob",  NULL };
+						  "--deny",    "--deny-glob",  "--network-proxy",
+						  NULL };
 	for (const char *const *w = with_value; *w; w++)
 		if (!strcmp(a, *w))
 			return true;
@@ -152,6 +153,9 @@ int cd_front_parse_opts(const struct cd_front *f, int argc, char **argv, bool ru
 				.glob = !strcmp(a, "--deny-glob"),
 			};
 			i++;
+		} else if (!strcmp(a, "--network-proxy") && v && f->network_proxy_option) {
+			o->network_proxy = v;
+			i++;
 		} else if (!strcmp(a, "--network") && v) {
 			o->network = cd_network_from_name(v);
 			if (o->network < 0)
@@ -161,7 +165,8 @@ int cd_front_parse_opts(const struct cd_front *f, int argc, char **argv, bool ru
 					"enabled)",
 					v);
 			i++;
-		} else if (takes_value(a) && !v) {
+		} else if (takes_value(a) && !v &&
+			   (strcmp(a, "--network-proxy") || f->network_proxy_option)) {
 			return usagef(f, "%s needs a value", a);
 		} else {
 			return usagef(f, "unknown option: %s", a);

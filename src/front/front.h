@@ -16,8 +16,9 @@
  * POLICY OPTIONS: --profile NAME|FILE, --workspace-root DIR (repeatable),
  * --cwd DIR, --network restricted|managed|enabled, --allow-read PATH,
  * --allow-write PATH, --deny PATH, --deny-glob PATTERN (repeatable, as the
- * Linux build's) and, where the front end allows it,
- * --allow-degraded=network.
+ * Linux build's) and, where the front end allows them,
+ * --allow-degraded=network and --network-proxy ENDPOINT (parsed by the front
+ * end).
  */
 
 #include <stdbool.h>
@@ -37,7 +38,8 @@ struct cd_front {
 	 * and *ret_len, -EFBIG over CD_FRONT_FILE_MAX bytes, else -errno.
 	 */
 	int (*read_file)(const char *name, char **ret, size_t *ret_len);
-	bool env_network_option; /* accept --allow-degraded=network */
+	bool env_network_option;   /* accept --allow-degraded=network */
+	bool network_proxy_option; /* accept --network-proxy ENDPOINT */
 	/*
 	 * A path of --allow-read, --allow-write or --deny in cordon's form
 	 * (malloc'ed; NULL if it is not a path of this OS), or NULL: the
@@ -62,6 +64,7 @@ struct cd_front_opts {
 	const char *cwd; /* NULL: the current directory */
 	int network;	 /* -1: the profile's */
 	bool env_network;
+	const char *network_proxy; /* --network-proxy's value, or NULL */
 	bool json;
 	int cmd; /* argv index of the command (run) */
 };

@@ -29,6 +29,7 @@
 #include "core/profile.h"
 #include "core/util.h"
 #include "front/front.h"
+#include "sandbox/linux/plan.h" /* the managed network's proxy variables (OS-free) */
 #include "sandbox/seatbelt/sbpl.h"
 
 /* The wrapper run executes; the planned argv (explain) always names CD_SEATBELT_EXEC. */
@@ -59,6 +60,7 @@ static const struct cd_front front = {
 	.prog = "cordon",
 	.read_file = read_file,
 	.env_network_option = false,
+	.network_proxy_option = true,
 };
 
 static void help(void)
@@ -69,15 +71,18 @@ static void help(void)
 	      "\n"
 	      "The macOS Seatbelt backend: the command runs under " CD_SEATBELT_EXEC " with\n"
 	      "the policy planned from the profile (cordon explain shows it). Refused before\n"
-	      "anything runs: what Seatbelt cannot enforce (a managed network, a path the\n"
-	      "policy language cannot carry). cordon serve and cordon probe are not in the\n"
-	      "macOS build yet.\n"
+	      "anything runs: what Seatbelt cannot enforce (a path the policy language\n"
+	      "cannot carry, a managed network without a proxy port). cordon serve and\n"
+	      "cordon probe are not in the macOS build yet.\n"
 	      "\n"
 	      "Policy options:\n"
 	      "  --profile NAME|FILE     a built-in profile or a policy file (default read-only)\n"
 	      "  --workspace-root DIR    bind :workspace_roots (repeatable)\n"
 	      "  --cwd DIR               the command's directory\n"
-	      "  --network MODE          restricted or enabled (managed is refused)\n",
+	      "  --network MODE          restricted, managed or enabled\n"
+	      "  --network-proxy tcp:127.0.0.1:PORT\n"
+	      "                          managed: the proxy the command may reach (and nothing\n"
+	      "                          else); cordon on macOS starts none of its own\n",
 	      stdout);
 }
 
@@ -89,6 +94,7 @@ struct bound {
 	struct cd_seatbelt_plan *sp;
 	char *cwd;
 	char **roots;
+	char **env; /* a managed network's proxy variables (NAME=VALUE), or NULL */
 };
 
 static void bound_done(struct bound *b)
@@ -98,6 +104,7 @@ static void bound_done(struct bound *b)
 	cd_profile_free(b->profile);
 	free(b->cwd);
 	cd_strv_free(b->roots);
+	cd_strv_free(b->env);
 }
 
 /* path made absolute against base, tidied (".." is the binding's to resolve). */
@@ -171,16 +178,42 @@ static int bind_and_plan(const struct cd_front_opts *o, struct bound *b, char **
 	err = NULL;
 	/*
 	 * Seatbelt's managed network lets the sandbox reach only a proxy's
-	 * loopback port; this front end starts no proxy and takes none, so it
-	 * refuses rather than run a command that asked for a network with none.
+	 * loopback port. This front end starts no proxy of its own: without
+	 * --network-proxy it refuses rather than run a command that asked for
+	 * a network with none.
 	 */
+	uint16_t port = 0;
 	if (b->plan->network == CD_NET_MANAGED) {
-		*refusal = cd_xstrdup("a managed network needs a filtering proxy on a loopback "
-				      "port, which cordon on macOS does not start yet; use "
-				      "--network restricted or enabled");
-		return CD_FRONT_EXIT_SETUP;
+		struct cd_proxy_endpoint ep;
+		if (!o->network_proxy) {
+			*refusal = cd_xstrdup(
+				"a managed network needs a filtering proxy on a loopback port, "
+				"which "
+				"cordon on macOS does not start yet: give one with --network-proxy "
+				"tcp:127.0.0.1:PORT, or use --network restricted or enabled");
+			return CD_FRONT_EXIT_SETUP;
+		}
+		if (cd_proxy_endpoint_parse(o->network_proxy, &ep, &err) < 0)
+			return cd_front_usage(&front, err);
+		if (ep.is_unix || ep.addr[0] != 127 || ep.addr[1] || ep.addr[2] ||
+		    ep.addr[3] != 1) {
+			free(err);
+			err = cd_xasprintf("--network-proxy %s: Seatbelt lets a sandbox reach a "
+					   "proxy only at a loopback TCP port (tcp:127.0.0.1:PORT)",
+					   o->network_proxy);
+			r = cd_front_usage(&front, err);
+			free(err);
+			return r;
+		}
+		port = ep.port;
+		b->env = cd_managed_proxy_env_at(port, false);
+	} else if (o->network_proxy) {
+		return cd_front_usage(&front, "--network-proxy needs a managed network "
+					      "(--network managed)");
 	}
 	struct cd_seatbelt_input si = {
+		.proxy_ports = &port,
+		.n_proxy_ports = port ? 1 : 0,
 		.profile = b->profile,
 		.plan = b->plan,
 		.workspace_roots = (const char *const *)b->roots,
@@ -285,8 +318,17 @@ static void explain_json(const struct cd_front_opts *o, const struct bound *b, c
 		}
 		cd_strbuf_append(&sb, "],\"notes\":");
 		json_strv(&sb, sp->notes);
-		/* A managed network's variables: none, as it is refused here. */
-		cd_strbuf_append(&sb, ",\"env\":{}}");
+		/* A managed network's variables, {NAME: VALUE}. */
+		cd_strbuf_append(&sb, ",\"env\":{");
+		for (char **e = b->env; e && *e; e++) {
+			const char *eq = strchr(*e, '=');
+			if (e != b->env)
+				cd_strbuf_append_c(&sb, ',');
+			cd_strbuf_append_json_string(&sb, *e, (size_t)(eq - *e));
+			cd_strbuf_append_c(&sb, ':');
+			json_str(&sb, eq + 1);
+		}
+		cd_strbuf_append(&sb, "}}");
 	} else {
 		cd_strbuf_append(&sb, "null");
 	}
@@ -376,6 +418,17 @@ static int run(char **cmd, const struct bound *b)
 		int e = errno;
 		fprintf(stderr, "cordon: %s: %s\n", cmd[0], strerror(e));
 		return e == ENOENT ? 127 : 126;
+	}
+	/* A managed network: the proxy variables name the proxy, over the caller's. */
+	for (char **e = b->env; e && *e; e++) {
+		char *eq = strchr(*e, '=');
+		*eq = '\0';
+		int se = setenv(*e, eq + 1, 1);
+		*eq = '=';
+		if (se < 0) {
+			fprintf(stderr, "cordon: cannot set %s: %s\n", *e, strerror(errno));
+			return CD_FRONT_EXIT_SETUP;
+		}
 	}
 	char **argv = NULL;
 	cd_strv_push(&argv, CD_MAC_SANDBOX_EXEC);

@@ -85,6 +85,8 @@ def cases(who, pre, base):
          "--allow-read", ws + "/../other", "--allow-write", base + "/other"],
         ["--profile", restricted, "--workspace-root", ws],
         ["--profile", "full-access"],
+        ["--profile", "read-only", "--network", "managed", "--network-proxy",
+         "tcp:127.0.0.1:8080"],
     ]
     for args in plans:
         m = mac(["explain", "--json"] + args, cwd=base)
@@ -118,6 +120,22 @@ def cases(who, pre, base):
          w + "run: the command's output arrives, from the --cwd")
     t.ok(b"err-line" in p.stderr, w + "run: its stderr too")
     t.eq(p.returncode, 7, w + "run: its exit status is cordon's")
+    # A managed network through a proxy given on loopback: the policy lets the
+    # command reach that port only, and the proxy variables name it (over the
+    # caller's).
+    mopts = ["--profile", "read-only", "--network", "managed", "--network-proxy",
+             "tcp:127.0.0.1:8080"]
+    mwant = json.loads(mac(["explain", "--json"] + mopts).stdout)["seatbelt"]
+    env = dict(os.environ, HTTPS_PROXY="http://elsewhere.test:1")
+    p = mac(["run"] + mopts + ["--", "sh", "-c", 'echo "$HTTPS_PROXY $all_proxy $NO_PROXY"'],
+            env=env)
+    t.ok(p.returncode == 0 and recorded(p.stderr) == mwant["argv"][1:] + [
+        "sh", "-c", 'echo "$HTTPS_PROXY $all_proxy $NO_PROXY"'] and
+         '(allow network-outbound (remote ip "localhost:8080"))' in mwant["policy"],
+         w + "run --network managed --network-proxy: the proxy-restricted policy",
+         p.stderr[-500:])
+    t.eq(p.stdout.decode().split(" ")[:2], ["http://127.0.0.1:8080", "http://127.0.0.1:8080"],
+         w + "run --network managed: the proxy variables name the proxy, over the caller's")
     p = mac(["run", "--profile", "read-only", "sh", "-c", "kill -TERM $$"])
     t.eq(p.returncode, -15, w + "run: a command killed by SIGTERM kills cordon with it (exec)")
     p = mac(["run", "--profile", "full-access", "--", "sh", "-c", "echo plain; exit 4"])
@@ -135,8 +153,19 @@ def cases(who, pre, base):
     t.ok(p.returncode == 125 and recorded(p.stderr) is None and not os.path.exists(marker),
          w + "run: a managed network is refused (125) and nothing runs", p.stderr)
     t.ok(b"a managed network needs a filtering proxy on a loopback port, which cordon on "
-         b"macOS does not start yet" in p.stderr,
+         b"macOS does not start yet: give one with --network-proxy" in p.stderr,
          w + "run: the refusal says a proxy is needed and none is started", p.stderr)
+    for bad, why in ((["--network", "managed", "--network-proxy", "unix:/run/p.sock"],
+                      b"only at a loopback TCP port"),
+                     (["--network", "managed", "--network-proxy", "tcp:10.0.0.1:3128"],
+                      b"only at a loopback TCP port"),
+                     (["--network", "managed", "--network-proxy", "tcp:127.0.0.1:0"],
+                      b"port"),
+                     (["--network-proxy", "tcp:127.0.0.1:8080"],
+                      b"--network-proxy needs a managed network")):
+        p = mac(["run"] + bad + ["--"] + touch)
+        t.ok(p.returncode == 2 and why in p.stderr and not os.path.exists(marker),
+             w + "run %s: a usage error, nothing runs" % " ".join(bad), p.stderr)
     e = mac(["explain", "--json", "--network", "managed"])
     ej = json.loads(e.stdout) if e.stdout else {}
     t.ok(e.returncode == 125 and ej.get("seatbelt") is None and ej.get("refusal"),
