@@ -353,9 +353,12 @@ for line in p.stderr:
 t.eq(p.stdout.readline().strip(), b"up", "[%s] a managed run with cordon's proxy is up" % WHO)
 p.kill()
 p.wait()
-# The proxy sees its end of the pair close: wait for that event, bounded only as a safeguard.
+# The proxy sees its end of the pair close and exits; then its keeper (the
+# unconfined parent) removes the directory: wait for both events, bounded
+# only as a safeguard.
 deadline = time.monotonic() + 120
-while pid and not gone(pid) and time.monotonic() < deadline:
+while pid and (not gone(pid) or os.path.exists(os.path.dirname(sockpath))) and \
+        time.monotonic() < deadline:
     time.sleep(0.05)
 t.ok(pid and gone(pid) and not os.path.exists(os.path.dirname(sockpath)),
      "[%s] a SIGKILLed cordon run takes its proxy and its directory with it" % WHO,
