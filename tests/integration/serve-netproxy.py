@@ -194,9 +194,25 @@ def start_probe(s, pid, sandbox=SANDBOX, np=None):
     return r, ("result" in r and s.wait_output(pid, b"ready\n"))
 
 
+# A file the server inherits (not close-on-exec), as from a careless caller.
+INHERITED = os.path.join(BASE, "inherited")
+with open(INHERITED, "w") as f:
+    f.write("the server's caller's")
+INHERITED_FD = os.dup2(os.open(INHERITED, os.O_RDONLY), 100)
+
+
+def fds_of(pid):
+    """What /proc says pid's descriptors are; None when we may not look (not dumpable)."""
+    try:
+        return [os.readlink("/proc/%d/fd/%s" % (pid, fd))
+                for fd in os.listdir("/proc/%d/fd" % pid)]
+    except PermissionError:
+        return None
+
+
 def scenario(loop):
     tag = "%s %s" % (WHO, loop)
-    s = Server(loop=loop, extra_env={
+    s = Server(loop=loop, pass_fds=(INHERITED_FD,), extra_env={
         "TMPDIR": TMP,
         "CORDON_TEST_PROXY_RESOLVE": "ok.test=127.0.0.1,other.test=127.0.0.1,bad.test=127.0.0.1"})
     s.handshake()
@@ -216,6 +232,13 @@ def scenario(loop):
              (WHO != "root" or st.get("Uid", "").split()[:1] == ["65534"]),
              "[%s] the proxy is confined: no_new_privs, seccomp, no capabilities%s" %
              (tag, ", nobody's uid" if WHO == "root" else ""), st)
+        fds = fds_of(proxies[0]) if proxies else []
+        if fds is None:
+            t.skip("[%s] the proxy holds none of the server's inherited files" % tag,
+                   "the proxy is not dumpable: its user cannot list its descriptors")
+        else:
+            t.ok(proxies and INHERITED not in fds,
+                 "[%s] the proxy holds none of the server's inherited files" % tag, fds)
         s.request("process/write", {"processId": "np", "chunk": b64("go\n"), "writeId": "1"})
         res = result_of(s, "np") if ready else {}
         t.eq(res.get("allowed"), "ok: hello from upstream",
@@ -317,6 +340,7 @@ def scenario(loop):
              "[%s] another proxy's socket renamed onto its own name is not reached" % tag, out)
         s.request("process/terminate", {"processId": "lender"})
         s.wait_closed("lender")
+        t.ok(wait_gone(proxies_of(s.server_pid)), "[%s] both proxies stop at closed" % tag)
 
         # ---- bad params: -32602, nothing runs ----
         marker = os.path.join(BASE, "marker")
