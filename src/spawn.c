@@ -1006,7 +1006,9 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		int r = cd_relay_pin(&o->lp->proxy);
 		if (r < 0) {
 			set_error(err, CD_EXIT_SETUP,
-				  "managed network relay: the proxy socket %s: %s",
+				  "managed network relay: cannot pin the proxy socket %s (a "
+				  "listening "
+				  "unix socket, reached through /proc/self/fd): %s",
 				  o->lp->proxy.path, strerror(-r));
 			cd_child_free(c);
 			return r;
