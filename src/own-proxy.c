@@ -27,6 +27,7 @@
 #include "sandbox/linux/confine.h"
 #include "serve/loop.h"
 #include "serve/workq.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 
 /* How long cordon waits for the proxy to write its last audit lines (a fallback only). */
@@ -171,6 +172,19 @@ static _Noreturn void proxy_main(const struct cd_netpolicy *pol, const struct cd
 		keeper_main(pid, dir, sock);
 	}
 	(void)prctl(PR_SET_NAME, "cordon-proxy", 0, 0, 0);
+	/*
+	 * Nothing of cordon's but what it serves with: the files cordon
+	 * inherited from its caller are not for a process that parses what
+	 * the sandbox sends, even confined.
+	 */
+	int keep[] = { lfd, ctl, po->audit_fd };
+	int r = cd_close_fds_except(keep, CD_ARRAY_SIZE(keep));
+	if (r < 0) {
+		cd_log_error(
+			"managed network: cordon's proxy cannot start: closing descriptors: %s",
+			strerror(-r));
+		_exit(1);
+	}
 	/* Only stderr (the audit lines): holding cordon's stdin or stdout open is not ours. */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {

@@ -74,6 +74,8 @@ struct cd_child {
 	ino_t mnt_ns_ino; /* its nsfs inode, when mnt_ns_fd >= 0 */
 	/* The managed network's relay process (netfence.h), or 0; stopped once the command exits. */
 	pid_t relay_pid;
+	/* Its unix proxy socket, pinned before the child exists (cd_relay_start), or -1. */
+	int proxy_pin;
 };
 
 /*
@@ -936,6 +938,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	c->pid = -1;
 	c->pidfd = -1;
 	c->mnt_ns_fd = -1;
+	c->proxy_pin = -1;
 	c->n_states = n;
 	c->states = cd_xcalloc(n ? n : 1, sizeof(*c->states));
 	c->kill_tree = o->kill_tree;
@@ -994,6 +997,24 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 			.tty = o->tty,
 		},
 	};
+	/*
+	 * A unix proxy socket is pinned by its inode now, before the command
+	 * exists: the command may be able to write where the socket's name
+	 * is, and rename another socket (another sandbox's proxy) onto it.
+	 */
+	if (ctx.relay && o->lp->proxy.is_unix) {
+		int r = cd_relay_pin(&o->lp->proxy);
+		if (r < 0) {
+			set_error(err, CD_EXIT_SETUP,
+				  "managed network relay: cannot pin the proxy socket %s (a "
+				  "listening "
+				  "unix socket, reached through /proc/self/fd): %s",
+				  o->lp->proxy.path, strerror(-r));
+			cd_child_free(c);
+			return r;
+		}
+		c->proxy_pin = r;
+	}
 	/* For the close-on-exec fallback when close_range is missing at run time. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
@@ -1133,7 +1154,8 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	if (rp.relay_fd >= 0 && (rp.failed || rp.garbled || pin_err || lost_err)) {
 		close(rp.relay_fd);
 	} else if (rp.relay_fd >= 0) {
-		pid_t rpid = cd_relay_start(rp.relay_fd, &o->lp->proxy);
+		pid_t rpid = cd_relay_start(rp.relay_fd, &o->lp->proxy, c->proxy_pin);
+		c->proxy_pin = -1;
 		if (rpid < 0)
 			relay_err = (int)-rpid;
 		else
@@ -1599,6 +1621,8 @@ struct cd_child *cd_child_free(struct cd_child *c)
 	if (!c)
 		return NULL;
 	stop_relay(c);
+	if (c->proxy_pin >= 0)
+		close(c->proxy_pin);
 	run_finish(c);
 	drop_mnt_ns(c);
 	if (c->pidfd >= 0)

@@ -8,10 +8,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -56,16 +58,50 @@ int cd_netfence_listen(const char **step)
 	return s;
 }
 
+/* The relay's pin of a unix proxy socket (cd_relay_start): this fd, reached through /proc. */
+#define PIN_FD	 4
+#define PIN_PATH "/proc/self/fd/4"
+
+int cd_relay_pin(const struct cd_proxy_endpoint *e)
+{
+	struct stat st, via;
+	char path[32];
+	int fd = open(e->path, O_PATH | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	/* The relay reaches it by /proc/self/fd: that must lead to this very file. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int r = 0;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISSOCK(st.st_mode))
+		r = -ENOTSOCK;
+	else if (stat(path, &via) < 0)
+		r = -errno;
+	else if (via.st_dev != st.st_dev || via.st_ino != st.st_ino)
+		r = -ENOENT;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 /* A new socket connected to the proxy, or -1. */
 static int proxy_connect(const struct cd_proxy_endpoint *e)
 {
 	int s, r;
 
 	if (e->is_unix) {
+		/*
+		 * By the pinned inode, never the name: the sandbox may be able
+		 * to rename another socket onto the name meanwhile.
+		 */
 		struct sockaddr_un u;
 		memset(&u, 0, sizeof(u));
 		u.sun_family = AF_UNIX;
-		memcpy(u.sun_path, e->path, strlen(e->path) + 1);
+		memcpy(u.sun_path, PIN_PATH, sizeof(PIN_PATH));
 		s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (s < 0)
 			return -1;
@@ -207,19 +243,17 @@ static __attribute__((noreturn)) void relay_main(int l, const struct cd_proxy_en
 	}
 }
 
-pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e)
+pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e, int pin_fd)
 {
 	pid_t parent = getpid();
 	pid_t pid = fork();
 
-	if (pid < 0) {
+	if (pid != 0) {
 		int err = errno;
 		close(listen_fd);
-		return -err;
-	}
-	if (pid > 0) {
-		close(listen_fd);
-		return pid;
+		if (pin_fd >= 0)
+			close(pin_fd);
+		return pid < 0 ? -err : pid;
 	}
 	relay_child_setup(parent);
 	/*
@@ -237,12 +271,26 @@ pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e)
 		dup2(null, 1);
 		dup2(null, 2);
 	}
-	/* Only the listening socket stays open (on 3): nothing of the caller's. */
-	if (listen_fd != 3 && dup3(listen_fd, 3, O_CLOEXEC) < 0)
+	/*
+	 * Only the listening socket stays open (on 3) and a unix proxy's pin
+	 * (on PIN_FD): nothing of the caller's. The pin goes out of the way
+	 * first, as either fd may be on 3 or 4.
+	 */
+	if (e->is_unix) {
+		if (pin_fd < 0)
+			_exit(1);
+		int tmp = fcntl(pin_fd, F_DUPFD_CLOEXEC, 10);
+		if (tmp < 0 || (listen_fd != 3 && dup3(listen_fd, 3, O_CLOEXEC) < 0) ||
+		    dup3(tmp, PIN_FD, O_CLOEXEC) < 0)
+			_exit(1);
+	} else if (listen_fd != 3 && dup3(listen_fd, 3, O_CLOEXEC) < 0) {
 		_exit(1);
-	if (syscall(SYS_close_range, 4U, ~0U, 0U) < 0)
-		for (int fd = 4; fd < 1024; fd++)
+	}
+	if (syscall(SYS_close_range, PIN_FD + 1U, ~0U, 0U) < 0)
+		for (int fd = PIN_FD + 1; fd < 1024; fd++)
 			close(fd);
+	if (!e->is_unix)
+		close(PIN_FD);
 	relay_main(3, e);
 }
 

@@ -36,11 +36,20 @@
 int cd_netfence_listen(const char **step);
 
 /*
- * Parent: fork the relay process, which accepts on listen_fd (taken: closed
- * in the caller in every case) and forwards each connection to e. Returns
+ * Parent, before the sandboxed child exists: pin e's unix socket by its
+ * inode (an O_PATH fd, which the relay connects through /proc/self/fd), so
+ * that renaming another socket onto e->path later changes nothing. A
+ * close-on-exec fd, or -errno (no such socket; /proc not mounted).
+ */
+int cd_relay_pin(const struct cd_proxy_endpoint *e);
+
+/*
+ * Parent: fork the relay process, which accepts on listen_fd and forwards
+ * each connection to e: a unix one through pin_fd (cd_relay_pin), -1 for
+ * TCP. Both fds are taken (closed in the caller in every case). Returns
  * its pid, or -errno.
  */
-pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e);
+pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e, int pin_fd);
 
 /* Parent: kill and reap the relay (pid > 0; a pid it has not reaped yet). */
 void cd_relay_stop(pid_t pid);

@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "own-proxy.h"
 #include "serve/metrics.h"
 #include "serve/peer.h"
 #include "serve/sandboxes.h"
@@ -151,7 +152,12 @@ static bool judge_sandbox(int r, uid_t uid, char *refused, size_t size)
 			 cd_peer_strerror(r));
 		return false;
 	}
-	return uid == geteuid();
+	/*
+	 * A sandbox runs as us; so does its networkProxy's proxy, but as
+	 * nobody when we are root (cmd-proxy.c): what it connects is the
+	 * sandbox's too (sandboxes.c tells it by its name).
+	 */
+	return uid == geteuid() || (geteuid() == 0 && uid == CD_OWN_PROXY_UID);
 }
 
 /*

@@ -22,6 +22,7 @@
 #include "serve/intent.h"
 #include "serve/loop.h"
 #include "serve/netproxy.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 
 extern char **environ;
@@ -327,10 +328,24 @@ static _Noreturn void child(int lfd, int ctl, int report, char *const *argv)
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 	/* Out of the server's session: a terminal's ^C is the server's to handle. */
 	(void)setsid();
+	/* Out of the way of 3 and 4 first, where it could be. */
+	report = fcntl(report, F_DUPFD_CLOEXEC, 10);
+	if (report < 0)
+		_exit(127);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
 	    dup2(lfd, 3) < 0 || dup2(ctl, 4) < 0)
 		goto fail;
+	/*
+	 * Nothing else of the server's: what it inherited without
+	 * close-on-exec (its caller's files) is not for a proxy that parses
+	 * what the sandbox sends.
+	 */
+	int keep[] = { 3, 4, report };
+	if ((e = cd_close_fds_except(keep, CD_ARRAY_SIZE(keep))) < 0) {
+		errno = -e;
+		goto fail;
+	}
 	/*
 	 * This very program, by the kernel's link to it: the file installed
 	 * may have been replaced since the server started, its image not.

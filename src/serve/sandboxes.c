@@ -58,6 +58,12 @@
 
 /* The names cordon gives the first process of each sandbox's pid namespace (init.c, fs helper). */
 static const char *const cordon_inits[] = { "cordon-init", "cordon-fs-helper" };
+/*
+ * The name of a managed network's proxy (cmd-proxy.c, own-proxy.c). It
+ * runs outside the sandbox but connects where the sandbox asks: a socket
+ * it holds is the sandbox's, whatever its uid and pid namespace say.
+ */
+#define CORDON_PROXY_NAME "cordon-proxy"
 
 struct cd_sandbox_entry {
 	struct cd_sandbox_entry *prev, *next;
@@ -381,6 +387,13 @@ static enum cd_peer_verdict classify(int proc, int dir, pid_t pid, char *why, si
 	if (r < 0) {
 		snprintf(why, size, "process %d cannot be looked at: %s", (int)pid, strerror(-r));
 		return CD_PEER_UNDECIDED;
+	}
+	if (cd_streq(st.name, CORDON_PROXY_NAME)) {
+		snprintf(
+			why, size,
+			"process %d is a sandbox's network proxy (%s): it connects for the sandbox",
+			(int)pid, st.name);
+		return CD_PEER_SANDBOXED;
 	}
 	if (st.levels == 1) {
 		/* The namespace /proc shows: ours, or (host_proc) the one ours is in. */

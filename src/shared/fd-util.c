@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -130,4 +132,52 @@ int cd_std_fds_ensure(void)
 		}
 	}
 	return 0;
+}
+
+/* Close lo..hi (hi may be ~0U): close_range, else one by one up to the descriptor limit. */
+static int close_span(unsigned lo, unsigned hi)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, lo, hi, 0U) == 0)
+		return 0;
+	if (errno != ENOSYS && errno != EPERM)
+		return -errno;
+#endif
+	struct rlimit rl;
+	unsigned max = 65536;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		max = (unsigned)rl.rlim_cur;
+	for (unsigned fd = lo; fd <= hi && fd < max; fd++)
+		(void)close((int)fd);
+	return 0;
+}
+
+int cd_close_fds_except(const int *keep, size_t n)
+{
+	int k[CD_CLOSE_KEEP_MAX];
+	size_t m = 0;
+
+	/* The ones worth keeping, sorted (insertion: a handful), without duplicates. */
+	for (size_t i = 0; i < n && m < CD_CLOSE_KEEP_MAX; i++) {
+		if (keep[i] < 3)
+			continue;
+		size_t j = m;
+		while (j > 0 && k[j - 1] > keep[i])
+			j--;
+		if (j > 0 && k[j - 1] == keep[i])
+			continue;
+		memmove(k + j + 1, k + j, (m - j) * sizeof(*k));
+		k[j] = keep[i];
+		m++;
+	}
+	unsigned lo = 3;
+	for (size_t i = 0; i < m; i++) {
+		if ((unsigned)k[i] > lo) {
+			int r = close_span(lo, (unsigned)k[i] - 1);
+			if (r < 0)
+				return r;
+		}
+		lo = (unsigned)k[i] + 1;
+	}
+	return close_span(lo, ~0U);
 }

@@ -39,3 +39,12 @@ int cd_read_fd(int fd, size_t size_hint, size_t max, char **ret, size_t *ret_len
  * 0, or -errno when /dev/null cannot be opened.
  */
 int cd_std_fds_ensure(void);
+
+/*
+ * Close every descriptor from 3 up but those of keep[] (at most
+ * CD_CLOSE_KEEP_MAX; others are ignored): what a process that is about
+ * to be confined must not hold of whoever started it. No allocation: a
+ * forked child may use it. 0, or -errno.
+ */
+#define CD_CLOSE_KEEP_MAX 8
+int cd_close_fds_except(const int *keep, size_t n);

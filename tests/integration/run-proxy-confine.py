@@ -74,13 +74,21 @@ def landlock_abi():
 ABI = landlock_abi()
 
 
+# A file cordon inherits (not close-on-exec), as from a careless caller.
+INHERITED = os.path.join(BASE, "inherited")
+with open(INHERITED, "w") as f:
+    f.write("cordon's caller's")
+INHERITED_FD = os.dup2(os.open(INHERITED, os.O_RDONLY), 100)
+
+
 def status_of_proxy(extra):
-    """/proc/PID/status of the proxy while a managed run waits on its stdin."""
+    """/proc/PID/status of the proxy while a managed run waits on its stdin (and "fds":
+    where its descriptors lead, when we may look)."""
     p = subprocess.Popen([CORDON, "run", "-v", "--network", "managed"] + RULES + extra +
                          ["--", sys.executable, "-c", "import sys; print('up', flush=True); "
                           "sys.stdin.read()"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=HOOK, cwd=BASE)
+                         env=HOOK, cwd=BASE, pass_fds=(INHERITED_FD,))
     pid, st = None, {}
     for line in p.stderr:
         m = re.match(r"cordon: managed network: cordon's proxy, pid (\d+),",
@@ -100,6 +108,11 @@ def status_of_proxy(extra):
             for line in f:
                 k, _, v = line.partition(":")
                 st[k] = v.split()
+        try:
+            st["fds"] = [os.readlink("/proc/%d/fd/%s" % (pid, fd))
+                         for fd in os.listdir("/proc/%d/fd" % pid)]
+        except PermissionError:
+            pass
     p.communicate(input=b"", timeout=120)
     return st
 
@@ -110,6 +123,12 @@ st = status_of_proxy([])
 t.ok(st.get("NoNewPrivs") == ["1"], "[%s] the proxy runs with no_new_privs" % WHO, repr(st))
 t.ok(st.get("Seccomp") == ["2"] and int(st.get("Seccomp_filters", ["1"])[0]) >= 1,
      "[%s] the proxy runs under a seccomp filter" % WHO, repr(st))
+if "fds" in st:
+    t.ok(INHERITED not in st["fds"],
+         "[%s] the proxy holds none of cordon's inherited files" % WHO, repr(st["fds"]))
+else:
+    t.skip("[%s] the proxy holds none of cordon's inherited files" % WHO,
+           "the proxy is not dumpable: its user cannot list its descriptors")
 t.ok(st.get("CapEff") == ["0000000000000000"] and st.get("CapPrm") == ["0000000000000000"] and
      st.get("CapAmb", ["0000000000000000"]) == ["0000000000000000"],
      "[%s] the proxy has no capability" % WHO, repr(st))

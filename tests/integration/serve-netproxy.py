@@ -25,7 +25,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from rpcclient import (LOOPS, ROOT_READ, WAIT, Server, Tap, b64, children_of,  # noqa: E402
-                       cordon_usable, err_code, err_msg, pid_alive, wait_gone)
+                       cordon_usable, err_code, err_msg, path_entry, pid_alive, wait_gone)
 from upstream import serve_upstream  # noqa: E402
 
 t = Tap()
@@ -115,6 +115,28 @@ os.chmod(PROBE_PATH, 0o644)
 ARGV = [sys.executable, PROBE_PATH, str(UPORT)]
 SANDBOX = {"permissions": ROOT_READ, "windowsSandboxLevel": "disabled"}
 
+# The server's TMPDIR, where the proxies' sockets are: writable by the swap check's sandbox.
+TMP = os.path.join(BASE, "tmp")
+os.mkdir(TMP)
+# Told its own proxy's directory, renames every other proxy's socket onto it, then fetches.
+SWAP = r'''
+import glob, os, sys, urllib.request
+print("ready", flush=True)
+mine = sys.stdin.readline().strip()
+for d in glob.glob(os.path.join(os.path.dirname(mine), "cordon-netproxy-*")):
+    if d != mine:
+        os.rename(os.path.join(d, "proxy.sock"), os.path.join(mine, "proxy.sock"))
+        print("swapped", flush=True)
+try:
+    print("ok:", urllib.request.urlopen("http://ok.test:%s/" % sys.argv[1], timeout=30).read())
+except Exception as e:
+    print("refused:", getattr(e, "code", e))
+'''
+SWAP_PATH = os.path.join(BASE, "swap.py")
+with open(SWAP_PATH, "w") as f:
+    f.write(SWAP)
+os.chmod(SWAP_PATH, 0o644)
+
 
 def proxy_config(**kw):
     p = {"enabled": True, "enableSocks5": False, "enableSocks5Udp": False,
@@ -158,9 +180,26 @@ def start_probe(s, pid, sandbox=SANDBOX, np=None):
     return r, ("result" in r and s.wait_output(pid, b"ready\n"))
 
 
+# A file the server inherits (not close-on-exec), as from a careless caller.
+INHERITED = os.path.join(BASE, "inherited")
+with open(INHERITED, "w") as f:
+    f.write("the server's caller's")
+INHERITED_FD = os.dup2(os.open(INHERITED, os.O_RDONLY), 100)
+
+
+def fds_of(pid):
+    """What /proc says pid's descriptors are; None when we may not look (not dumpable)."""
+    try:
+        return [os.readlink("/proc/%d/fd/%s" % (pid, fd))
+                for fd in os.listdir("/proc/%d/fd" % pid)]
+    except PermissionError:
+        return None
+
+
 def scenario(loop):
     tag = "%s %s" % (WHO, loop)
-    s = Server(loop=loop, extra_env={
+    s = Server(loop=loop, pass_fds=(INHERITED_FD,), extra_env={
+        "TMPDIR": TMP,
         "CORDON_TEST_PROXY_RESOLVE": "ok.test=127.0.0.1,other.test=127.0.0.1,bad.test=127.0.0.1"})
     s.handshake()
     try:
@@ -179,6 +218,13 @@ def scenario(loop):
              (WHO != "root" or st.get("Uid", "").split()[:1] == ["65534"]),
              "[%s] the proxy is confined: no_new_privs, seccomp, no capabilities%s" %
              (tag, ", nobody's uid" if WHO == "root" else ""), st)
+        fds = fds_of(proxies[0]) if proxies else []
+        if fds is None:
+            t.skip("[%s] the proxy holds none of the server's inherited files" % tag,
+                   "the proxy is not dumpable: its user cannot list its descriptors")
+        else:
+            t.ok(proxies and INHERITED not in fds,
+                 "[%s] the proxy holds none of the server's inherited files" % tag, fds)
         s.request("process/write", {"processId": "np", "chunk": b64("go\n"), "writeId": "1"})
         res = result_of(s, "np") if ready else {}
         t.eq(res.get("allowed"), "ok: hello from upstream",
@@ -254,6 +300,33 @@ def scenario(loop):
              "[%s] a denied name is refused by SOCKS5 (reply 2: not allowed by the rules)" % tag)
         t.eq(res.get("allowed"), "ok: hello from upstream",
              "[%s] and HTTP through the same relay still works" % tag)
+
+        # ---- a sandbox that can write the sockets' directory: its own proxy, still ----
+        # Process "lender" has a proxy allowing ok.test; process "swap", allowed nothing and
+        # able to write TMP, renames the lender's socket onto its own proxy's name.
+        r = s.start("lender", ["sleep", "1000"], cwd=BASE, sandbox=SANDBOX,
+                    networkProxy=proxy_config(domains={"ok.test": "allow"}))
+        before = set(os.listdir(TMP))
+        wsb = {"permissions": dict(ROOT_READ, file_system={
+            "type": "restricted",
+            "entries": ROOT_READ["file_system"]["entries"] + [path_entry(TMP, "write")]}),
+            "windowsSandboxLevel": "disabled"}
+        r2 = s.start("swap", [sys.executable, SWAP_PATH, str(UPORT)], cwd=BASE, sandbox=wsb,
+                     pipeStdin=True, env={"PATH": "/usr/bin:/bin"},
+                     networkProxy=proxy_config(domains={}))
+        ready = "result" in r and "result" in r2 and s.wait_output("swap", b"ready\n")
+        mine = sorted(d for d in set(os.listdir(TMP)) - before
+                      if d.startswith("cordon-netproxy-"))
+        t.ok(ready and len(mine) == 1, "[%s] two processes with proxies start" % tag, (r, r2))
+        if ready and mine:
+            s.request("process/write", {"processId": "swap", "writeId": "1",
+                                        "chunk": b64(os.path.join(TMP, mine[0]) + "\n")})
+        out = s.wait_closed("swap").stdout.decode(errors="replace") if ready else ""
+        t.ok("swapped" in out and "refused: 403" in out,
+             "[%s] another proxy's socket renamed onto its own name is not reached" % tag, out)
+        s.request("process/terminate", {"processId": "lender"})
+        s.wait_closed("lender")
+        t.ok(wait_gone(proxies_of(s.server_pid)), "[%s] both proxies stop at closed" % tag)
 
         # ---- bad params: -32602, nothing runs ----
         marker = os.path.join(BASE, "marker")

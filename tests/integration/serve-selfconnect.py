@@ -50,9 +50,26 @@ def attack():
             from netclient import UnixConn
             conn = UnixConn(target, timeout=10)
         else:
-            from netclient import WsConn
+            import netclient
+            if mode == "proxy":
+                # Through the networkProxy's relay: CONNECT, then the same WebSocket.
+                direct = netclient.socket.create_connection
+
+                def tunnel(addr, timeout=None):
+                    s = direct(("127.0.0.1", 3128), timeout=timeout)
+                    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (addr[0].encode(), addr[1]))
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        c = s.recv(1)
+                        if not c:
+                            raise OSError("the proxy closed the connection")
+                        head += c
+                    if b" 200 " not in head.split(b"\r\n")[0]:
+                        raise OSError("the proxy said " + head.split(b"\r\n")[0].decode())
+                    return s
+                netclient.socket.create_connection = tunnel
             host, port = target.rsplit(":", 1)
-            conn = WsConn(host, int(port), timeout=10)
+            conn = netclient.WsConn(host, int(port), timeout=10)
     except Exception as e:
         out["connect"] = "%s: %s" % (type(e).__name__, e)
         return
@@ -136,10 +153,11 @@ def non_dumpable_client(mode, target):
         return {"output": r.stdout.decode(errors="replace")}
 
 
-def attack(conn, name, mode, target, how="plain", sandbox=SANDBOX):
+def attack(conn, name, mode, target, how="plain", sandbox=SANDBOX, **extra):
     """Run the attacker (sandboxed unless sandbox is None); (its report, marker written?)."""
     marker = os.path.join(work, name + ".marker")
-    extra = {"sandbox": sandbox} if sandbox else {}
+    if sandbox:
+        extra["sandbox"] = sandbox
     resp = conn.start(name, ["python3", attack_py, LIB, mode, target, marker, how], cwd=work,
                       env={"PATH": "/usr/bin:/bin"}, **extra)
     if "error" in resp:
@@ -265,6 +283,36 @@ else:
         c.request("process/terminate", {"processId": "net-sleeper"})
     except (Eof, Timeout, AssertionError, OSError, HandshakeError) as e:
         t.not_ok("ws: scenario failed: %s" % e, srv.stderr_text()[-3000:])
+    finally:
+        srv.stop()
+
+# ---- through a networkProxy's proxy ----
+# A sandbox whose networkProxy lets it reach loopback (allowLocalBinding) asks the
+# proxy to connect to the server. The proxy runs outside the sandbox (as nobody
+# when root, which --allow-local-users admits), but what it connects is the
+# sandbox's: refused all the same.
+LOCAL_PROXY = {"proxy": {"enabled": True, "enableSocks5": False, "enableSocks5Udp": False,
+                         "allowUpstreamProxy": False, "dangerouslyAllowAllUnixSockets": False,
+                         "mode": "full", "domains": {}, "unixSockets": None,
+                         "allowLocalBinding": True}}
+if not HAVE_WS:
+    t.skip("ws: through the sandbox's networkProxy",
+           "this cordon was built without the WebSocket transport")
+else:
+    srv = NetServer("ws", args=["--allow-local-users"] if ROOT else [])
+    try:
+        c = srv.connect()
+        c.handshake()
+        target = "%s:%d" % (srv.host, srv.port)
+        restricted = {"permissions": profile([special("root", "read")]),
+                      "windowsSandboxLevel": "disabled"}
+        report, written = attack(c, "ws-proxy", "proxy", target, sandbox=restricted,
+                                 networkProxy=LOCAL_PROXY)
+        escaped_not(report, written, "ws: through the sandbox's networkProxy%s" %
+                    (" (--allow-local-users)" if ROOT else ""), srv)
+        t.ok("403" in report.get("connect", ""), "ws: ... it is answered 403", repr(report))
+    except (Eof, Timeout, AssertionError, OSError, HandshakeError) as e:
+        t.not_ok("ws: networkProxy scenario failed: %s" % e, srv.stderr_text()[-3000:])
     finally:
         srv.stop()
 

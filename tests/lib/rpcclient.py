@@ -377,13 +377,13 @@ class Server(RpcMixin):
     """One `cordon serve --listen stdio` child and its line streams."""
 
     def __init__(self, loop="epoll", args=(), env=None, extra_env=None, cwd=None,
-                 new_session=False, cordon=None):
+                 new_session=False, cordon=None, pass_fds=()):
         e = server_env(loop, env, extra_env)
         self.loop = loop
         self.argv = [cordon or CORDON, "serve", "--listen", "stdio"] + list(args)
         self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=e, cwd=cwd, bufsize=0,
-                                  start_new_session=new_session)
+                                  start_new_session=new_session, pass_fds=pass_fds)
         self.pid = self.p.pid    # the process spawned (signals go here)
         self._server_pid = None
         os.set_blocking(self.p.stdout.fileno(), False)
