@@ -138,6 +138,19 @@ static void probe_confinement(void)
 static _Noreturn void keeper_main(pid_t proxy, const char *dir, const char *sock)
 {
 	(void)prctl(PR_SET_NAME, "cordon-pxkeeper", 0, 0, 0);
+	/*
+	 * It needs no descriptor: none of the caller's is held (as root, it
+	 * runs unconfined), and cordon's stdout closes when cordon exits.
+	 */
+	(void)cd_close_fds_except(NULL, 0);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		(void)dup2(null, STDIN_FILENO);
+		(void)dup2(null, STDOUT_FILENO);
+		(void)dup2(null, STDERR_FILENO);
+		if (null > STDERR_FILENO)
+			close(null);
+	}
 	while (waitpid(proxy, NULL, 0) < 0 && errno == EINTR)
 		;
 	(void)unlink(sock);

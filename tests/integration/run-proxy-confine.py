@@ -113,6 +113,14 @@ def status_of_proxy(extra):
                          for fd in os.listdir("/proc/%d/fd" % pid)]
         except PermissionError:
             pass
+        # Its keeper (its parent, unconfined): holds nothing but /dev/null.
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            st["keeper fds"] = sorted(os.readlink("/proc/%d/fd/%s" % (ppid, fd))
+                                      for fd in os.listdir("/proc/%d/fd" % ppid))
+        except (OSError, ValueError, IndexError):
+            pass
     p.communicate(input=b"", timeout=120)
     return st
 
@@ -129,6 +137,8 @@ if "fds" in st:
 else:
     t.skip("[%s] the proxy holds none of cordon's inherited files" % WHO,
            "the proxy is not dumpable: its user cannot list its descriptors")
+t.eq(st.get("keeper fds"), ["/dev/null"] * 3,
+     "[%s] its keeper holds no descriptor but /dev/null on 0, 1 and 2" % WHO)
 t.ok(st.get("CapEff") == ["0000000000000000"] and st.get("CapPrm") == ["0000000000000000"] and
      st.get("CapAmb", ["0000000000000000"]) == ["0000000000000000"],
      "[%s] the proxy has no capability" % WHO, repr(st))
