@@ -893,6 +893,14 @@ static void decide(struct pconn *c)
 static int set_host(struct pconn *c, const char *h, size_t n, const char **reterr)
 {
 	char buf[64];
+	/*
+	 * A SOCKS5 name carries its length, so it may hold a NUL; read as a C
+	 * string it would be another name ("127.0.0.1\0x.com" an address).
+	 */
+	if (memchr(h, '\0', n)) {
+		*reterr = "a name with a NUL byte";
+		return -EINVAL;
+	}
 	if (n > 0 && h[0] == '[') {
 		if (n < 3 || h[n - 1] != ']' || n - 2 >= sizeof(buf)) {
 			*reterr = "a malformed IPv6 literal";
