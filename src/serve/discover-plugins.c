@@ -32,16 +32,24 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The active version of the package at dir: its directories (not symlinks) with valid names. */
-static char *active_version(const char *dir)
+/*
+ * The active version of the package at dir: its directories (not symlinks)
+ * with valid names. A package directory of more than WALK_ENTRIES entries
+ * is not read to its end (the cache walk's own bound): NULL, *truncated.
+ */
+static char *active_version(const char *dir, bool *truncated)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return NULL;
 	char **v = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, seen = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
+		if (++seen > WALK_ENTRIES) {
+			*truncated = true;
+			break;
+		}
 		bool is_dir = e->d_type == DT_DIR;
 		if (e->d_type == DT_UNKNOWN) {
 			struct stat st;
@@ -60,7 +68,7 @@ static char *active_version(const char *dir)
 	/* Sorted first: the pick does not depend on the directory's order. */
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_str);
-	const char *best = cd_plugin_version_pick((const char *const *)v, n);
+	const char *best = *truncated ? NULL : cd_plugin_version_pick((const char *const *)v, n);
 	char *ret = best ? cd_xstrdup(best) : NULL;
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
@@ -217,7 +225,10 @@ int cd_discover_plugins_find(const char *cache, const struct cd_discover_hidden 
 	size_t kept = 0;
 	for (size_t i = 0; i < out->n; i++) {
 		struct cd_discover_plugin *pl = &out->v[i];
-		char *ver = ret == 0 ? active_version(pl->root) : NULL;
+		bool truncated = false;
+		char *ver = ret == 0 ? active_version(pl->root, &truncated) : NULL;
+		if (truncated)
+			out->warned = true; /* left out: "discovery may be incomplete" */
 		if (ver && kept == CD_PLUGIN_MAX_LOCATIONS) {
 			/* "plugin cache reached its 512-location limit" */
 			out->warned = true;

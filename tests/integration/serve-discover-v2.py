@@ -387,6 +387,27 @@ try:
 finally:
     s.stop()
 
+# cordon's bound (the binary has none): a package directory of more than 20,000
+# entries is not read to its end; the package is left out, with the warning.
+put("hz/plugins/cache/mkt/small/1.0.0/" + PM, '{"name":"small"}')
+put("hz/plugins/cache/mkt/wide/1.0.0/" + PM, '{"name":"wide"}')
+for i in range(20001):
+    open(os.path.join(work, "hz/plugins/cache/mkt/wide/f%05d" % i), "w").close()
+if CONTROL:
+    t.skip("a package of more than 20,000 entries: left out", "cordon's bound")
+else:
+    s = server("hz", "uq")
+    try:
+        s.handshake()
+        res = system_skills(s.request(M, {"cwd": cwd})).get("result", {})
+        t.ok([p["id"] for p in res.get("plugins", [])] == ["small@mkt"] and
+             res.get("warnings") == ["some capability locations could not be resolved; "
+                                     "discovery may be incomplete"],
+             "a package of more than 20,000 entries: left out, with the warning",
+             {k: res.get(k) for k in ("plugins", "warnings")})
+    finally:
+        s.stop()
+
 # cordon's refusals (the binary answers these; cordon does not read them yet).
 for home, what, frag in (("h4", "an installed plugin's manifest that is an array",
                           "manifest of the installed plugin"),
