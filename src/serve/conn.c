@@ -1460,6 +1460,24 @@ static void set_nonblocking(int fd, bool on)
 		(void)fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
+int cd_conn_submit_scan(struct cd_conn *c, const char *id, unsigned *waiting, struct cd_workq *pool,
+			struct cd_work *w, const char *unavailable)
+{
+	if (*waiting >= CD_CONN_SCANS_MAX) {
+		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
+			      "too many discovery and configuration requests waiting on this "
+			      "connection (at most 16): wait for their answers");
+		return -1;
+	}
+	(*waiting)++;
+	if (cd_workq_submit(pool, w) < 0) {
+		(*waiting)--;
+		cd_conn_error(c, id, CD_RPC_INTERNAL, unavailable);
+		return -1;
+	}
+	return 0;
+}
+
 struct cd_conn *cd_conn_listed(struct cd_server *s, struct cd_conn *c, unsigned long serial)
 {
 	for (struct cd_conn *x = s->conns; x; x = x->next)

@@ -76,14 +76,6 @@ static char *active_version(const char *dir, bool *truncated)
 	return ret;
 }
 
-static bool is_hidden(const struct cd_discover_hidden *h, const struct stat *st)
-{
-	for (size_t i = 0; h && i < h->n; i++)
-		if (h->dev[i] == st->st_dev && h->ino[i] == st->st_ino)
-			return true;
-	return false;
-}
-
 /*
  * The remote plugin id in the package at dir: 0 with *id (NULL when there
  * is no metadata file), -1 when it cannot be read as the binary reads it
@@ -104,7 +96,7 @@ static int remote_id(const char *dir, const struct cd_discover_hidden *hidden, c
 		r = errno == ENOENT ? 0 : -1;
 		goto out;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || is_hidden(hidden, &st))
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || cd_discover_hidden_has(hidden, &st))
 		goto out;
 	real = realpath(path, NULL);
 	base = realpath(dir, NULL);

@@ -15,6 +15,17 @@
 #include "serve/discover-scan.h"
 #include "serve/fs-ops.h"
 
+void cd_discover_hidden_snapshot(struct cd_discover_hidden *h, const int *fds, size_t n)
+{
+	for (size_t i = 0; i < n && h->n < CD_ARRAY_SIZE(h->dev); i++) {
+		struct stat st;
+		if (fds[i] >= 0 && fstat(fds[i], &st) == 0) {
+			h->dev[h->n] = st.st_dev;
+			h->ino[h->n++] = st.st_ino;
+		}
+	}
+}
+
 /*
  * The released binary's limits (reference 2.12), its messages, and its
  * choices on symlinks: the walk (fs/walk's) follows directory symlinks
@@ -129,7 +140,7 @@ static char *utf8_error(const unsigned char *s, size_t n)
 	return NULL;
 }
 
-static bool is_hidden(const struct cd_discover_hidden *h, const struct stat *st)
+bool cd_discover_hidden_has(const struct cd_discover_hidden *h, const struct stat *st)
 {
 	for (size_t i = 0; h && i < h->n; i++)
 		if (h->dev[i] == st->st_dev && h->ino[i] == st->st_ino)
@@ -187,7 +198,7 @@ static int read_text(struct scan *s, const char *path, struct text *t)
 		warn(s, "failed to read capability file %s: %s", uri, e);
 		goto out;
 	}
-	if (is_hidden(s->hid, &st)) {
+	if (cd_discover_hidden_has(s->hid, &st)) {
 		e = os_error(EACCES);
 		warn(s, "failed to read capability file %s: %s", uri, e);
 		goto out;

@@ -7,7 +7,9 @@
  * CD_FS_DISCOVER operation of fs-ops.h).
  */
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "core/util.h"
@@ -18,6 +20,15 @@ struct cd_discover_hidden {
 	ino_t ino[4];
 	size_t n;
 };
+
+/*
+ * The identities (device, inode) of the n files open at fds (-1: none) into
+ * *h, as many as it holds: a scan then reads none of them, wherever it
+ * meets them.
+ */
+void cd_discover_hidden_snapshot(struct cd_discover_hidden *h, const int *fds, size_t n);
+/* Whether st is one of the files of h (NULL: none). */
+bool cd_discover_hidden_has(const struct cd_discover_hidden *h, const struct stat *st);
 
 /*
  * Scan the directory at path (absolute, normalised) and append to out the

@@ -307,13 +307,7 @@ void cd_discover_roots_v1(struct cd_conn *c, const char *id, const struct cd_jso
 	j->conn = c;
 	j->serial = c->serial;
 	j->id = cd_xstrdup(id);
-	for (size_t i = 0; i < s->n_hidden && j->hidden.n < CD_ARRAY_SIZE(j->hidden.dev); i++) {
-		struct stat st;
-		if (s->hidden_fd[i] >= 0 && fstat(s->hidden_fd[i], &st) == 0) {
-			j->hidden.dev[j->hidden.n] = st.st_dev;
-			j->hidden.ino[j->hidden.n++] = st.st_ino;
-		}
-	}
+	cd_discover_hidden_snapshot(&j->hidden, s->hidden_fd, s->n_hidden);
 	if (has_sandbox) {
 		/* The roots' sandbox contexts are bound on the worker: the tree goes along. */
 		j->msg = c->cur_msg;
@@ -326,19 +320,9 @@ void cd_discover_roots_v1(struct cd_conn *c, const char *id, const struct cd_jso
 	j->w.run = job_run;
 	j->w.done = job_done;
 	/* Bounded per connection, as fs requests are: each job holds its request. */
-	if (c->n_discover >= CD_CONN_SCANS_MAX) {
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "too many discovery and configuration requests waiting on this "
-			      "connection (at most 16): wait for their answers");
+	if (cd_conn_submit_scan(c, id, &c->n_discover, pool, &j->w,
+				"capability discovery is unavailable") < 0)
 		job_free(j);
-		return;
-	}
-	c->n_discover++;
-	if (cd_workq_submit(pool, &j->w) < 0) {
-		c->n_discover--;
-		cd_conn_error(c, id, CD_RPC_INTERNAL, "capability discovery is unavailable");
-		job_free(j);
-	}
 	return;
 invalid:
 	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);

@@ -15,6 +15,7 @@
 
 #include "core/pathuri.h"
 #include "core/toml.h"
+#include "serve/discover-scan.h"
 #include "serve/envconfig.h"
 #include "serve/intent.h"
 #include "serve/server.h"
@@ -76,10 +77,8 @@ struct job {
 	char *cwd;	     /* owned, POSIX */
 	struct sel *csel, *rsel;
 	size_t n_csel, n_rsel;
-	char *codex_home_env, *home_env; /* owned copies, or NULL */
-	dev_t hid_dev[4];
-	ino_t hid_ino[4];
-	size_t n_hid;
+	char *codex_home_env, *home_env;  /* owned copies, or NULL */
+	struct cd_discover_hidden hidden; /* the server's hidden files: never read */
 	/* The answer. */
 	size_t read_total; /* bytes of all files read so far */
 	struct cd_strbuf out;
@@ -107,14 +106,6 @@ static void stack_push(struct stack *s, char *source, const char *base_dir, stru
 	s->l[s->n].base_dir = cd_xstrdup(base_dir);
 	s->l[s->n].toml = t;
 	s->n++;
-}
-
-static bool is_hidden(const struct job *j, const struct stat *st)
-{
-	for (size_t i = 0; i < j->n_hid; i++)
-		if (j->hid_dev[i] == st->st_dev && j->hid_ino[i] == st->st_ino)
-			return true;
-	return false;
 }
 
 /*
@@ -168,7 +159,7 @@ static int load_file(struct job *j, const char *path, bool req, struct cd_toml *
 		close(fd);
 		return -1;
 	}
-	if (is_hidden(j, &st)) {
+	if (cd_discover_hidden_has(&j->hidden, &st)) {
 		*err = cd_xasprintf("%s: one of the server's own files, never read", path);
 		close(fd);
 		return -1;
@@ -881,13 +872,7 @@ void cd_envconfig_read(struct cd_conn *c, const char *id, const struct cd_json *
 	j->codex_home_env = e ? cd_xstrdup(e) : NULL;
 	e = getenv("HOME");
 	j->home_env = e ? cd_xstrdup(e) : NULL;
-	for (size_t i = 0; i < s->n_hidden && j->n_hid < CD_ARRAY_SIZE(j->hid_dev); i++) {
-		struct stat st;
-		if (s->hidden_fd[i] >= 0 && fstat(s->hidden_fd[i], &st) == 0) {
-			j->hid_dev[j->n_hid] = st.st_dev;
-			j->hid_ino[j->n_hid++] = st.st_ino;
-		}
-	}
+	cd_discover_hidden_snapshot(&j->hidden, s->hidden_fd, s->n_hidden);
 	/* The selectors point into the request: it goes along. */
 	j->msg = c->cur_msg;
 	c->cur_msg = NULL;
@@ -898,19 +883,9 @@ void cd_envconfig_read(struct cd_conn *c, const char *id, const struct cd_json *
 	j->w.run = job_run;
 	j->w.done = job_done;
 	/* Bounded per connection, as fs requests are: each job holds its request. */
-	if (c->n_envconfig >= CD_CONN_SCANS_MAX) {
-		cd_conn_error(c, id, CD_RPC_INVALID_REQUEST,
-			      "too many discovery and configuration requests waiting on this "
-			      "connection (at most 16): wait for their answers");
+	if (cd_conn_submit_scan(c, id, &c->n_envconfig, pool, &j->w,
+				"environment config reads are unavailable") < 0)
 		job_free(j);
-		return;
-	}
-	c->n_envconfig++;
-	if (cd_workq_submit(pool, &j->w) < 0) {
-		c->n_envconfig--;
-		cd_conn_error(c, id, CD_RPC_INTERNAL, "environment config reads are unavailable");
-		job_free(j);
-	}
 	return;
 invalid:
 	cd_conn_error(c, id, CD_RPC_INVALID_PARAMS, err);

@@ -199,6 +199,7 @@ struct cd_server;
 struct cd_session;
 struct cd_conn;
 struct cd_workq;
+struct cd_work;
 struct cd_admit;
 struct cd_start;
 struct cd_parse;
@@ -491,6 +492,14 @@ extern int cd_serve_host_proc;
  * may hold another), freed or not; else NULL.
  */
 struct cd_conn *cd_conn_listed(struct cd_server *s, struct cd_conn *c, unsigned long serial);
+/*
+ * Submit w, a discovery or configuration job of c holding its request, to
+ * pool: at most CD_CONN_SCANS_MAX wait per connection, counted in *waiting
+ * (the job's done callback decrements it). 0, or -1 with the error answered
+ * to id (-32600 past the bound, -32603 unavailable); the caller frees w.
+ */
+int cd_conn_submit_scan(struct cd_conn *c, const char *id, unsigned *waiting, struct cd_workq *pool,
+			struct cd_work *w, const char *unavailable);
 /* A connection over in_fd/out_fd (kind STDIO), or over a socket (both fds its own). */
 struct cd_conn *cd_conn_new(struct cd_server *s, enum cd_conn_kind kind, int in_fd, int out_fd);
 void cd_conn_free(struct cd_conn *c);
