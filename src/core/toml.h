@@ -100,6 +100,13 @@ struct cd_toml *cd_toml_free(struct cd_toml *v);
 /* A table's member by key (bytes), or NULL. */
 struct cd_toml *cd_toml_get(const struct cd_toml *t, const char *key, size_t key_len);
 
+/*
+ * Whether a and b hold the same value: same types, integers, strings and
+ * date-times byte for byte, floats equal with the same sign (NaN equals
+ * NaN), arrays item by item, tables with the same keys (in any order).
+ */
+bool cd_toml_equal(const struct cd_toml *a, const struct cd_toml *b);
+
 /* A new empty table (never NULL: aborts on OOM like cd_xmalloc). */
 struct cd_toml *cd_toml_new_table(void);
 /* Remove key from table t and free its value: true when it was there. */

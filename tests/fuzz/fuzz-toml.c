@@ -11,56 +11,12 @@
  */
 #include "config.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/toml.h"
 #include "core/util.h"
 #include "fuzz.h"
-
-static bool same(const struct cd_toml *a, const struct cd_toml *b)
-{
-	if (a->type != b->type)
-		return false;
-	switch (a->type) {
-	case CD_TOML_INTEGER:
-		return a->u.i == b->u.i;
-	case CD_TOML_FLOAT:
-		if (isnan(a->u.f))
-			return isnan(b->u.f);
-		return a->u.f == b->u.f && signbit(a->u.f) == signbit(b->u.f);
-	case CD_TOML_BOOL:
-		return a->u.b == b->u.b;
-	case CD_TOML_ARRAY:
-		if (a->u.arr.n != b->u.arr.n)
-			return false;
-		for (size_t i = 0; i < a->u.arr.n; i++)
-			if (!same(a->u.arr.items[i], b->u.arr.items[i]))
-				return false;
-		return true;
-	case CD_TOML_TABLE:
-		if (a->u.tab.n != b->u.tab.n)
-			return false;
-		for (size_t i = 0; i < a->u.tab.n; i++) {
-			const struct cd_toml_kv *kv = &a->u.tab.kv[i];
-			const struct cd_toml *o = cd_toml_get(b, kv->key, kv->key_len);
-			if (!o || !same(kv->value, o))
-				return false;
-		}
-		return true;
-	case CD_TOML_STRING:
-	case CD_TOML_DATETIME:
-	case CD_TOML_LOCAL_DATETIME:
-	case CD_TOML_LOCAL_DATE:
-	case CD_TOML_LOCAL_TIME:
-		return a->u.str.len == b->u.str.len &&
-		       !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
-	case CD_TOML_TYPE_COUNT:
-		break;
-	}
-	return false;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -79,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cd_toml_parse(out, n, &again, &err) < 0)
 		fuzz_fail("written text does not read back: %u:%u: %s\n%s", err.line, err.col,
 			  err.msg, out);
-	fuzz_assert(same(t, again));
+	fuzz_assert(cd_toml_equal(t, again));
 	cd_toml_write(again, &out2, &n2);
 	fuzz_assert(n == n2 && !memcmp(out, out2, n));
 	fuzz_assert(cd_toml_parse(out2, n2, &third, &err) == 0);
