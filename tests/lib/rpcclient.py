@@ -463,6 +463,22 @@ class Server(RpcMixin):
                 break
             self._pump(deadline)
 
+    def wait_stderr(self, *texts, timeout=None):
+        """Until each of texts has come on the server's stderr (what the server and its
+        children write there arrives when it is read, not when it is written); whether
+        they all came (bounded by WAIT: a failing test only)."""
+        deadline = time.monotonic() + (WAIT if timeout is None else timeout)
+        want = [x.encode() if isinstance(x, str) else x for x in texts]
+        while not all(w in self.err for w in want) and not self.err_eof:
+            if time.monotonic() >= deadline:
+                break
+            step = min(deadline, time.monotonic() + 0.1)
+            if self.out_eof:
+                self._pump_err(step)
+            else:
+                self._pump(step)
+        return all(w in self.err for w in want)
+
     # -- input side
 
     def send_raw(self, data):
