@@ -51,7 +51,8 @@ def planned(args, env):
 
 
 # Outside /tmp: workspace-write makes /tmp writable, and "outside" must not be.
-base = tempfile.mkdtemp(prefix="cordon-standin-", dir=os.environ.get("CD_BUILDDIR", "/var/tmp"))
+# Not below the build tree either, which may be in /tmp (CI's clone is).
+base = tempfile.mkdtemp(prefix="cordon-standin-", dir="/var/tmp")
 ws = os.path.join(base, "ws")
 os.makedirs(os.path.join(ws, ".git"))
 outside = os.path.join(base, "outside")
