@@ -14,11 +14,11 @@
 #include "builtin-profiles.h"
 #include "cli-policy.h"
 #include "core/glob.h"
+#include "profile-lookup.h"
 #include "sandbox/backend.h"
 #include "shared/fd-util.h"
 
-#define PROFILE_MAX_BYTES (1024 * 1024)
-#define DEFAULT_PROFILE	  "read-only"
+#define DEFAULT_PROFILE "read-only"
 
 const char cd_cli_policy_help[] =
 	"Policy options:\n"
@@ -294,107 +294,6 @@ static int refuse(struct cd_cli_bound *b, char *msg)
 	return CD_BIND_REFUSED;
 }
 
-static bool is_file_arg(const char *s)
-{
-	size_t n = strlen(s);
-	return strchr(s, '/') || (n >= 5 && cd_streq(s + n - 5, ".json"));
-}
-
-/*
- * Where the lookup of NAME stops: the first DIR/NAME.json that is there at
- * all (lstat(2): a dangling symbolic link, a FIFO or a directory is there
- * too), or that cannot be told absent (a directory that cannot be
- * searched, say). Only "no such entry" (ENOENT, or ENOTDIR for a DIR that is
- * not a directory) moves on to the next directory. Returns 0 with
- * *ret_path malloc()ed and owned by the caller, *ret_st its lstat and
- * *ret_err lstat's errno (0 when it succeeded); or -ENOENT when no
- * directory has one. Borrows @dirs for the call.
- */
-static int find_profile_entry(char *const *dirs, const char *name, char **ret_path,
-			      struct stat *ret_st, int *ret_err)
-{
-	for (char *const *d = dirs; *d; d++) {
-		char *path = cd_xasprintf("%s/%s.json", *d, name);
-		int e = lstat(path, ret_st) < 0 ? errno : 0;
-		if (e == ENOENT || e == ENOTDIR) {
-			free(path);
-			continue;
-		}
-		*ret_path = path;
-		*ret_err = e;
-		return 0;
-	}
-	return -ENOENT;
-}
-
-static const char *file_kind(mode_t m)
-{
-	if (S_ISDIR(m))
-		return "a directory";
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISSOCK(m))
-		return "a socket";
-	if (S_ISCHR(m))
-		return "a character device";
-	if (S_ISBLK(m))
-		return "a block device";
-	return "not a regular file";
-}
-
-static int refuse_not_regular(struct cd_cli_bound *b, const char *path, mode_t m)
-{
-	return refuse(b, cd_xasprintf("profile '%s' is %s, not a regular file: remove it or put "
-				      "the profile there (an entry of the lookup path is never "
-				      "passed over)",
-				      path, file_kind(m)));
-}
-
-/*
- * Read the profile entry that find_profile_entry() found at path, st its
- * lstat. Only a regular file, or a symbolic link to one, is read; anything
- * else is refused, never passed over. O_NONBLOCK: a FIFO put there after
- * the stat must not block the lookup in open(2) (fstat then refuses it).
- * 0 with *text and *len set, or CD_BIND_REFUSED with the refusal set.
- */
-static int read_profile_entry(struct cd_cli_bound *b, const char *path, struct stat *st,
-			      char **text, size_t *len)
-{
-	if (S_ISLNK(st->st_mode) && stat(path, st) < 0) {
-		int e = errno;
-		char target[PATH_MAX];
-		ssize_t n = readlink(path, target, sizeof(target) - 1);
-		if (e == ENOENT && n >= 0) {
-			target[n] = '\0';
-			return refuse(b,
-				      cd_xasprintf("profile '%s' is a dangling symbolic link (to "
-						   "'%s'): fix or remove it (an entry of the "
-						   "lookup path is never passed over)",
-						   path, target));
-		}
-		return refuse(b, cd_xasprintf("cannot read profile '%s': %s", path, strerror(e)));
-	}
-	if (!S_ISREG(st->st_mode))
-		return refuse_not_regular(b, path, st->st_mode);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return refuse(b,
-			      cd_xasprintf("cannot read profile '%s': %s", path, strerror(errno)));
-	int r = fstat(fd, st) < 0 ? -errno : 0;
-	if (r == 0 && !S_ISREG(st->st_mode)) {
-		close(fd);
-		return refuse_not_regular(b, path, st->st_mode);
-	}
-	if (r == 0)
-		r = cd_read_fd(fd, (size_t)st->st_size, PROFILE_MAX_BYTES, text, len);
-	close(fd);
-	if (r == -EFBIG)
-		return refuse(b, cd_xasprintf("profile '%s': file is larger than 1 MiB", path));
-	if (r < 0)
-		return refuse(b, cd_xasprintf("cannot read profile '%s': %s", path, strerror(-r)));
-	return 0;
-}
-
 /* Parse a profile's text; origin names it ("built-in" or the file) in b->profile. */
 static int parse_profile(struct cd_cli_bound *b, const char *text, size_t len, const char *origin)
 {
@@ -412,48 +311,6 @@ static int parse_profile(struct cd_cli_bound *b, const char *text, size_t len, c
 		return refuse(b, cd_strbuf_steal(&sb));
 	}
 	return CD_BIND_OK;
-}
-
-const struct cd_builtin_profile *cd_builtin_profile_find(const char *name)
-{
-	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++)
-		if (cd_streq(bp->name, name))
-			return bp;
-	return NULL;
-}
-
-int cd_cli_profile_dirs(char ***ret_dirs, char **reterr_msg)
-{
-	char **dirs = NULL;
-	size_t n = 0;
-	const char *env = getenv("CORDON_POLICY_PATH");
-
-	/*
-	 * Empty elements of $CORDON_POLICY_PATH are skipped and relative ones
-	 * refused: either would be looked up from the current directory, where
-	 * an untrusted checkout's NAME.json would replace the profile NAME.
-	 */
-	for (const char *p = env; p && *p;) {
-		const char *end = strchr(p, ':');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (len > 0 && p[0] != '/') {
-			*reterr_msg = cd_xasprintf(
-				"CORDON_POLICY_PATH: '%.*s' is not an absolute directory; a "
-				"relative one would be looked up from the current directory, "
-				"so it is refused: give absolute directories (e.g. "
-				"\"$PWD/%.*s\")",
-				(int)len, p, (int)len, p);
-			cd_strv_free(dirs);
-			return -EINVAL;
-		}
-		if (len > 0)
-			cd_strv_append_take(&dirs, &n, cd_xstrndup(p, len));
-		p = end ? end + 1 : p + len;
-	}
-	cd_strv_append_take(&dirs, &n, cd_xstrdup(CD_SYSCONF_POLICYDIR));
-	cd_strv_append_take(&dirs, &n, cd_xstrdup(CD_POLICYDIR));
-	*ret_dirs = dirs;
-	return 0;
 }
 
 struct listed {
@@ -494,7 +351,7 @@ static void list_add(struct listed **l, size_t *n, char *const *dirs, const char
 
 	if (listed_has(*l, *n, name))
 		return;
-	if (find_profile_entry(dirs, name, &path, &st, &e) < 0) {
+	if (cd_profile_find_entry(dirs, name, &path, &st, &e) < 0) {
 		if (!cd_builtin_profile_find(name))
 			return;
 		path = cd_xstrdup(CD_BUILTIN_ORIGIN);
@@ -509,7 +366,7 @@ int cd_cli_list_profiles(char **reterr_msg)
 	struct listed *l = NULL;
 	size_t n = 0;
 	char **dirs = NULL;
-	int r = cd_cli_profile_dirs(&dirs, reterr_msg);
+	int r = cd_profile_dirs(&dirs, reterr_msg);
 	if (r < 0)
 		return r;
 
@@ -557,10 +414,10 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
 	int r;
 
 	b->profile_name = arg;
-	if (is_file_arg(arg)) {
+	if (cd_profile_is_file_arg(arg)) {
 		/* A file named on the command line may be a pipe (/dev/stdin). */
 		b->profile_path = cd_xstrdup(arg);
-		r = cd_cli_read_file(arg, PROFILE_MAX_BYTES, &text, &len);
+		r = cd_cli_read_file(arg, CD_PROFILE_MAX_BYTES, &text, &len);
 		if (r == -EFBIG)
 			return refuse(b,
 				      cd_xasprintf("profile '%s': file is larger than 1 MiB", arg));
@@ -569,51 +426,15 @@ static int load_profile(struct cd_cli_bound *b, const char *arg)
 				b, cd_xasprintf("cannot read profile '%s': %s", arg, strerror(-r)));
 		origin = b->profile_path;
 	} else {
-		if (arg[0] == '.' || !*arg)
-			return refuse(b, cd_xasprintf("no such profile '%s'", arg));
-		char **dirs = NULL;
 		char *err = NULL;
-		if (cd_cli_profile_dirs(&dirs, &err) < 0)
-			return refuse(b, err);
-		/*
-		 * The directories first, in order, so that an admin's or a
-		 * user's NAME.json replaces the built-in NAME; whatever is at
-		 * DIR/NAME.json but cannot be used is refused, never passed over.
-		 */
-		struct stat st;
-		int e;
-		r = find_profile_entry(dirs, arg, &b->profile_path, &st, &e);
-		if (r == -ENOENT) {
-			const struct cd_builtin_profile *bp = cd_builtin_profile_find(arg);
-			if (bp) {
-				/* Parsed in place: the text is the binary's own. */
-				b->profile_path = cd_xstrdup(CD_BUILTIN_ORIGIN);
-				cd_strv_free(dirs);
-				return parse_profile(b, bp->text, bp->len, CD_BUILTIN_ORIGIN);
-			}
-			struct cd_strbuf sb = { 0 };
-			for (char **d = dirs; *d; d++)
-				cd_strbuf_printf(&sb, "%s, ", *d);
-			cd_strbuf_append(&sb, "then the built-in profiles:");
-			for (const struct cd_builtin_profile *p = cd_builtin_profiles; p->name; p++)
-				cd_strbuf_printf(&sb, "%s %s", p == cd_builtin_profiles ? "" : ",",
-						 p->name);
-			char *msg =
-				cd_xasprintf("no such profile '%s' (searched %s); give a policy "
-					     "file path or install %s.json in one of these "
-					     "directories",
-					     arg, sb.buf, arg);
-			cd_strbuf_done(&sb);
-			cd_strv_free(dirs);
-			return refuse(b, msg);
-		}
-		cd_strv_free(dirs);
-		if (e)
-			return refuse(b, cd_xasprintf("cannot read profile '%s': %s",
-						      b->profile_path, strerror(e)));
-		r = read_profile_entry(b, b->profile_path, &st, &text, &len);
+		r = cd_profile_lookup(arg, &text, &len, &b->profile_path, &err);
 		if (r < 0)
-			return r;
+			return refuse(b, err);
+		if (r == 1) {
+			/* Parsed in place: the text is the binary's own. */
+			const struct cd_builtin_profile *bp = cd_builtin_profile_find(arg);
+			return parse_profile(b, bp->text, bp->len, CD_BUILTIN_ORIGIN);
+		}
 		origin = b->profile_path;
 	}
 	return parse_profile(b, text, len, origin);

@@ -134,18 +134,6 @@ void cd_cli_policy_done(struct cd_cli_policy *p);
 int cd_cli_policy_option(struct cd_cli_policy *p, const char *cmd, int id, const char *arg);
 
 /*
- * The directories a profile NAME is looked up in, in order: each element
- * of $CORDON_POLICY_PATH (colon-separated, empty ones skipped), then
- * $(sysconfdir)/cordon/policies and $(datadir)/cordon/policies; the
- * built-in profiles come after them all. Returns 0 with *ret_dirs a
- * NULL-terminated vector, malloc()ed and owned by the caller
- * (cd_strv_free); or -EINVAL when an element of $CORDON_POLICY_PATH is
- * not absolute (it would be looked up from the current directory), with
- * *reterr_msg malloc()ed and owned by the caller.
- */
-int cd_cli_profile_dirs(char ***ret_dirs, char **reterr_msg);
-
-/*
  * Print every profile NAME that --profile NAME finds, one per line as
  * "NAME<TAB>ORIGIN" (the entry DIR/NAME.json where the lookup stops, even
  * one it then refuses, or "built-in"), sorted by name; a name shadowed by
@@ -153,7 +141,7 @@ int cd_cli_profile_dirs(char ***ret_dirs, char **reterr_msg);
  * with control characters, and names ending in ".json" (--profile takes
  * those as files), are left out. Directories that cannot be read are
  * passed over silently (each listed name's origin still comes from the
- * lookup itself). Returns 0, or cd_cli_profile_dirs()'s error.
+ * lookup itself). Returns 0, or cd_profile_dirs()'s error (src/profile-lookup.h).
  */
 int cd_cli_list_profiles(char **reterr_msg);
 

@@ -5,6 +5,7 @@ bin_PROGRAMS += cordon
 cordon_common_sources = \
 	src/main.c src/cli.h src/cli-util.c \
 	src/cli-policy.c src/cli-policy.h src/builtin-profiles.h \
+	src/profile-lookup.c src/profile-lookup.h \
 	src/cmd-run.c src/cmd-explain.c src/cmd-probe.c src/cmd-check.c \
 	src/spawn.c src/spawn.h src/program.c src/os-backend.c src/os-backend.h \
 	src/init/init.c src/init/init.h src/init/init-sys.h \

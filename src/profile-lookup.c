@@ -62,8 +62,8 @@ int cd_profile_dirs(char ***ret_dirs, char **reterr_msg)
 	return 0;
 }
 
-int cd_profile_find_entry(char *const *dirs, const char *name, char **ret_path,
-			  struct stat *ret_st, int *ret_err)
+int cd_profile_find_entry(char *const *dirs, const char *name, char **ret_path, struct stat *ret_st,
+			  int *ret_err)
 {
 	for (char *const *d = dirs; *d; d++) {
 		char *path = cd_xasprintf("%s/%s.json", *d, name);
@@ -122,8 +122,8 @@ static int read_entry(const char *path, struct stat *st, char **text, size_t *le
 						   "lookup path is never passed over)",
 						   path, target);
 		} else {
-			*reterr_msg = cd_xasprintf("cannot read profile '%s': %s", path,
-						   strerror(e));
+			*reterr_msg =
+				cd_xasprintf("cannot read profile '%s': %s", path, strerror(e));
 		}
 		return -1;
 	}

@@ -45,8 +45,8 @@ int cd_profile_dirs(char ***ret_dirs, char **reterr_msg);
  * *ret_err lstat's errno (0 when it succeeded); or -ENOENT when no
  * directory has one. Borrows @dirs for the call.
  */
-int cd_profile_find_entry(char *const *dirs, const char *name, char **ret_path,
-			  struct stat *ret_st, int *ret_err);
+int cd_profile_find_entry(char *const *dirs, const char *name, char **ret_path, struct stat *ret_st,
+			  int *ret_err);
 
 /*
  * The whole lookup of a NAME (not a file argument). Returns:

@@ -54,8 +54,11 @@ ssize_t cd_recv_fd(int sock, void *buf, size_t len, int flags, int *ret_fd, int 
 	};
 	ssize_t n;
 	*ret_fd = -1;
+#ifdef MSG_CMSG_CLOEXEC
+	flags |= MSG_CMSG_CLOEXEC;
+#endif
 	do
-		n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
+		n = recvmsg(sock, &mh, flags);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -66,6 +69,10 @@ ssize_t cd_recv_fd(int sock, void *buf, size_t len, int flags, int *ret_fd, int 
 		for (size_t i = 0; i < k; i++) {
 			int f;
 			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(f));
+#ifndef MSG_CMSG_CLOEXEC
+			/* Not atomic where MSG_CMSG_CLOEXEC is missing (macOS). */
+			(void)fcntl(f, F_SETFD, FD_CLOEXEC);
+#endif
 			if (*ret_fd < 0)
 				*ret_fd = f;
 			else
