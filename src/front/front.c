@@ -46,7 +46,7 @@ static struct cd_profile *parse(const char *origin, const char *text, size_t len
 	return p;
 }
 
-/* cd_builtin_profile_find() is the Linux build's (src/cli-policy.c). */
+/* cd_builtin_profile_find() is in src/profile-lookup.c, POSIX, which cordon.exe leaves out. */
 static const struct cd_builtin_profile *find_builtin(const char *name)
 {
 	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++)
@@ -229,7 +229,27 @@ int cd_front_load_profile(const struct cd_front *f, const struct cd_front_opts *
 	const char *name = o->profile;
 	const struct cd_builtin_profile *bp = find_builtin(name);
 	struct cd_profile *p;
-	if (bp && !strchr(name, '\\') && !strchr(name, '/')) {
+	size_t n = strlen(name);
+	if (f->lookup_profile && !strchr(name, '/') &&
+	    !(n >= 5 && !strcmp(name + n - 5, ".json"))) {
+		char *text = NULL, *origin = NULL, *err = NULL;
+		size_t len = 0;
+		int r = f->lookup_profile(name, &text, &len, &origin, &err);
+		if (r < 0) {
+			fprintf(stderr, "cordon: %s\n", err);
+			free(err);
+			return CD_FRONT_EXIT_SETUP;
+		}
+		if (r == 1) {
+			char *o2 = cd_xasprintf(CD_BUILTIN_ORIGIN ":%s", name);
+			p = parse(o2, bp->text, bp->len);
+			free(o2);
+		} else {
+			p = parse(origin, text, len);
+		}
+		free(text);
+		free(origin);
+	} else if (bp && !strchr(name, '\\') && !strchr(name, '/')) {
 		char *origin = cd_xasprintf(CD_BUILTIN_ORIGIN ":%s", name);
 		p = parse(origin, bp->text, bp->len);
 		free(origin);

@@ -5,8 +5,8 @@
  * The small command line shared by the front ends that sit directly on the
  * OS-free core and one planner: cordon.exe (src/win/main.c, restricted
  * token) and cordon on macOS (src/mac/main.c, Seatbelt). It parses the
- * policy options of `explain` and `run`, loads a profile (a built-in name
- * or a policy file) and runs `check`. Portable C: no OS headers; reading
+ * policy options of `explain` and `run`, loads a profile (a name looked up
+ * as the front end says, a built-in name, or a policy file) and runs `check`. Portable C: no OS headers; reading
  * a file is the front end's own function (UTF-16 paths on Windows).
  *
  *   check FILE... | --builtin
@@ -47,6 +47,15 @@ struct cd_front {
 	 * are never passed to it.
 	 */
 	char *(*host_path)(const char *arg);
+	/*
+	 * Look a profile NAME up in installed directories
+	 * (cd_profile_lookup(), src/profile-lookup.h: 0 with the text and its
+	 * origin, 1 for the built-in NAME, -1 with a message), for a --profile
+	 * that names no file (no '/', no ".json" at the end); or NULL: a
+	 * built-in name or a file, nothing installed (cordon.exe).
+	 */
+	int (*lookup_profile)(const char *name, char **ret_text, size_t *ret_len, char **ret_origin,
+			      char **reterr_msg);
 };
 
 struct cd_front_extra {

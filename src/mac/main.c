@@ -29,8 +29,10 @@
 #include "core/profile.h"
 #include "core/util.h"
 #include "front/front.h"
+#include "profile-lookup.h"
 #include "sandbox/linux/plan.h" /* the managed network's proxy variables (OS-free) */
 #include "sandbox/seatbelt/sbpl.h"
+#include "shared/fd-util.h"
 
 /* The wrapper run executes; the planned argv (explain) always names CD_SEATBELT_EXEC. */
 #ifndef CD_MAC_SANDBOX_EXEC
@@ -61,6 +63,7 @@ static const struct cd_front front = {
 	.read_file = read_file,
 	.env_network_option = false,
 	.network_proxy_option = true,
+	.lookup_profile = cd_profile_lookup,
 };
 
 static void help(void)
@@ -76,7 +79,11 @@ static void help(void)
 	      "cordon probe are not in the macOS build yet.\n"
 	      "\n"
 	      "Policy options:\n"
-	      "  --profile NAME|FILE     a built-in profile or a policy file (default read-only)\n"
+	      "  --profile NAME|FILE     NAME.json looked up in $CORDON_POLICY_PATH,\n"
+	      "                          " CD_SYSCONF_POLICYDIR ",\n"
+	      "                          " CD_POLICYDIR ", then among\n"
+	      "                          the built-in profiles; or a policy file\n"
+	      "                          (default read-only)\n"
 	      "  --workspace-root DIR    bind :workspace_roots (repeatable)\n"
 	      "  --cwd DIR               the command's directory\n"
 	      "  --network MODE          restricted, managed or enabled\n"
@@ -473,6 +480,9 @@ static int explain_or_run(int argc, char **argv, bool is_run)
 
 int main(int argc, char **argv)
 {
+	/* As the Linux build: what cordon opens never becomes a closed 0, 1 or 2. */
+	if (cd_std_fds_ensure() < 0)
+		return CD_FRONT_EXIT_SETUP; /* nothing may be printed safely: stderr may be missing */
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		help();
 		return argc < 2 ? CD_FRONT_EXIT_USAGE : 0;

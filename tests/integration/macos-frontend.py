@@ -223,9 +223,53 @@ def cases(who, pre, base):
         t.ok(p.returncode == 2 and (msg is None or msg in err),
              w + "usage: %s: status 2, %r" % (" ".join(args) or "(nothing)", msg),
              "%d %s" % (p.returncode, err))
-    p = mac(["explain", "--profile", "no-such-profile"])
-    t.ok(p.returncode == 125 and b"'no-such-profile': no such built-in profile or file"
-         in p.stderr, w + "explain: an unknown profile is named", p.stderr)
+
+    # ---- the profile lookup: the Linux cordon's, directory by directory ----
+    def both(args, env=None):
+        e = dict(os.environ)
+        e.pop("CORDON_POLICY_PATH", None)
+        e.update(env or {})
+        return (subprocess.run(pre + [MAC] + args, capture_output=True, env=e),
+                subprocess.run(pre + [CORDON] + args + ["--backend", "seatbelt"],
+                               capture_output=True, env=e))
+
+    lk = os.path.join(base, "lookup")
+    m, l_ = both(["explain", "--profile", "no-such-profile"])
+    t.ok(m.returncode == 125 and b"no such profile 'no-such-profile' (searched " in m.stderr
+         and m.stderr.splitlines()[:1] == l_.stderr.splitlines()[:1],
+         w + "lookup: an unknown name lists what was searched, as the Linux cordon does",
+         m.stderr + b"\n" + l_.stderr)
+    env = {"CORDON_POLICY_PATH": "%s/empty:%s/a" % (lk, lk)}
+    m, l_ = both(["explain", "--json", "--profile", "read-only"], env)
+    mj = json.loads(m.stdout) if m.returncode == 0 else {}
+    t.ok(mj.get("profile", {}).get("origin") == lk + "/a/read-only.json"
+         and mj["profile"].get("network") == "enabled",
+         w + "lookup: CORDON_POLICY_PATH's read-only.json wins over the built-in",
+         m.stdout[-400:] + m.stderr[-400:])
+    t.ok(m.returncode == 0 and l_.returncode == 0
+         and mj.get("profile") == json.loads(l_.stdout).get("profile")
+         and mj.get("seatbelt") == json.loads(l_.stdout).get("seatbelt"),
+         w + "lookup: the same profile and plan as the Linux cordon's",
+         m.stderr[-300:] + l_.stderr[-300:])
+    m, _ = both(["explain", "--json", "--profile", "mine"], env)
+    t.ok(m.returncode == 0 and json.loads(m.stdout)["profile"]["origin"] == lk + "/a/mine.json",
+         w + "lookup: a name no built-in has is found there", m.stderr[-300:])
+    m, l_ = both(["explain", "--profile", "read-only"],
+                 {"CORDON_POLICY_PATH": "%s/b:%s/a" % (lk, lk)})
+    t.ok(m.returncode == 125 and b"/b/read-only.json' is a directory, not a regular file"
+         in m.stderr and m.stderr.splitlines()[:1] == l_.stderr.splitlines()[:1],
+         w + "lookup: a directory where the profile would be is refused, never passed over",
+         m.stderr + l_.stderr)
+    m, l_ = both(["explain", "--profile", "read-only"], {"CORDON_POLICY_PATH": "rel/dir"})
+    t.ok(m.returncode == 125 and b"'rel/dir' is not an absolute directory" in m.stderr
+         and m.stderr.splitlines()[:1] == l_.stderr.splitlines()[:1],
+         w + "lookup: a relative CORDON_POLICY_PATH is refused", m.stderr)
+    m, _ = both(["explain", "--json", "--profile", "read-only"], {"CORDON_POLICY_PATH": ""})
+    t.ok(m.returncode == 0 and json.loads(m.stdout)["profile"]["origin"].startswith("built-in"),
+         w + "lookup: with nothing installed, the built-in", m.stderr[-300:])
+    m, _ = both(["explain", "--profile", "x.json"], env)
+    t.ok(m.returncode == 125 and b"'x.json'" in m.stderr,
+         w + "lookup: NAME.json is a file, not looked up", m.stderr[-300:])
 
 
 if not os.access(MAC, os.X_OK):
@@ -245,6 +289,13 @@ try:
                        {"path": {"type": "special",
                                  "value": {"kind": "project_roots", "subpath": "secret"}},
                         "access": "none"}]}}, f)
+    for d in ("lookup/a", "lookup/empty", "lookup/b/read-only.json"):
+        os.makedirs(os.path.join(base, d))
+    enabled = {"version": 1, "type": "managed", "network": "enabled",
+               "file_system": {"type": "unrestricted"}}
+    for n in ("read-only", "mine"):
+        with open(os.path.join(base, "lookup", "a", n + ".json"), "w") as f:
+            json.dump(enabled, f)
     with open(os.path.join(base, "bad.json"), "w") as f:
         f.write('{\n  "version": 1,\n  "type": "sideways"\n}\n')
     for root, dirs, files in os.walk(base):
