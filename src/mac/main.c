@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cordon on macOS: the Seatbelt front end. It has `check`, `explain` and
- * `run`; `serve` and `probe` are the Linux build's (the server's process
- * layer is epoll, pidfd, clone3 and Landlock). The policy model, the
+ * cordon on macOS: the Seatbelt front end. It has `check`, `explain`, `run`
+ * and `probe` (src/mac/probe.c); `serve` is the Linux build's (the server's
+ * process layer is epoll, pidfd, clone3 and Landlock). The policy model, the
  * binding and the Seatbelt planner are the very code of the Linux build
  * (src/core, sandbox/seatbelt/sbpl.c), the command line is shared with
  * cordon.exe (src/front/front.h), and this file binds, refuses what
@@ -29,6 +29,7 @@
 #include "core/profile.h"
 #include "core/util.h"
 #include "front/front.h"
+#include "mac/probe.h"
 #include "profile-lookup.h"
 #include "sandbox/linux/plan.h" /* the managed network's proxy variables (OS-free) */
 #include "sandbox/seatbelt/sbpl.h"
@@ -71,12 +72,13 @@ static void help(void)
 	fputs("Usage: cordon check FILE... | --builtin\n"
 	      "       cordon explain [POLICY OPTIONS] [--json]\n"
 	      "       cordon run [POLICY OPTIONS] [--] CMD [ARG...]\n"
+	      "       cordon probe [--json]\n"
 	      "\n"
 	      "The macOS Seatbelt backend: the command runs under " CD_SEATBELT_EXEC " with\n"
 	      "the policy planned from the profile (cordon explain shows it). Refused before\n"
 	      "anything runs: what Seatbelt cannot enforce (a path the policy language\n"
-	      "cannot carry, a managed network without a proxy port). cordon serve and\n"
-	      "cordon probe are not in the macOS build yet.\n"
+	      "cannot carry, a managed network without a proxy port). probe tries whether\n"
+	      "Seatbelt works here. cordon serve is not in the macOS build yet.\n"
 	      "\n"
 	      "Policy options:\n"
 	      "  --profile NAME|FILE     NAME.json looked up in $CORDON_POLICY_PATH,\n"
@@ -497,10 +499,12 @@ int main(int argc, char **argv)
 		return explain_or_run(argc, argv, false);
 	if (!strcmp(argv[1], "run"))
 		return explain_or_run(argc, argv, true);
-	if (!strcmp(argv[1], "serve") || !strcmp(argv[1], "probe"))
-		return cd_front_usage(&front, "serve and probe are not in the macOS build yet (the "
-					      "server's process layer is Linux-specific)");
-	char *m = cd_xasprintf("unknown command '%s' (check, explain or run)", argv[1]);
+	if (!strcmp(argv[1], "probe"))
+		return cd_mac_probe(argc, argv, CD_MAC_SANDBOX_EXEC);
+	if (!strcmp(argv[1], "serve"))
+		return cd_front_usage(&front, "serve is not in the macOS build yet (the server's "
+					      "process layer is Linux-specific)");
+	char *m = cd_xasprintf("unknown command '%s' (check, explain, run or probe)", argv[1]);
 	int r = cd_front_usage(&front, m);
 	free(m);
 	return r;

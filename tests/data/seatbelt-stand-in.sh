@@ -8,6 +8,22 @@ printf 'STANDIN<<' >&2
 printf '%s\0' "$@" >&2
 printf '>>STANDIN\n' >&2
 [ "$1" = "-p" ] && [ $# -ge 3 ] || { echo "stand-in: expected -p POLICY" >&2; exit 97; }
+# For cordon probe on macOS (src/mac/probe.c): CORDON_STANDIN_NESTED=1 fails as
+# sandbox-exec does inside another sandbox; CORDON_STANDIN_NO_ENFORCE=1 leaves
+# out the one rule the stand-in enforces, the probe's denied read, which it
+# refuses as Seatbelt would (cat's own message).
+if [ "${CORDON_STANDIN_NESTED-}" = 1 ]; then
+	echo "sandbox-exec: sandbox_apply: Operation not permitted" >&2
+	exit 71
+fi
+case $2 in
+*'(deny file-read* (literal (param "CORDON_PROBE_FILE")))'*)
+	if [ "${CORDON_STANDIN_NO_ENFORCE-}" != 1 ] && [ "$3" = "-DCORDON_PROBE_FILE=$6" ] &&
+		[ "$5" = /bin/cat ]; then
+		echo "cat: $6: Operation not permitted" >&2
+		exit 1
+	fi ;;
+esac
 shift 2
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 	case $1 in

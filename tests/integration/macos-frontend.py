@@ -209,8 +209,9 @@ def cases(who, pre, base):
         (["explain", "--profile", "full-access", "--allow-write", "/x"], None),
         (["check"], "check: give FILE... or --builtin"),
         (["check", "--bogus"], "check: unknown option: --bogus"),
-        (["serve"], "serve and probe are not in the macOS build yet"),
-        (["frobnicate"], "unknown command 'frobnicate' (check, explain or run)"),
+        (["serve"], "serve is not in the macOS build yet"),
+        (["frobnicate"], "unknown command 'frobnicate' (check, explain, run or probe)"),
+        (["probe", "--frob"], "probe: unknown option '--frob'"),
         ([], None),
     ]
     for args, msg in usage:
@@ -223,6 +224,49 @@ def cases(who, pre, base):
         t.ok(p.returncode == 2 and (msg is None or msg in err),
              w + "usage: %s: status 2, %r" % (" ".join(args) or "(nothing)", msg),
              "%d %s" % (p.returncode, err))
+
+    # ---- probe: Seatbelt tried, not assumed (the stand-in plays its failures) ----
+    def probe(env=None, json_=False):
+        e = dict(os.environ)
+        e.update(env or {})
+        return subprocess.run(pre + [MAC, "probe"] + (["--json"] if json_ else []),
+                              capture_output=True, env=e)
+
+    p = probe()
+    lines = p.stdout.decode().splitlines()
+    t.ok(p.returncode == 0 and len(lines) == 4
+         and lines[0].startswith("ok   backend: seatbelt (sandboxType macosSeatbelt)")
+         and all(x.startswith("ok   ") for x in lines)
+         and "seatbelt denial: a read the policy denies failed" in lines[3],
+         w + "probe: the backend, the wrapper, a policy applied and a denial enforced",
+         p.stdout + p.stderr)
+    p = probe(json_=True)
+    j = json.loads(p.stdout) if p.returncode == 0 else {}
+    t.ok(j.get("backend") == {"name": "seatbelt", "sandboxType": "macosSeatbelt"}
+         and [(i["name"], i["ok"], i["fix"]) for i in j.get("items", [])]
+         == [("sandbox-exec", True, None), ("seatbelt policy", True, None),
+             ("seatbelt denial", True, None)]
+         and j["host"]["sandbox_exec"].endswith("seatbelt-stand-in.sh")
+         and j["host"]["is_root"] == (who == "root"),
+         w + "probe --json: host, items and backend, as the Linux probe's", p.stdout + p.stderr)
+    p = probe({"CORDON_STANDIN_NESTED": "1"})
+    out = p.stdout.decode()
+    t.ok(p.returncode == 0
+         and "MISSING seatbelt policy: sandbox-exec could not run /usr/bin/true under a policy "
+             "that allows everything: exit status 71: sandbox-exec: sandbox_apply: Operation "
+             "not permitted \u2014 fix: macOS applies no sandbox inside another" in out
+         and "MISSING seatbelt denial: not tried: no policy applies" in out,
+         w + "probe: inside another sandbox, no policy applies, with sandbox-exec's reason",
+         out + p.stderr.decode())
+    p = probe({"CORDON_STANDIN_NO_ENFORCE": "1"}, json_=True)
+    items = json.loads(p.stdout)["items"] if p.returncode == 0 else []
+    t.ok(len(items) == 3 and items[1]["ok"] and not items[2]["ok"]
+         and "a read the policy denies succeeded" in items[2]["detail"]
+         and items[2]["fix"].startswith("the wrapper must be macOS's own sandbox-exec"),
+         w + "probe: a wrapper that does not enforce is caught", p.stdout + p.stderr)
+    p = subprocess.run(pre + [MAC, "probe", "--help"], capture_output=True)
+    t.ok(p.returncode == 0 and p.stdout.startswith(b"Usage: cordon probe [--json]"),
+         w + "probe --help", p.stdout + p.stderr)
 
     # ---- the profile lookup: the Linux cordon's, directory by directory ----
     def both(args, env=None):
