@@ -673,6 +673,7 @@ static int bind_windows(struct cd_cli_bound *b)
 		.home = NULL,
 		.allow_env_network = b->allow_env_network,
 		.sids = { .sid_for = explain_sid },
+		.limits = &b->limits,
 	};
 	char *reterr = NULL;
 	int r = cd_windows_plan_build(&wi, &b->wp, &reterr);
@@ -730,6 +731,7 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 			.plan = b->plan,
 			.workspace_roots = roots,
 			.n_workspace_roots = n_roots,
+			.limits = &b->limits,
 #ifdef __APPLE__
 			.macos_paths = false,
 #else

@@ -168,6 +168,8 @@ static void print_seatbelt(const struct cd_seatbelt_plan *sp, char *const *env)
 	cleanup_free char *h1 = NULL, *h2 = NULL;
 
 	printf("\nmacOS Seatbelt wrapper (sandboxType macosSeatbelt):\n");
+	cleanup_free char *limits = cd_seatbelt_limits_text(&sp->rlimits);
+	fputs(limits, stdout);
 	if (!sp->sandboxed) {
 		printf("  none: the profile disables the sandbox (plain exec)\n");
 		return;
@@ -658,6 +660,13 @@ static json_t *seatbelt_json(const struct cd_seatbelt_plan *sp, char *const *env
 	}
 	json_object_set_new(o, "params", params);
 	json_object_set_new(o, "notes", strv_json(sp->notes));
+	/* The rlimits the launcher sets, {key: value in the limit's unit}. */
+	json_t *lim = json_object();
+	for (int l = 0; l < CD_LIMIT_COUNT; l++)
+		if (cd_limits_has(&sp->rlimits, (enum cd_limit)l))
+			json_object_set_new(lim, cd_limit_info((enum cd_limit)l)->key,
+					    json_integer((json_int_t)sp->rlimits.v[l]));
+	json_object_set_new(o, "limits", lim);
 	/* A managed network: the variables the command gets, {NAME: VALUE}. */
 	json_t *jenv = json_object();
 	for (char *const *e = env; e && *e; e++) {

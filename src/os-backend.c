@@ -49,6 +49,7 @@ int cd_seatbelt_wrap(const struct cd_cli_bound *b, const char *exec, char *const
 		.workspace_roots = (const char *const *)b->roots,
 		.n_workspace_roots = cd_strv_length(b->roots),
 		.macos_paths = cd_os_backend_native() != CD_CLI_BACKEND_SEATBELT,
+		/* No .limits: the Linux sandbox this test path runs in enforces them. */
 	};
 	struct cd_seatbelt_plan *sp = NULL;
 	int r = cd_seatbelt_plan_build(&in, &sp, reterr);

@@ -818,6 +818,82 @@ struct cd_seatbelt_plan *cd_seatbelt_plan_free(struct cd_seatbelt_plan *sp)
 	return NULL;
 }
 
+/*
+ * Why macOS cannot enforce limit l, or NULL when an rlimit of each process
+ * does exactly what it says (as on Linux).
+ */
+static const char *limit_unenforceable(enum cd_limit l)
+{
+	switch (l) {
+	case CD_LIMIT_CPU_TIME:
+	case CD_LIMIT_OPEN_FILES:
+	case CD_LIMIT_FILE_SIZE:
+	case CD_LIMIT_CORE:
+		return NULL;
+	case CD_LIMIT_TASKS:
+		return "macOS has no cgroups, and RLIMIT_NPROC counts all of the user's "
+		       "processes on the host, not the sandbox's";
+	case CD_LIMIT_MEMORY:
+	case CD_LIMIT_SWAP:
+		return "macOS has no cgroups to bound a sandbox's memory (and does not enforce "
+		       "RLIMIT_AS)";
+	case CD_LIMIT_CPU:
+		return "macOS has no cgroups to bound a sandbox's CPU quota";
+	case CD_LIMIT_PRIVATE_TMP:
+		return "macOS has no mount namespaces to give a sandbox a /tmp of its own";
+	case CD_LIMIT_INOTIFY_INSTANCES:
+	case CD_LIMIT_INOTIFY_WATCHES:
+		return "macOS has no inotify";
+	case CD_LIMIT_COUNT:
+		break;
+	}
+	return "unknown limit";
+}
+
+/* The limits into sp->rlimits; false with *reterr for the first one macOS cannot enforce. */
+static bool plan_limits(const struct cd_limits *L, struct cd_seatbelt_plan *sp, char **reterr)
+{
+	for (int l = 0; L && l < CD_LIMIT_COUNT; l++) {
+		if (!cd_limits_has(L, (enum cd_limit)l))
+			continue;
+		const char *why = limit_unenforceable((enum cd_limit)l);
+		if (why) {
+			const struct cd_limit_info *i = cd_limit_info((enum cd_limit)l);
+			*reterr = cd_xasprintf(
+				"the Seatbelt backend cannot enforce the %s limit: %s; "
+				"leave it out (%s%s, or limits.%s in the profile)",
+				i->name, why, l == CD_LIMIT_PRIVATE_TMP ? "--" : "--limit-",
+				i->name, i->key);
+			return false;
+		}
+		cd_limits_put(&sp->rlimits, (enum cd_limit)l, L->v[l]);
+	}
+	return true;
+}
+
+char *cd_seatbelt_limits_text(const struct cd_limits *L)
+{
+	static const char *const rlimit[CD_LIMIT_COUNT] = {
+		[CD_LIMIT_CPU_TIME] = "RLIMIT_CPU",
+		[CD_LIMIT_OPEN_FILES] = "RLIMIT_NOFILE",
+		[CD_LIMIT_FILE_SIZE] = "RLIMIT_FSIZE",
+		[CD_LIMIT_CORE] = "RLIMIT_CORE",
+	};
+	struct cd_strbuf sb = { 0 };
+	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
+		if (!cd_limits_has(L, (enum cd_limit)l) || !rlimit[l])
+			continue;
+		if (!sb.len)
+			cd_strbuf_append(&sb, "  limits (rlimits of each process, set before the "
+					      "wrapper, which the command inherits):\n");
+		char *v = cd_limit_format((enum cd_limit)l, L->v[l]);
+		cd_strbuf_printf(&sb, "    %-11s %-10s %s\n", cd_limit_info((enum cd_limit)l)->name,
+				 v, rlimit[l]);
+		free(v);
+	}
+	return sb.buf ? cd_strbuf_steal(&sb) : cd_xstrdup("");
+}
+
 int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbelt_plan **ret,
 			   char **reterr)
 {
@@ -826,6 +902,11 @@ int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbel
 
 	*ret = NULL;
 	b.sp = cd_xcalloc(1, sizeof(*b.sp));
+	/* Before anything else, a disabled profile included: its command would run unbounded. */
+	if (!plan_limits(in->limits, b.sp, reterr)) {
+		cd_seatbelt_plan_free(b.sp);
+		return -EOPNOTSUPP;
+	}
 	if (plan->type == CD_PROFILE_DISABLED) {
 		*ret = b.sp;
 		return 0;

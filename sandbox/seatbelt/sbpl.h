@@ -58,6 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limits.h"
 #include "core/plan.h"
 #include "core/profile.h"
 
@@ -76,6 +77,13 @@ struct cd_seatbelt_plan {
 	/* The wrapper, NULL-terminated: sandbox-exec, -p, POLICY, -DK=V..., "--". */
 	char **argv;
 	char **notes; /* NULL-terminated */
+	/*
+	 * The resource limits the launcher sets as rlimits of the wrapper,
+	 * which the command inherits (cpu_time, open_files, file_size, core:
+	 * RLIMIT_CPU, RLIMIT_NOFILE, RLIMIT_FSIZE, RLIMIT_CORE, soft and hard),
+	 * sandboxed or not. The others are refused (cd_seatbelt_plan_build).
+	 */
+	struct cd_limits rlimits;
 };
 
 struct cd_seatbelt_input {
@@ -99,16 +107,26 @@ struct cd_seatbelt_input {
 	const uint16_t *proxy_ports;
 	size_t n_proxy_ports;
 	bool allow_local_binding;
+	/* The limits asked (the profile's with the command line's over them), or NULL: none. */
+	const struct cd_limits *limits;
 };
 
 /*
- * Build the plan. 0, or -EINVAL (refusal: a path or
- * pattern SBPL cannot carry) with *reterr a malloc'ed one-line reason
+ * Build the plan. 0, or -EINVAL (refusal: a path or pattern SBPL cannot
+ * carry) or -EOPNOTSUPP (a limit macOS cannot enforce: tasks, memory, swap,
+ * cpu, private_tmp, inotify_*) with *reterr a malloc'ed one-line reason
  * naming the fix.
  */
 int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbelt_plan **ret,
 			   char **reterr);
 struct cd_seatbelt_plan *cd_seatbelt_plan_free(struct cd_seatbelt_plan *sp);
+
+/*
+ * The plan's rlimits as explain's text shows them: a "  limits" line, then
+ * one "    NAME  VALUE  RLIMIT_X" line each; "" when there are none.
+ * malloc'ed.
+ */
+char *cd_seatbelt_limits_text(const struct cd_limits *L);
 
 /*
  * A glob pattern (core/glob.h syntax) below base (a normal absolute path)

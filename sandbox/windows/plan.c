@@ -201,6 +201,18 @@ int cd_windows_plan_build(const struct cd_windows_input *in, struct cd_windows_p
 
 	*ret = NULL;
 	b.wp = cd_xcalloc(1, sizeof(*b.wp));
+	/*
+	 * Before anything else, a disabled profile included: its command would
+	 * run unbounded. A job object could bound memory, processes and CPU
+	 * time; cordon.exe does not set those yet.
+	 */
+	for (int l = 0; in->limits && l < CD_LIMIT_COUNT; l++)
+		if (cd_limits_has(in->limits, (enum cd_limit)l))
+			return refuse(
+				&b, reterr, -EOPNOTSUPP,
+				cd_xasprintf("the restricted-token backend enforces no resource "
+					     "limits yet (asked: %s); leave them out",
+					     cd_limit_info((enum cd_limit)l)->name));
 	if (plan->type == CD_PROFILE_DISABLED) {
 		*ret = b.wp;
 		return 0;

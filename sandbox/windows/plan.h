@@ -51,6 +51,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/limits.h"
 #include "core/plan.h"
 #include "core/profile.h"
 
@@ -122,6 +123,11 @@ struct cd_windows_input {
 	/* Accept a network restriction by environment only (--allow-degraded=network). */
 	bool allow_env_network;
 	struct cd_win_sid_source sids; /* required */
+	/*
+	 * The limits asked (the profile's with the command line's over them),
+	 * or NULL: none. Any one is refused: this backend enforces none yet.
+	 */
+	const struct cd_limits *limits;
 };
 
 /*

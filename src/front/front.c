@@ -165,6 +165,22 @@ int cd_front_parse_opts(const struct cd_front *f, int argc, char **argv, bool ru
 					"enabled)",
 					v);
 			i++;
+		} else if (!strncmp(a, "--limit-", 8) && cd_limit_from_name(a + 8) >= 0 &&
+			   cd_limit_from_name(a + 8) != CD_LIMIT_PRIVATE_TMP &&
+			   !strchr(a + 8, '_')) {
+			/* The Linux build's --limit-NAME (its --private-tmp aside). */
+			enum cd_limit l = (enum cd_limit)cd_limit_from_name(a + 8);
+			if (!v)
+				return usagef(f, "%s needs a value", a);
+			uint64_t n;
+			char *err = NULL;
+			if (cd_limit_parse(l, v, &n, &err) < 0) {
+				int r = usagef(f, "%s: %s", a, err);
+				free(err);
+				return r;
+			}
+			cd_limits_put(&o->limits, l, n);
+			i++;
 		} else if (takes_value(a) && !v &&
 			   (strcmp(a, "--network-proxy") || f->network_proxy_option)) {
 			return usagef(f, "%s needs a value", a);
@@ -282,6 +298,10 @@ int cd_front_load_profile(const struct cd_front *f, const struct cd_front_opts *
 	}
 	if (o->network >= 0)
 		p->network = (enum cd_network)o->network;
+	/* The command line's limits over the profile's, one by one, as the Linux build. */
+	for (int l = 0; l < CD_LIMIT_COUNT; l++)
+		if (cd_limits_has(&o->limits, (enum cd_limit)l))
+			cd_limits_put(&p->limits, (enum cd_limit)l, o->limits.v[l]);
 	*ret = p;
 	return 0;
 }

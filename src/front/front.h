@@ -16,7 +16,8 @@
  * POLICY OPTIONS: --profile NAME|FILE, --workspace-root DIR (repeatable),
  * --cwd DIR, --network restricted|managed|enabled, --allow-read PATH,
  * --allow-write PATH, --deny PATH, --deny-glob PATTERN (repeatable, as the
- * Linux build's) and, where the front end allows them,
+ * Linux build's), --limit-NAME VALUE (the Linux build's names and values;
+ * the planner refuses what its OS cannot enforce) and, where the front end allows them,
  * --allow-degraded=network and --network-proxy ENDPOINT (parsed by the front
  * end).
  */
@@ -24,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/limits.h"
 #include "core/profile.h"
 
 #define CD_FRONT_EXIT_USAGE 2
@@ -74,6 +76,7 @@ struct cd_front_opts {
 	int network;	 /* -1: the profile's */
 	bool env_network;
 	const char *network_proxy; /* --network-proxy's value, or NULL */
+	struct cd_limits limits;   /* --limit-NAME VALUE, over the profile's "limits" */
 	bool json;
 	int cmd; /* argv index of the command (run) */
 };

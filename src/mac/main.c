@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,7 +92,11 @@ static void help(void)
 	      "  --network MODE          restricted, managed or enabled\n"
 	      "  --network-proxy tcp:127.0.0.1:PORT\n"
 	      "                          managed: the proxy the command may reach (and nothing\n"
-	      "                          else); cordon on macOS starts none of its own\n",
+	      "                          else); cordon on macOS starts none of its own\n"
+	      "  --limit-NAME VALUE      cpu-time, open-files, file-size or core: rlimits\n"
+	      "                          the command inherits (over the profile's\n"
+	      "                          \"limits\"); tasks, memory, swap, cpu and the\n"
+	      "                          inotify ones cannot be bounded on macOS: refused\n",
 	      stdout);
 }
 
@@ -227,6 +232,7 @@ static int bind_and_plan(const struct cd_front_opts *o, struct bound *b, char **
 		.plan = b->plan,
 		.workspace_roots = (const char *const *)b->roots,
 		.n_workspace_roots = o->n_roots,
+		.limits = &b->profile->limits, /* the command line's merged in (front.c) */
 	/* On macOS the binding resolved /var and /tmp itself; elsewhere, as macOS would. */
 #ifdef __APPLE__
 		.macos_paths = false,
@@ -327,6 +333,14 @@ static void explain_json(const struct cd_front_opts *o, const struct bound *b, c
 		}
 		cd_strbuf_append(&sb, "],\"notes\":");
 		json_strv(&sb, sp->notes);
+		/* The rlimits, {key: value in the limit's unit}, as the Linux build's. */
+		cd_strbuf_append(&sb, ",\"limits\":{");
+		for (int l = 0, n = 0; l < CD_LIMIT_COUNT; l++)
+			if (cd_limits_has(&sp->rlimits, (enum cd_limit)l))
+				cd_strbuf_printf(&sb, "%s\"%s\":%llu", n++ ? "," : "",
+						 cd_limit_info((enum cd_limit)l)->key,
+						 (unsigned long long)sp->rlimits.v[l]);
+		cd_strbuf_append_c(&sb, '}');
 		/* A managed network's variables, {NAME: VALUE}. */
 		cd_strbuf_append(&sb, ",\"env\":{");
 		for (char **e = b->env; e && *e; e++) {
@@ -388,6 +402,8 @@ static void explain_text(const struct cd_front_opts *o, const struct bound *b)
 	for (char **n = plan->notes; n && *n; n++)
 		printf("  note: %s\n", vis(*n, &h1));
 	printf("\nmacOS Seatbelt wrapper (sandboxType macosSeatbelt):\n");
+	cleanup_free char *limits = cd_seatbelt_limits_text(&sp->rlimits);
+	fputs(limits, stdout);
 	if (!sp->sandboxed) {
 		printf("  none: the profile disables the sandbox (plain exec)\n");
 		return;
@@ -412,6 +428,42 @@ static void explain_text(const struct cd_front_opts *o, const struct bound *b)
 
 /* ---- run ---- */
 
+/*
+ * The plan's rlimits on cordon, soft and hard, before the exec: the wrapper
+ * and the command inherit them. 0, or an exit status with the reason said.
+ */
+static int set_rlimits(const struct cd_limits *L)
+{
+	static const struct {
+		enum cd_limit l;
+		int res;
+		const char *name;
+	} map[] = {
+		{ CD_LIMIT_CPU_TIME, RLIMIT_CPU, "RLIMIT_CPU" },
+		{ CD_LIMIT_OPEN_FILES, RLIMIT_NOFILE, "RLIMIT_NOFILE" },
+		{ CD_LIMIT_FILE_SIZE, RLIMIT_FSIZE, "RLIMIT_FSIZE" },
+		{ CD_LIMIT_CORE, RLIMIT_CORE, "RLIMIT_CORE" },
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (!cd_limits_has(L, map[i].l))
+			continue;
+		uint64_t v = L->v[map[i].l];
+		struct rlimit rl = { .rlim_cur = (rlim_t)v, .rlim_max = (rlim_t)v };
+		if ((uint64_t)rl.rlim_cur != v || setrlimit(map[i].res, &rl) < 0) {
+			int e = (uint64_t)rl.rlim_cur != v ? ERANGE : errno;
+			struct rlimit now = { 0 };
+			getrlimit(map[i].res, &now);
+			fprintf(stderr,
+				"cordon: cannot set the %s limit to %llu (%s): %s (the hard limit "
+				"here is %llu); nothing was run\n",
+				cd_limit_info(map[i].l)->name, (unsigned long long)v, map[i].name,
+				strerror(e), (unsigned long long)now.rlim_max);
+			return CD_FRONT_EXIT_SETUP;
+		}
+	}
+	return 0;
+}
+
 /* Never returns: the command (through the wrapper) replaces cordon, or an exit status. */
 static int run(char **cmd, const struct bound *b)
 {
@@ -419,6 +471,9 @@ static int run(char **cmd, const struct bound *b)
 		fprintf(stderr, "cordon: cannot enter '%s': %s\n", b->plan->cwd, strerror(errno));
 		return CD_FRONT_EXIT_SETUP;
 	}
+	int r = set_rlimits(&b->sp->rlimits);
+	if (r)
+		return r;
 	fflush(stdout);
 	fflush(stderr);
 	if (!b->sp->sandboxed) {

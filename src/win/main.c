@@ -163,6 +163,7 @@ static int bind_and_plan(const struct cd_front_opts *o, bool stand_in_sids,
 		.home = hn && hn < sizeof(home) ? home : NULL,
 		.allow_env_network = o->env_network,
 		.sids = cd_win_sid_source_store(),
+		.limits = &prof->limits, /* the command line's merged in (front.c) */
 	};
 	if (stand_in_sids)
 		wi.sids.sid_for = stand_in_sid;

@@ -216,6 +216,25 @@ case $cd_stdout in
 *) not_ok "--backend linux --json says backend linux" ;;
 esac
 
+# Resource limits: Seatbelt takes the four rlimits and refuses the rest; the
+# restricted-token backend refuses them all (it enforces none yet). A profile's
+# limits and the command line's alike; never dropped in silence.
+run_split "$CORDON" explain --backend seatbelt --json --limit-open-files 64 --limit-core 0
+rc_is "seatbelt --limit-open-files --limit-core: planned" 0
+contains "seatbelt: the rlimits are in the plan" '"open_files": 64'
+run_split "$CORDON" explain --backend seatbelt --limit-tasks 10
+rc_is "seatbelt --limit-tasks: refused (125)" 125
+contains "seatbelt --limit-tasks: the reason" "cannot enforce the tasks limit"
+printf '{"version":1,"type":"disabled","limits":{"memory":"1G"}}\n' >"$CD_TMP/lim-mem.json"
+run_split "$CORDON" explain --backend seatbelt --profile "$CD_TMP/lim-mem.json"
+rc_is "seatbelt, a disabled profile's limits.memory: refused (125)" 125
+run_split "$CORDON" explain --backend windows --profile workspace-write --allow-degraded=network \
+	--limit-open-files 64
+rc_is "windows --limit-open-files: refused (125)" 125
+contains "windows --limit-open-files: the reason" "enforces no resource limits yet (asked: open-files)"
+run_split "$CORDON" explain --backend windows --profile "$CD_TMP/lim-mem.json"
+rc_is "windows, a disabled profile's limits.memory: refused (125)" 125
+
 # probe names the backend this host runs sandboxes under.
 run_split "$CORDON" probe
 case $cd_stdout in

@@ -178,6 +178,56 @@ def cases(who, pre, base):
     t.ok(p.returncode == 125 and b"--workspace-root" in p.stderr and not os.path.exists(marker),
          w + "run: a missing --workspace-root is refused and nothing runs", p.stderr)
 
+    # ---- limits: rlimits the command inherits; what macOS cannot bound, refused ----
+    lim = ["--limit-open-files", "64", "--limit-cpu-time", "1m", "--limit-file-size", "1M",
+           "--limit-core", "0"]
+    show = ["sh", "-c", "ulimit -n; ulimit -t; ulimit -f; ulimit -c; ulimit -Hn"]
+    p = mac(["run"] + lim + ["--"] + show)
+    t.ok(p.returncode == 0 and p.stdout.split() == [b"64", b"60", b"2048", b"0", b"64"]
+         and recorded(p.stderr) is not None,
+         w + "run --limit-*: the command under the wrapper has the rlimits, soft and hard",
+         p.stdout + p.stderr[-300:])
+    p = mac(["run", "--profile", "full-access", "--limit-open-files", "33", "--"] + show[:2]
+            + ["ulimit -n"])
+    t.ok(p.returncode == 0 and p.stdout.strip() == b"33",
+         w + "run: a disabled profile's command has them too", p.stdout + p.stderr)
+    p = mac(["run", "--profile", os.path.join(base, "limited.json"), "--"] + show)
+    t.ok(p.returncode == 0 and p.stdout.split()[:1] == [b"48"],
+         w + "run: the profile's limits.open_files", p.stdout + p.stderr[-300:])
+    m = mac(["explain", "--json"] + lim)
+    l_ = linux(["explain", "--json", "--backend", "seatbelt"] + lim)
+    mj = json.loads(m.stdout) if m.returncode == 0 else {}
+    t.ok(mj.get("seatbelt", {}).get("limits") == {"open_files": 64, "cpu_time": 60,
+                                                  "file_size": 1048576, "core": 0}
+         and l_.returncode == 0 and json.loads(l_.stdout)["seatbelt"] == mj["seatbelt"],
+         w + "explain --json: seatbelt.limits, as the Linux cordon's", m.stdout[-300:])
+    m = mac(["explain"] + lim)
+    t.ok(b"    open-files  64         RLIMIT_NOFILE\n" in m.stdout,
+         w + "explain: the text lists each rlimit", m.stdout[-800:])
+    for opt, val, why in (("tasks", "10", b"RLIMIT_NPROC counts all of the user's processes"),
+                          ("memory", "1G", b"no cgroups to bound a sandbox's memory"),
+                          ("swap", "0", b"no cgroups to bound a sandbox's memory"),
+                          ("cpu", "0.5", b"CPU quota"),
+                          ("inotify-watches", "100", b"macOS has no inotify")):
+        for prof in ("read-only", "full-access"):
+            p = mac(["run", "--profile", prof, "--limit-" + opt, val, "--"] + touch)
+            t.ok(p.returncode == 125 and b"cannot enforce the %s limit: " % opt.encode()
+                 in p.stderr and why in p.stderr and not os.path.exists(marker)
+                 and recorded(p.stderr) is None,
+                 w + "run --profile %s --limit-%s: refused (125), nothing runs" % (prof, opt),
+                 p.stderr)
+    p = mac(["run", "--profile", os.path.join(base, "limited-memory.json"), "--"] + touch)
+    t.ok(p.returncode == 125 and b"cannot enforce the memory limit" in p.stderr
+         and not os.path.exists(marker),
+         w + "run: a profile's limits.memory is refused too", p.stderr)
+    p = mac(["run", "--limit-open-files", "99999999", "--"] + touch)
+    t.ok(p.returncode == 125 and b"cannot set the open-files limit to 99999999 (RLIMIT_NOFILE)"
+         in p.stderr and not os.path.exists(marker),
+         w + "run: an rlimit that cannot be set is refused, nothing runs", p.stderr)
+    p = mac(["run", "--limit-open-files", "x", "--"] + touch)
+    t.ok(p.returncode == 2 and b"--limit-open-files: open-files: 'x'" in p.stderr,
+         w + "run: a bad limit value is a usage error", p.stderr)
+
     # ---- check ----
     p = mac(["check", "--builtin"])
     t.ok(p.returncode == 0 and p.stdout.count(b": ok\n") == 3,
@@ -340,6 +390,10 @@ try:
     for n in ("read-only", "mine"):
         with open(os.path.join(base, "lookup", "a", n + ".json"), "w") as f:
             json.dump(enabled, f)
+    for name, limits in (("limited", {"open_files": 48}), ("limited-memory", {"memory": "1G"})):
+        with open(os.path.join(base, name + ".json"), "w") as f:
+            json.dump({"version": 1, "type": "managed", "network": "restricted",
+                       "file_system": {"type": "unrestricted"}, "limits": limits}, f)
     with open(os.path.join(base, "bad.json"), "w") as f:
         f.write('{\n  "version": 1,\n  "type": "sideways"\n}\n')
     for root, dirs, files in os.walk(base):

@@ -120,5 +120,15 @@ contains "cordon.exe explain --allow-write DIR: an allow ACE on it" "$(printf '%
 	sed 's/\\/\\\\/g')\",\"kind\":\"allow\""
 run_split w "$EXE" run --profile read-only --network enabled --deny "$WWS" -- cmd /c "exit 0"
 rc_is "cordon.exe run --deny DIR: a deny-read, which the backend refuses (125)" 125
+# Resource limits: none enforced by this backend yet, so any one is refused, even for a
+# profile that disables the sandbox (its command would run unbounded).
+for prof in read-only full-access; do
+	run_split w "$EXE" run --profile "$prof" --network enabled --limit-open-files 64 -- \
+		cmd /c "echo x> $WWS\\limited.txt"
+	rc_is "cordon.exe run --profile $prof --limit-open-files: refused (125)" 125
+	contains "cordon.exe run --profile $prof --limit-open-files: the reason" \
+		"enforces no resource limits yet (asked: open-files)"
+done
+assert "cordon.exe run --limit-*: nothing ran" test ! -e "$WS/limited.txt"
 
 done_testing

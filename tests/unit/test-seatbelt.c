@@ -117,6 +117,7 @@ struct fixture {
 	const uint16_t *ports;
 	size_t n_ports;
 	bool local_binding;
+	const struct cd_limits *limits;
 };
 
 static void add(struct cd_profile *p, enum cd_entry_kind kind, enum cd_special special,
@@ -174,6 +175,7 @@ static int plan(struct fixture *f, bool macos_paths, char **err)
 		.proxy_ports = f->ports,
 		.n_proxy_ports = f->n_ports,
 		.allow_local_binding = f->local_binding,
+		.limits = f->limits,
 	};
 	return cd_seatbelt_plan_build(&si, &f->sp, err);
 }
@@ -448,6 +450,85 @@ START_TEST(test_refusals)
 	ck_assert_ptr_nonnull(strstr(err, "cannot carry"));
 	free(err);
 	done(&g);
+}
+END_TEST
+
+/* cpu_time, open_files, file_size and core are rlimits of the wrapper; the rest is refused. */
+START_TEST(test_limits)
+{
+	char *err = NULL;
+	struct cd_limits L = { 0 };
+	cd_limits_put(&L, CD_LIMIT_OPEN_FILES, 64);
+	cd_limits_put(&L, CD_LIMIT_CPU_TIME, 60);
+	cd_limits_put(&L, CD_LIMIT_FILE_SIZE, 1 << 20);
+	cd_limits_put(&L, CD_LIMIT_CORE, 0);
+	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED), .limits = &L };
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	ck_assert_int_eq(plan(&f, false, &err), 0);
+	ck_assert_uint_eq(f.sp->rlimits.set, L.set);
+	ck_assert(f.sp->rlimits.v[CD_LIMIT_OPEN_FILES] == 64);
+	ck_assert(f.sp->rlimits.v[CD_LIMIT_FILE_SIZE] == 1 << 20);
+	char *text = cd_seatbelt_limits_text(&f.sp->rlimits);
+	ck_assert_ptr_nonnull(strstr(text, "    open-files  64         RLIMIT_NOFILE\n"));
+	ck_assert_ptr_nonnull(strstr(text, "    core        0 bytes    RLIMIT_CORE\n"));
+	free(text);
+	/* The policy is the same with or without them: they are not Seatbelt's. */
+	char *with = cd_xstrdup(f.sp->policy);
+	done(&f);
+	f = (struct fixture){ .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	ck_assert_int_eq(plan(&f, false, &err), 0);
+	ck_assert_str_eq(f.sp->policy, with);
+	ck_assert_uint_eq(f.sp->rlimits.set, 0);
+	text = cd_seatbelt_limits_text(&f.sp->rlimits);
+	ck_assert_str_eq(text, "");
+	free(text);
+	free(with);
+	done(&f);
+
+	static const struct {
+		enum cd_limit l;
+		const char *why;
+	} refused[] = {
+		{ CD_LIMIT_TASKS, "RLIMIT_NPROC counts all of the user's processes" },
+		{ CD_LIMIT_MEMORY, "no cgroups to bound a sandbox's memory" },
+		{ CD_LIMIT_SWAP, "no cgroups to bound a sandbox's memory" },
+		{ CD_LIMIT_CPU, "CPU quota" },
+		{ CD_LIMIT_PRIVATE_TMP, "no mount namespaces" },
+		{ CD_LIMIT_INOTIFY_INSTANCES, "no inotify" },
+		{ CD_LIMIT_INOTIFY_WATCHES, "no inotify" },
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		/* A disabled profile too: its command would run unbounded. */
+		for (int disabled = 0; disabled < 2; disabled++) {
+			struct cd_limits one = L;
+			cd_limits_put(&one, refused[i].l, 1 << 20);
+			f = (struct fixture){ .fs = tree(),
+					      .prof = profile(CD_NET_RESTRICTED),
+					      .limits = &one };
+			if (disabled)
+				f.prof->type = CD_PROFILE_DISABLED;
+			else
+				add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL,
+				    CD_ACCESS_READ);
+			err = NULL;
+			ck_assert_int_eq(plan(&f, false, &err), -EOPNOTSUPP);
+			ck_assert_ptr_null(f.sp);
+			char *want = cd_xasprintf("cannot enforce the %s limit: ",
+						  cd_limit_info(refused[i].l)->name);
+			ck_assert_msg(strstr(err, want) && strstr(err, refused[i].why), "%s", err);
+			free(want);
+			free(err);
+			done(&f);
+		}
+	}
+	/* A disabled profile keeps its rlimits: the launcher sets them before the plain exec. */
+	f = (struct fixture){ .fs = tree(), .prof = profile(CD_NET_RESTRICTED), .limits = &L };
+	f.prof->type = CD_PROFILE_DISABLED;
+	ck_assert_int_eq(plan(&f, false, &err), 0);
+	ck_assert(!f.sp->sandboxed);
+	ck_assert_uint_eq(f.sp->rlimits.set, L.set);
+	done(&f);
 }
 END_TEST
 
@@ -769,6 +850,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_unrestricted_and_disabled);
 	tcase_add_test(tc, test_managed_network);
 	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_limits);
 	tcase_add_loop_test(tc, test_differential, 0, 6);
 	tcase_add_test(tc, test_differential_count);
 	suite_add_tcase(s, tc);

@@ -149,6 +149,7 @@ struct fixture {
 	struct cd_profile *prof;
 	struct cd_plan *plan;
 	struct cd_windows_plan *wp;
+	const struct cd_limits *limits;
 };
 
 static void add(struct cd_profile *p, enum cd_entry_kind kind, enum cd_special special,
@@ -165,6 +166,7 @@ static void add(struct cd_profile *p, enum cd_entry_kind kind, enum cd_special s
 
 static void setup(struct fixture *f, enum cd_network net)
 {
+	*f = (struct fixture){ 0 };
 	f->fs = cd_fakefs_new();
 	cd_fakefs_other(f->fs, "/dev/null");
 	cd_fakefs_dir(f->fs, "/w/ws/.git");
@@ -194,6 +196,7 @@ static int plan(struct fixture *f, bool env_net, char **err)
 		.home = "C:\\Users\\me",
 		.allow_env_network = env_net,
 		.sids = { .sid_for = fake_sid },
+		.limits = f->limits,
 	};
 	return cd_windows_plan_build(&wi, &f->wp, err);
 }
@@ -310,6 +313,41 @@ START_TEST(test_read_only_and_env_network)
 	cd_strv_free(env);
 	ck_assert_str_eq(f.wp->path_prepend, "C:\\Users\\me\\.cordon\\denybin");
 	ck_assert_uint_eq(cd_strv_length(f.wp->degraded), 1);
+	done(&f);
+}
+END_TEST
+
+/* Any limit is refused, before anything is planned, a disabled profile included. */
+START_TEST(test_limits_refused)
+{
+	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
+		for (int disabled = 0; disabled < 2; disabled++) {
+			struct cd_limits L = { 0 };
+			cd_limits_put(&L, (enum cd_limit)l, 1 << 20);
+			struct fixture f;
+			char *err = NULL;
+			setup(&f, CD_NET_RESTRICTED);
+			f.limits = &L;
+			if (disabled)
+				f.prof->type = CD_PROFILE_DISABLED;
+			else
+				workspace_write(&f);
+			ck_assert_int_eq(plan(&f, false, &err), -EOPNOTSUPP);
+			ck_assert_ptr_null(f.wp);
+			char *want = cd_xasprintf("enforces no resource limits yet (asked: %s)",
+						  cd_limit_info((enum cd_limit)l)->name);
+			ck_assert_msg(strstr(err, want), "%s", err);
+			free(want);
+			free(err);
+			done(&f);
+		}
+	}
+	/* Without limits the same profile plans. */
+	struct fixture f;
+	char *err = NULL;
+	setup(&f, CD_NET_RESTRICTED);
+	workspace_write(&f);
+	ck_assert_int_eq(plan(&f, true, &err), 0);
 	done(&f);
 }
 END_TEST
@@ -518,6 +556,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_paths_and_sids);
 	tcase_add_test(tc, test_workspace_write_plan);
 	tcase_add_test(tc, test_read_only_and_env_network);
+	tcase_add_test(tc, test_limits_refused);
 	tcase_add_loop_test(tc, test_refusals, 0, 6);
 	tcase_add_loop_test(tc, test_differential, 0, 2);
 	tcase_add_test(tc, test_differential_count);
