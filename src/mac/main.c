@@ -207,6 +207,16 @@ static int bind_and_plan(const struct cd_front_opts *o, struct bound *b, char **
 				"tcp:127.0.0.1:PORT, or use --network restricted or enabled");
 			return CD_FRONT_EXIT_SETUP;
 		}
+		/* As the Linux build: rules the proxy given would not apply are refused, not dropped. */
+		if (b->profile->netpol) {
+			err = cd_xasprintf(
+				"the network rules of profile '%s' are for cordon's own "
+				"proxy: the proxy given with --network-proxy has its own",
+				o->profile);
+			r = cd_front_usage(&front, err);
+			free(err);
+			return r;
+		}
 		if (cd_proxy_endpoint_parse(o->network_proxy, &ep, &err) < 0)
 			return cd_front_usage(&front, err);
 		if (ep.is_unix || ep.addr[0] != 127 || ep.addr[1] || ep.addr[2] ||

@@ -166,6 +166,16 @@ def cases(who, pre, base):
         p = mac(["run"] + bad + ["--"] + touch)
         t.ok(p.returncode == 2 and why in p.stderr and not os.path.exists(marker),
              w + "run %s: a usage error, nothing runs" % " ".join(bad), p.stderr)
+    p = mac(["run", "--profile", os.path.join(base, "netrules.json"), "--network-proxy",
+             "tcp:127.0.0.1:3128", "--"] + touch)
+    l_ = linux(["run", "--profile", os.path.join(base, "netrules.json"), "--network-proxy",
+                "tcp:127.0.0.1:3128", "--"] + touch)
+    why = (b"the network rules of profile '%s' are for cordon's own proxy: the proxy given "
+           b"with --network-proxy has its own" % os.path.join(base, "netrules.json").encode())
+    t.ok(p.returncode == 2 and why in p.stderr and l_.returncode == 2 and why in l_.stderr
+         and not os.path.exists(marker),
+         w + "run: a profile's domain rules with a proxy of one's own are refused, as on Linux",
+         p.stderr + l_.stderr)
     e = mac(["explain", "--json", "--network", "managed"])
     ej = json.loads(e.stdout) if e.stdout else {}
     t.ok(e.returncode == 125 and ej.get("seatbelt") is None and ej.get("refusal"),
@@ -390,6 +400,9 @@ try:
     for n in ("read-only", "mine"):
         with open(os.path.join(base, "lookup", "a", n + ".json"), "w") as f:
             json.dump(enabled, f)
+    with open(os.path.join(base, "netrules.json"), "w") as f:
+        json.dump({"version": 1, "type": "managed", "file_system": {"type": "unrestricted"},
+                   "network": {"mode": "managed", "allow_domains": ["example.com"]}}, f)
     for name, limits in (("limited", {"open_files": 48}), ("limited-memory", {"memory": "1G"})):
         with open(os.path.join(base, name + ".json"), "w") as f:
             json.dump({"version": 1, "type": "managed", "network": "restricted",
