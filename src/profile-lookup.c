@@ -14,14 +14,6 @@
 #include "profile-lookup.h"
 #include "shared/fd-util.h"
 
-const struct cd_builtin_profile *cd_builtin_profile_find(const char *name)
-{
-	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++)
-		if (cd_streq(bp->name, name))
-			return bp;
-	return NULL;
-}
-
 bool cd_profile_is_file_arg(const char *s)
 {
 	size_t n = strlen(s);

@@ -46,15 +46,6 @@ static struct cd_profile *parse(const char *origin, const char *text, size_t len
 	return p;
 }
 
-/* cd_builtin_profile_find() is in src/profile-lookup.c, POSIX, which cordon.exe leaves out. */
-static const struct cd_builtin_profile *find_builtin(const char *name)
-{
-	for (const struct cd_builtin_profile *bp = cd_builtin_profiles; bp->name; bp++)
-		if (cd_streq(bp->name, name))
-			return bp;
-	return NULL;
-}
-
 static const char *read_error(int r)
 {
 	return r == -EFBIG ? "file is larger than 1 MiB" : strerror(-r);
@@ -243,7 +234,7 @@ int cd_front_load_profile(const struct cd_front *f, const struct cd_front_opts *
 			  struct cd_profile **ret)
 {
 	const char *name = o->profile;
-	const struct cd_builtin_profile *bp = find_builtin(name);
+	const struct cd_builtin_profile *bp = cd_builtin_profile_find(name);
 	struct cd_profile *p;
 	size_t n = strlen(name);
 	if (f->lookup_profile && !strchr(name, '/') &&
