@@ -15,7 +15,8 @@
  * POLICY OPTIONS (src/front/front.h, shared with cordon on macOS):
  * --profile NAME|FILE.json, --workspace-root DIR (repeatable), --cwd DIR,
  * --network restricted|enabled|managed, --allow-read/--allow-write/--deny
- * PATH, --deny-glob PATTERN, --allow-degraded=network.
+ * PATH, --deny-glob PATTERN, --allow-degraded=network (and --limit-NAME,
+ * which the planner refuses: no resource limit is enforced here yet).
  * Exit status: 0, 2 for usage, 125 when the sandbox is refused, else the
  * command's.
  */
@@ -57,7 +58,9 @@ static void help(void)
 	      "  --allow-read PATH, --allow-write PATH, --deny PATH, --deny-glob PATTERN\n"
 	      "                          add an entry to a managed profile (repeatable)\n"
 	      "  --allow-degraded=network  accept a restricted network kept by environment\n"
-	      "                          variables only (this backend has no network fence)\n",
+	      "                          variables only (this backend has no network fence)\n"
+	      "  --limit-NAME VALUE      refused, as a profile's \"limits\" are: this\n"
+	      "                          backend enforces no resource limits yet\n",
 	      stdout);
 }
 
