@@ -32,11 +32,12 @@ void cd_proxy_audit_write(const struct cd_proxy_audit *a, bool json)
 		char status[16] = "-";
 		if (a->status >= 0)
 			snprintf(status, sizeof(status), "%d", a->status);
-		cd_log_info("proxy: %s %s%s %s:%u address=%s rule=\"%s\" status=%s sent=%" PRIu64
-			    " received=%" PRIu64,
-			    decision, a->socks5 ? "SOCKS5 " : "", method, a->host ? a->host : "-",
-			    a->port, a->address ? a->address : "-", rule, status, a->sent,
-			    a->received);
+		cd_log_info(
+			"proxy%s%s%s: %s %s%s %s:%u address=%s rule=\"%s\" status=%s sent=%" PRIu64
+			" received=%" PRIu64,
+			a->tag ? " (" : "", a->tag ? a->tag : "", a->tag ? ")" : "", decision,
+			a->socks5 ? "SOCKS5 " : "", method, a->host ? a->host : "-", a->port,
+			a->address ? a->address : "-", rule, status, a->sent, a->received);
 		return;
 	}
 	struct cd_strbuf sb = { 0 };
@@ -63,8 +64,13 @@ void cd_proxy_audit_write(const struct cd_proxy_audit *a, bool json)
 		cd_strbuf_printf(&sb, ",\"status\":%d", a->status);
 	else
 		cd_strbuf_append(&sb, ",\"status\":null");
-	cd_strbuf_printf(&sb, ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 "}\n", a->sent,
-			 a->received);
+	cd_strbuf_printf(&sb, ",\"sent\":%" PRIu64 ",\"received\":%" PRIu64, a->sent, a->received);
+	/* Only where there is one (cordon serve's proxies): cordon run's lines keep their keys. */
+	if (a->tag) {
+		cd_strbuf_append(&sb, ",\"tag\":");
+		cd_strbuf_append_json_string(&sb, a->tag, strlen(a->tag));
+	}
+	cd_strbuf_append(&sb, "}\n");
 	write_all(STDOUT_FILENO, sb.buf, sb.len);
 	free(sb.buf);
 }

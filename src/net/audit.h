@@ -27,6 +27,7 @@ struct cd_proxy_audit {
 	const char *rule;    /* what decided: a policy rule, or the refusal's reason */
 	int status;	     /* the proxy's own answer (HTTP status, SOCKS5 reply), or -1 */
 	uint64_t sent, received;
+	const char *tag; /* whose proxy (cordon serve: "process ID"), or NULL */
 };
 
 void cd_proxy_audit_write(const struct cd_proxy_audit *a, bool json);

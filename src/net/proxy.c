@@ -251,6 +251,7 @@ static void conn_close(struct pconn *c)
 		.status = c->status,
 		.sent = c->sent,
 		.received = c->received,
+		.tag = p->o.audit_tag,
 	};
 	/* a client that went away without asking anything decided nothing */
 	if (c->method || c->status >= 0)
@@ -1375,7 +1376,7 @@ static void over_cap(struct cd_proxy *p, int fd)
 	http_refusal(&sb, 503, why);
 	(void)!send(fd, sb.buf, sb.len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	close(fd);
-	struct cd_proxy_audit a = { .rule = why, .status = 503 };
+	struct cd_proxy_audit a = { .rule = why, .status = 503, .tag = p->o.audit_tag };
 	cd_proxy_audit_write(&a, p->o.json_audit);
 	free(sb.buf);
 	free(why);

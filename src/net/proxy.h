@@ -43,6 +43,7 @@ struct cd_proxy_opts {
 	const struct cd_netpolicy *policy; /* borrowed for the proxy's life */
 	bool socks5;			   /* accept SOCKS5 clients too */
 	bool json_audit;		   /* audit lines as JSON on stdout, else text on stderr */
+	const char *audit_tag;		   /* named in every audit line, or NULL; borrowed */
 	size_t max_header;		   /* request head bytes (431 past it) */
 	unsigned header_timeout_ms;	   /* accept to complete head (408) */
 	unsigned connect_timeout_ms;	   /* lookup and connect (504) */

@@ -727,6 +727,8 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 
 	st->entry = cd_session_reserve(se, pid->u.str.s, pid->u.str.len);
 	st->entry->starting = st;
+	if (st->np_cfg)
+		cd_netproxy_cfg_tag(st->np_cfg, pid->u.str.s, pid->u.str.len);
 	st->conn = c;
 	c->start = st;
 	st->next = starts_running;

@@ -286,6 +286,25 @@ struct cd_netproxy_cfg *cd_netproxy_cfg_free(struct cd_netproxy_cfg *c)
 	return NULL;
 }
 
+void cd_netproxy_cfg_tag(struct cd_netproxy_cfg *c, const char *id, size_t len)
+{
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_append(&sb, "process ");
+	size_t i = 0;
+	/* 8 + 64 x 4 + 3 would pass `cordon proxy`'s 200 bytes: cut by the text written. */
+	for (; i < len && sb.len <= 190; i++) {
+		unsigned char u = (unsigned char)id[i];
+		if (u >= 0x20 && u < 0x7f && u != '\\')
+			cd_strbuf_append_c(&sb, (char)u);
+		else
+			cd_strbuf_printf(&sb, "\\x%02x", u);
+	}
+	if (i < len)
+		cd_strbuf_append(&sb, "...");
+	cd_strv_push(&c->argv, "--audit-tag");
+	cd_strv_push_take(&c->argv, cd_strbuf_steal(&sb));
+}
+
 bool cd_netproxy_cfg_local_binding(const struct cd_netproxy_cfg *c)
 {
 	return c->local_binding;

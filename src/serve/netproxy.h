@@ -44,6 +44,13 @@ int cd_netproxy_parse(const struct cd_json *v, struct cd_netproxy_cfg **ret, cha
 struct cd_netproxy_cfg *cd_netproxy_cfg_free(struct cd_netproxy_cfg *c);
 /* proxy.allowLocalBinding (CODEX_NETWORK_ALLOW_LOCAL_BINDING). */
 bool cd_netproxy_cfg_local_binding(const struct cd_netproxy_cfg *c);
+/*
+ * Name the process the proxy serves in each of its audit lines: "process
+ * ID", the client's ID with every byte outside printable ASCII (and '\\')
+ * as \xHH, cut with "..." past about 190 bytes of text (`cordon proxy`
+ * takes 200). Borrows id for the call.
+ */
+void cd_netproxy_cfg_tag(struct cd_netproxy_cfg *c, const char *id, size_t len);
 
 /*
  * Start the proxy for cfg (borrowed): any thread (a worker of the

@@ -734,13 +734,24 @@ with connect(W) as s:
 W.next_audit()
 W.stop()
 
+# ---- --audit-tag: whose proxy, in every line (cordon serve names the process) ----
+T = Proxy("--allow-domain", "ok.test", "--audit-tag", "process a\\x0a b")
+ans = ask(T, b"CONNECT evil.test:443 HTTP/1.1\r\n\r\n")
+a = T.next_audit()
+t.ok(status_of(ans) == 403 and a.get("tag") == "process a\\x0a b" and a["host"] == "evil.test",
+     "--audit-tag: the JSON line carries the tag", a)
+T.stop()
+
 # ---- bad options ----
 for args, want in [(["--allow-domain", "foo*.test"], "--allow-domain 'foo*.test': a '*'"),
                    (["--allow-domain", "1.2.3.4"], "use a CIDR"),
                    (["--allow-cidr", "10.0.0.1/8"], "host bits"),
                    (["--mode", "open"], "full or limited"),
                    (["--max-connections", "0"], "--max-connections"),
-                   (["--listen", "localhost:1"], "IP:PORT expected")]:
+                   (["--listen", "localhost:1"], "IP:PORT expected"),
+                   (["--audit-tag", "a\nb"], "--audit-tag: 1 to 200 bytes of printable ASCII"),
+                   (["--audit-tag", "x" * 201], "--audit-tag: 1 to 200 bytes"),
+                   (["--audit-tag", ""], "--audit-tag: 1 to 200 bytes")]:
     r = subprocess.run([CORDON, "proxy"] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=WAIT)
     t.ok(r.returncode == 2 and want in r.stderr.decode(), "bad option %s refused" % args,

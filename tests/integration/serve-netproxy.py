@@ -250,9 +250,11 @@ def scenario(loop):
             t.not_ok("[%s] and is reaped by the server" % tag)
         # The proxy writes a line as each connection ends (at its stop for one still
         # open): wait for them to be read, not for time.
-        t.ok(s.wait_stderr("allow GET ok.test:%d" % UPORT, "deny GET other.test:%d" % UPORT,
-                           "deny GET bad.test:%d" % UPORT),
-             "[%s] the server's log has the proxy's audit lines" % tag, s.stderr_text()[-3000:])
+        t.ok(s.wait_stderr("proxy (process np): allow GET ok.test:%d" % UPORT,
+                           "proxy (process np): deny GET other.test:%d" % UPORT,
+                           "proxy (process np): deny GET bad.test:%d" % UPORT),
+             "[%s] the server's log has the proxy's audit lines, naming the process" % tag,
+             s.stderr_text()[-3000:])
 
         # ---- a proxy killed mid-run: no network, never another way out ----
         r, ready = start_probe(s, "kill")
@@ -272,15 +274,23 @@ def scenario(loop):
              "[%s] the server logs the proxy's end" % tag, s.stderr_text()[-2000:])
 
         # ---- network enabled in the permissions: still only the proxy ----
+        # (Its ID has a newline and 100 two-byte characters: the audit lines name it
+        # escaped and cut, and the proxy still starts.)
+        weird = "en\nabled-" + "\u00e9" * 100
         sb = {"permissions": dict(ROOT_READ, network="enabled"), "windowsSandboxLevel": "disabled"}
-        r, ready = start_probe(s, "enabled", sandbox=sb)
+        r, ready = start_probe(s, weird, sandbox=sb)
         proxies = proxies_of(s.server_pid) if ready else []
-        s.request("process/write", {"processId": "enabled", "chunk": b64("go\n"), "writeId": "1"})
-        res = result_of(s, "enabled") if ready else {}
+        s.request("process/write", {"processId": weird, "chunk": b64("go\n"), "writeId": "1"})
+        res = result_of(s, weird) if ready else {}
         wait_gone(proxies)
         t.ok(res.get("allowed") == "ok: hello from upstream" and
              res.get("direct upstream", "ok").startswith(("ConnectionRefusedError", "OSError")),
              "[%s] with network enabled in the permissions, still only the proxy" % tag, res)
+        # 8 + 12 bytes, then 43 bytes of the ID escaped (4 each) reach 192 > 190: cut.
+        t.ok(s.wait_stderr("proxy (process en\\x0aabled-" + "\\xc3\\xa9" * 21 + "\\xc3...): "
+                           "allow GET ok.test:%d" % UPORT),
+             "[%s] a process ID outside printable ASCII is escaped and cut in the audit lines"
+             % tag, s.stderr_text()[-2000:])
 
         # ---- enableSocks5 (Codex's default): SOCKS5 on the same relay port ----
         r, ready = start_probe(s, "socks", np=proxy_config(enableSocks5=True,
