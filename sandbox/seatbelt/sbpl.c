@@ -826,6 +826,9 @@ static const char *limit_unenforceable(enum cd_limit l)
 {
 	switch (l) {
 	case CD_LIMIT_CPU_TIME:
+		/* Linux kills at the hard limit; xnu signals once and clears its timer. */
+		return "macOS sends SIGXCPU once at the limit and never kills, so a command "
+		       "that ignores the signal runs on";
 	case CD_LIMIT_OPEN_FILES:
 	case CD_LIMIT_FILE_SIZE:
 	case CD_LIMIT_CORE:
@@ -874,7 +877,6 @@ static bool plan_limits(const struct cd_limits *L, struct cd_seatbelt_plan *sp, 
 char *cd_seatbelt_limits_text(const struct cd_limits *L)
 {
 	static const char *const rlimit[CD_LIMIT_COUNT] = {
-		[CD_LIMIT_CPU_TIME] = "RLIMIT_CPU",
 		[CD_LIMIT_OPEN_FILES] = "RLIMIT_NOFILE",
 		[CD_LIMIT_FILE_SIZE] = "RLIMIT_FSIZE",
 		[CD_LIMIT_CORE] = "RLIMIT_CORE",

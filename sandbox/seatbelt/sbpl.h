@@ -79,9 +79,10 @@ struct cd_seatbelt_plan {
 	char **notes; /* NULL-terminated */
 	/*
 	 * The resource limits the launcher sets as rlimits of the wrapper,
-	 * which the command inherits (cpu_time, open_files, file_size, core:
-	 * RLIMIT_CPU, RLIMIT_NOFILE, RLIMIT_FSIZE, RLIMIT_CORE, soft and hard),
-	 * sandboxed or not. The others are refused (cd_seatbelt_plan_build).
+	 * which the command inherits (open_files, file_size, core:
+	 * RLIMIT_NOFILE, RLIMIT_FSIZE, RLIMIT_CORE, soft and hard), sandboxed
+	 * or not. The others are refused (cd_seatbelt_plan_build): cpu_time
+	 * too, since macOS only signals at RLIMIT_CPU and never kills.
 	 */
 	struct cd_limits rlimits;
 };
@@ -114,7 +115,7 @@ struct cd_seatbelt_input {
 /*
  * Build the plan. 0, or -EINVAL (refusal: a path or pattern SBPL cannot
  * carry) or -EOPNOTSUPP (a limit macOS cannot enforce: tasks, memory, swap,
- * cpu, private_tmp, inotify_*) with *reterr a malloc'ed one-line reason
+ * cpu, cpu_time, private_tmp, inotify_*) with *reterr a malloc'ed one-line reason
  * naming the fix.
  */
 int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbelt_plan **ret,

@@ -93,10 +93,11 @@ static void help(void)
 	      "  --network-proxy tcp:127.0.0.1:PORT\n"
 	      "                          managed: the proxy the command may reach (and nothing\n"
 	      "                          else); cordon on macOS starts none of its own\n"
-	      "  --limit-NAME VALUE      cpu-time, open-files, file-size or core: rlimits\n"
-	      "                          the command inherits (over the profile's\n"
-	      "                          \"limits\"); tasks, memory, swap, cpu and the\n"
-	      "                          inotify ones cannot be bounded on macOS: refused\n",
+	      "  --limit-NAME VALUE      open-files, file-size or core: rlimits the\n"
+	      "                          command inherits (over the profile's \"limits\";\n"
+	      "                          refused for root); tasks, memory, swap, cpu,\n"
+	      "                          cpu-time and the inotify ones cannot be bounded\n"
+	      "                          on macOS: refused\n",
 	      stdout);
 }
 
@@ -444,12 +445,23 @@ static void explain_text(const struct cd_front_opts *o, const struct bound *b)
  */
 static int set_rlimits(const struct cd_limits *L)
 {
+	/*
+	 * Root may raise a hard limit again, and on macOS there is no
+	 * capability to drop (Linux drops CAP_SYS_RESOURCE): refused, not
+	 * pretended.
+	 */
+	if (L->set && geteuid() == 0) {
+		fprintf(stderr,
+			"cordon: resource limits cannot be kept from a command run as root "
+			"on macOS (it may raise its rlimits again): run as another user, or "
+			"leave them out; nothing was run\n");
+		return CD_FRONT_EXIT_SETUP;
+	}
 	static const struct {
 		enum cd_limit l;
 		int res;
 		const char *name;
 	} map[] = {
-		{ CD_LIMIT_CPU_TIME, RLIMIT_CPU, "RLIMIT_CPU" },
 		{ CD_LIMIT_OPEN_FILES, RLIMIT_NOFILE, "RLIMIT_NOFILE" },
 		{ CD_LIMIT_FILE_SIZE, RLIMIT_FSIZE, "RLIMIT_FSIZE" },
 		{ CD_LIMIT_CORE, RLIMIT_CORE, "RLIMIT_CORE" },

@@ -4,13 +4,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -49,25 +53,48 @@ static void last_line(const char *buf, size_t n, char *out, size_t size)
 	out[len] = '\0';
 }
 
-/* Run argv (argv[0] the wrapper) with stdin and stdout on /dev/null, stderr read back. */
+/* How long one trial may take before the wrapper is killed and the item fails. */
+#define TRIAL_MS 10000
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Run argv (argv[0] the wrapper) with stdin and stdout on /dev/null and
+ * stderr read back, nothing else of cordon's open in it. Its exit ends the
+ * trial, whoever still holds its stderr (a background child); one that runs
+ * past TRIAL_MS is killed.
+ */
 static void try_run(char *const *argv, struct trial *t)
 {
 	int p[2];
 	t->status = -1;
 	t->last[0] = '\0';
+	/* waitpid needs SIGCHLD not ignored (an ignoring parent's children are reaped at once). */
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGCHLD, &dfl, &old);
 	if (pipe(p) < 0) {
 		snprintf(t->last, sizeof(t->last), "pipe: %s", strerror(errno));
-		return;
+		goto out;
 	}
+	(void)fcntl(p[0], F_SETFD, FD_CLOEXEC);
+	(void)fcntl(p[1], F_SETFD, FD_CLOEXEC);
+	(void)fcntl(p[0], F_SETFL, O_NONBLOCK);
 	pid_t pid = fork();
 	if (pid < 0) {
 		snprintf(t->last, sizeof(t->last), "fork: %s", strerror(errno));
 		close(p[0]);
 		close(p[1]);
-		return;
+		goto out;
 	}
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
+		/* dup2 clears close-on-exec on 0, 1 and 2 only; the rest closes at exec. */
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(p[1], 2) < 0)
 			_exit(126);
 		execv(argv[0], argv);
@@ -78,28 +105,53 @@ static void try_run(char *const *argv, struct trial *t)
 	/* The last 4 KiB of stderr; what comes before is read and dropped. */
 	char buf[4096];
 	size_t n = 0;
-	for (;;) {
-		if (n == sizeof(buf)) {
-			memmove(buf, buf + sizeof(buf) / 2, sizeof(buf) / 2);
-			n = sizeof(buf) / 2;
+	int ws = 0;
+	pid_t w = 0;
+	bool eof = false, killed = false;
+	int64_t deadline = now_ms() + TRIAL_MS;
+	while (w == 0) {
+		while (!eof) {
+			if (n == sizeof(buf)) {
+				memmove(buf, buf + sizeof(buf) / 2, sizeof(buf) / 2);
+				n = sizeof(buf) / 2;
+			}
+			ssize_t k = read(p[0], buf + n, sizeof(buf) - n);
+			if (k > 0)
+				n += (size_t)k;
+			else if (k == 0 || (errno != EINTR && errno != EAGAIN))
+				eof = true;
+			else if (errno == EAGAIN)
+				break;
 		}
-		ssize_t k = read(p[0], buf + n, sizeof(buf) - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
+		w = waitpid(pid, &ws, WNOHANG);
+		if (w < 0 && errno == EINTR)
+			w = 0;
+		if (w != 0)
 			break;
-		n += (size_t)k;
+		int64_t left = deadline - now_ms();
+		if (left <= 0 && !killed) {
+			kill(pid, SIGKILL);
+			killed = true;
+			left = 0;
+		}
+		/* Woken by its stderr, or every 50 ms to see whether it exited (or by EOF). */
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		if (eof || poll(&pfd, 1, left < 50 ? (int)left : 50) < 0)
+			usleep(eof ? 20000 : 0);
 	}
 	close(p[0]);
-	int ws;
-	pid_t w;
-	while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR)
-		;
 	last_line(buf, n, t->last, sizeof(t->last));
-	if (w == pid && WIFEXITED(ws))
+	if (killed)
+		snprintf(t->last, sizeof(t->last), "it did not finish in %d s and was killed",
+			 TRIAL_MS / 1000);
+	else if (w < 0)
+		snprintf(t->last, sizeof(t->last), "waitpid: %s", strerror(errno));
+	else if (WIFEXITED(ws))
 		t->status = WEXITSTATUS(ws);
-	else if (w == pid && WIFSIGNALED(ws) && !t->last[0])
+	else if (WIFSIGNALED(ws) && !t->last[0])
 		snprintf(t->last, sizeof(t->last), "killed by signal %d", WTERMSIG(ws));
+out:
+	sigaction(SIGCHLD, &old, NULL);
 }
 
 static char *failed(const struct trial *t)

@@ -12,9 +12,20 @@ printf '>>STANDIN\n' >&2
 # sandbox-exec does inside another sandbox; CORDON_STANDIN_NO_ENFORCE=1 leaves
 # out the one rule the stand-in enforces, the probe's denied read, which it
 # refuses as Seatbelt would (cat's own message).
+# CORDON_STANDIN_FDS=1 fails listing its open descriptors (what cordon leaked
+# into it); CORDON_STANDIN_BACKGROUND=FILE leaves a child holding its stderr
+# (its pid in FILE) and goes on.
 if [ "${CORDON_STANDIN_NESTED-}" = 1 ]; then
 	echo "sandbox-exec: sandbox_apply: Operation not permitted" >&2
 	exit 71
+fi
+if [ "${CORDON_STANDIN_FDS-}" = 1 ]; then
+	echo "fds: $(ls /proc/$$/fd | sort -n | tr '\n' ' ')" >&2
+	exit 70
+fi
+if [ -n "${CORDON_STANDIN_BACKGROUND-}" ]; then
+	sleep 600 &
+	echo $! >"$CORDON_STANDIN_BACKGROUND"
 fi
 case $2 in
 *'(deny file-read* (literal (param "CORDON_PROBE_FILE")))'*)

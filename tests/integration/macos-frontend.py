@@ -17,6 +17,7 @@ and again as the user cordon-test (when root and the tree is readable to it):
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from rpcclient import CORDON, Tap  # noqa: E402
 
 t = Tap()
 BUILD = os.environ.get("CD_BUILDDIR", os.getcwd())
+SRC = os.environ.get("CD_SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MAC = os.environ.get("CORDON_MACOS", os.path.join(BUILD, "tests", "mac", "cordon-macos"))
 USER = "cordon-test"
 
@@ -189,26 +191,41 @@ def cases(who, pre, base):
          w + "run: a missing --workspace-root is refused and nothing runs", p.stderr)
 
     # ---- limits: rlimits the command inherits; what macOS cannot bound, refused ----
-    lim = ["--limit-open-files", "64", "--limit-cpu-time", "1m", "--limit-file-size", "1M",
-           "--limit-core", "0"]
-    show = ["sh", "-c", "ulimit -n; ulimit -t; ulimit -f; ulimit -c; ulimit -Hn"]
-    p = mac(["run"] + lim + ["--"] + show)
-    t.ok(p.returncode == 0 and p.stdout.split() == [b"64", b"60", b"2048", b"0", b"64"]
-         and recorded(p.stderr) is not None,
-         w + "run --limit-*: the command under the wrapper has the rlimits, soft and hard",
-         p.stdout + p.stderr[-300:])
-    p = mac(["run", "--profile", "full-access", "--limit-open-files", "33", "--"] + show[:2]
-            + ["ulimit -n"])
-    t.ok(p.returncode == 0 and p.stdout.strip() == b"33",
-         w + "run: a disabled profile's command has them too", p.stdout + p.stderr)
-    p = mac(["run", "--profile", os.path.join(base, "limited.json"), "--"] + show)
-    t.ok(p.returncode == 0 and p.stdout.split()[:1] == [b"48"],
-         w + "run: the profile's limits.open_files", p.stdout + p.stderr[-300:])
+    lim = ["--limit-open-files", "64", "--limit-file-size", "1M", "--limit-core", "0"]
+    show = ["sh", "-c", "ulimit -n; ulimit -f; ulimit -c; ulimit -Hn"]
+    if who == "root":
+        # Root may raise a hard limit again, and macOS has no capability to drop.
+        for args in (lim, ["--profile", "full-access", "--limit-core", "0"],
+                     ["--profile", os.path.join(base, "limited.json")]):
+            p = mac(["run"] + args + ["--"] + touch)
+            t.ok(p.returncode == 125 and b"resource limits cannot be kept from a command run "
+                 b"as root on macOS" in p.stderr and not os.path.exists(marker)
+                 and recorded(p.stderr) is None,
+                 w + "run %s: refused for root (125), nothing runs" % " ".join(args[:2]),
+                 p.stderr)
+    else:
+        p = mac(["run"] + lim + ["--"] + show)
+        t.ok(p.returncode == 0 and p.stdout.split() == [b"64", b"2048", b"0", b"64"]
+             and recorded(p.stderr) is not None,
+             w + "run --limit-*: the command under the wrapper has the rlimits, soft and hard",
+             p.stdout + p.stderr[-300:])
+        p = mac(["run", "--profile", "full-access", "--limit-open-files", "33", "--", "sh", "-c",
+                 "ulimit -n; ulimit -Hn 40 2>/dev/null && echo raised; exit 0"])
+        t.ok(p.returncode == 0 and p.stdout.split() == [b"33"],
+             w + "run: a disabled profile's command has them too, and cannot raise them",
+             p.stdout + p.stderr)
+        p = mac(["run", "--profile", os.path.join(base, "limited.json"), "--"] + show)
+        t.ok(p.returncode == 0 and p.stdout.split()[:1] == [b"48"],
+             w + "run: the profile's limits.open_files", p.stdout + p.stderr[-300:])
+        p = mac(["run", "--limit-open-files", "99999999", "--"] + touch)
+        t.ok(p.returncode == 125 and b"cannot set the open-files limit to 99999999 "
+             b"(RLIMIT_NOFILE)" in p.stderr and not os.path.exists(marker),
+             w + "run: an rlimit that cannot be set is refused, nothing runs", p.stderr)
     m = mac(["explain", "--json"] + lim)
     l_ = linux(["explain", "--json", "--backend", "seatbelt"] + lim)
     mj = json.loads(m.stdout) if m.returncode == 0 else {}
-    t.ok(mj.get("seatbelt", {}).get("limits") == {"open_files": 64, "cpu_time": 60,
-                                                  "file_size": 1048576, "core": 0}
+    t.ok(mj.get("seatbelt", {}).get("limits") == {"open_files": 64, "file_size": 1048576,
+                                                  "core": 0}
          and l_.returncode == 0 and json.loads(l_.stdout)["seatbelt"] == mj["seatbelt"],
          w + "explain --json: seatbelt.limits, as the Linux cordon's", m.stdout[-300:])
     m = mac(["explain"] + lim)
@@ -218,6 +235,7 @@ def cases(who, pre, base):
                           ("memory", "1G", b"no cgroups to bound a sandbox's memory"),
                           ("swap", "0", b"no cgroups to bound a sandbox's memory"),
                           ("cpu", "0.5", b"CPU quota"),
+                          ("cpu-time", "1m", b"sends SIGXCPU once at the limit and never kills"),
                           ("inotify-watches", "100", b"macOS has no inotify")):
         for prof in ("read-only", "full-access"):
             p = mac(["run", "--profile", prof, "--limit-" + opt, val, "--"] + touch)
@@ -230,10 +248,6 @@ def cases(who, pre, base):
     t.ok(p.returncode == 125 and b"cannot enforce the memory limit" in p.stderr
          and not os.path.exists(marker),
          w + "run: a profile's limits.memory is refused too", p.stderr)
-    p = mac(["run", "--limit-open-files", "99999999", "--"] + touch)
-    t.ok(p.returncode == 125 and b"cannot set the open-files limit to 99999999 (RLIMIT_NOFILE)"
-         in p.stderr and not os.path.exists(marker),
-         w + "run: an rlimit that cannot be set is refused, nothing runs", p.stderr)
     p = mac(["run", "--limit-open-files", "x", "--"] + touch)
     t.ok(p.returncode == 2 and b"--limit-open-files: open-files: 'x'" in p.stderr,
          w + "run: a bad limit value is a usage error", p.stderr)
@@ -324,6 +338,35 @@ def cases(who, pre, base):
          and "a read the policy denies succeeded" in items[2]["detail"]
          and items[2]["fix"].startswith("the wrapper must be macOS's own sandbox-exec"),
          w + "probe: a wrapper that does not enforce is caught", p.stdout + p.stderr)
+    # The stand-in's descriptors when started with 0-2 alone (the shell's own
+    # among them), then under the probe: the same, nothing of cordon's.
+    e = dict(os.environ, CORDON_STANDIN_FDS="1")
+    alone = subprocess.run(pre + [os.path.join(SRC, "tests", "data", "seatbelt-stand-in.sh"),
+                                  "-p", "x", "--", "true"], capture_output=True, env=e)
+    alone = alone.stderr.decode().strip().splitlines()[-1:]
+    p = probe({"CORDON_STANDIN_FDS": "1"}, json_=True)
+    items = json.loads(p.stdout)["items"] if p.returncode == 0 else []
+    t.ok(len(items) == 3 and alone and alone[0].startswith("fds: 0 1 2 ")
+         and items[1]["detail"].rstrip().endswith("exit status 70: " + alone[0]),
+         w + "probe: the wrapper gets stdin, stdout and stderr, nothing else of cordon's",
+         "%s\n%s" % (alone, p.stdout + p.stderr))
+    bg = os.path.join(base, "standin-bg.pid")
+    p = probe({"CORDON_STANDIN_BACKGROUND": bg})
+    try:
+        with open(bg) as f:
+            os.kill(int(f.read()), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
+    t.ok(p.returncode == 0 and p.stdout.count(b"\nok   ") == 3,
+         w + "probe: a child of the wrapper left holding its stderr does not hold the probe",
+         p.stdout + p.stderr)
+    p = subprocess.run(pre + ["python3", "-c", "import os, signal, sys; "
+                              "signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+                              "os.execv(sys.argv[1], sys.argv[1:])", MAC, "probe"],
+                       capture_output=True)
+    t.ok(p.returncode == 0 and p.stdout.count(b"\nok   ") == 3,
+         w + "probe: started with SIGCHLD ignored, it still tells the wrapper's status",
+         p.stdout + p.stderr)
     p = subprocess.run(pre + [MAC, "probe", "--help"], capture_output=True)
     t.ok(p.returncode == 0 and p.stdout.startswith(b"Usage: cordon probe [--json]"),
          w + "probe --help", p.stdout + p.stderr)

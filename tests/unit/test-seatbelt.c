@@ -453,13 +453,12 @@ START_TEST(test_refusals)
 }
 END_TEST
 
-/* cpu_time, open_files, file_size and core are rlimits of the wrapper; the rest is refused. */
+/* open_files, file_size and core are rlimits of the wrapper; the rest is refused. */
 START_TEST(test_limits)
 {
 	char *err = NULL;
 	struct cd_limits L = { 0 };
 	cd_limits_put(&L, CD_LIMIT_OPEN_FILES, 64);
-	cd_limits_put(&L, CD_LIMIT_CPU_TIME, 60);
 	cd_limits_put(&L, CD_LIMIT_FILE_SIZE, 1 << 20);
 	cd_limits_put(&L, CD_LIMIT_CORE, 0);
 	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED), .limits = &L };
@@ -494,6 +493,7 @@ START_TEST(test_limits)
 		{ CD_LIMIT_MEMORY, "no cgroups to bound a sandbox's memory" },
 		{ CD_LIMIT_SWAP, "no cgroups to bound a sandbox's memory" },
 		{ CD_LIMIT_CPU, "CPU quota" },
+		{ CD_LIMIT_CPU_TIME, "sends SIGXCPU once at the limit and never kills" },
 		{ CD_LIMIT_PRIVATE_TMP, "no mount namespaces" },
 		{ CD_LIMIT_INOTIFY_INSTANCES, "no inotify" },
 		{ CD_LIMIT_INOTIFY_WATCHES, "no inotify" },
