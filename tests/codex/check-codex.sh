@@ -29,14 +29,47 @@ here=$(cd "$(dirname "$0")" && pwd)
 # protected, so another program creating or removing /tmp/.git while a
 # sandbox is set up fails that call in either executor (cordon: "it changed
 # while the sandbox was set up"; codex: "bwrap: Can't mkdir /tmp/.git"). A
-# shared host's /tmp is no part of what this check is about.
+# shared host's /tmp is no part of what this check is about. A build tree in
+# /tmp (CI's clone is there) stays where it is: its folder of /tmp is bound
+# back onto the new tmpfs from a descriptor opened before the mount (mount(8)
+# must not canonicalize /proc/self/fd/N: that path leads into the new tmpfs).
 if [ "$(id -u)" -eq 0 ] && [ -z "${CD_CODEX_PRIVATE_TMP:-}" ] &&
 	command -v unshare >/dev/null 2>&1 &&
 	unshare --mount --propagation private true 2>/dev/null; then
-	CD_CODEX_PRIVATE_TMP=no exec unshare --mount --propagation private /bin/sh -c '
+	# The folders of /tmp to keep, one per line (a name may hold spaces), each
+	# held open on a descriptor from 5 up (4 at most: one shell digit each).
+	keep=
+	for p in "$PWD" "$here" "$(dirname "${CORDON:-/}")" "${CODEX_NPM_DIR:-/}"; do
+		p=$(readlink -f "$p" 2>/dev/null) || continue
+		case $p in /tmp/?*) ;; *) continue ;; esac
+		top=/tmp/$(printf '%s\n' "${p#/tmp/}" | cut -d/ -f1)
+		case "
+$keep
+" in *"
+$top
+"*) ;; *) keep="$keep$top
+" ;; esac
+	done
+	CD_CODEX_PRIVATE_TMP=no CD_CODEX_KEEP=$keep exec unshare --mount --propagation private \
+		/bin/sh -c '
+		IFS="
+"
+		n=5
+		for d in $CD_CODEX_KEEP; do
+			eval "exec $n<\"\$d\"" || exit 1
+			n=$((n + 1))
+		done
 		if mount -t tmpfs -o mode=1777,nosuid,nodev cordon-check-codex /tmp; then
 			CD_CODEX_PRIVATE_TMP=yes
+			n=5
+			for d in $CD_CODEX_KEEP; do
+				mkdir -p "$d" &&
+					mount --no-canonicalize --bind "/proc/self/fd/$n" "$d" || exit 1
+				eval "exec $n<&-"
+				n=$((n + 1))
+			done
 		fi
+		unset IFS
 		exec /bin/sh "$0"' "$0"
 fi
 : "${CORDON:?CORDON must name the cordon binary}"
