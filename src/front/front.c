@@ -121,6 +121,8 @@ int cd_front_parse_opts(const struct cd_front *f, int argc, char **argv, bool ru
 		} else if (!strcmp(a, "--allow-degraded=network") && f->env_network_option) {
 			o->env_network = true;
 		} else if (!strcmp(a, "--profile") && v) {
+			if (!*v) /* the Linux build's words for it */
+				return usagef(f, "--profile needs a name or a file");
 			o->profile = v;
 			i++;
 		} else if (!strcmp(a, "--cwd") && v) {

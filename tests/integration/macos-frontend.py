@@ -273,6 +273,7 @@ def cases(who, pre, base):
         (["explain", "--network", "sometimes"],
          "--network: unknown mode 'sometimes' (restricted, managed or enabled)"),
         (["run", "--profile"], "--profile needs a value"),
+        (["explain", "--profile", ""], "--profile needs a name or a file"),
         (["run", "--profile", "read-only"], "run: no command given"),
         (["explain", "extra"], "explain: unexpected argument 'extra'"),
         (["explain", "--deny-glob", "a["], None),
