@@ -5,8 +5,9 @@
 # On Linux it is built as the check program tests/mac/cordon-macos, whose
 # wrapper is the stand-in tests/data/seatbelt-stand-in.sh, fixed at compile
 # time (tests/integration/macos-frontend.py).
-cd_mac_sources = src/mac/main.c src/mac/probe.c src/mac/probe.h src/front/front.c src/front/front.h sandbox/posix-fs-ops.c \
-	src/profile-lookup.c src/profile-lookup.h src/shared/fd-util.c src/shared/fd-util.h
+cd_mac_sources = src/mac/main.c src/mac/probe.c src/mac/probe.h src/front/front.c \
+	src/front/front.h sandbox/posix-fs-ops.c src/profile-lookup.c src/profile-lookup.h \
+	src/shared/fd-util.c src/shared/fd-util.h
 if OS_DARWIN
 bin_PROGRAMS += cordon
 cordon_SOURCES = $(cd_mac_sources)
