@@ -343,7 +343,8 @@ def cases(who, pre, base):
     # among them), then under the probe: the same, nothing of cordon's.
     e = dict(os.environ, CORDON_STANDIN_FDS="1")
     alone = subprocess.run(pre + [os.path.join(SRC, "tests", "data", "seatbelt-stand-in.sh"),
-                                  "-p", "x", "--", "true"], capture_output=True, env=e)
+                                  "-p", "x", "--", "true"], capture_output=True, env=e,
+                           stdin=subprocess.DEVNULL)  # as the probe gives it
     alone = alone.stderr.decode().strip().splitlines()[-1:]
     p = probe({"CORDON_STANDIN_FDS": "1"}, json_=True)
     items = json.loads(p.stdout)["items"] if p.returncode == 0 else []
