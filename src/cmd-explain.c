@@ -93,39 +93,6 @@ static bool sc_allowed_applies(const struct cd_linux_plan *lp, const struct cd_s
 
 /* ---- text ---- */
 
-/*
- * s as it may go on a terminal: a control character (a path may hold a
- * newline or an escape sequence) becomes \n, \t, \r or \xHH, so that one
- * entry stays one line and nothing reaches the terminal as a command.
- * Returns s itself when it has none, or a copy left in *hold to be freed.
- */
-static const char *vis(const char *s, char **hold)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0;
-
-	while (u[i] && u[i] >= 0x20 && u[i] != 0x7f)
-		i++;
-	if (!u[i])
-		return s;
-	struct cd_strbuf sb = { 0 };
-	for (i = 0; u[i]; i++) {
-		if (u[i] >= 0x20 && u[i] != 0x7f)
-			cd_strbuf_append_c(&sb, (char)u[i]);
-		else if (u[i] == '\n')
-			cd_strbuf_append(&sb, "\\n");
-		else if (u[i] == '\t')
-			cd_strbuf_append(&sb, "\\t");
-		else if (u[i] == '\r')
-			cd_strbuf_append(&sb, "\\r");
-		else
-			cd_strbuf_printf(&sb, "\\x%02x", u[i]);
-	}
-	free(*hold);
-	*hold = cd_strbuf_steal(&sb);
-	return *hold;
-}
-
 /* The resource limits of the plan, each with how it is enforced here. */
 static void print_limits(const struct cd_cli_bound *b, const struct cd_linux_plan *lp)
 {
@@ -177,14 +144,15 @@ static void print_seatbelt(const struct cd_seatbelt_plan *sp, char *const *env)
 	printf("  exec: %s -p POLICY%s -- COMMAND...\n", CD_SEATBELT_EXEC,
 	       sp->n_params ? " -DKEY=VALUE..." : "");
 	for (char **n = sp->notes; n && *n; n++)
-		printf("  note: %s\n", vis(*n, &h1));
+		printf("  note: %s\n", cd_vis(*n, &h1));
 	printf("  parameters:%s\n", sp->n_params ? "" : " none");
 	for (size_t i = 0; i < sp->n_params; i++)
-		printf("    -D%s=%s\n", vis(sp->params[i].key, &h1), vis(sp->params[i].value, &h2));
+		printf("    -D%s=%s\n", cd_vis(sp->params[i].key, &h1),
+		       cd_vis(sp->params[i].value, &h2));
 	if (env) {
 		printf("  environment (the managed network's proxy variables):\n");
 		for (char *const *e = env; *e; e++)
-			printf("    %s\n", vis(*e, &h1));
+			printf("    %s\n", cd_vis(*e, &h1));
 	}
 	printf("  policy:\n");
 	for (const char *l = sp->policy; *l;) {
@@ -213,33 +181,33 @@ static void print_windows(const struct cd_windows_plan *wp)
 		return;
 	}
 	for (char **n = wp->notes; n && *n; n++)
-		printf("  note: %s\n", vis(*n, &h1));
+		printf("  note: %s\n", cd_vis(*n, &h1));
 	printf("  token: CreateRestrictedToken(%s)\n", wp->token_flags);
 	printf("  restricting SIDs, in order:\n");
 	for (size_t i = 0; i < wp->n_sids; i++)
 		printf("    %-45s %s%s%s\n", wp->sids[i].sid, sid_role(wp->sids[i].role),
 		       wp->sids[i].key ? " " : "",
-		       wp->sids[i].key ? vis(wp->sids[i].key, &h1) : "");
+		       wp->sids[i].key ? cd_vis(wp->sids[i].key, &h1) : "");
 	printf("  ACEs (inheritable; they stay after the run):\n");
 	for (size_t i = 0; i < wp->n_aces; i++) {
 		const struct cd_win_ace *a = &wp->aces[i];
 		printf("    %-10s %s to %s%s: %s\n",
-		       a->kind == CD_WIN_ACE_ALLOW ? "allow" : "deny-write", vis(a->path, &h1),
+		       a->kind == CD_WIN_ACE_ALLOW ? "allow" : "deny-write", cd_vis(a->path, &h1),
 		       a->sid, a->create_dir ? " (made first, removed after if empty)" : "",
-		       vis(a->why, &h2));
+		       cd_vis(a->why, &h2));
 	}
 	printf("    rights: allow %s; deny-write %s\n", CD_WIN_RIGHTS_ALLOW,
 	       CD_WIN_RIGHTS_DENY_WRITE);
 	if (wp->n_env || wp->path_prepend)
 		printf("  environment:\n");
 	for (size_t i = 0; i < wp->n_env; i++)
-		printf("    %s=%s\n", wp->env[i].name, vis(wp->env[i].value, &h1));
+		printf("    %s=%s\n", wp->env[i].name, cd_vis(wp->env[i].value, &h1));
 	if (wp->path_prepend)
 		printf("    PATH: %s first (ssh and scp stubs that fail)\n",
-		       vis(wp->path_prepend, &h1));
+		       cd_vis(wp->path_prepend, &h1));
 	printf("  degraded: %s\n", wp->degraded && wp->degraded[0] ? "" : "none");
 	for (char **d = wp->degraded; d && *d; d++)
-		printf("    - %s\n", vis(*d, &h1));
+		printf("    - %s\n", cd_vis(*d, &h1));
 }
 
 /* The proxy endpoint of a managed network, as --network-proxy spells it. */
@@ -272,9 +240,9 @@ static void print_own_proxy(const struct cd_netpolicy *np)
 		printf("    allow: nothing: no domain is allowed, so the command has no network "
 		       "(--allow-domain)\n");
 	for (size_t i = 0; i < np->n_allow; i++)
-		printf("    allow: %s\n", vis(np->allow[i], &h));
+		printf("    allow: %s\n", cd_vis(np->allow[i], &h));
 	for (size_t i = 0; i < np->n_deny; i++)
-		printf("    deny:  %s (wins over allow)\n", vis(np->deny[i], &h));
+		printf("    deny:  %s (wins over allow)\n", cd_vis(np->deny[i], &h));
 	for (size_t i = 0; i < np->n_cidrs; i++) {
 		char a[64];
 		printf("    allow addresses: %s/%u\n",
@@ -290,14 +258,15 @@ static void print_text(const struct cd_cli_bound *b)
 	const struct cd_profile *prof = b->profile;
 	const struct cd_plan *plan = b->plan;
 	const struct cd_linux_plan *lp = b->lp;
-	/* Copies made by vis(), each holder reused line after line. */
+	/* Copies made by cd_vis(), each holder reused line after line. */
 	cleanup_free char *h1 = NULL, *h2 = NULL;
 
 	if (prof) {
-		printf("Profile: %s\n", vis(b->profile_name, &h1));
-		printf("  origin:  %s\n", vis(prof->origin ? prof->origin : b->profile_path, &h1));
+		printf("Profile: %s\n", cd_vis(b->profile_name, &h1));
+		printf("  origin:  %s\n",
+		       cd_vis(prof->origin ? prof->origin : b->profile_path, &h1));
 		if (prof->description)
-			printf("  about:   %s\n", vis(prof->description, &h1));
+			printf("  about:   %s\n", cd_vis(prof->description, &h1));
 		printf("  type:    %s%s\n", cd_profile_type_name(prof->type),
 		       prof->type == CD_PROFILE_MANAGED && prof->fs_unrestricted
 			       ? " (file system unrestricted)"
@@ -305,13 +274,13 @@ static void print_text(const struct cd_cli_bound *b)
 		printf("  network: %s\n", cd_network_name(plan ? plan->network : prof->network));
 	}
 	if (plan) {
-		printf("  cwd:     %s\n", vis(plan->cwd ? plan->cwd : b->cwd, &h1));
+		printf("  cwd:     %s\n", cd_vis(plan->cwd ? plan->cwd : b->cwd, &h1));
 		printf("\nPaths (the most specific path wins; anything not listed is denied):\n");
 		if (plan->fs_unrestricted)
 			printf("  (file system unrestricted: every path is writable)\n");
 		size_t wp = 4, wt = 4;
 		for (size_t i = 0; i < plan->n_paths; i++) {
-			size_t n = strlen(vis(plan->paths[i].path, &h1));
+			size_t n = strlen(cd_vis(plan->paths[i].path, &h1));
 			wp = n > wp ? n : wp;
 			n = strlen(cd_file_type_name(plan->paths[i].type));
 			wt = n > wt ? n : wt;
@@ -319,15 +288,15 @@ static void print_text(const struct cd_cli_bound *b)
 		for (size_t i = 0; i < plan->n_paths; i++) {
 			const struct cd_plan_path *pp = &plan->paths[i];
 			printf("  %-5s  %-*s  %-*s  %s%s\n", cd_access_name(pp->access), (int)wt,
-			       cd_file_type_name(pp->type), (int)wp, vis(pp->path, &h1),
-			       vis(pp->why ? pp->why : "", &h2),
+			       cd_file_type_name(pp->type), (int)wp, cd_vis(pp->path, &h1),
+			       cd_vis(pp->why ? pp->why : "", &h2),
 			       pp->carve_out ? " [carve-out]" : "");
 		}
 		bool any = plan->notes && plan->notes[0];
 		if (any) {
 			printf("\nNotes:\n");
 			for (char **n = plan->notes; *n; n++)
-				printf("  - %s\n", vis(*n, &h1));
+				printf("  - %s\n", cd_vis(*n, &h1));
 		}
 	}
 
@@ -344,10 +313,10 @@ static void print_text(const struct cd_cli_bound *b)
 	if (b->host.lim.probed) {
 		const struct cd_limits_host *l = &b->host.lim;
 		if (!l->cgroup) {
-			printf("  cgroups: none for the sandboxes: %s\n", vis(l->why, &h1));
+			printf("  cgroups: none for the sandboxes: %s\n", cd_vis(l->why, &h1));
 		} else {
 			printf("  cgroups: the sandboxes' go in %s; controllers:",
-			       vis(l->where, &h1));
+			       cd_vis(l->where, &h1));
 			for (unsigned i = 0; i < CD_CG_COUNT; i++)
 				if (l->controllers & (1u << i))
 					printf(" %s", cd_cg_controller_name(i));
@@ -370,7 +339,8 @@ static void print_text(const struct cd_cli_bound *b)
 				for (size_t i = 0; i < lp->n_ll_rules; i++) {
 					cleanup_free char *rr =
 						cd_ll_fs_rights_names(lp->ll_rules[i].allowed);
-					printf("      %s%s: %s\n", vis(lp->ll_rules[i].path, &h1),
+					printf("      %s%s: %s\n",
+					       cd_vis(lp->ll_rules[i].path, &h1),
 					       lp->ll_rules[i].is_dir ? "" : " (file)", rr);
 				}
 				printf("    at spawn: a terminal or other device on fds 0-2, with "
@@ -444,20 +414,20 @@ static void print_text(const struct cd_cli_bound *b)
 				for (size_t i = 0; i < lp->n_mounts; i++)
 					printf("    %-9s %s  (%s)\n",
 					       cd_mount_op_name(lp->mounts[i].op),
-					       vis(lp->mounts[i].path, &h1),
-					       vis(lp->mounts[i].why ? lp->mounts[i].why : "",
-						   &h2));
+					       cd_vis(lp->mounts[i].path, &h1),
+					       cd_vis(lp->mounts[i].why ? lp->mounts[i].why : "",
+						      &h2));
 			}
 		}
 		print_limits(b, lp);
 		printf("  degraded: %s\n", lp->degraded && lp->degraded[0] ? "" : "none");
 		for (char **d = lp->degraded; d && *d; d++)
-			printf("    - %s\n", vis(*d, &h1));
+			printf("    - %s\n", cd_vis(*d, &h1));
 		for (char **n = lp->notes; n && *n; n++)
-			printf("  note: %s\n", vis(*n, &h1));
+			printf("  note: %s\n", cd_vis(*n, &h1));
 	}
 	if (b->refusal)
-		printf("%sRefused: %s\n", prof ? "\n" : "", vis(b->refusal, &h1));
+		printf("%sRefused: %s\n", prof ? "\n" : "", cd_vis(b->refusal, &h1));
 }
 
 /* ---- JSON ---- */

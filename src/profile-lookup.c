@@ -35,12 +35,14 @@ int cd_profile_dirs(char ***ret_dirs, char **reterr_msg)
 		const char *end = strchr(p, ':');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		if (len > 0 && p[0] != '/') {
+			cleanup_free char *elem = cd_xstrndup(p, len), *h = NULL;
+			const char *shown = cd_vis(elem, &h);
 			*reterr_msg = cd_xasprintf(
-				"CORDON_POLICY_PATH: '%.*s' is not an absolute directory; a "
+				"CORDON_POLICY_PATH: '%s' is not an absolute directory; a "
 				"relative one would be looked up from the current directory, "
 				"so it is refused: give absolute directories (e.g. "
-				"\"$PWD/%.*s\")",
-				(int)len, p, (int)len, p);
+				"\"$PWD/%s\")",
+				shown, shown);
 			cd_strv_free(dirs);
 			return -EINVAL;
 		}
@@ -103,6 +105,9 @@ static char *not_regular(const char *path, mode_t m)
 static int read_entry(const char *path, struct stat *st, char **text, size_t *len,
 		      char **reterr_msg)
 {
+	/* The messages show path (and a link's target) with control characters escaped. */
+	cleanup_free char *h1 = NULL, *h2 = NULL;
+	const char *shown = cd_vis(path, &h1);
 	if (S_ISLNK(st->st_mode) && stat(path, st) < 0) {
 		int e = errno;
 		char target[PATH_MAX];
@@ -112,49 +117,51 @@ static int read_entry(const char *path, struct stat *st, char **text, size_t *le
 			*reterr_msg = cd_xasprintf("profile '%s' is a dangling symbolic link (to "
 						   "'%s'): fix or remove it (an entry of the "
 						   "lookup path is never passed over)",
-						   path, target);
+						   shown, cd_vis(target, &h2));
 		} else {
 			*reterr_msg =
-				cd_xasprintf("cannot read profile '%s': %s", path, strerror(e));
+				cd_xasprintf("cannot read profile '%s': %s", shown, strerror(e));
 		}
 		return -1;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		*reterr_msg = not_regular(path, st->st_mode);
+		*reterr_msg = not_regular(shown, st->st_mode);
 		return -1;
 	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		*reterr_msg = cd_xasprintf("cannot read profile '%s': %s", path, strerror(errno));
+		*reterr_msg = cd_xasprintf("cannot read profile '%s': %s", shown, strerror(errno));
 		return -1;
 	}
 	int r = fstat(fd, st) < 0 ? -errno : 0;
 	if (r == 0 && !S_ISREG(st->st_mode)) {
 		close(fd);
-		*reterr_msg = not_regular(path, st->st_mode);
+		*reterr_msg = not_regular(shown, st->st_mode);
 		return -1;
 	}
 	if (r == 0)
 		r = cd_read_fd(fd, (size_t)st->st_size, CD_PROFILE_MAX_BYTES, text, len);
 	close(fd);
 	if (r == -EFBIG)
-		*reterr_msg = cd_xasprintf("profile '%s': file is larger than 1 MiB", path);
+		*reterr_msg = cd_xasprintf("profile '%s': file is larger than 1 MiB", shown);
 	else if (r < 0)
-		*reterr_msg = cd_xasprintf("cannot read profile '%s': %s", path, strerror(-r));
+		*reterr_msg = cd_xasprintf("cannot read profile '%s': %s", shown, strerror(-r));
 	return r < 0 ? -1 : 0;
 }
 
 static char *not_found(const char *name, char *const *dirs)
 {
 	struct cd_strbuf sb = { 0 };
+	cleanup_free char *h1 = NULL, *h2 = NULL;
+	const char *shown = cd_vis(name, &h2);
 	for (char *const *d = dirs; *d; d++)
-		cd_strbuf_printf(&sb, "%s, ", *d);
+		cd_strbuf_printf(&sb, "%s, ", cd_vis(*d, &h1));
 	cd_strbuf_append(&sb, "then the built-in profiles:");
 	for (const struct cd_builtin_profile *p = cd_builtin_profiles; p->name; p++)
 		cd_strbuf_printf(&sb, "%s %s", p == cd_builtin_profiles ? "" : ",", p->name);
 	char *msg = cd_xasprintf("no such profile '%s' (searched %s); give a policy file path or "
 				 "install %s.json in one of these directories",
-				 name, sb.buf, name);
+				 shown, sb.buf, shown);
 	cd_strbuf_done(&sb);
 	return msg;
 }
@@ -162,8 +169,9 @@ static char *not_found(const char *name, char *const *dirs)
 int cd_profile_lookup(const char *name, char **ret_text, size_t *ret_len, char **ret_origin,
 		      char **reterr_msg)
 {
+	cleanup_free char *h1 = NULL;
 	if (name[0] == '.' || !*name) {
-		*reterr_msg = cd_xasprintf("no such profile '%s'", name);
+		*reterr_msg = cd_xasprintf("no such profile '%s'", cd_vis(name, &h1));
 		return -1;
 	}
 	char **dirs = NULL;
@@ -188,7 +196,8 @@ int cd_profile_lookup(const char *name, char **ret_text, size_t *ret_len, char *
 	}
 	cd_strv_free(dirs);
 	if (e) {
-		*reterr_msg = cd_xasprintf("cannot read profile '%s': %s", path, strerror(e));
+		*reterr_msg = cd_xasprintf("cannot read profile '%s': %s", cd_vis(path, &h1),
+					   strerror(e));
 		free(path);
 		return -1;
 	}

@@ -243,6 +243,33 @@ char *cd_strbuf_steal(struct cd_strbuf *sb)
 	return p;
 }
 
+const char *cd_vis(const char *s, char **hold)
+{
+	const unsigned char *u = (const unsigned char *)(s ? s : "");
+	size_t i = 0;
+
+	while (u[i] && u[i] >= 0x20 && u[i] != 0x7f)
+		i++;
+	if (!u[i])
+		return (const char *)u;
+	struct cd_strbuf sb = { 0 };
+	for (i = 0; u[i]; i++) {
+		if (u[i] >= 0x20 && u[i] != 0x7f)
+			cd_strbuf_append_c(&sb, (char)u[i]);
+		else if (u[i] == '\n')
+			cd_strbuf_append(&sb, "\\n");
+		else if (u[i] == '\t')
+			cd_strbuf_append(&sb, "\\t");
+		else if (u[i] == '\r')
+			cd_strbuf_append(&sb, "\\r");
+		else
+			cd_strbuf_printf(&sb, "\\x%02x", u[i]);
+	}
+	free(*hold);
+	*hold = cd_strbuf_steal(&sb);
+	return *hold;
+}
+
 void cd_strbuf_done(struct cd_strbuf *sb)
 {
 	free(sb->buf);

@@ -81,6 +81,15 @@ char *cd_utf8_lossy(const char *s);
 char *cd_strbuf_steal(struct cd_strbuf *sb);
 void cd_strbuf_done(struct cd_strbuf *sb);
 
+/*
+ * s as it may go on a terminal or in a log line: a control character (a
+ * path may hold a newline or an escape sequence) becomes \n, \t, \r or
+ * \xHH, so that one entry stays one line and nothing reaches the terminal
+ * as a command. Returns s itself when it has none ("" for NULL), or a copy
+ * left in *hold (the previous one freed), which the caller frees.
+ */
+const char *cd_vis(const char *s, char **hold);
+
 /* NULL-terminated vector of owned strings. */
 size_t cd_strv_length(char *const *v);
 /* Append a copy of s; *v may be NULL. */

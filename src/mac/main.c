@@ -373,45 +373,22 @@ static void explain_json(const struct cd_front_opts *o, const struct bound *b, c
 	cd_strbuf_done(&sb);
 }
 
-/*
- * s fit for a terminal line: a control character (a path may hold a newline
- * or an escape sequence) as \xHH. s itself, or a copy kept in *hold.
- */
-static const char *vis(const char *s, char **hold)
-{
-	const unsigned char *u = (const unsigned char *)(s ? s : "");
-	size_t i = 0;
-	while (u[i] >= 0x20 && u[i] != 0x7f)
-		i++;
-	if (!u[i])
-		return (const char *)u;
-	struct cd_strbuf sb = { 0 };
-	for (i = 0; u[i]; i++)
-		if (u[i] >= 0x20 && u[i] != 0x7f)
-			cd_strbuf_append_c(&sb, (char)u[i]);
-		else
-			cd_strbuf_printf(&sb, "\\x%02x", u[i]);
-	free(*hold);
-	*hold = cd_strbuf_steal(&sb);
-	return *hold;
-}
-
 static void explain_text(const struct cd_front_opts *o, const struct bound *b)
 {
 	const struct cd_plan *plan = b->plan;
 	const struct cd_seatbelt_plan *sp = b->sp;
 	cleanup_free char *h1 = NULL, *h2 = NULL;
 
-	printf("Profile: %s (%s, network %s)\n", vis(o->profile, &h1),
+	printf("Profile: %s (%s, network %s)\n", cd_vis(o->profile, &h1),
 	       cd_profile_type_name(plan->type), cd_network_name(plan->network));
 	printf("  cwd: %s\n\nPaths (the most specific path wins; anything not listed is "
 	       "denied):\n",
-	       vis(plan->cwd, &h1));
+	       cd_vis(plan->cwd, &h1));
 	for (size_t i = 0; i < plan->n_paths; i++)
 		printf("  %-5s  %s  %s\n", cd_access_name(plan->paths[i].access),
-		       vis(plan->paths[i].path, &h1), vis(plan->paths[i].why, &h2));
+		       cd_vis(plan->paths[i].path, &h1), cd_vis(plan->paths[i].why, &h2));
 	for (char **n = plan->notes; n && *n; n++)
-		printf("  note: %s\n", vis(*n, &h1));
+		printf("  note: %s\n", cd_vis(*n, &h1));
 	printf("\nmacOS Seatbelt wrapper (sandboxType macosSeatbelt):\n");
 	cleanup_free char *limits = cd_seatbelt_limits_text(&sp->rlimits);
 	fputs(limits, stdout);
@@ -422,17 +399,18 @@ static void explain_text(const struct cd_front_opts *o, const struct bound *b)
 	printf("  exec: %s -p POLICY%s -- COMMAND...\n", CD_SEATBELT_EXEC,
 	       sp->n_params ? " -DKEY=VALUE..." : "");
 	for (char **n = sp->notes; n && *n; n++)
-		printf("  note: %s\n", vis(*n, &h1));
+		printf("  note: %s\n", cd_vis(*n, &h1));
 	printf("  parameters:%s\n", sp->n_params ? "" : " none");
 	for (size_t i = 0; i < sp->n_params; i++)
-		printf("    -D%s=%s\n", vis(sp->params[i].key, &h1), vis(sp->params[i].value, &h2));
+		printf("    -D%s=%s\n", cd_vis(sp->params[i].key, &h1),
+		       cd_vis(sp->params[i].value, &h2));
 	/* The policy text carries no path but the glob regexes' (escaped). */
 	printf("  policy:\n");
 	for (const char *l = sp->policy; *l;) {
 		const char *nl = strchr(l, '\n');
 		size_t n = nl ? (size_t)(nl - l) : strlen(l);
 		cleanup_free char *line = cd_xstrndup(l, n);
-		printf("    %s\n", vis(line, &h1));
+		printf("    %s\n", cd_vis(line, &h1));
 		l += n + (nl != NULL);
 	}
 }

@@ -373,6 +373,20 @@ START_TEST(test_path_tidy)
 }
 END_TEST
 
+START_TEST(test_vis)
+{
+	char *hold = NULL;
+	const char *clean = "/a b/\xc3\xa9";
+	ck_assert_ptr_eq(cd_vis(clean, &hold), clean); /* unchanged: no copy */
+	ck_assert_ptr_null(hold);
+	ck_assert_str_eq(cd_vis(NULL, &hold), "");
+	ck_assert_str_eq(cd_vis("a\nb\tc\rd\x1b[2J\x7f", &hold), "a\\nb\\tc\\rd\\x1b[2J\\x7f");
+	ck_assert_ptr_nonnull(hold);
+	ck_assert_str_eq(cd_vis("\x01", &hold), "\\x01"); /* the previous copy freed */
+	free(hold);
+}
+END_TEST
+
 START_TEST(test_path_parent)
 {
 	static const struct {
@@ -459,6 +473,7 @@ static Suite *util_suite(void)
 	tcase_add_loop_test(tc, test_path_normal, 0, CD_ARRAY_SIZE(paths));
 	tcase_add_loop_test(tc, test_path_join, 0, CD_ARRAY_SIZE(joins));
 	tcase_add_loop_test(tc, test_path_tidy, 0, CD_ARRAY_SIZE(tidies));
+	tcase_add_test(tc, test_vis);
 	tcase_add_test(tc, test_path_parent);
 	tcase_add_loop_test(tc, test_path_beneath, 0, CD_ARRAY_SIZE(beneath));
 	suite_add_tcase(s, tc);
