@@ -102,11 +102,26 @@ static bool takes_value(const char *a)
 	return false;
 }
 
+/*
+ * The limit of a --limit-NAME[=VALUE] argument (NAME as the Linux build
+ * spells it: dashes; its --private-tmp is no --limit-), or -1.
+ */
+static int limit_option(const char *a)
+{
+	if (strncmp(a, "--limit-", 8))
+		return -1;
+	const char *eq = strchr(a, '=');
+	char *name = eq ? cd_xstrndup(a + 8, (size_t)(eq - a - 8)) : cd_xstrdup(a + 8);
+	int l = strchr(name, '_') ? -1 : cd_limit_from_name(name);
+	free(name);
+	return l == CD_LIMIT_PRIVATE_TMP ? -1 : l;
+}
+
 int cd_front_parse_opts(const struct cd_front *f, int argc, char **argv, bool run,
 			struct cd_front_opts *o)
 {
 	*o = (struct cd_front_opts){ .profile = "read-only", .network = -1 };
-	int i = 2;
+	int i = 2, l;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -158,22 +173,24 @@ int cd_front_parse_opts(const struct cd_front *f, int argc, char **argv, bool ru
 					"enabled)",
 					v);
 			i++;
-		} else if (!strncmp(a, "--limit-", 8) && cd_limit_from_name(a + 8) >= 0 &&
-			   cd_limit_from_name(a + 8) != CD_LIMIT_PRIVATE_TMP &&
-			   !strchr(a + 8, '_')) {
-			/* The Linux build's --limit-NAME (its --private-tmp aside). */
-			enum cd_limit l = (enum cd_limit)cd_limit_from_name(a + 8);
-			if (!v)
+		} else if ((l = limit_option(a)) >= 0) {
+			/* The Linux build's --limit-NAME VALUE or --limit-NAME=VALUE. */
+			const char *eq = strchr(a, '=');
+			int len = eq ? (int)(eq - a) : (int)strlen(a);
+			if (eq)
+				v = eq + 1;
+			else if (!v)
 				return usagef(f, "%s needs a value", a);
+			else
+				i++;
 			uint64_t n;
 			char *err = NULL;
-			if (cd_limit_parse(l, v, &n, &err) < 0) {
-				int r = usagef(f, "%s: %s", a, err);
+			if (cd_limit_parse((enum cd_limit)l, v, &n, &err) < 0) {
+				int r = usagef(f, "%.*s: %s", len, a, err);
 				free(err);
 				return r;
 			}
-			cd_limits_put(&o->limits, l, n);
-			i++;
+			cd_limits_put(&o->limits, (enum cd_limit)l, n);
 		} else if (takes_value(a) && !v &&
 			   (strcmp(a, "--network-proxy") || f->network_proxy_option)) {
 			return usagef(f, "%s needs a value", a);

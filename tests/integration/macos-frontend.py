@@ -228,6 +228,10 @@ def cases(who, pre, base):
                                                   "core": 0}
          and l_.returncode == 0 and json.loads(l_.stdout)["seatbelt"] == mj["seatbelt"],
          w + "explain --json: seatbelt.limits, as the Linux cordon's", m.stdout[-300:])
+    m = mac(["explain", "--json", "--limit-open-files=64", "--limit-core=0"])
+    t.ok(m.returncode == 0 and json.loads(m.stdout)["seatbelt"]["limits"]
+         == {"open_files": 64, "core": 0},
+         w + "explain: --limit-NAME=VALUE too, as the Linux build takes it", m.stdout[-300:])
     m = mac(["explain"] + lim)
     t.ok(b"    open-files  64         RLIMIT_NOFILE\n" in m.stdout,
          w + "explain: the text lists each rlimit", m.stdout[-800:])
@@ -248,9 +252,11 @@ def cases(who, pre, base):
     t.ok(p.returncode == 125 and b"cannot enforce the memory limit" in p.stderr
          and not os.path.exists(marker),
          w + "run: a profile's limits.memory is refused too", p.stderr)
-    p = mac(["run", "--limit-open-files", "x", "--"] + touch)
-    t.ok(p.returncode == 2 and b"--limit-open-files: open-files: 'x'" in p.stderr,
-         w + "run: a bad limit value is a usage error", p.stderr)
+    for bad in (["--limit-open-files", "x"], ["--limit-open-files=x"]):
+        p = mac(["run"] + bad + ["--"] + touch)
+        t.ok(p.returncode == 2 and b"--limit-open-files: open-files: 'x'" in p.stderr
+             and not os.path.exists(marker),
+             w + "run %s: a bad limit value is a usage error" % bad[0], p.stderr)
 
     # ---- check ----
     p = mac(["check", "--builtin"])
@@ -409,6 +415,13 @@ def cases(who, pre, base):
          in m.stderr and m.stderr.splitlines()[:1] == l_.stderr.splitlines()[:1],
          w + "lookup: a directory where the profile would be is refused, never passed over",
          m.stderr + l_.stderr)
+    # A link's target reaches the message with its control characters escaped.
+    m, l_ = both(["explain", "--profile", "read-only"], {"CORDON_POLICY_PATH": lk + "/esc"})
+    t.ok(m.returncode == 125 and l_.returncode == 125
+         and b"is a dangling symbolic link (to '/x\\x1b]0;pwned\\x07')" in m.stderr
+         and b"is a dangling symbolic link (to '/x\\x1b]0;pwned\\x07')" in l_.stderr
+         and b"\x1b" not in m.stderr + l_.stderr,
+         w + "lookup: a dangling link's target is shown escaped, never raw", m.stderr + l_.stderr)
     m, l_ = both(["explain", "--profile", "read-only"], {"CORDON_POLICY_PATH": "rel/dir"})
     t.ok(m.returncode == 125 and b"'rel/dir' is not an absolute directory" in m.stderr
          and m.stderr.splitlines()[:1] == l_.stderr.splitlines()[:1],
@@ -438,7 +451,7 @@ try:
                        {"path": {"type": "special",
                                  "value": {"kind": "project_roots", "subpath": "secret"}},
                         "access": "none"}]}}, f)
-    for d in ("lookup/a", "lookup/empty", "lookup/b/read-only.json"):
+    for d in ("lookup/a", "lookup/empty", "lookup/b/read-only.json", "lookup/esc"):
         os.makedirs(os.path.join(base, d))
     enabled = {"version": 1, "type": "managed", "network": "enabled",
                "file_system": {"type": "unrestricted"}}
@@ -458,6 +471,8 @@ try:
         os.chmod(root, 0o755)
         for n in files:
             os.chmod(os.path.join(root, n), 0o644)
+    # After the walk, which would follow it.
+    os.symlink("/x\x1b]0;pwned\x07", os.path.join(base, "lookup", "esc", "read-only.json"))
     cases("root" if os.geteuid() == 0 else "user", [], base)
     pre, why = user_prefix()
     if pre is None:
