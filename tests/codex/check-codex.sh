@@ -50,26 +50,26 @@ $top
 "*) ;; *) keep="$keep$top
 " ;; esac
 	done
-	CD_CODEX_PRIVATE_TMP=no CD_CODEX_KEEP=$keep exec unshare --mount --propagation private \
+	CD_CODEX_PRIVATE_TMP=no CD_CODEX_TMP_BINDS=$keep exec unshare --mount --propagation private \
 		/bin/sh -c '
 		IFS="
 "
 		n=5
-		for d in $CD_CODEX_KEEP; do
+		for d in $CD_CODEX_TMP_BINDS; do
 			eval "exec $n<\"\$d\"" || exit 1
 			n=$((n + 1))
 		done
 		if mount -t tmpfs -o mode=1777,nosuid,nodev cordon-check-codex /tmp; then
 			CD_CODEX_PRIVATE_TMP=yes
 			n=5
-			for d in $CD_CODEX_KEEP; do
+			for d in $CD_CODEX_TMP_BINDS; do
 				mkdir -p "$d" &&
 					mount --no-canonicalize --bind "/proc/self/fd/$n" "$d" || exit 1
 				eval "exec $n<&-"
 				n=$((n + 1))
 			done
 		fi
-		unset IFS
+		unset IFS CD_CODEX_TMP_BINDS
 		exec /bin/sh "$0"' "$0"
 fi
 : "${CORDON:?CORDON must name the cordon binary}"
