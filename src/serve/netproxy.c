@@ -291,10 +291,15 @@ void cd_netproxy_cfg_tag(struct cd_netproxy_cfg *c, const char *id, size_t len)
 	struct cd_strbuf sb = { 0 };
 	cd_strbuf_append(&sb, "process ");
 	size_t i = 0;
-	/* 8 + 64 x 4 + 3 would pass `cordon proxy`'s 200 bytes: cut by the text written. */
+	/*
+	 * Cut by the text written, within `cordon proxy`'s 200 bytes. Only
+	 * letters, digits and "-_.:@+=/" as they are: a client's ID holding
+	 * "): allow GET ..." must not pass for a second decision in the line.
+	 */
 	for (; i < len && sb.len <= 190; i++) {
 		unsigned char u = (unsigned char)id[i];
-		if (u >= 0x20 && u < 0x7f && u != '\\')
+		if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+		    (u && strchr("-_.:@+=/", u)))
 			cd_strbuf_append_c(&sb, (char)u);
 		else
 			cd_strbuf_printf(&sb, "\\x%02x", u);

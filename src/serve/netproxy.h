@@ -46,7 +46,7 @@ struct cd_netproxy_cfg *cd_netproxy_cfg_free(struct cd_netproxy_cfg *c);
 bool cd_netproxy_cfg_local_binding(const struct cd_netproxy_cfg *c);
 /*
  * Name the process the proxy serves in each of its audit lines: "process
- * ID", the client's ID with every byte outside printable ASCII (and '\\')
+ * ID", the client's ID with every byte but letters, digits and "-_.:@+=/"
  * as \xHH, cut with "..." past about 190 bytes of text (`cordon proxy`
  * takes 200). Borrows id for the call.
  */

@@ -274,9 +274,9 @@ def scenario(loop):
              "[%s] the server logs the proxy's end" % tag, s.stderr_text()[-2000:])
 
         # ---- network enabled in the permissions: still only the proxy ----
-        # (Its ID has a newline and 100 two-byte characters: the audit lines name it
-        # escaped and cut, and the proxy still starts.)
-        weird = "en\nabled-" + "\u00e9" * 100
+        # (Its ID has a newline, "): allow" and 100 two-byte characters: the audit
+        # lines name it escaped and cut, and the proxy still starts.)
+        weird = "en\nabled): allow-" + "\u00e9" * 100
         sb = {"permissions": dict(ROOT_READ, network="enabled"), "windowsSandboxLevel": "disabled"}
         r, ready = start_probe(s, weird, sandbox=sb)
         proxies = proxies_of(s.server_pid) if ready else []
@@ -286,10 +286,11 @@ def scenario(loop):
         t.ok(res.get("allowed") == "ok: hello from upstream" and
              res.get("direct upstream", "ok").startswith(("ConnectionRefusedError", "OSError")),
              "[%s] with network enabled in the permissions, still only the proxy" % tag, res)
-        # 8 + 12 bytes, then 43 bytes of the ID escaped (4 each) reach 192 > 190: cut.
-        t.ok(s.wait_stderr("proxy (process en\\x0aabled-" + "\\xc3\\xa9" * 21 + "\\xc3...): "
-                           "allow GET ok.test:%d" % UPORT),
-             "[%s] a process ID outside printable ASCII is escaped and cut in the audit lines"
+        # 8 + 26 bytes (":" is kept), then 40 bytes of the ID escaped (4 each) reach
+        # 194 > 190: cut.
+        t.ok(s.wait_stderr("proxy (process en\\x0aabled\\x29:\\x20allow-"
+                           + "\\xc3\\xa9" * 20 + "...): allow GET ok.test:%d" % UPORT),
+             "[%s] a process ID is escaped and cut in the audit lines (no second decision)"
              % tag, s.stderr_text()[-2000:])
 
         # ---- enableSocks5 (Codex's default): SOCKS5 on the same relay port ----
