@@ -14,7 +14,7 @@ libcdsandbox_a_SOURCES += \
 	sandbox/linux/probe.c \
 	sandbox/linux/cgroup.c \
 	sandbox/linux/cgroup.h \
-	sandbox/linux/limits.c \
+	sandbox/linux/limits.c src/shared/rlimit.h \
 	sandbox/linux/netfence.c \
 	sandbox/linux/netfence.h \
 	sandbox/linux/confine.c \

@@ -29,6 +29,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/linux/cgroup.h"
 #include "sandbox/linux/linux-util.h"
+#include "shared/rlimit.h"
 
 /* How long finish waits for a killed cgroup to empty (a process stuck in D state). */
 #define EMPTY_WAIT_MS 5000
@@ -64,27 +65,6 @@ struct cd_backend_state {
 	const char *step; /* for last_step */
 	char *warning;	  /* owned */
 };
-
-static int resource_of(enum cd_rlimit r)
-{
-	switch (r) {
-	case CD_RLIM_NPROC:
-		return RLIMIT_NPROC;
-	case CD_RLIM_AS:
-		return RLIMIT_AS;
-	case CD_RLIM_CPU:
-		return RLIMIT_CPU;
-	case CD_RLIM_NOFILE:
-		return RLIMIT_NOFILE;
-	case CD_RLIM_FSIZE:
-		return RLIMIT_FSIZE;
-	case CD_RLIM_CORE:
-		return RLIMIT_CORE;
-	case CD_RLIM_COUNT:
-		break;
-	}
-	return -1;
-}
 
 /* A counter of a flat-keyed file such as memory.events ("oom_kill 3"). 0 when absent. */
 static uint64_t read_counter(int dirfd, const char *file, const char *key)
@@ -241,7 +221,7 @@ static int limits_prepare(const struct cd_linux_plan *lp, struct cd_backend_stat
 	for (size_t i = 0; i < p->n_rl; i++) {
 		struct rl *x = &s->rl[s->n_rl];
 		struct rlimit cur;
-		x->resource = resource_of(p->rl[i].res);
+		x->resource = cd_rlimit_resource(p->rl[i].res);
 		x->name = cd_rlimit_name(p->rl[i].res);
 		x->value.rlim_cur = (rlim_t)p->rl[i].soft;
 		x->value.rlim_max = (rlim_t)p->rl[i].hard;

@@ -876,24 +876,20 @@ static bool plan_limits(const struct cd_limits *L, struct cd_seatbelt_plan *sp, 
 
 char *cd_seatbelt_limits_text(const struct cd_limits *L)
 {
-	static const char *const rlimit[CD_LIMIT_COUNT] = {
-		[CD_LIMIT_OPEN_FILES] = "RLIMIT_NOFILE",
-		[CD_LIMIT_FILE_SIZE] = "RLIMIT_FSIZE",
-		[CD_LIMIT_CORE] = "RLIMIT_CORE",
-	};
 	struct cd_strbuf sb = { 0 };
 	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
-		if (!cd_limits_has(L, (enum cd_limit)l) || !rlimit[l])
+		int rl = cd_limit_rlimit((enum cd_limit)l);
+		if (!cd_limits_has(L, (enum cd_limit)l) || rl < 0)
 			continue;
 		if (!sb.len)
 			cd_strbuf_append(&sb, "  limits (rlimits of each process, set before the "
 					      "wrapper, which the command inherits):\n");
 		char *v = cd_limit_format((enum cd_limit)l, L->v[l]);
 		cd_strbuf_printf(&sb, "    %-11s %-10s %s\n", cd_limit_info((enum cd_limit)l)->name,
-				 v, rlimit[l]);
+				 v, cd_rlimit_name((enum cd_rlimit)rl));
 		free(v);
 	}
-	return sb.buf ? cd_strbuf_steal(&sb) : cd_xstrdup("");
+	return cd_strbuf_steal(&sb);
 }
 
 int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbelt_plan **ret,

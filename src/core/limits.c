@@ -87,6 +87,30 @@ const char *cd_rlimit_name(enum cd_rlimit r)
 	return (unsigned)r < CD_RLIM_COUNT ? rlimit_names[r] : NULL;
 }
 
+int cd_limit_rlimit(enum cd_limit l)
+{
+	switch (l) {
+	case CD_LIMIT_CPU_TIME:
+		return CD_RLIM_CPU;
+	case CD_LIMIT_OPEN_FILES:
+		return CD_RLIM_NOFILE;
+	case CD_LIMIT_FILE_SIZE:
+		return CD_RLIM_FSIZE;
+	case CD_LIMIT_CORE:
+		return CD_RLIM_CORE;
+	case CD_LIMIT_TASKS:
+	case CD_LIMIT_MEMORY:
+	case CD_LIMIT_SWAP:
+	case CD_LIMIT_CPU:
+	case CD_LIMIT_PRIVATE_TMP:
+	case CD_LIMIT_INOTIFY_INSTANCES:
+	case CD_LIMIT_INOTIFY_WATCHES:
+	case CD_LIMIT_COUNT:
+		break;
+	}
+	return -1;
+}
+
 const char *cd_cg_controller_name(unsigned index)
 {
 	return index < CD_CG_COUNT ? cg_names[index] : NULL;

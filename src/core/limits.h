@@ -211,6 +211,12 @@ enum cd_rlimit {
 };
 /* "RLIMIT_NPROC", ... */
 const char *cd_rlimit_name(enum cd_rlimit r);
+/*
+ * The rlimit that is limit l exactly, per process (cpu_time, open_files,
+ * file_size, core: CD_RLIM_CPU, NOFILE, FSIZE, CORE), or -1 for a limit no
+ * rlimit states (tasks and memory only approximate: see the plan).
+ */
+int cd_limit_rlimit(enum cd_limit l);
 
 struct cd_limits_plan {
 	struct cd_limits limits; /* what is enforced (or skipped on request) */

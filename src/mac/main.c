@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +34,7 @@
 #include "sandbox/linux/plan.h" /* the managed network's proxy variables (OS-free) */
 #include "sandbox/seatbelt/sbpl.h"
 #include "shared/fd-util.h"
+#include "shared/rlimit.h"
 
 /* The wrapper run executes; the planned argv (explain) always names CD_SEATBELT_EXEC. */
 #ifndef CD_MAC_SANDBOX_EXEC
@@ -435,29 +435,23 @@ static int set_rlimits(const struct cd_limits *L)
 			"leave them out; nothing was run\n");
 		return CD_FRONT_EXIT_SETUP;
 	}
-	static const struct {
-		enum cd_limit l;
-		int res;
-		const char *name;
-	} map[] = {
-		{ CD_LIMIT_OPEN_FILES, RLIMIT_NOFILE, "RLIMIT_NOFILE" },
-		{ CD_LIMIT_FILE_SIZE, RLIMIT_FSIZE, "RLIMIT_FSIZE" },
-		{ CD_LIMIT_CORE, RLIMIT_CORE, "RLIMIT_CORE" },
-	};
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-		if (!cd_limits_has(L, map[i].l))
+	/* The planner kept only limits that are rlimits exactly (sbpl.h). */
+	for (int l = 0; l < CD_LIMIT_COUNT; l++) {
+		if (!cd_limits_has(L, (enum cd_limit)l))
 			continue;
-		uint64_t v = L->v[map[i].l];
+		enum cd_rlimit r = (enum cd_rlimit)cd_limit_rlimit((enum cd_limit)l);
+		int res = cd_rlimit_resource(r);
+		uint64_t v = L->v[l];
 		struct rlimit rl = { .rlim_cur = (rlim_t)v, .rlim_max = (rlim_t)v };
-		if ((uint64_t)rl.rlim_cur != v || setrlimit(map[i].res, &rl) < 0) {
+		if ((uint64_t)rl.rlim_cur != v || setrlimit(res, &rl) < 0) {
 			int e = (uint64_t)rl.rlim_cur != v ? ERANGE : errno;
 			struct rlimit now = { 0 };
-			getrlimit(map[i].res, &now);
+			getrlimit(res, &now);
 			fprintf(stderr,
 				"cordon: cannot set the %s limit to %llu (%s): %s (the hard limit "
 				"here is %llu); nothing was run\n",
-				cd_limit_info(map[i].l)->name, (unsigned long long)v, map[i].name,
-				strerror(e), (unsigned long long)now.rlim_max);
+				cd_limit_info((enum cd_limit)l)->name, (unsigned long long)v,
+				cd_rlimit_name(r), strerror(e), (unsigned long long)now.rlim_max);
 			return CD_FRONT_EXIT_SETUP;
 		}
 	}

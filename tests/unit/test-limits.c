@@ -111,6 +111,14 @@ START_TEST(test_names)
 	ck_assert_str_eq(cd_limit_how_name(CD_LIMIT_HOW_USERNS), "userns");
 	ck_assert_str_eq(cd_rlimit_name(CD_RLIM_NPROC), "RLIMIT_NPROC");
 	ck_assert_str_eq(cd_cg_controller_name(1), "memory");
+	/* The limits an rlimit states exactly; tasks and memory only approximate. */
+	ck_assert_int_eq(cd_limit_rlimit(CD_LIMIT_CPU_TIME), CD_RLIM_CPU);
+	ck_assert_int_eq(cd_limit_rlimit(CD_LIMIT_OPEN_FILES), CD_RLIM_NOFILE);
+	ck_assert_int_eq(cd_limit_rlimit(CD_LIMIT_FILE_SIZE), CD_RLIM_FSIZE);
+	ck_assert_int_eq(cd_limit_rlimit(CD_LIMIT_CORE), CD_RLIM_CORE);
+	ck_assert_int_eq(cd_limit_rlimit(CD_LIMIT_TASKS), -1);
+	ck_assert_int_eq(cd_limit_rlimit(CD_LIMIT_MEMORY), -1);
+	ck_assert_int_eq(cd_limit_rlimit(CD_LIMIT_PRIVATE_TMP), -1);
 }
 END_TEST
 
