@@ -181,6 +181,14 @@ char *cd_utf8_lossy(const char *s)
 	return cd_strbuf_steal(&sb);
 }
 
+void cd_strbuf_append_json_cstr(struct cd_strbuf *sb, const char *s)
+{
+	if (s)
+		cd_strbuf_append_json_string(sb, s, strlen(s));
+	else
+		cd_strbuf_append(sb, "null");
+}
+
 void cd_strbuf_append_json_string(struct cd_strbuf *sb, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;

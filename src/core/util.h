@@ -74,6 +74,8 @@ void cd_strbuf_printf(struct cd_strbuf *sb, const char *fmt, ...) CD_PRINTF(2, 3
 /* Append s as a JSON string literal (quotes and escapes included). Bytes that
  * are not valid UTF-8 become U+FFFD, so the output is always valid JSON. */
 void cd_strbuf_append_json_string(struct cd_strbuf *sb, const char *s, size_t n);
+/* The NUL-terminated s as a JSON string literal, or null for NULL. */
+void cd_strbuf_append_json_cstr(struct cd_strbuf *sb, const char *s);
 /* A copy of s in which every byte that is not part of valid UTF-8 is
  * U+FFFD: for output that must be UTF-8 (JSON), where paths are bytes. */
 char *cd_utf8_lossy(const char *s);

@@ -262,21 +262,13 @@ static int bind_and_plan(const struct cd_front_opts *o, struct bound *b, char **
 
 /* ---- explain ---- */
 
-static void json_str(struct cd_strbuf *sb, const char *s)
-{
-	if (s)
-		cd_strbuf_append_json_string(sb, s, strlen(s));
-	else
-		cd_strbuf_append(sb, "null");
-}
-
 static void json_strv(struct cd_strbuf *sb, char *const *v)
 {
 	cd_strbuf_append_c(sb, '[');
 	for (size_t i = 0; v && v[i]; i++) {
 		if (i)
 			cd_strbuf_append_c(sb, ',');
-		json_str(sb, v[i]);
+		cd_strbuf_append_json_cstr(sb, v[i]);
 	}
 	cd_strbuf_append_c(sb, ']');
 }
@@ -288,13 +280,14 @@ static void explain_json(const struct cd_front_opts *o, const struct bound *b, c
 	cd_strbuf_append(&sb, "{\"backend\":\"seatbelt\",\"profile\":");
 	if (b->profile) {
 		cd_strbuf_append(&sb, "{\"name\":");
-		json_str(&sb, o->profile);
+		cd_strbuf_append_json_cstr(&sb, o->profile);
 		cd_strbuf_append(&sb, ",\"origin\":");
-		json_str(&sb, b->profile->origin);
+		cd_strbuf_append_json_cstr(&sb, b->profile->origin);
 		cd_strbuf_append(&sb, ",\"type\":");
-		json_str(&sb, cd_profile_type_name(b->profile->type));
+		cd_strbuf_append_json_cstr(&sb, cd_profile_type_name(b->profile->type));
 		cd_strbuf_append(&sb, ",\"network\":");
-		json_str(&sb, cd_network_name(b->plan ? b->plan->network : b->profile->network));
+		cd_strbuf_append_json_cstr(
+			&sb, cd_network_name(b->plan ? b->plan->network : b->profile->network));
 		cd_strbuf_printf(&sb, ",\"fs_unrestricted\":%s}",
 				 (b->plan ? b->plan->fs_unrestricted : b->profile->fs_unrestricted)
 					 ? "true"
@@ -303,21 +296,21 @@ static void explain_json(const struct cd_front_opts *o, const struct bound *b, c
 		cd_strbuf_append(&sb, "null");
 	}
 	cd_strbuf_append(&sb, ",\"cwd\":");
-	json_str(&sb, b->plan && b->plan->cwd ? b->plan->cwd : b->cwd);
+	cd_strbuf_append_json_cstr(&sb, b->plan && b->plan->cwd ? b->plan->cwd : b->cwd);
 	cd_strbuf_append(&sb, ",\"paths\":[");
 	for (size_t i = 0; b->plan && i < b->plan->n_paths; i++) {
 		const struct cd_plan_path *pp = &b->plan->paths[i];
 		cd_strbuf_append(&sb, i ? ",{\"path\":" : "{\"path\":");
-		json_str(&sb, pp->path);
+		cd_strbuf_append_json_cstr(&sb, pp->path);
 		cd_strbuf_append(&sb, ",\"access\":");
-		json_str(&sb, cd_access_name(pp->access));
+		cd_strbuf_append_json_cstr(&sb, cd_access_name(pp->access));
 		cd_strbuf_append(&sb, ",\"type\":");
-		json_str(&sb, cd_file_type_name(pp->type));
+		cd_strbuf_append_json_cstr(&sb, cd_file_type_name(pp->type));
 		cd_strbuf_append(&sb, ",\"why\":");
-		json_str(&sb, pp->why ? pp->why : "");
+		cd_strbuf_append_json_cstr(&sb, pp->why ? pp->why : "");
 		cd_strbuf_printf(&sb,
 				 ",\"carve_out\":%s,\"origin\":", pp->carve_out ? "true" : "false");
-		json_str(&sb, cd_origin_name(pp->origin));
+		cd_strbuf_append_json_cstr(&sb, cd_origin_name(pp->origin));
 		cd_strbuf_append_c(&sb, '}');
 	}
 	cd_strbuf_append(&sb, "],\"notes\":");
@@ -333,13 +326,13 @@ static void explain_json(const struct cd_front_opts *o, const struct bound *b, c
 		else
 			cd_strbuf_append(&sb, "null");
 		cd_strbuf_append(&sb, ",\"policy\":");
-		json_str(&sb, sp->policy);
+		cd_strbuf_append_json_cstr(&sb, sp->policy);
 		cd_strbuf_append(&sb, ",\"params\":[");
 		for (size_t i = 0; i < sp->n_params; i++) {
 			cd_strbuf_append(&sb, i ? ",{\"key\":" : "{\"key\":");
-			json_str(&sb, sp->params[i].key);
+			cd_strbuf_append_json_cstr(&sb, sp->params[i].key);
 			cd_strbuf_append(&sb, ",\"value\":");
-			json_str(&sb, sp->params[i].value);
+			cd_strbuf_append_json_cstr(&sb, sp->params[i].value);
 			cd_strbuf_append_c(&sb, '}');
 		}
 		cd_strbuf_append(&sb, "],\"notes\":");
@@ -360,14 +353,14 @@ static void explain_json(const struct cd_front_opts *o, const struct bound *b, c
 				cd_strbuf_append_c(&sb, ',');
 			cd_strbuf_append_json_string(&sb, *e, (size_t)(eq - *e));
 			cd_strbuf_append_c(&sb, ':');
-			json_str(&sb, eq + 1);
+			cd_strbuf_append_json_cstr(&sb, eq + 1);
 		}
 		cd_strbuf_append(&sb, "}}");
 	} else {
 		cd_strbuf_append(&sb, "null");
 	}
 	cd_strbuf_append(&sb, ",\"refusal\":");
-	json_str(&sb, refusal);
+	cd_strbuf_append_json_cstr(&sb, refusal);
 	cd_strbuf_append(&sb, "}\n");
 	fputs(sb.buf, stdout);
 	cd_strbuf_done(&sb);

@@ -161,14 +161,6 @@ static char *failed(const struct trial *t)
 	return cd_xasprintf("exit status %d%s%s", t->status, t->last[0] ? ": " : "", t->last);
 }
 
-static void json_str(struct cd_strbuf *sb, const char *s)
-{
-	if (s)
-		cd_strbuf_append_json_string(sb, s, strlen(s));
-	else
-		cd_strbuf_append(sb, "null");
-}
-
 int cd_mac_probe(int argc, char **argv, const char *wrapper)
 {
 	bool json = false;
@@ -279,21 +271,21 @@ int cd_mac_probe(int argc, char **argv, const char *wrapper)
 		bool have_u = uname(&u) == 0;
 		struct cd_strbuf sb = { 0 };
 		cd_strbuf_append(&sb, "{\"host\":{\"sandbox_exec\":");
-		json_str(&sb, wrapper);
+		cd_strbuf_append_json_cstr(&sb, wrapper);
 		cd_strbuf_append(&sb, ",\"os\":");
 		char *os = have_u ? cd_xasprintf("%s %s", u.sysname, u.release) : NULL;
-		json_str(&sb, os);
+		cd_strbuf_append_json_cstr(&sb, os);
 		free(os);
 		cd_strbuf_printf(&sb, ",\"is_root\":%s},\"items\":[",
 				 geteuid() == 0 ? "true" : "false");
 		for (size_t i = 0; i < 3; i++) {
 			cd_strbuf_append(&sb, i ? ",{\"name\":" : "{\"name\":");
-			json_str(&sb, items[i].name);
+			cd_strbuf_append_json_cstr(&sb, items[i].name);
 			cd_strbuf_printf(&sb,
 					 ",\"ok\":%s,\"detail\":", items[i].ok ? "true" : "false");
-			json_str(&sb, items[i].detail);
+			cd_strbuf_append_json_cstr(&sb, items[i].detail);
 			cd_strbuf_append(&sb, ",\"fix\":");
-			json_str(&sb, items[i].ok ? NULL : items[i].fix);
+			cd_strbuf_append_json_cstr(&sb, items[i].ok ? NULL : items[i].fix);
 			cd_strbuf_append_c(&sb, '}');
 		}
 		cd_strbuf_append(&sb, "],\"backend\":{\"name\":\"seatbelt\","

@@ -44,20 +44,11 @@ void cd_proxy_audit_write(const struct cd_proxy_audit *a, bool json)
 	cd_strbuf_printf(&sb, "{\"event\":\"proxy\",\"decision\":\"%s\",\"protocol\":\"%s\"",
 			 decision, a->socks5 ? "socks5" : "http");
 	cd_strbuf_append(&sb, ",\"method\":");
-	if (a->method)
-		cd_strbuf_append_json_string(&sb, a->method, strlen(a->method));
-	else
-		cd_strbuf_append(&sb, "null");
+	cd_strbuf_append_json_cstr(&sb, a->method);
 	cd_strbuf_append(&sb, ",\"host\":");
-	if (a->host)
-		cd_strbuf_append_json_string(&sb, a->host, strlen(a->host));
-	else
-		cd_strbuf_append(&sb, "null");
+	cd_strbuf_append_json_cstr(&sb, a->host);
 	cd_strbuf_printf(&sb, ",\"port\":%u,\"address\":", a->port);
-	if (a->address)
-		cd_strbuf_append_json_string(&sb, a->address, strlen(a->address));
-	else
-		cd_strbuf_append(&sb, "null");
+	cd_strbuf_append_json_cstr(&sb, a->address);
 	cd_strbuf_append(&sb, ",\"rule\":");
 	cd_strbuf_append_json_string(&sb, rule, strlen(rule));
 	if (a->status >= 0)

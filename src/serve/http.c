@@ -662,10 +662,7 @@ static void send_delta(struct http_req *r, size_t n, bool done, const char *erro
 	sb.len += cd_base64_encode(r->buf, n, sb.buf + sb.len);
 	sb.buf[sb.len] = '\0';
 	cd_strbuf_printf(&sb, "\",\"done\":%s,\"error\":", done ? "true" : "false");
-	if (error)
-		cd_json_write_cstr(&sb, error);
-	else
-		cd_strbuf_append(&sb, "null");
+	cd_strbuf_append_json_cstr(&sb, error);
 	cd_strbuf_append(&sb, "}}\n");
 	queue(r->conn, &sb);
 	cd_strbuf_done(&sb);

@@ -373,6 +373,17 @@ START_TEST(test_path_tidy)
 }
 END_TEST
 
+START_TEST(test_json_cstr)
+{
+	struct cd_strbuf sb = { 0 };
+	cd_strbuf_append_json_cstr(&sb, NULL);
+	cd_strbuf_append_c(&sb, ',');
+	cd_strbuf_append_json_cstr(&sb, "a\"b\n");
+	ck_assert_str_eq(sb.buf, "null,\"a\\\"b\\n\"");
+	cd_strbuf_done(&sb);
+}
+END_TEST
+
 START_TEST(test_vis)
 {
 	char *hold = NULL;
@@ -473,6 +484,7 @@ static Suite *util_suite(void)
 	tcase_add_loop_test(tc, test_path_normal, 0, CD_ARRAY_SIZE(paths));
 	tcase_add_loop_test(tc, test_path_join, 0, CD_ARRAY_SIZE(joins));
 	tcase_add_loop_test(tc, test_path_tidy, 0, CD_ARRAY_SIZE(tidies));
+	tcase_add_test(tc, test_json_cstr);
 	tcase_add_test(tc, test_vis);
 	tcase_add_test(tc, test_path_parent);
 	tcase_add_loop_test(tc, test_path_beneath, 0, CD_ARRAY_SIZE(beneath));
