@@ -20,7 +20,13 @@ if [ "${CORDON_STANDIN_NESTED-}" = 1 ]; then
 	exit 71
 fi
 if [ "${CORDON_STANDIN_FDS-}" = 1 ]; then
-	echo "fds: $(ls /proc/$$/fd | sort -n | tr '\n' ' ')" >&2
+	# ls lists its own descriptors: what this shell passes on at exec, as
+	# the command would get them, and ls's handle on the folder. A listing of
+	# the shell's own through $(...) raced with the shell closing its end of
+	# that substitution's pipe (an fd 4 seen now and then on a busy host).
+	printf 'fds: ' >&2
+	ls /proc/self/fd | sort -n | tr '\n' ' ' >&2
+	echo >&2
 	exit 70
 fi
 if [ -n "${CORDON_STANDIN_BACKGROUND-}" ]; then
