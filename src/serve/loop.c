@@ -734,6 +734,7 @@ struct cd_child_watch *cd_loop_watch_child(struct cd_loop *l, pid_t pid, int pid
 	c->pidfd = l->kind == CD_LOOP_EPOLL ? pidfd : -1;
 	c->fn = fn;
 	c->data = data;
+#ifdef __linux__
 	if (c->pidfd >= 0) {
 		/* Processes end in floods (a session's, a mass terminate): bulk. */
 		c->fdw = cd_loop_add_fd(l, c->pidfd, CD_LOOP_IN | CD_LOOP_BULK, on_pidfd, c);
@@ -741,7 +742,9 @@ struct cd_child_watch *cd_loop_watch_child(struct cd_loop *l, pid_t pid, int pid
 			free(c);
 			return NULL;
 		}
-	} else {
+	} else
+#endif
+	{
 		int r = setup_sigchld(l);
 		if (r < 0) {
 			free(c);
