@@ -209,6 +209,13 @@ int cd_cidr_parse(const char *s, struct cd_cidr *ret, const char **reterr)
 			*reterr = "host bits are set after the prefix length";
 			return -EINVAL;
 		}
+	/* A range inside ::ffff:0:0/96 or 64:ff9b::/96 could match nothing (cd_cidr_contains). */
+	struct cd_ipaddr v4;
+	if (c.addr.family == 6 && c.prefix >= 96 && cd_ipaddr_embedded_v4(&c.addr, &v4)) {
+		*reterr = "an IPv4-mapped or NAT64 range, which is judged as the IPv4 address "
+			  "inside it: write that IPv4 range";
+		return -EINVAL;
+	}
 	*ret = c;
 	return 0;
 }
@@ -227,10 +234,16 @@ static bool prefix_match(const unsigned char *a, const unsigned char *b, unsigne
 bool cd_cidr_contains(const struct cd_cidr *c, const struct cd_ipaddr *a)
 {
 	struct cd_ipaddr v4;
+	/*
+	 * An IPv4-mapped or NAT64 address reaches the IPv4 address inside it,
+	 * and the special ranges judge it as that: so do CIDRs, and only IPv4
+	 * ones. An IPv6 range (::/0, ::ffff:0:0/96, 64:ff9b::/96) must not
+	 * reopen 127.0.0.1 or 169.254.169.254 through that form.
+	 */
+	if (cd_ipaddr_embedded_v4(a, &v4))
+		return c->addr.family == 4 && prefix_match(c->addr.b, v4.b, c->prefix);
 	if (c->addr.family == a->family)
 		return prefix_match(c->addr.b, a->b, c->prefix);
-	if (c->addr.family == 4 && cd_ipaddr_embedded_v4(a, &v4))
-		return prefix_match(c->addr.b, v4.b, c->prefix);
 	return false;
 }
 

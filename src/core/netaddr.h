@@ -35,9 +35,12 @@ char *cd_ipaddr_format(const struct cd_ipaddr *a, char *buf, size_t n);
 bool cd_ipaddr_embedded_v4(const struct cd_ipaddr *a, struct cd_ipaddr *ret);
 
 /* "ADDR/PREFIX" or a bare address (a host: /32, /128). Host bits set are
- * an error (say what you mean). 0, or -EINVAL with *reterr a static string. */
+ * an error (say what you mean), and so is a range inside ::ffff:0:0/96 or
+ * 64:ff9b::/96 (write the IPv4 range). 0, or -EINVAL with *reterr a static
+ * string. */
 int cd_cidr_parse(const char *s, struct cd_cidr *ret, const char **reterr);
-/* Whether a is in c; an IPv4-mapped or NAT64 address also matches an IPv4 range. */
+/* Whether a is in c. An IPv4-mapped or NAT64 address is matched as the IPv4
+ * address inside it, by IPv4 ranges only. */
 bool cd_cidr_contains(const struct cd_cidr *c, const struct cd_ipaddr *a);
 
 /*
