@@ -263,6 +263,9 @@ pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e, int pin_f
 	(void)setsid();
 	/* No core dump, no ptrace by the sandbox's uid (it runs as the caller). */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Before anything connects: a server must never see a relayed client unnamed. */
+	if (prctl(PR_SET_NAME, CD_RELAY_NAME, 0, 0, 0) < 0)
+		_exit(1);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_DFL);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -44,10 +44,18 @@ int cd_netfence_listen(const char **step);
 int cd_relay_pin(const struct cd_proxy_endpoint *e);
 
 /*
- * Parent: fork the relay process, which accepts on listen_fd and forwards
- * each connection to e: a unix one through pin_fd (cd_relay_pin), -1 for
- * TCP. Both fds are taken (closed in the caller in every case). Returns
- * its pid, or -errno.
+ * The relay's process name (its comm, and its connections'): it runs
+ * outside the sandbox but connects where the sandbox asks, so a server
+ * that judges its clients (cordon serve's sandboxes.c) takes a socket it
+ * holds for the sandbox's, as it does cordon's proxy's.
+ */
+#define CD_RELAY_NAME "cordon-relay"
+
+/*
+ * Parent: fork the relay process (named CD_RELAY_NAME), which accepts on
+ * listen_fd and forwards each connection to e: a unix one through pin_fd
+ * (cd_relay_pin), -1 for TCP. Both fds are taken (closed in the caller in
+ * every case). Returns its pid, or -errno.
  */
 pid_t cd_relay_start(int listen_fd, const struct cd_proxy_endpoint *e, int pin_fd);
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "sandbox/linux/netfence.h"
 #include "serve/sandboxes.h"
 
 /*
@@ -64,6 +65,10 @@ static const char *const cordon_inits[] = { "cordon-init", "cordon-fs-helper" };
  * it holds is the sandbox's, whatever its uid and pid namespace say.
  */
 #define CORDON_PROXY_NAME "cordon-proxy"
+/* The same holds for the managed network's relay (netfence.h): a client it
+ * connects for is the sandbox's (a loopback proxy port the caller named may
+ * be this very server's). */
+static const char *const cordon_for_sandbox[] = { CORDON_PROXY_NAME, CD_RELAY_NAME };
 
 struct cd_sandbox_entry {
 	struct cd_sandbox_entry *prev, *next;
@@ -388,13 +393,14 @@ static enum cd_peer_verdict classify(int proc, int dir, pid_t pid, char *why, si
 		snprintf(why, size, "process %d cannot be looked at: %s", (int)pid, strerror(-r));
 		return CD_PEER_UNDECIDED;
 	}
-	if (cd_streq(st.name, CORDON_PROXY_NAME)) {
-		snprintf(
-			why, size,
-			"process %d is a sandbox's network proxy (%s): it connects for the sandbox",
-			(int)pid, st.name);
-		return CD_PEER_SANDBOXED;
-	}
+	for (size_t i = 0; i < CD_ARRAY_SIZE(cordon_for_sandbox); i++)
+		if (cd_streq(st.name, cordon_for_sandbox[i])) {
+			snprintf(why, size,
+				 "process %d is a sandbox's network %s (%s): it connects for the "
+				 "sandbox",
+				 (int)pid, i == 0 ? "proxy" : "relay", st.name);
+			return CD_PEER_SANDBOXED;
+		}
 	if (st.levels == 1) {
 		/* The namespace /proc shows: ours, or (host_proc) the one ours is in. */
 		if (proc == own_proc && degraded())

@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from rpcclient import (ROOT_READ, Server, Tap, cordon_usable, err_code,  # noqa: E402
                        err_msg)
+from netclient import NetServer  # noqa: E402
 from upstream import serve_upstream  # noqa: E402
 
 t = Tap()
@@ -190,6 +191,32 @@ try:
     r, res = probe(s, "localhost", env(http_proxy="http://localhost:%d" % PPORT))
     t.ok(res is not None and res.get("allowed") == "ok: hello from upstream",
          "[%s] http_proxy=http://localhost:PORT is routed" % WHO, (r, res))
+
+    # The loopback port the caller names may be this very server's: the
+    # relay connects for the sandbox, and the server must take it for the
+    # sandbox's client (403), never for an outside one that may start
+    # unsandboxed processes.
+    W = NetServer("ws")
+    c = None
+    try:
+        c = W.connect()
+        c.handshake()
+        ask = ("import socket; s = socket.create_connection(('127.0.0.1', 3128), timeout=30); "
+               "s.sendall(b'GET /status HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'); "
+               "print(s.recv(200).split(b'\\r\\n')[0].decode())")
+        r, out = c.run("to-self", [sys.executable, "-c", ask], cwd=BASE,
+                       env=env(HTTP_PROXY="http://127.0.0.1:%d" % W.port),
+                       sandbox=sandbox(), enforceManagedNetwork=True)
+        got = out.stdout.decode().strip() if out else ""
+        t.ok(got.startswith("HTTP/1.1 403"),
+             "[%s] a proxy port that is the server's own: the relayed client is refused as "
+             "the sandbox's (403)" % WHO, (got, r, out and out.stderr, W.stderr_text()[-600:]))
+        t.ok("is a sandbox's network relay (cordon-relay)" in W.stderr_text(),
+             "[%s] and the server's log says why" % WHO, W.stderr_text()[-600:])
+    finally:
+        if c:
+            c.close()
+        W.stop()
 
     # The proxy gone: nothing gets out.
     proxy.kill()
