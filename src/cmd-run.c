@@ -248,6 +248,38 @@ static void print_limits(const struct cd_linux_plan *lp)
 		      stderr);
 }
 
+/*
+ * An audit trail the command can rewrite is no record of what it did: say
+ * so when the plan lets the sandbox write the --audit-file (a full-access
+ * profile, or a file inside a writable root). A warning, not a refusal:
+ * under full access no place would do.
+ */
+static void warn_audit_writable(const struct cd_plan *plan, const char *file)
+{
+	char *abs = NULL, *canon = NULL, *cwd = NULL;
+
+	if (file[0] == '/') {
+		abs = cd_xstrdup(file);
+	} else if ((cwd = getcwd(NULL, 0))) {
+		abs = cd_xasprintf("%s/%s", cwd, file);
+	}
+	if (abs && cd_canonicalize(&cd_fs_ops_host, abs, &canon, NULL, NULL) == 0) {
+		const struct cd_plan_path *rule = NULL;
+		char *h1 = NULL, *h2 = NULL;
+		if (cd_plan_access(plan, canon, &rule) == CD_ACCESS_WRITE)
+			cd_log_warn("--audit-file '%s' is writable inside the sandbox (%s): the "
+				    "command can rewrite its own audit trail; put it where the "
+				    "profile gives no write access",
+				    cd_vis(canon, &h1),
+				    rule && rule->why ? cd_vis(rule->why, &h2) : "full access");
+		free(h1);
+		free(h2);
+	}
+	free(canon);
+	free(abs);
+	free(cwd);
+}
+
 int cd_cmd_run(int argc, char **argv)
 {
 	struct cd_cli_args a = { .cmd = "run", .argc = argc, .argv = argv, .i = 1 };
@@ -369,6 +401,7 @@ int cd_cmd_run(int argc, char **argv)
 	if (b.own_proxy && b.lp && b.lp->net_managed) {
 		char *perr = NULL;
 		if (audit_file) {
+			warn_audit_writable(b.plan, audit_file);
 			audit_fd = open(audit_file,
 					O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
 			if (audit_fd < 0) {

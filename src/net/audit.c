@@ -32,7 +32,7 @@ void cd_proxy_audit_write(const struct cd_proxy_audit *a, bool json)
 		char status[16] = "-";
 		if (a->status >= 0)
 			snprintf(status, sizeof(status), "%d", a->status);
-		cd_log_info(
+		cd_log_record(
 			"proxy%s%s%s: %s %s%s %s:%u address=%s rule=\"%s\" status=%s sent=%" PRIu64
 			" received=%" PRIu64,
 			a->tag ? " (" : "", a->tag ? a->tag : "", a->tag ? ")" : "", decision,

@@ -24,10 +24,11 @@
 #include "serve/workq.h"
 #include "shared/log.h"
 
-#define RELAY_BUF (256 * 1024) /* each way: 512 KiB a tunnel */
-#define MAX_ADDRS 16
-#define DRAIN_MAX (4u << 20) /* bytes read and dropped after a refusal */
-#define DRAIN_MS  2000	     /* ...or this long, so the client reads the refusal */
+#define RELAY_BUF  (256 * 1024) /* each way: 512 KiB a tunnel */
+#define MAX_ADDRS  16
+#define METHOD_MAX 32	      /* bytes of a request method (the longest registered: 17) */
+#define DRAIN_MAX  (4u << 20) /* bytes read and dropped after a refusal */
+#define DRAIN_MS   2000	      /* ...or this long, so the client reads the refusal */
 
 enum state {
 	ST_HEAD,       /* reading the request head (or the SOCKS5 greeting and request) */
@@ -298,6 +299,8 @@ static const char *status_text(int status)
 		return "Length Required";
 	case 431:
 		return "Request Header Fields Too Large";
+	case 501:
+		return "Not Implemented";
 	case 502:
 		return "Bad Gateway";
 	case 503:
@@ -1023,6 +1026,15 @@ static void handle_head(struct pconn *c, size_t len)
 			refuse(c, 400, 1, "a malformed method", NULL);
 			return;
 		}
+	/*
+	 * The longest registered method has 17 bytes. A longer one is no
+	 * method a server implements, and would crowd the audit line's host
+	 * and rule out of its bounded length.
+	 */
+	if (sp1 - s > METHOD_MAX) {
+		refuse(c, 501, 1, "a method longer than 32 bytes", NULL);
+		return;
+	}
 	c->method = cd_xstrndup(s, (size_t)(sp1 - s));
 	const char *target = sp1 + 1;
 	size_t tlen = (size_t)(sp2 - target);

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,8 +48,12 @@ static CD_PRINTF(4, 0) void vlog(int level, int prio, const char *prefix, const 
 		n = 0;
 	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-	if (len > sizeof(line) - 2)
+	if (len > sizeof(line) - 2) {
+		/* Cut, and saying so: a reader must not take the part for the whole. */
+		static const char mark[] = " [line cut]";
 		len = sizeof(line) - 2;
+		memcpy(line + len - (sizeof(mark) - 1), mark, sizeof(mark) - 1);
+	}
 	line[len++] = '\n';
 	fflush(stderr);
 	for (size_t off = 0; off < len;) {
@@ -72,3 +77,4 @@ DEFINE_LOG(cd_log_error, 0, 3, "")
 DEFINE_LOG(cd_log_warn, 1, 4, "warning: ")
 DEFINE_LOG(cd_log_info, 1, 6, "")
 DEFINE_LOG(cd_log_debug, 2, 7, "debug: ")
+DEFINE_LOG(cd_log_record, 0, 6, "")

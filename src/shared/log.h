@@ -21,3 +21,5 @@ void cd_log_error(const char *fmt, ...) CD_PRINTF(1, 2);
 void cd_log_warn(const char *fmt, ...) CD_PRINTF(1, 2);
 void cd_log_info(const char *fmt, ...) CD_PRINTF(1, 2);
 void cd_log_debug(const char *fmt, ...) CD_PRINTF(1, 2);
+/* A record, as info is, but whatever the verbosity: -q silences messages, not audit lines. */
+void cd_log_record(const char *fmt, ...) CD_PRINTF(1, 2);

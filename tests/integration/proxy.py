@@ -402,6 +402,18 @@ ans = ask(P, b"POST http://ok.test:%d/ HTTP/1.1\r\nHost: ok.test:%d\r\n"
 t.eq(status_of(ans), 411, "a chunked request body: 411 (Content-Length required)")
 P.next_audit()
 
+# A method of 33 bytes would crowd the host and rule out of the audit line.
+ans = ask(P, b"%s http://ok.test:%d/ HTTP/1.1\r\nHost: ok.test:%d\r\n\r\n"
+          % (b"G" * 33, HPORT, HPORT))
+a = P.next_audit()
+t.ok(status_of(ans) == 501 and "a method longer than 32 bytes" in ans and a["decision"] == "deny",
+     "a method of 33 bytes: 501, denied", (ans, a))
+ans = ask(P, b"%s http://ok.test:%d/ HTTP/1.1\r\nHost: ok.test:%d\r\n\r\n"
+          % (b"G" * 32, HPORT, HPORT))
+a = P.next_audit()
+t.ok(a["decision"] == "allow" and a["host"] == "ok.test" and "Unsupported method" in ans,
+     "a method of 32 bytes goes on to the rules (and the upstream refuses it)", (ans, a))
+
 # ---- 1 MB of head: 431, and the proxy keeps serving ----
 with connect(P) as s:
     s.sendall(b"GET http://ok.test/ HTTP/1.1\r\nHost: ok.test\r\n")
@@ -734,6 +746,16 @@ with connect(W) as s:
 W.next_audit()
 W.stop()
 
+# ---- an IPv6 range does not reopen IPv4 through its mapped or NAT64 forms ----
+V6 = Proxy("--allow-cidr", "::/0")
+for target in ("[::ffff:127.0.0.1]:%d" % EPORT, "[64:ff9b::7f00:1]:%d" % EPORT,
+               "[::ffff:169.254.169.254]:80", "[::ffff:10.0.0.1]:80"):
+    ans = ask(V6, b"CONNECT %s HTTP/1.1\r\n\r\n" % target.encode())
+    a = V6.next_audit()
+    t.ok(status_of(ans) == 403 and a.get("decision") == "deny",
+         "allow-cidr ::/0: CONNECT %s (IPv4 inside) refused" % target, ans)
+V6.stop()
+
 # ---- --audit-tag: whose proxy, in every line (cordon serve names the process) ----
 T = Proxy("--allow-domain", "ok.test", "--audit-tag", "process a\\x0a b")
 ans = ask(T, b"CONNECT evil.test:443 HTTP/1.1\r\n\r\n")
@@ -746,6 +768,7 @@ T.stop()
 for args, want in [(["--allow-domain", "foo*.test"], "--allow-domain 'foo*.test': a '*'"),
                    (["--allow-domain", "1.2.3.4"], "use a CIDR"),
                    (["--allow-cidr", "10.0.0.1/8"], "host bits"),
+                   (["--allow-cidr", "::ffff:0:0/96"], "write that IPv4 range"),
                    (["--mode", "open"], "full or limited"),
                    (["--max-connections", "0"], "--max-connections"),
                    (["--listen", "localhost:1"], "IP:PORT expected"),

@@ -349,5 +349,29 @@ t.ok(rc == 0 and len(lines) == 2 and lines[0].startswith("{") and
      re.search(r"proxy: allow GET ok\.test:%d address=127\.0\.0\.1 " % PORT, lines[1]) and
      "cordon: proxy:" not in err,
      "[%s] --audit-file without --json-audit: text lines, appended" % WHO, "\n".join(lines))
+t.ok("writable inside the sandbox" not in err,
+     "[%s] an --audit-file the profile does not let the command write: no warning" % WHO, err)
+# One the command could rewrite is no record of what it did: cordon says so.
+TMP_AUDIT = tempfile.mktemp(prefix="cordon-audit.", dir="/tmp")
+try:
+    rc, out, err = managed(["--profile", "workspace-write"] + RULES
+                           + ["--audit-file", TMP_AUDIT], ["true"])
+finally:
+    if os.path.exists(TMP_AUDIT):
+        os.unlink(TMP_AUDIT)
+t.ok(rc == 0 and ("warning: --audit-file '%s' is writable inside the sandbox (entry 2 "
+                  "(:slash_tmp, write))" % TMP_AUDIT) in err,
+     "[%s] an --audit-file inside a writable root: a warning naming the rule" % WHO, err)
+# -q silences cordon's messages, never its audit trail: on stderr, in the file.
+rc, out, err = run(["run", "-q", "--network", "managed"] + RULES + ["--audit-file", AUDIT, "--"]
+                   + [sys.executable, "-c", FETCH, "http://ok.test:%d/" % PORT])
+with open(AUDIT) as f:
+    lines = f.read().splitlines()
+t.ok(rc == 0 and len(lines) == 3 and re.search(r"proxy: allow GET ok\.test:%d " % PORT, lines[2]),
+     "[%s] -q: the text audit line still goes to the --audit-file" % WHO, "\n".join(lines) + err)
+rc, out, err = run(["run", "-q", "--network", "managed"] + RULES + ["--"]
+                   + [sys.executable, "-c", FETCH, "http://ok.test:%d/" % PORT])
+t.ok(rc == 0 and re.search(r"cordon: proxy: allow GET ok\.test:%d " % PORT, err),
+     "[%s] -q: and to stderr without one" % WHO, err)
 
 t.done()
