@@ -31,6 +31,7 @@ cordon_common_sources = \
 	src/serve/metrics.c src/serve/metrics.h src/serve/status.c src/serve/status.h \
 	src/serve/http.c src/serve/http.h \
 	src/cmd-proxy.c src/net/proxy.c src/net/proxy.h src/net/audit.c src/net/audit.h \
+	src/net/localroute.c src/net/localroute.h \
 	src/own-proxy.c src/own-proxy.h \
 	src/shared/log.c src/shared/log.h \
 	src/shared/fd-util.c src/shared/fd-util.h

@@ -19,6 +19,7 @@
 #include "core/socks5.h"
 #include "core/util.h"
 #include "net/audit.h"
+#include "net/localroute.h"
 #include "net/proxy.h"
 #include "serve/loop.h"
 #include "serve/workq.h"
@@ -106,7 +107,7 @@ struct resolve_job {
 	struct cd_ipaddr addrs[MAX_ADDRS];
 	size_t n_local;
 	struct cd_ipaddr *local; /* this host's addresses */
-	int local_err;		 /* errno of getifaddrs when they were needed and not listed */
+	int local_err; /* errno of getifaddrs (or of the route asked) when this host's were needed */
 };
 
 static void conn_close(struct pconn *c);
@@ -722,6 +723,23 @@ static void resolve_run(struct cd_work *w)
 			j->local[j->n_local++] = a;
 		}
 		freeifaddrs(ifs);
+		/*
+		 * An address no interface has can still be this host's: a
+		 * local route over a range (AnyIP) delivers it here, to every
+		 * service bound to 0.0.0.0. The kernel's own route says so.
+		 */
+		for (size_t i = 0; i < j->n && !j->local_err; i++) {
+			if (cd_ipaddr_special(&j->addrs[i], NULL))
+				continue;
+			int r = cd_route_is_local(&j->addrs[i]);
+			if (r < 0) {
+				j->local_err = -r;
+			} else if (r > 0) {
+				j->local = cd_xreallocarray(j->local, j->n_local + 1,
+							    sizeof(*j->local));
+				j->local[j->n_local++] = j->addrs[i];
+			}
+		}
 	}
 }
 

@@ -19,6 +19,7 @@
 #endif
 
 #include "core/netaddr.h"
+#include "net/localroute.h"
 #include "serve/budget.h"
 #include "serve/http.h"
 #include "serve/intent.h"
@@ -399,7 +400,18 @@ static bool is_local(const struct sockaddr *a)
 		return true; /* cannot tell: take it for ours */
 	for (size_t i = 0; i < n_local_addrs && !found; i++)
 		found = same_addr((const struct sockaddr *)&local_addrs[i], a);
-	return found;
+	if (found)
+		return true;
+	/* No interface has it, but a local route (AnyIP) may deliver it here. */
+	struct cd_ipaddr ip = { 0 };
+	if (a->sa_family == AF_INET) {
+		ip.family = 4;
+		memcpy(ip.b, &((const struct sockaddr_in *)a)->sin_addr, 4);
+	} else {
+		ip.family = 6;
+		memcpy(ip.b, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+	}
+	return cd_route_is_local(&ip) != 0; /* cannot tell: ours */
 }
 
 /*

@@ -764,6 +764,60 @@ t.ok(status_of(ans) == 403 and a.get("tag") == "process a\\x0a b" and a["host"] 
      "--audit-tag: the JSON line carries the tag", a)
 T.stop()
 
+# ---- an address no interface has, that a local route delivers here (AnyIP) ----
+# In a network namespace of its own (root or not), where lo gets
+# `ip route add local 11.23.0.0/16`: 11.23.5.5 is this host's there, though
+# no interface lists it. The proxy and its client both run inside.
+ANYIP = r"""
+import json, socket, subprocess, sys
+cordon = sys.argv[1]
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+subprocess.run(["ip", "route", "add", "local", "11.23.0.0/16", "dev", "lo", "table", "local"],
+               check=True)
+p = subprocess.Popen([cordon, "proxy", "--listen", "127.0.0.1:0", "--allow-domain", "*.test",
+                      "--json-audit"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+port = int(p.stdout.readline().decode().rpartition(":")[2])
+out = {}
+for name in ("anyip.test", "elsewhere.test"):
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(b"CONNECT %s:80 HTTP/1.1\r\n\r\n" % name.encode())
+    out[name] = [s.recv(4096).split(b"\r\n")[0].decode(), json.loads(p.stdout.readline())]
+    s.close()
+p.kill()
+print(json.dumps(out))
+"""
+UNSHARE, IP = shutil.which("unshare"), shutil.which("ip")
+if not UNSHARE or not IP:
+    t.skip("AnyIP", "needs unshare and ip (iproute2) for a network namespace of the test's own")
+else:
+    # Root: a network namespace alone (the proxy changes to nobody, which only
+    # the host maps). Others: a user namespace mapping their own ids, the
+    # capabilities kept for ip.
+    ns = [UNSHARE, "-n"] if os.geteuid() == 0 else [
+        UNSHARE, "-n", "--map-user=%d" % os.geteuid(), "--map-group=%d" % os.getegid(),
+        "--keep-caps"]
+    r = subprocess.run(ns + [sys.executable, "-c", ANYIP, CORDON],
+                       env=dict(os.environ, CORDON_TEST_PROXY_RESOLVE=(
+                           "anyip.test=11.23.5.5,elsewhere.test=11.24.5.5")),
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=WAIT)
+    if r.returncode != 0 and b"unshare failed" in r.stderr:
+        t.skip("AnyIP", "no user namespace for the test's own network namespace: %s"
+               % r.stderr.decode().strip())
+    else:
+        try:
+            got = json.loads(r.stdout)
+        except ValueError:
+            got = {}
+        a = got.get("anyip.test", ["", {}])
+        e = got.get("elsewhere.test", ["", {}])
+        t.ok(a[0].startswith("HTTP/1.1 403") and
+             a[1].get("rule") == "address 11.23.5.5: an address of this host",
+             "an address a local route delivers here (no interface has it) is this host's: 403",
+             (r.stdout, r.stderr))
+        t.ok(e[0].startswith("HTTP/1.1 502") and e[1].get("address") == "11.24.5.5" and
+             "this host" not in (e[1].get("rule") or ""),
+             "one with no local route is not (the connect fails: 502)", (r.stdout, r.stderr))
+
 # ---- bad options ----
 for args, want in [(["--allow-domain", "foo*.test"], "--allow-domain 'foo*.test': a '*'"),
                    (["--allow-domain", "1.2.3.4"], "use a CIDR"),

@@ -18,6 +18,7 @@ import http.server
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -505,7 +506,8 @@ def policy():
 def host_address():
     """An address of this host that is in no special range (the review's case): in a
     network namespace of the test's own, 11.22.33.44 on lo, a local server bound to
-    0.0.0.0 beside the server. Needs root (unshare -n) and ip."""
+    0.0.0.0 beside the server; and 11.23.5.5, which no interface has but a local
+    route over 11.23.0.0/16 delivers there (AnyIP). Needs root (unshare -n) and ip."""
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
         t.skip("an address of this host is refused", "needs root, unshare and ip")
         return
@@ -515,8 +517,10 @@ def host_address():
     with open(wrap, "w") as f:
         f.write("#!/bin/sh\n"
                 "exec unshare -n sh -c 'ip link set lo up && ip addr add 11.22.33.44/32 "
-                "dev lo && (python3 -m http.server 18080 --bind 0.0.0.0 "
-                ">/dev/null 2>&1 &) && exec \"$0\" \"$@\"' %s \"$@\"\n" % CORDON)
+                "dev lo && ip route add local 11.23.0.0/16 dev lo table local && "
+                "{ python3 -m http.server 18080 --bind 0.0.0.0 >/dev/null 2>&1 & "
+                "echo $! >%s/http.pid; } && exec \"$0\" \"$@\"' %s \"$@\"\n"
+                % (d, CORDON))
     os.chmod(wrap, 0o755)
     s = Server(args=["--allow-http-request"], cordon=wrap)
     try:
@@ -524,8 +528,17 @@ def host_address():
         r = req(s, "http://11.22.33.44:18080/", timeoutMs=60000)
         t.ok(refused(r, "an address of this host"),
              "an address of this host is refused (its local services answer there)", r)
+        r = req(s, "http://11.23.5.5:18080/", timeoutMs=60000)
+        t.ok(refused(r, "an address of this host"),
+             "an address only a local route delivers here (AnyIP) is refused too", r)
     finally:
         s.stop()
+        # The local server lives in the namespace past the server: ended here.
+        try:
+            with open(os.path.join(d, "http.pid")) as f:
+                os.kill(int(f.read()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
         shutil.rmtree(d, ignore_errors=True)
 
 
