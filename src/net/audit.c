@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -22,12 +23,54 @@ static void write_all(int fd, const char *s, size_t n)
 	}
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Whether a denied decision's line may go to the journal now (audit.h). */
+static bool journal_deny_admitted(const char *tag)
+{
+	/* One proxy a process, its lines written from its loop alone. */
+	static uint64_t window_start;
+	static unsigned written;
+	static uint64_t left_out;
+	static bool started;
+	uint64_t now = now_ms();
+	const char *o = tag ? " (" : "", *t = tag ? tag : "", *c = tag ? ")" : "";
+
+	if (!started || now - window_start >= CD_AUDIT_WINDOW_MS) {
+		if (left_out)
+			cd_log_record("proxy%s%s%s: %" PRIu64 " denied decisions were not logged "
+				      "(more than %u in %u s)",
+				      o, t, c, left_out, CD_AUDIT_DENY_MAX,
+				      CD_AUDIT_WINDOW_MS / 1000);
+		started = true;
+		window_start = now;
+		written = 0;
+		left_out = 0;
+	}
+	if (written < CD_AUDIT_DENY_MAX) {
+		written++;
+		return true;
+	}
+	if (left_out++ == 0)
+		cd_log_record("proxy%s%s%s: more than %u denied decisions in %u s: the rest of "
+			      "them are counted, not logged (allowed ones still are)",
+			      o, t, c, CD_AUDIT_DENY_MAX, CD_AUDIT_WINDOW_MS / 1000);
+	return false;
+}
+
 void cd_proxy_audit_write(const struct cd_proxy_audit *a, bool json)
 {
 	const char *decision = a->allowed ? "allow" : "deny";
 	const char *method = a->method ? a->method : "-";
 	const char *rule = a->rule ? a->rule : "-";
 
+	if (!json && cd_log_journal && !a->allowed && !journal_deny_admitted(a->tag))
+		return;
 	if (!json) {
 		char status[16] = "-";
 		if (a->status >= 0)

@@ -30,4 +30,19 @@ struct cd_proxy_audit {
 	const char *tag; /* whose proxy (cordon serve: "process ID"), or NULL */
 };
 
+/*
+ * In the journal (text lines, shared/log.h's cd_log_journal), denied
+ * decisions are the one thing a sandbox can make without bound and at no
+ * cost (no lookup, no upstream): past CD_AUDIT_DENY_MAX of them in a
+ * CD_AUDIT_WINDOW_MS window, the rest of the window's are counted, not
+ * written, so that one sandbox cannot spend the journal's rate limit
+ * (systemd's default: 10,000 a unit per 30 s) and have the server's
+ * other lines dropped. A line says when that starts, and the first line
+ * of a later window says how many were left out. Allowed decisions are
+ * always written (they are the record of what went out), and so is every
+ * line anywhere else (a file, a pipe, JSON).
+ */
+#define CD_AUDIT_DENY_MAX  100
+#define CD_AUDIT_WINDOW_MS 10000
+
 void cd_proxy_audit_write(const struct cd_proxy_audit *a, bool json);

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -688,6 +689,46 @@ line = T.p.stderr.readline().decode()
 T.stop()
 t.eq(line, 'cordon: proxy: deny CONNECT denied.test:443 address=- rule="no '
      'allow-domain pattern matches" status=403 sent=0 received=0\n', "the text audit line")
+
+# ---- in the journal: denied decisions past 100 in 10 s are counted, not logged ----
+# The proxy takes a pipe whose device and inode JOURNAL_STREAM names for the
+# journal, as it does under systemd.
+jr, jw = os.pipe()
+jst = os.fstat(jw)
+J = subprocess.Popen([CORDON, "proxy", "--listen", "127.0.0.1:0", "--allow-domain", "ok.test",
+                      "--allow-cidr", "127.0.0.1"], stdout=subprocess.PIPE, stderr=jw,
+                     stdin=subprocess.DEVNULL,
+                     env=dict(os.environ, CORDON_TEST_PROXY_RESOLVE=RESOLVE,
+                              JOURNAL_STREAM="%d:%d" % (jst.st_dev, jst.st_ino)))
+os.close(jw)
+J.port = int(J.stdout.readline().decode().strip().rpartition(":")[2])
+jlines = queue.Queue()
+threading.Thread(target=lambda: [jlines.put(x.decode()) for x in os.fdopen(jr, "rb")],
+                 daemon=True).start()
+t0 = time.monotonic()
+for i in range(130):
+    ask(J, b"CONNECT denied%d.test:443 HTTP/1.1\r\n\r\n" % i)
+elapsed = time.monotonic() - t0
+with connect(J) as s:
+    s.sendall(b"CONNECT ok.test:%d HTTP/1.1\r\n\r\n" % EPORT)
+    read_head(s)
+got = []
+while not any("proxy: allow CONNECT ok.test" in x for x in got):
+    got.append(jlines.get(timeout=WAIT))
+J.kill()
+J.wait()
+denied = [x for x in got if "proxy: deny CONNECT" in x]
+notice = [x for x in got if "denied decisions in 10 s: the rest of them are counted" in x]
+if elapsed >= 10:
+    t.skip("the journal's denied lines", "130 requests took %.1f s here: the 10 s window "
+           "rolled over" % elapsed)
+else:
+    t.ok(len(denied) == 100 and len(notice) == 1 and notice[0].startswith("<6>proxy: more than "
+         "100 denied decisions in 10 s") and got.index(notice[0]) == 100,
+         "journal: 100 denied lines in 10 s, then one saying the rest are counted",
+         (len(denied), notice, got[-3:]))
+t.ok(got[-1].startswith("<6>proxy: allow CONNECT ok.test:%d " % EPORT),
+     "journal: an allowed decision is still logged past the limit", got[-3:])
 
 # ---- the connection cap: 10k attempts, refusals, and still serving ----
 C = Proxy("--allow-domain", "ok.test", "--allow-cidr", "127.0.0.1", "--max-connections", "50",
