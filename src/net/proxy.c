@@ -70,7 +70,8 @@ struct pconn {
 	struct resolve_job *job;
 	struct cd_strbuf fwd; /* what the upstream gets first (plain HTTP: the rewritten head) */
 	bool http_plain;
-	uint64_t body_left; /* plain HTTP: request body bytes still to forward */
+	bool method_override; /* a method-override field (X-HTTP-Method-Override...) */
+	uint64_t body_left;   /* plain HTTP: request body bytes still to forward */
 
 	/* the relay: up is client -> upstream, down is upstream -> client */
 	char *up, *down;
@@ -848,6 +849,17 @@ static void start_resolve(struct pconn *c)
 
 /* ---- the decision ---- */
 
+/* X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override: a method for the server to act on. */
+static bool is_method_override(const char *name, size_t n)
+{
+	static const char *const fields[] = { "x-http-method-override", "x-http-method",
+					      "x-method-override" };
+	for (size_t i = 0; i < CD_ARRAY_SIZE(fields); i++)
+		if (n == strlen(fields[i]) && strncasecmp(name, fields[i], n) == 0)
+			return true;
+	return false;
+}
+
 /* The policy's verdict on c->host (set, normalised) and c->port. */
 static void decide(struct pconn *c)
 {
@@ -860,6 +872,14 @@ static void decide(struct pconn *c)
 			       "mode limited: tunnels (CONNECT, SOCKS5) are refused, the proxy "
 			       "cannot "
 			       "see the methods inside them",
+			       "mode limited");
+			return;
+		}
+		/* The method a server acts on may be another one, named in a field. */
+		if (c->method_override) {
+			refuse(c, 403, 2,
+			       "mode limited: a method-override field (X-HTTP-Method-Override "
+			       "and the like) is refused",
 			       "mode limited");
 			return;
 		}
@@ -1181,6 +1201,8 @@ static void handle_head(struct pconn *c, size_t len)
 				continue; /* one copy goes upstream */
 		} else if (nl == 17 && strncasecmp(s, "transfer-encoding", 17) == 0) {
 			te = true;
+		} else if (is_method_override(s, nl)) {
+			c->method_override = true;
 		}
 		if (hop_by_hop(s, nl))
 			continue;

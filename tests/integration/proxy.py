@@ -673,6 +673,13 @@ ans = ask(L, b"POST http://ok.test:%d/ HTTP/1.1\r\nHost: ok.test:%d\r\nContent-L
 t.ok(status_of(ans) == 403 and "mode limited: method POST is refused" in ans,
      "limited: POST refused", ans)
 t.eq(L.next_audit()["rule"], "mode limited", "audit: limited mode's rule")
+for field in (b"X-HTTP-Method-Override", b"x-http-method", b"X-Method-Override"):
+    ans = ask(L, b"GET http://ok.test:%d/ HTTP/1.1\r\nHost: ok.test:%d\r\n%s: DELETE\r\n\r\n"
+              % (HPORT, HPORT, field))
+    t.ok(status_of(ans) == 403 and "a method-override field" in ans,
+         "limited: GET with %s refused (the server may act on that method)" % field.decode(),
+         ans)
+    L.next_audit()
 ans = ask(L, b"CONNECT ok.test:%d HTTP/1.1\r\n\r\n" % EPORT)
 t.ok(status_of(ans) == 403 and "tunnels (CONNECT, SOCKS5) are refused" in ans,
      "limited: CONNECT refused (the proxy cannot see inside TLS)", ans)
