@@ -7,7 +7,7 @@
 # time (tests/integration/macos-frontend.py).
 cd_mac_sources = src/mac/main.c src/mac/probe.c src/mac/probe.h src/front/front.c \
 	src/front/front.h sandbox/posix-fs-ops.c src/profile-lookup.c src/profile-lookup.h \
-	src/shared/rlimit.h \
+	src/shared/rlimit.h src/shared/clock.h \
 	src/shared/fd-util.c src/shared/fd-util.h
 if OS_DARWIN
 bin_PROGRAMS += cordon

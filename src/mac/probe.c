@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
 #include "front/front.h"
 #include "mac/probe.h"
+#include "shared/clock.h"
 
 #define TRUE_PROG "/usr/bin/true"
 #define CAT_PROG  "/bin/cat"
@@ -55,13 +55,6 @@ static void last_line(const char *buf, size_t n, char *out, size_t size)
 
 /* How long one trial may take before the wrapper is killed and the item fails. */
 #define TRIAL_MS 10000
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /*
  * Run argv (argv[0] the wrapper) with stdin and stdout on /dev/null and
@@ -108,7 +101,7 @@ static void try_run(char *const *argv, struct trial *t)
 	int ws = 0;
 	pid_t w = 0;
 	bool eof = false, killed = false;
-	int64_t deadline = now_ms() + TRIAL_MS;
+	int64_t deadline = (int64_t)cd_mono_ms() + TRIAL_MS;
 	while (w == 0) {
 		while (!eof) {
 			if (n == sizeof(buf)) {
@@ -128,7 +121,7 @@ static void try_run(char *const *argv, struct trial *t)
 			w = 0;
 		if (w != 0)
 			break;
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - (int64_t)cd_mono_ms();
 		if (left <= 0 && !killed) {
 			kill(pid, SIGKILL);
 			killed = true;

@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
 #include "net/audit.h"
+#include "shared/clock.h"
 #include "shared/log.h"
 
 static void write_all(int fd, const char *s, size_t n)
@@ -23,13 +23,6 @@ static void write_all(int fd, const char *s, size_t n)
 	}
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Whether a denied decision's line may go to the journal now (audit.h). */
 static bool journal_deny_admitted(const char *tag)
 {
@@ -38,7 +31,7 @@ static bool journal_deny_admitted(const char *tag)
 	static unsigned written;
 	static uint64_t left_out;
 	static bool started;
-	uint64_t now = now_ms();
+	uint64_t now = cd_mono_ms();
 	const char *o = tag ? " (" : "", *t = tag ? tag : "", *c = tag ? ")" : "";
 
 	if (!started || now - window_start >= CD_AUDIT_WINDOW_MS) {

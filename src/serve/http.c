@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef CD_HTTP
@@ -25,6 +24,7 @@
 #include "serve/intent.h"
 #include "serve/server.h"
 #include "serve/testhook.h"
+#include "shared/clock.h"
 #include "shared/log.h"
 
 /*
@@ -363,9 +363,7 @@ static bool local_addrs_ok;
 
 static void refresh_local_addrs(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	uint64_t now = cd_mono_ms();
 	if (local_addrs_ok && now - local_addrs_ms < 1000)
 		return;
 	struct ifaddrs *ifs = NULL;

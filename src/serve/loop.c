@@ -37,6 +37,7 @@
 
 #include "core/util.h"
 #include "serve/loop.h"
+#include "shared/clock.h"
 
 struct cd_watch {
 	struct cd_loop *loop;
@@ -126,16 +127,9 @@ struct cd_loop {
 
 /* ---- time ---- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t cd_loop_now_ms(void)
 {
-	return now_ns() / 1000000u;
+	return cd_mono_ns() / 1000000u;
 }
 
 /* ---- SIGCHLD self-pipe (poll flavour) ---- */
@@ -408,7 +402,7 @@ struct cd_timer *cd_loop_add_timer(struct cd_loop *l, uint64_t ms, cd_loop_timer
 {
 	struct cd_timer *t = cd_xcalloc(1, sizeof(*t));
 	/* A deadline of 0 means "disarmed" to the timerfd bookkeeping. */
-	t->deadline_ns = now_ns() + ms * 1000000u;
+	t->deadline_ns = cd_mono_ns() + ms * 1000000u;
 	if (t->deadline_ns == 0)
 		t->deadline_ns = 1;
 	t->order = l->timer_order++;
@@ -438,7 +432,7 @@ void cd_loop_cancel_timer(struct cd_loop *l, struct cd_timer *t)
 
 static void run_timers(struct cd_loop *l)
 {
-	uint64_t now = now_ns();
+	uint64_t now = cd_mono_ns();
 	while (l->n_timers && l->heap[0]->deadline_ns <= now) {
 		struct cd_timer *t = l->heap[0];
 		heap_remove(l, t);
@@ -978,7 +972,7 @@ static int round_poll(struct cd_loop *l)
 	if (l->sigchld_pending) {
 		timeout = 0;
 	} else if (l->n_timers) {
-		uint64_t now = now_ns(), dl = l->heap[0]->deadline_ns;
+		uint64_t now = cd_mono_ns(), dl = l->heap[0]->deadline_ns;
 		uint64_t ms = dl > now ? (dl - now + 999999u) / 1000000u : 0;
 		timeout = ms > INT32_MAX ? INT32_MAX : (int)ms;
 	}

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "config.h"
 
-#include <time.h>
-
 #include "serve/metrics.h"
+#include "shared/clock.h"
 
 struct cd_metrics cd_metrics;
 
@@ -25,9 +24,7 @@ void cd_metric_start_latency(uint64_t ns)
 
 uint64_t cd_metric_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return cd_mono_ns();
 }
 
 const char *cd_metric_sandbox_name(enum cd_metric_sandbox s)

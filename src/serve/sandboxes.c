@@ -13,12 +13,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
 #include "sandbox/linux/netfence.h"
 #include "serve/sandboxes.h"
+#include "shared/clock.h"
 
 /*
  * See sandboxes.h for the rules. Everything here reads /proc through
@@ -559,13 +559,6 @@ bool cd_sandboxes_tcp_exposed(void)
 
 /* ---- TCP clients: who holds the connecting socket ---- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* A process to look through, from the listing of /proc. */
 struct candidate {
 	pid_t pid;
@@ -683,7 +676,7 @@ struct scan {
 /* Decide what is past its deadline (or everything, cancelled); whether any is left. */
 static bool expire(struct scan *sc)
 {
-	uint64_t now = now_ms();
+	uint64_t now = cd_mono_ms();
 	bool cancelled = sc->cancel && atomic_load(sc->cancel);
 
 	for (size_t i = 0; i < sc->n; i++) {
@@ -872,7 +865,7 @@ void cd_sandboxes_judge_tcp_many(struct cd_tcp_client *const *clients, size_t n,
 enum cd_peer_verdict cd_sandboxes_judge_tcp(uint64_t inode, char *why, size_t size)
 {
 	struct cd_tcp_client c = { .inode = inode,
-				   .deadline_ms = now_ms() + CD_SANDBOXES_JUDGE_MS };
+				   .deadline_ms = cd_mono_ms() + CD_SANDBOXES_JUDGE_MS };
 	struct cd_tcp_client *one = &c;
 
 	cd_sandboxes_judge_tcp_many(&one, 1, NULL);
