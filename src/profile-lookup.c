@@ -14,12 +14,6 @@
 #include "profile-lookup.h"
 #include "shared/fd-util.h"
 
-bool cd_profile_is_file_arg(const char *s)
-{
-	size_t n = strlen(s);
-	return strchr(s, '/') || (n >= 5 && cd_streq(s + n - 5, ".json"));
-}
-
 int cd_profile_dirs(char ***ret_dirs, char **reterr_msg)
 {
 	char **dirs = NULL;

@@ -22,9 +22,6 @@
 
 #define CD_PROFILE_MAX_BYTES (1024 * 1024)
 
-/* Whether --profile ARG names a file (it has a '/' or ends in ".json") rather than a NAME. */
-bool cd_profile_is_file_arg(const char *arg);
-
 /*
  * The directories of the lookup, in order (the built-ins come after
  * them). Returns 0 with *ret_dirs a NULL-terminated vector, malloc()ed and

@@ -176,6 +176,12 @@ void cd_profile_add_entry(struct cd_profile *p, const struct cd_fs_entry *e)
 	n->subpath = strdup_or_null(e->subpath);
 }
 
+bool cd_profile_is_file_arg(const char *s)
+{
+	size_t n = strlen(s);
+	return strchr(s, '/') || (n >= 5 && cd_streq(s + n - 5, ".json"));
+}
+
 bool cd_profile_depends_on_cwd(const struct cd_profile *p)
 {
 	for (size_t i = 0; p && i < p->n_entries; i++) {

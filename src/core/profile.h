@@ -130,6 +130,12 @@ struct cd_profile *cd_profile_free(struct cd_profile *p);
 bool cd_profile_depends_on_cwd(const struct cd_profile *p);
 struct cd_profile *cd_profile_dup(const struct cd_profile *p);
 
+/*
+ * Whether a --profile argument names a file (it has a '/' or ends in
+ * ".json") rather than a profile NAME, on every front end.
+ */
+bool cd_profile_is_file_arg(const char *arg);
+
 /* Append an entry (copies strings). Used by CLI options (--allow-read ...). */
 void cd_profile_add_entry(struct cd_profile *p, const struct cd_fs_entry *e);
 

@@ -255,9 +255,7 @@ int cd_front_load_profile(const struct cd_front *f, const struct cd_front_opts *
 	const char *name = o->profile;
 	const struct cd_builtin_profile *bp = cd_builtin_profile_find(name);
 	struct cd_profile *p;
-	size_t n = strlen(name);
-	if (f->lookup_profile && !strchr(name, '/') &&
-	    !(n >= 5 && !strcmp(name + n - 5, ".json"))) {
+	if (f->lookup_profile && !cd_profile_is_file_arg(name)) {
 		char *text = NULL, *origin = NULL, *err = NULL;
 		size_t len = 0;
 		int r = f->lookup_profile(name, &text, &len, &origin, &err);
