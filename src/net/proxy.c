@@ -1039,6 +1039,56 @@ static bool hop_by_hop(const char *name, size_t n)
 	return false;
 }
 
+/* The field names a Connection field lists: hop-by-hop too (RFC 9110, 7.6.1). */
+#define CONN_TOKENS_MAX 32
+struct conn_tokens {
+	const char *s[CONN_TOKENS_MAX];
+	size_t n[CONN_TOKENS_MAX];
+	size_t count;
+};
+
+/*
+ * Collect the tokens of every Connection field of the header lines between
+ * s and end (each ending in CRLF). -1 past CONN_TOKENS_MAX.
+ */
+static int connection_tokens(const char *s, const char *end, struct conn_tokens *t)
+{
+	t->count = 0;
+	for (const char *eol; s < end; s = eol + 2) {
+		eol = memchr(s, '\r', (size_t)(end - s));
+		if (!eol)
+			break;
+		const char *colon = memchr(s, ':', (size_t)(eol - s));
+		if (!colon || colon - s != 10 || strncasecmp(s, "connection", 10) != 0)
+			continue;
+		for (const char *v = colon + 1; v < eol;) {
+			const char *comma = memchr(v, ',', (size_t)(eol - v));
+			const char *te = comma ? comma : eol;
+			while (v < te && (*v == ' ' || *v == '\t'))
+				v++;
+			const char *ve = te;
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			if (ve > v) {
+				if (t->count == CONN_TOKENS_MAX)
+					return -1;
+				t->s[t->count] = v;
+				t->n[t->count++] = (size_t)(ve - v);
+			}
+			v = comma ? comma + 1 : eol;
+		}
+	}
+	return 0;
+}
+
+static bool listed_in_connection(const struct conn_tokens *t, const char *name, size_t n)
+{
+	for (size_t i = 0; i < t->count; i++)
+		if (t->n[i] == n && strncasecmp(t->s[i], name, n) == 0)
+			return true;
+	return false;
+}
+
 /* Parse the head (len bytes of c->in, its blank line included); refuse or decide. */
 static void handle_head(struct pconn *c, size_t len)
 {
@@ -1145,6 +1195,11 @@ static void handle_head(struct pconn *c, size_t len)
 	c->port = port;
 
 	/* the header fields */
+	struct conn_tokens listed;
+	if (connection_tokens(eol + 2, end - 2, &listed) < 0) {
+		refuse(c, 400, 1, "more than 32 field names listed in Connection", NULL);
+		return;
+	}
 	struct cd_strbuf kept = { 0 };
 	for (s = eol + 2; s < end - 2; s = eol + 2) {
 		eol = memchr(s, '\r', (size_t)(end - s));
@@ -1204,7 +1259,7 @@ static void handle_head(struct pconn *c, size_t len)
 		} else if (is_method_override(s, nl)) {
 			c->method_override = true;
 		}
-		if (hop_by_hop(s, nl))
+		if (hop_by_hop(s, nl) || listed_in_connection(&listed, s, nl))
 			continue;
 		cd_strbuf_append_n(&kept, s, (size_t)(eol - s));
 		cd_strbuf_append(&kept, "\r\n");

@@ -48,6 +48,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                           "host": self.headers.get("Host"),
                           "connection": self.headers.get("Connection"),
                           "proxy": self.headers.get("Proxy-Connection"),
+                          "secret": self.headers.get("X-Secret"),
+                          "kept": self.headers.get("X-Kept"),
                           "body": body.decode()}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -241,6 +243,13 @@ a = P.next_audit()
 t.eq((a["decision"], a["method"], a["host"], a["port"], a["rule"], a["status"]),
      ("allow", "GET", "ok.test", HPORT, RULE_OK, None), "audit: the plain request's line")
 t.ok(a["received"] == len(ans) and a["sent"] > 0, "audit: bytes of the plain request", a)
+# A field the client's Connection field lists is hop-by-hop: not forwarded (RFC 9110, 7.6.1).
+ans = ask(P, b"GET http://ok.test:%d/ HTTP/1.1\r\nHost: ok.test:%d\r\nX-Secret: 1\r\n"
+          b"Connection: keep-alive, x-secret\r\nX-Kept: 2\r\n\r\n" % (HPORT, HPORT))
+got = json.loads(body_of(ans) or "{}")
+t.eq((status_of(ans), got.get("secret"), got.get("kept"), got.get("connection")),
+     (200, None, "2", "close"), "a field listed in Connection is not forwarded, the others are")
+P.next_audit()
 
 ans = ask(P, b"POST http://www.ok.test:%d/p HTTP/1.1\r\nHost: www.ok.test:%d\r\n"
           b"Content-Length: 5\r\n\r\nhello" % (HPORT, HPORT))
