@@ -63,6 +63,7 @@ struct job {
 	const struct cd_linux_plan *lp; /* when it restricts the file system: scans go in it */
 	/* The answer: the result, or an error. */
 	struct cd_strbuf skills; /* the skills' JSON objects, comma-separated */
+	size_t *skill_end;	 /* skills.len before each skill (its comma included) */
 	size_t n_skills, bytes;
 	size_t caps;	/* skills and plugins admitted */
 	char **plugins; /* the plugins' JSON objects, admitted, sorted by id */
@@ -155,6 +156,8 @@ static void admit_skill(struct job *j, const char *e, size_t n)
 		j->truncated = true; /* a smaller one later may still fit, as the binary's */
 		return;
 	}
+	j->skill_end = cd_xreallocarray(j->skill_end, j->n_skills + 1, sizeof(*j->skill_end));
+	j->skill_end[j->n_skills] = j->skills.len;
 	if (j->n_skills)
 		cd_strbuf_append_c(&j->skills, ',');
 	cd_strbuf_append_n(&j->skills, e, n);
@@ -681,20 +684,8 @@ static void finish(struct job *j)
 			while (j->n_warnings > 1)
 				free(j->warnings[--j->n_warnings]);
 		} else if (j->n_skills) {
-			/* Drop the last skill. */
-			char *last = j->skills.buf + j->skills.len;
-			size_t depth = 0;
-			while (last > j->skills.buf) {
-				last--;
-				if (*last == '}')
-					depth++;
-				else if (*last == '{' && --depth == 0 &&
-					 (last == j->skills.buf || last[-1] == ','))
-					break;
-			}
-			j->skills.len =
-				last > j->skills.buf ? (size_t)(last - j->skills.buf - 1) : 0;
-			j->n_skills--;
+			/* Drop the last skill, where it began (its text may hold any brace). */
+			j->skills.len = j->skill_end[--j->n_skills];
 		} else if (j->n_plugins) {
 			free(j->plugins[--j->n_plugins]);
 		} else {
@@ -792,6 +783,7 @@ static void job_free(struct job *j)
 		free(j->warnings[i]);
 	free(j->err);
 	cd_strbuf_done(&j->skills);
+	free(j->skill_end);
 	for (size_t i = 0; i < j->n_plugins; i++)
 		free(j->plugins[i]);
 	free(j->plugins);

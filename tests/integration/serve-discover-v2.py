@@ -294,6 +294,40 @@ try:
 finally:
     s.stop()
 
+# Over 4 MiB only once the limit warning is in: the last skill is dropped,
+# and its text (",{" in a description) must not decide where it began.
+MAX = 4 * 1024 * 1024
+for i in range(4):
+    put("h12/skills/s%d/SKILL.md" % i, fm("s%d" % i, '"%s,{x"' % ("a" * 1000000)))
+
+
+def compact(v):
+    return len(json.dumps(v, separators=(",", ":")).encode())
+
+
+s = server("h12", "empty")
+try:
+    s.handshake()
+    put("h12/skills/z9/SKILL.md", fm("z9", '"q"'))
+    res = system_skills(s.request(M, {"cwd": cwd})).get("result", {})
+    sizes = [compact(k) for k in res.get("skills", [])]
+    # Every skill admitted (their bytes at most 4 MiB), the answer 5 bytes short of it
+    # without the warning: one byte over once it is in.
+    d = 1 + MAX - 5 - sum(sizes)
+    put("h12/skills/z9/SKILL.md", fm("z9", '"%s,{x"' % ("b" * (d - 3))))
+    try:
+        r = system_skills(s.request(M, {"cwd": cwd}))
+    except Exception as e:  # an answer that is not JSON
+        r = {"error": repr(e)}
+    res = r.get("result", {})
+    t.ok(len(sizes) == 5 and [k["name"] for k in res.get("skills", [])] ==
+         ["s0", "s1", "s2", "s3"] and res.get("warnings") == [W_SIZE] and
+         compact(res) <= MAX,
+         "the last skill dropped to fit the limit warning: valid JSON, the other four kept",
+         (sizes, str(r)[:300]))
+finally:
+    s.stop()
+
 s = server("h8", "empty")
 try:
     s.handshake()
