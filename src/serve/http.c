@@ -557,6 +557,7 @@ struct http_req {
 	struct curl_slist *slist;
 	unsigned char *body; /* the request body (owned) */
 	size_t body_len;
+	size_t body_mem;   /* charged to the memory budget (body) */
 	char *url;	   /* the URL as parsed, for messages (curl_free) */
 	char refused[256]; /* why the policy refused a connection, or empty */
 	char errbuf[CURL_ERROR_SIZE];
@@ -588,6 +589,7 @@ static void free_req(struct http_req *r)
 	curl_free(r->url);
 	cd_strbuf_done(&r->hraw);
 	cd_mem_set(CD_MEM_FILES, &r->mem, 0);
+	cd_mem_set(CD_MEM_FILES, &r->body_mem, 0);
 	free(r->buf);
 	free(r->body);
 	free(r->id);
@@ -1223,6 +1225,22 @@ void cd_http_request(struct cd_conn *c, const char *id, const struct cd_json *pa
 		invalid(c, id, base64_complaint(p.body->u.str.s, p.body->u.str.len));
 		goto fail;
 	}
+	/*
+	 * The body is held until the upstream has read it all, which a peer
+	 * that does not read may never do: it counts as a buffered response
+	 * does (16 requests a connection could hold 16 bodies of a message's
+	 * size each).
+	 */
+	if (r->body_len && !cd_mem_room(r->body_len)) {
+		char *msg = cd_xasprintf("http/request failed: the request body (%zu bytes) "
+					 "exceeds what is left of the server's memory budget "
+					 "(--max-memory)",
+					 r->body_len);
+		cd_conn_error(c, id, CD_RPC_INTERNAL, msg);
+		free(msg);
+		goto fail;
+	}
+	cd_mem_set(CD_MEM_FILES, &r->body_mem, r->body_len);
 	r->easy = curl_easy_init();
 	if (!r->easy) {
 		cd_conn_error(c, id, CD_RPC_INTERNAL, "http/request failed: out of memory");
@@ -1280,6 +1298,7 @@ fail:
 		curl_easy_cleanup(r->easy);
 	curl_url_cleanup(r->curlu);
 	curl_free(r->url);
+	cd_mem_set(CD_MEM_FILES, &r->body_mem, 0);
 	free(r->body);
 	free(r);
 }

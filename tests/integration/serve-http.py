@@ -588,6 +588,30 @@ def limits():
     a = s.wait_id(first) or {}
     t.ok(a.get("result", {}).get("status") == 200, "the first, within the budget, is whole", a)
     s.stop()
+    # A request body is held until the upstream has read it, which one that never
+    # reads never does: it counts against the budget too (the red team held 500 MB
+    # under a budget of 128 MiB this way).
+    sink = socket.socket()
+    sink.bind(("127.0.0.1", 0))
+    sink.listen(4)  # never accepted, never read
+    url = "http://127.0.0.1:%d/" % sink.getsockname()[1]
+    s = Server(args=ALLOW + ["--max-memory", "24M"])
+    s.handshake()
+    held = s.send_request("http/request", {
+        "method": "POST", "url": url, "requestId": "held",
+        "bodyBase64": base64.b64encode(b"h" * (6 << 20)).decode()})
+    st = s.request("cordon/status", {})
+    files = st.get("result", {}).get("memory", {}).get("files", 0)
+    t.ok(files >= 6 << 20, "a request body the upstream does not read is charged to the budget",
+         (files, st))
+    r = s.request("http/request", {"method": "POST", "url": url, "requestId": "more",
+                                   "bodyBase64": base64.b64encode(b"m" * (20 << 20)).decode()})
+    t.ok(err_code(r) == -32603 and err_msg(r) == (
+         "http/request failed: the request body (20971520 bytes) exceeds what is left of the "
+         "server's memory budget (--max-memory)"),
+         "a body past what is left of --max-memory is refused", r)
+    s.stop()
+    sink.close()
 
 
 def vm_rss_kib(pid):
