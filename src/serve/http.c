@@ -536,13 +536,14 @@ struct http_req {
 	size_t rid_len;
 	bool stream;
 	bool follow;
-	bool answered;	/* the response (or an error) was sent */
-	bool head_done; /* the final response's header block ended */
-	bool location;	/* the header block being read has a Location */
-	bool paused;	/* the transfer was paused for back-pressure */
-	bool too_big;	/* a buffered body went over CD_HTTP_MAX_BODY or the memory budget */
-	bool head_big;	/* the headers went over CD_HTTP_MAX_HEADERS */
-	bool finished;	/* libcurl is done with it: freed by the next sweep */
+	bool answered;	  /* the response (or an error) was sent */
+	bool head_done;	  /* the final response's header block ended */
+	bool location;	  /* the header block being read has a Location */
+	bool redirecting; /* the response is a redirect this request follows (r->next_url) */
+	bool paused;	  /* the transfer was paused for back-pressure */
+	bool too_big;	  /* a buffered body went over CD_HTTP_MAX_BODY or the memory budget */
+	bool head_big;	  /* the headers went over CD_HTTP_MAX_HEADERS */
+	bool finished;	  /* libcurl is done with it: freed by the next sweep */
 	long status;
 	struct cd_strbuf hraw; /* the header block being read: lower-case names and values */
 	struct {
@@ -557,9 +558,13 @@ struct http_req {
 	struct curl_slist *slist;
 	unsigned char *body; /* the request body (owned) */
 	size_t body_len;
-	size_t body_mem;   /* charged to the memory budget (body) */
-	char *url;	   /* the URL as parsed, for messages (curl_free) */
-	char refused[256]; /* why the policy refused a connection, or empty */
+	size_t body_mem; /* charged to the memory budget (body) */
+	char *method;	 /* the method of the next request made (owned) */
+	char *next_url;	 /* where the redirect being read leads (owned) */
+	unsigned redirects;
+	uint64_t deadline_ms; /* timeoutMs: when the request as a whole fails; 0 for none */
+	char *url;	      /* the URL as parsed, for messages (curl_free) */
+	char refused[256];    /* why the policy refused a connection, or empty */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -592,6 +597,8 @@ static void free_req(struct http_req *r)
 	cd_mem_set(CD_MEM_FILES, &r->body_mem, 0);
 	free(r->buf);
 	free(r->body);
+	free(r->method);
+	free(r->next_url);
 	free(r->id);
 	free(r->rid);
 	free(r);
@@ -734,6 +741,8 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *data)
 	size_t n = size * nmemb;
 	if (!r->conn)
 		return 0; /* its connection is gone: abort */
+	if (r->redirecting)
+		return n; /* a followed redirect's body: not the answer */
 	head_final(r);
 	if (r->conn->output_paused) {
 		if (!r->paused)
@@ -790,6 +799,28 @@ static bool valid_utf8(const unsigned char *s, size_t n)
 	return true;
 }
 
+/*
+ * The Location read (r->next_url) made absolute against the URL asked, as
+ * libcurl would; whether it could be (one that cannot is no redirect to
+ * follow: the response is the answer).
+ */
+static bool resolve_location(struct http_req *r)
+{
+	CURLU *u = curl_url();
+	char *abs = NULL;
+	bool ok = u && r->next_url && curl_url_set(u, CURLUPART_URL, r->url, 0) == CURLUE_OK &&
+		  curl_url_set(u, CURLUPART_URL, r->next_url, CURLU_NON_SUPPORT_SCHEME) ==
+			  CURLUE_OK &&
+		  curl_url_get(u, CURLUPART_URL, &abs, 0) == CURLUE_OK;
+	curl_url_cleanup(u);
+	if (ok) {
+		free(r->next_url);
+		r->next_url = cd_xstrdup(abs);
+	}
+	curl_free(abs);
+	return ok;
+}
+
 static size_t on_header(char *p, size_t size, size_t nmemb, void *data)
 {
 	struct http_req *r = data;
@@ -802,6 +833,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *data)
 		r->n_hdr = 0;
 		r->header_bytes = 0;
 		r->location = false;
+		r->redirecting = false;
 		return n;
 	}
 	while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
@@ -811,9 +843,18 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *data)
 		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
 		if (code / 100 == 1)
 			return n;
+		/*
+		 * The redirects the reference's client follows, and only
+		 * those (libcurl would follow any 3xx but 304): followed by
+		 * follow_redirect once this response has been read, its
+		 * headers and body not the answer.
+		 */
 		if (r->follow && r->location &&
-		    (code == 301 || code == 302 || code == 303 || code == 307 || code == 308))
-			return n; /* followed: its headers are not the answer */
+		    (code == 301 || code == 302 || code == 303 || code == 307 || code == 308) &&
+		    resolve_location(r)) {
+			r->redirecting = true;
+			return n;
+		}
 		head_final(r);
 		return n;
 	}
@@ -831,8 +872,11 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *data)
 		v++;
 	while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
 		end--;
-	if (nlen == 8 && strncasecmp(p, "location", 8) == 0)
+	if (nlen == 8 && strncasecmp(p, "location", 8) == 0 && !r->location) {
 		r->location = true;
+		free(r->next_url);
+		r->next_url = cd_xstrndup(v, (size_t)(end - v));
+	}
 	/* Values that are not UTF-8 are left out, as the reference server does. */
 	if (!valid_utf8((const unsigned char *)v, (size_t)(end - v)))
 		return n;
@@ -873,26 +917,167 @@ static curl_socket_t on_open(void *data, curlsocktype purpose, struct curl_socka
 	return fd < 0 ? CURL_SOCKET_BAD : fd;
 }
 
-static void on_done(struct http_req *r, CURLcode res)
+/* Request fields a redirect to another origin leaves out, as the reference's client does. */
+static const char *const sensitive_fields[] = { "authorization", "cookie", "cookie2",
+						"proxy-authorization", "www-authenticate" };
+/* The body's fields, left out when a redirect turns the request into a GET. */
+static const char *const body_fields[] = { "content-type", "content-length", "transfer-encoding" };
+
+static bool line_named(const char *line, const char *const *names, size_t n)
+{
+	size_t len = strcspn(line, ":;");
+	for (size_t i = 0; i < n; i++)
+		if (strlen(names[i]) == len && strncasecmp(line, names[i], len) == 0)
+			return true;
+	return false;
+}
+
+/* Leave the request's header lines named in names out from now on. 0, or -ENOMEM. */
+static int drop_headers(struct http_req *r, const char *const *names, size_t n)
+{
+	struct curl_slist *kept = NULL;
+	for (struct curl_slist *l = r->slist; l; l = l->next) {
+		if (line_named(l->data, names, n))
+			continue;
+		struct curl_slist *k = curl_slist_append(kept, l->data);
+		if (!k) {
+			curl_slist_free_all(kept);
+			return -ENOMEM;
+		}
+		kept = k;
+	}
+	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, kept);
+	curl_slist_free_all(r->slist);
+	r->slist = kept;
+	return 0;
+}
+
+/* One part of a URL (curl_free), or NULL. */
+static char *url_part(const char *url, CURLUPart what)
+{
+	CURLU *u = curl_url();
+	char *v = NULL;
+	if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, what, &v, what == CURLUPART_PORT ? CURLU_DEFAULT_PORT : 0) != CURLUE_OK)
+		v = NULL;
+	curl_url_cleanup(u);
+	return v;
+}
+
+/* Same scheme, host and port: what may see the request's credentials again. */
+static bool same_origin(const char *a, const char *b)
+{
+	static const CURLUPart parts[] = { CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT };
+	bool same = true;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(parts) && same; i++) {
+		char *x = url_part(a, parts[i]), *y = url_part(b, parts[i]);
+		same = x && y && strcasecmp(x, y) == 0;
+		curl_free(x);
+		curl_free(y);
+	}
+	return same;
+}
+
+/*
+ * The response read was a redirect to follow (r->next_url): make the next
+ * request, as the reference's client (reqwest) does: 301, 302 and 303 turn
+ * a method other than GET or HEAD into a GET without the body, 307 and 308
+ * keep both; another origin gets none of the credentials' fields; the
+ * Referer names where it came from (not from https to http); at most
+ * CD_HTTP_MAX_REDIRECTS of them, within the request's timeoutMs as a
+ * whole. The policy judges each connection again (on_open). NULL, or why
+ * it failed (a static string).
+ */
+static const char *follow_redirect(struct http_req *r)
+{
+	long code = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (r->redirects == CD_HTTP_MAX_REDIRECTS)
+		return "http/request failed: too many redirects";
+	uint64_t left_ms = 0;
+	if (r->deadline_ms) {
+		uint64_t now = cd_mono_ms();
+		if (now >= r->deadline_ms)
+			return "http/request failed: route-aware request timed out";
+		left_ms = r->deadline_ms - now;
+	}
+	curl_multi_remove_handle(H.multi, r->easy);
+	if (code <= 303 && !cd_streq(r->method, "GET") && !cd_streq(r->method, "HEAD")) {
+		free(r->method);
+		r->method = cd_xstrdup("GET");
+		cd_mem_set(CD_MEM_FILES, &r->body_mem, 0);
+		free(r->body);
+		r->body = NULL;
+		r->body_len = 0;
+		curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, NULL);
+		curl_easy_setopt(r->easy, CURLOPT_HTTPGET, 1L);
+		if (drop_headers(r, body_fields, CD_ARRAY_SIZE(body_fields)) < 0)
+			return "http/request failed: out of memory";
+	}
+	if (!same_origin(r->url, r->next_url) &&
+	    drop_headers(r, sensitive_fields, CD_ARRAY_SIZE(sensitive_fields)) < 0)
+		return "http/request failed: out of memory";
+	char *from = url_part(r->url, CURLUPART_SCHEME),
+	     *to = url_part(r->next_url, CURLUPART_SCHEME);
+	bool downgrade =
+		from && to && strcasecmp(from, "https") == 0 && strcasecmp(to, "http") == 0;
+	curl_free(from);
+	curl_free(to);
+	curl_easy_setopt(r->easy, CURLOPT_REFERER, downgrade ? NULL : r->url);
+	/* Any scheme: one but http(s) then fails the transfer (CURLOPT_PROTOCOLS_STR). */
+	if (curl_url_set(r->curlu, CURLUPART_URL, r->next_url, CURLU_NON_SUPPORT_SCHEME) !=
+	    CURLUE_OK)
+		return "http/request failed: error following redirect";
+	curl_easy_setopt(r->easy, CURLOPT_CURLU, r->curlu);
+	char *u = NULL;
+	if (curl_url_get(r->curlu, CURLUPART_URL, &u, 0) == CURLUE_OK) {
+		curl_free(r->url);
+		r->url = u;
+	}
+	if (left_ms)
+		curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS,
+				 left_ms > LONG_MAX ? LONG_MAX : (long)left_ms);
+	r->hraw.len = 0;
+	r->n_hdr = 0;
+	r->header_bytes = 0;
+	r->location = false;
+	r->redirecting = false;
+	r->refused[0] = '\0';
+	r->errbuf[0] = '\0';
+	r->redirects++;
+	if (curl_multi_add_handle(H.multi, r->easy) != CURLM_OK)
+		return "http/request failed: out of memory";
+	return NULL;
+}
+
+/* A transfer ended: answer, or follow the redirect it read. Whether it goes on. */
+static bool on_done(struct http_req *r, CURLcode res)
 {
 	if (!r->conn)
-		return;
+		return false;
+	if (res == CURLE_OK && r->redirecting) {
+		const char *why = follow_redirect(r);
+		if (!why)
+			return true;
+		send_error(r, CD_RPC_INTERNAL, why);
+		return false;
+	}
 	if (res == CURLE_OK) {
 		head_final(r);
 		if (!r->stream) {
 			send_result(r, r->buf, r->len);
-			return;
+			return false;
 		}
 		flush_deltas(r);
 		send_delta(r, 0, true, NULL);
-		return;
+		return false;
 	}
 	cd_log_debug("serve: http/request %s: %s: %s", r->url, curl_easy_strerror(res), r->errbuf);
 	if (r->answered) {
 		/* Streaming, the response sent: the last delta says it failed. */
 		flush_deltas(r);
 		send_delta(r, 0, true, "error decoding response body");
-		return;
+		return false;
 	}
 	struct cd_strbuf sb = { 0 };
 	if (r->too_big) {
@@ -923,6 +1108,7 @@ static void on_done(struct http_req *r, CURLcode res)
 	}
 	send_error(r, CD_RPC_INTERNAL, sb.buf);
 	cd_strbuf_done(&sb);
+	return false;
 }
 
 static void resume_paused(void);
@@ -943,8 +1129,8 @@ static void after_curl(void)
 			continue;
 		struct http_req *r = NULL;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-		on_done(r, m->data.result);
-		r->finished = true;
+		if (!on_done(r, m->data.result))
+			r->finished = true;
 	}
 	for (struct http_req *r = H.reqs; r; r = r->next)
 		if (r->conn && r->stream && !r->finished)
@@ -1259,9 +1445,8 @@ void cd_http_request(struct cd_conn *c, const char *id, const struct cd_json *pa
 	curl_easy_setopt(e, CURLOPT_CURLU, r->curlu);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, r->follow ? 1L : 0L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)CD_HTTP_MAX_REDIRECTS);
-	curl_easy_setopt(e, CURLOPT_AUTOREFERER, 1L);
+	/* Redirects are followed by follow_redirect, those the reference follows only. */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	/* No proxy from the environment: the policy judges the real peer. */
 	curl_easy_setopt(e, CURLOPT_PROXY, "");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -1272,9 +1457,13 @@ void cd_http_request(struct cd_conn *c, const char *id, const struct cd_json *pa
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
-	if (p.has_timeout)
+	if (p.has_timeout) {
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
 				 p.timeout_ms > LONG_MAX ? LONG_MAX : (long)p.timeout_ms);
+		r->deadline_ms =
+			cd_mono_ms() + (p.timeout_ms > UINT32_MAX ? UINT32_MAX : p.timeout_ms);
+	}
+	r->method = cd_xstrdup(p.method->u.str.s);
 	setup_method(r, p.method);
 	if (setup_headers(r, p.headers) < 0) {
 		cd_conn_error(c, id, CD_RPC_INTERNAL, "http/request failed: out of memory");
@@ -1300,6 +1489,8 @@ fail:
 	curl_free(r->url);
 	cd_mem_set(CD_MEM_FILES, &r->body_mem, 0);
 	free(r->body);
+	free(r->method);
+	curl_slist_free_all(r->slist);
 	free(r);
 }
 

@@ -93,6 +93,11 @@ class Origin:
                     self.reply(302, b"", [("Location", "/echo")])
                 elif p.startswith("/redir-to?"):
                     self.reply(302, b"", [("Location", p[len("/redir-to?"):])])
+                elif p.startswith("/redir-code?"):
+                    # /redir-code?CODE[&LOCATION]: that status, a Location, a body of its own
+                    code, _, loc = p[len("/redir-code?"):].partition("&")
+                    self.reply(int(code), b"hop!!", [("Location", loc or "/echo"),
+                                                     ("X-Hop", "1")])
                 elif p == "/slow":
                     origin.release.wait(120)
                     self.reply(200, b"late")
@@ -262,6 +267,40 @@ def parity(s, tag):
     res = r.get("result") or {}
     t.ok(res.get("status") == 302 and header_values(res, "location") == ["/echo"] and
          res.get("bodyBase64") == "", "[%s] redirectPolicy stop returns the 302" % tag, r)
+    # The client's redirects: 301, 302, 303, 307 and 308, as reqwest; others are the answer.
+    for code in (300, 305, 306, 399):
+        r = req(s, BASE + "/redir-code?%d" % code)
+        res = r.get("result") or {}
+        t.ok(res.get("status") == code and header_values(res, "x-hop") == ["1"] and
+             base64.b64decode(res.get("bodyBase64", "")) == b"hop!!",
+             "[%s] a %d with a Location is the answer, its body its own" % (tag, code), r)
+    for code, method, want in ((301, "PUT", "GET"), (303, "POST", "GET"),
+                               (307, "POST", "POST"), (308, "PUT", "PUT")):
+        r = req(s, BASE + "/redir-code?%d" % code, method=method, bodyBase64=b64(b"data"),
+                headers=[{"name": "Content-Type", "value": "text/x-test"}])
+        res = r.get("result") or {}
+        e = echo_of(res) if res.get("status") == 201 else {}
+        ctype = [v for k, v in e.get("headers", []) if k.lower() == "content-type"]
+        kept = want == method
+        t.ok(e.get("method") == want and e.get("body") == ("data" if kept else "") and
+             ctype == (["text/x-test"] if kept else []),
+             "[%s] %d after %s: %s%s" % (tag, code, method, want,
+                                         ", body kept" if kept else ", no body"), r)
+    # Another origin (localhost for 127.0.0.1) gets no credentials; the Referer says
+    # where the request came from.
+    creds = [{"name": "Authorization", "value": "Bearer t"}, {"name": "Cookie", "value": "c=1"},
+             {"name": "X-Other", "value": "o"}]
+    for where, same in (("/echo", True), ("http://localhost:%d/echo" % origin.port, False)):
+        r = req(s, BASE + "/redir-code?307&" + where, headers=creds)
+        res = r.get("result") or {}
+        hs = dict((k.lower(), v) for k, v in echo_of(res).get("headers", [])) \
+            if res.get("status") == 201 else {}
+        t.ok(hs.get("x-other") == "o" and
+             (hs.get("authorization"), hs.get("cookie")) == (("Bearer t", "c=1") if same
+                                                              else (None, None)) and
+             hs.get("referer") == BASE + "/redir-code?307&" + where,
+             "[%s] a redirect to %s origin: credentials %s, a Referer" %
+             (tag, "the same" if same else "another", "kept" if same else "left out"), r)
     r = req(s, BASE + "/slow", timeoutMs=300)
     # The released binary says either, as one of its two timers fires first.
     t.ok(err_code(r) == -32603 and err_msg(r) in (
@@ -459,7 +498,8 @@ def policy():
                          ("http://[fd00:ec2::254]/", "unique local address")]:
         r = req(s, BASE + "/redir-to?" + target, timeoutMs=60000)
         t.ok(refused(r, what), "a redirect to %s is refused" % target, r)
-    for target in ["file:///etc/passwd", "gopher://127.0.0.1:%d/" % origin.port]:
+    for target in ["file:///etc/passwd", "gopher://127.0.0.1:%d/" % origin.port,
+                   "cordon-nothing://127.0.0.1:%d/" % origin.port]:
         r = req(s, BASE + "/redir-to?" + target)
         t.ok(err_code(r) == -32603 and err_msg(r).startswith("http/request failed:") and
              "root:" not in json.dumps(r),
