@@ -15,6 +15,7 @@
 #include "core/plugincache.h"
 #include "serve/discover-plugins.h"
 #include "serve/fs-ops.h"
+#include "shared/fd-util.h"
 
 /* The binary's walk of the cache: marketplaces and their packages. */
 #define WALK_DEPTH   1
@@ -91,12 +92,12 @@ static int remote_id(const char *dir, const struct cd_discover_hidden *hidden, c
 	struct stat st;
 
 	*id = NULL;
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	fd = cd_open_regular(path, &st); /* a device there is never opened */
 	if (fd < 0) {
-		r = errno == ENOENT ? 0 : -1;
+		r = fd == -ENOENT ? 0 : -1;
 		goto out;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || cd_discover_hidden_has(hidden, &st))
+	if (cd_discover_hidden_has(hidden, &st))
 		goto out;
 	real = realpath(path, NULL);
 	base = realpath(dir, NULL);

@@ -14,6 +14,7 @@
 #include "core/pathuri.h"
 #include "serve/discover-scan.h"
 #include "serve/fs-ops.h"
+#include "shared/fd-util.h"
 
 void cd_discover_hidden_snapshot(struct cd_discover_hidden *h, const int *fds, size_t n)
 {
@@ -191,10 +192,12 @@ static int read_text(struct scan *s, const char *path, struct text *t)
 		warn(s, "capability root bundle exceeds the %d-byte limit", MAX_BUNDLE);
 		goto out;
 	}
-	/* Non-blocking: a FIFO put in the file's place since the stat is not waited on. */
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		e = os_error(errno);
+	/* What was put in the file's place since the stat is looked at, not opened. */
+	fd = cd_open_regular(path, &st);
+	if (fd == -EINVAL)
+		goto out;
+	if (fd < 0) {
+		e = os_error(-fd);
 		warn(s, "failed to read capability file %s: %s", uri, e);
 		goto out;
 	}

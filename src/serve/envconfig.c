@@ -20,6 +20,7 @@
 #include "serve/intent.h"
 #include "serve/server.h"
 #include "serve/workq.h"
+#include "shared/fd-util.h"
 
 /*
  * The layers, lowest precedence first, as the released Codex exec-server
@@ -144,29 +145,24 @@ static char *req_parse_error(const char *path, const char *buf, size_t len,
 static int load_file(struct job *j, const char *path, bool req, struct cd_toml **ret, char **err)
 {
 	*ret = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR) {
-			*ret = cd_toml_new_table();
-			return 0;
-		}
-		*err = cd_xasprintf("%s: %s", path, strerror(errno));
+	struct stat st;
+	/* A device or FIFO at the path is looked at, never opened. */
+	int fd = cd_open_regular(path, &st);
+	if (fd == -ENOENT || fd == -ENOTDIR) {
+		*ret = cd_toml_new_table();
+		return 0;
+	}
+	if (fd == -EINVAL) {
+		*err = cd_xasprintf("%s: %s", path,
+				    S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
 		return -1;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		*err = cd_xasprintf("%s: %s", path, strerror(errno));
-		close(fd);
+	if (fd < 0) {
+		*err = cd_xasprintf("%s: %s", path, strerror(-fd));
 		return -1;
 	}
 	if (cd_discover_hidden_has(&j->hidden, &st)) {
 		*err = cd_xasprintf("%s: one of the server's own files, never read", path);
-		close(fd);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		*err = cd_xasprintf("%s: %s", path,
-				    S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
 		close(fd);
 		return -1;
 	}

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -187,4 +188,44 @@ int cd_close_fds_except(const int *keep, size_t n)
 		lo = (unsigned)k[i] + 1;
 	}
 	return close_span(lo, ~0U);
+}
+
+int cd_open_regular(const char *path, struct stat *st)
+{
+	const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+#ifdef O_PATH
+	int h = open(path, O_PATH | O_CLOEXEC);
+	if (h < 0)
+		return -errno;
+	if (fstat(h, st) < 0) {
+		int e = errno;
+		close(h);
+		return -e;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(h);
+		return -EINVAL;
+	}
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", h);
+	int fd = open(proc, flags);
+	int e = errno;
+	close(h);
+	/* Without /proc (a sandbox that has none): the check after the open below. */
+	if (fd >= 0 || (e != ENOENT && e != ENOTDIR))
+		return fd >= 0 ? fd : -e;
+#endif
+	int f = open(path, flags);
+	if (f < 0)
+		return -errno;
+	if (fstat(f, st) < 0) {
+		int e2 = errno;
+		close(f);
+		return -e2;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(f);
+		return -EINVAL;
+	}
+	return f;
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /*
@@ -31,6 +32,19 @@ ssize_t cd_recv_fd(int sock, void *buf, size_t len, int flags, int *ret_fd, int 
  * or 0 when unknown. -EFBIG past max bytes, or -errno.
  */
 int cd_read_fd(int fd, size_t size_hint, size_t max, char **ret, size_t *ret_len);
+
+/*
+ * Open path (symbolic links followed) for reading only if it is a regular
+ * file, without opening anything else first: opening a device can act
+ * (a tape rewinds, a modem hangs up) and a FIFO can block, and a check
+ * before the open races with a rename onto the path. Where the system has
+ * O_PATH and /proc (Linux), the object is looked at through a handle that
+ * opens nothing, then reopened through /proc/self/fd; elsewhere it is
+ * opened non-blocking and checked after. *st: what it is. The descriptor
+ * (close-on-exec, non-blocking), -EINVAL with *st set when it is not a
+ * regular file, or -errno.
+ */
+int cd_open_regular(const char *path, struct stat *st);
 
 /*
  * Open /dev/null on whichever of descriptors 0, 1 and 2 is closed, so that

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "serve/fs-ops.h"
 #include "serve/server.h"
+#include "shared/fd-util.h"
 
 static struct cd_fs_res res(int code, const char *text, int fd)
 {
@@ -143,6 +145,80 @@ START_TEST(test_req_wire)
 }
 END_TEST
 
+/* IN_OPEN events queued on fd (non-blocking inotify) since the last call. */
+static int opens_seen(int in)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int n = 0;
+	ssize_t len;
+	while ((len = read(in, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + len;) {
+			const struct inotify_event *e = (const struct inotify_event *)p;
+			n += (e->mask & IN_OPEN) != 0;
+			p += sizeof(*e) + e->len;
+		}
+	return n;
+}
+
+/*
+ * cd_open_regular opens a regular file, and never opens anything else: a
+ * FIFO (or a device) at the path is looked at only. The kernel tells each
+ * open to inotify (IN_OPEN) when it happens, and an O_PATH handle is no
+ * open of the file.
+ */
+START_TEST(test_open_regular)
+{
+	char dir[] = "/tmp/cordon-openreg.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char fifo[128], file[128], link[128];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	int w = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(w, 0);
+	ck_assert_int_eq(write(w, "abc", 3), 3);
+	close(w);
+	ck_assert_int_eq(symlink("file", link), 0);
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(inotify_add_watch(in, fifo, IN_OPEN), 0);
+	ck_assert_int_ge(inotify_add_watch(in, file, IN_OPEN), 0);
+
+	struct stat st;
+	ck_assert_int_eq(cd_open_regular(fifo, &st), -EINVAL);
+	ck_assert(S_ISFIFO(st.st_mode));
+	ck_assert_int_eq(opens_seen(in), 0);
+	/* The watch sees opens: a plain one of the FIFO is one. */
+	int f = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ck_assert_int_ge(f, 0);
+	close(f);
+	ck_assert_int_eq(opens_seen(in), 1);
+
+	ck_assert_int_eq(cd_open_regular(dir, &st), -EINVAL);
+	ck_assert(S_ISDIR(st.st_mode));
+	int fd = cd_open_regular(link, &st);
+	ck_assert_int_ge(fd, 0);
+	ck_assert(S_ISREG(st.st_mode) && st.st_size == 3);
+	char got[4] = { 0 };
+	ck_assert_int_eq(read(fd, got, sizeof(got)), 3);
+	ck_assert_str_eq(got, "abc");
+	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	ck_assert(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	close(fd);
+	ck_assert_int_eq(opens_seen(in), 1);
+	snprintf(file, sizeof(file), "%s/none", dir);
+	ck_assert_int_eq(cd_open_regular(file, &st), -ENOENT);
+
+	close(in);
+	unlink(fifo);
+	unlink(link);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	unlink(file);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("fs-ops");
@@ -150,6 +226,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_flaw_results);
 	tcase_add_test(tc, test_flaw_descriptors);
 	tcase_add_test(tc, test_req_wire);
+	tcase_add_test(tc, test_open_regular);
 	suite_add_tcase(s, tc);
 	return s;
 }
