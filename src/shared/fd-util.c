@@ -190,22 +190,27 @@ int cd_close_fds_except(const int *keep, size_t n)
 	return close_span(lo, ~0U);
 }
 
+/* Open path with flags and fstat it: a regular file's descriptor, -EINVAL (st set), or -errno. */
+static int open_checked(const char *path, int flags, struct stat *st)
+{
+	int fd = open(path, flags);
+	if (fd < 0)
+		return -errno;
+	int r = fstat(fd, st) < 0 ? -errno : S_ISREG(st->st_mode) ? 0 : -EINVAL;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 int cd_open_regular(const char *path, struct stat *st)
 {
 	const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 #ifdef O_PATH
-	int h = open(path, O_PATH | O_CLOEXEC);
+	int h = open_checked(path, O_PATH | O_CLOEXEC, st);
 	if (h < 0)
-		return -errno;
-	if (fstat(h, st) < 0) {
-		int e = errno;
-		close(h);
-		return -e;
-	}
-	if (!S_ISREG(st->st_mode)) {
-		close(h);
-		return -EINVAL;
-	}
+		return h;
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", h);
 	int fd = open(proc, flags);
@@ -215,17 +220,5 @@ int cd_open_regular(const char *path, struct stat *st)
 	if (fd >= 0 || (e != ENOENT && e != ENOTDIR))
 		return fd >= 0 ? fd : -e;
 #endif
-	int f = open(path, flags);
-	if (f < 0)
-		return -errno;
-	if (fstat(f, st) < 0) {
-		int e2 = errno;
-		close(f);
-		return -e2;
-	}
-	if (!S_ISREG(st->st_mode)) {
-		close(f);
-		return -EINVAL;
-	}
-	return f;
+	return open_checked(path, flags, st);
 }
