@@ -1009,6 +1009,9 @@ static const char *follow_redirect(struct http_req *r)
 		free(r->body);
 		r->body = NULL;
 		r->body_len = 0;
+		/* No pointer to the freed body left (POSTFIELDS makes a POST: HTTPGET after). */
+		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
 		curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, NULL);
 		curl_easy_setopt(r->easy, CURLOPT_HTTPGET, 1L);
 		if (drop_headers(r, body_fields, CD_ARRAY_SIZE(body_fields)) < 0)
