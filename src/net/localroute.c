@@ -66,8 +66,12 @@ int cd_route_is_local(const struct cd_ipaddr *a)
 			break;
 		}
 		bool mine = false;
-		int left = (int)n;
-		for (struct nlmsghdr *nh = &ans.nh; NLMSG_OK(nh, left); nh = NLMSG_NEXT(nh, left)) {
+		/* The messages received, walked without NLMSG_OK (it mixes signedness). */
+		for (size_t off = 0; off + sizeof(struct nlmsghdr) <= (size_t)n;
+		     off += NLMSG_ALIGN(((struct nlmsghdr *)(ans.buf + off))->nlmsg_len)) {
+			struct nlmsghdr *nh = (struct nlmsghdr *)(ans.buf + off);
+			if (nh->nlmsg_len < sizeof(*nh) || nh->nlmsg_len > (size_t)n - off)
+				break;
 			if (nh->nlmsg_seq != req.nh.nlmsg_seq)
 				continue;
 			mine = true;
