@@ -324,7 +324,8 @@ const char *cd_ipv6_special(const unsigned char *b, bool *ret_loopback)
 	if (b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0 && b[5] == 1)
 		return "a local-use NAT64 address (64:ff9b:1::/48), which carries an IPv4 address";
 	if (memcmp(b, zero, 8) == 0 && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0)
-		return "an IPv4-translated address (::ffff:0:0:0/96), which carries an IPv4 address";
+		return "an IPv4-translated address (::ffff:0:0:0/96), which carries an IPv4 "
+		       "address";
 	return NULL;
 }
 
