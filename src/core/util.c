@@ -537,3 +537,21 @@ void cd_utf8_trim(const char **s, size_t *n)
 	*s += a;
 	*n = b - a;
 }
+
+bool cd_name_in(const char *s, size_t n, const char *const *list, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		const char *w = list[i];
+		size_t k = 0;
+		while (k < n && w[k]) {
+			unsigned char a = (unsigned char)s[k], b = (unsigned char)w[k];
+			if ((a >= 'A' && a <= 'Z' ? a + 32 : a) !=
+			    (b >= 'A' && b <= 'Z' ? b + 32 : b))
+				break;
+			k++;
+		}
+		if (k == n && !w[k])
+			return true;
+	}
+	return false;
+}

@@ -92,6 +92,13 @@ void cd_strbuf_done(struct cd_strbuf *sb);
  */
 const char *cd_vis(const char *s, char **hold);
 
+/*
+ * Whether the n bytes at s (not NUL-terminated) are one of the count
+ * strings of list, ASCII letters compared without case: a header field or
+ * an environment variable name against the names it may be.
+ */
+bool cd_name_in(const char *s, size_t n, const char *const *list, size_t count);
+
 /* NULL-terminated vector of owned strings. */
 size_t cd_strv_length(char *const *v);
 /* Append a copy of s; *v may be NULL. */

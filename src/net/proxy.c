@@ -854,10 +854,7 @@ static bool is_method_override(const char *name, size_t n)
 {
 	static const char *const fields[] = { "x-http-method-override", "x-http-method",
 					      "x-method-override" };
-	for (size_t i = 0; i < CD_ARRAY_SIZE(fields); i++)
-		if (n == strlen(fields[i]) && strncasecmp(name, fields[i], n) == 0)
-			return true;
-	return false;
+	return cd_name_in(name, n, fields, CD_ARRAY_SIZE(fields));
 }
 
 /* The policy's verdict on c->host (set, normalised) and c->port. */
@@ -1033,10 +1030,7 @@ static bool hop_by_hop(const char *name, size_t n)
 		"trailer",
 		"upgrade",
 	};
-	for (size_t i = 0; i < CD_ARRAY_SIZE(names); i++)
-		if (strlen(names[i]) == n && strncasecmp(name, names[i], n) == 0)
-			return true;
-	return false;
+	return cd_name_in(name, n, names, CD_ARRAY_SIZE(names));
 }
 
 /* The field names a Connection field lists: hop-by-hop too (RFC 9110, 7.6.1). */

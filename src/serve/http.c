@@ -539,7 +539,7 @@ struct http_req {
 	bool answered;	  /* the response (or an error) was sent */
 	bool head_done;	  /* the final response's header block ended */
 	bool location;	  /* the header block being read has a Location */
-	bool redirecting; /* the response is a redirect this request follows (r->next_url) */
+	bool redirecting; /* the response is a redirect this request follows (r->next_u) */
 	bool paused;	  /* the transfer was paused for back-pressure */
 	bool too_big;	  /* a buffered body went over CD_HTTP_MAX_BODY or the memory budget */
 	bool head_big;	  /* the headers went over CD_HTTP_MAX_HEADERS */
@@ -558,9 +558,10 @@ struct http_req {
 	struct curl_slist *slist;
 	unsigned char *body; /* the request body (owned) */
 	size_t body_len;
-	size_t body_mem; /* charged to the memory budget (body) */
-	char *method;	 /* the method of the next request made (owned) */
-	char *next_url;	 /* where the redirect being read leads (owned) */
+	size_t body_mem;     /* charged to the memory budget (body) */
+	char *method;	     /* the method of the next request made (owned) */
+	char *location_sent; /* the Location of the response being read, as sent (owned) */
+	CURLU *next_u;	     /* it, made absolute: where a followed redirect leads (owned) */
 	unsigned redirects;
 	uint64_t deadline_ms; /* timeoutMs: when the request as a whole fails; 0 for none */
 	char *url;	      /* the URL as parsed, for messages (curl_free) */
@@ -598,7 +599,8 @@ static void free_req(struct http_req *r)
 	free(r->buf);
 	free(r->body);
 	free(r->method);
-	free(r->next_url);
+	free(r->location_sent);
+	curl_url_cleanup(r->next_u);
 	free(r->id);
 	free(r->rid);
 	free(r);
@@ -800,25 +802,21 @@ static bool valid_utf8(const unsigned char *s, size_t n)
 }
 
 /*
- * The Location read (r->next_url) made absolute against the URL asked, as
- * libcurl would; whether it could be (one that cannot is no redirect to
- * follow: the response is the answer).
+ * The Location read (r->location_sent) made absolute against the URL asked, as
+ * libcurl would, into r->next_u; whether it could be (one that cannot is
+ * no redirect to follow: the response is the answer). Any scheme: one but
+ * http(s) then fails the next transfer (CURLOPT_PROTOCOLS_STR).
  */
 static bool resolve_location(struct http_req *r)
 {
-	CURLU *u = curl_url();
-	char *abs = NULL;
-	bool ok = u && r->next_url && curl_url_set(u, CURLUPART_URL, r->url, 0) == CURLUE_OK &&
-		  curl_url_set(u, CURLUPART_URL, r->next_url, CURLU_NON_SUPPORT_SCHEME) ==
-			  CURLUE_OK &&
-		  curl_url_get(u, CURLUPART_URL, &abs, 0) == CURLUE_OK;
-	curl_url_cleanup(u);
-	if (ok) {
-		free(r->next_url);
-		r->next_url = cd_xstrdup(abs);
-	}
-	curl_free(abs);
-	return ok;
+	curl_url_cleanup(r->next_u);
+	r->next_u = r->location_sent ? curl_url_dup(r->curlu) : NULL;
+	if (r->next_u && curl_url_set(r->next_u, CURLUPART_URL, r->location_sent,
+				      CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK)
+		return true;
+	curl_url_cleanup(r->next_u);
+	r->next_u = NULL;
+	return false;
 }
 
 static size_t on_header(char *p, size_t size, size_t nmemb, void *data)
@@ -874,8 +872,8 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *data)
 		end--;
 	if (nlen == 8 && strncasecmp(p, "location", 8) == 0 && !r->location) {
 		r->location = true;
-		free(r->next_url);
-		r->next_url = cd_xstrndup(v, (size_t)(end - v));
+		free(r->location_sent);
+		r->location_sent = cd_xstrndup(v, (size_t)(end - v));
 	}
 	/* Values that are not UTF-8 are left out, as the reference server does. */
 	if (!valid_utf8((const unsigned char *)v, (size_t)(end - v)))
@@ -923,21 +921,13 @@ static const char *const sensitive_fields[] = { "authorization", "cookie", "cook
 /* The body's fields, left out when a redirect turns the request into a GET. */
 static const char *const body_fields[] = { "content-type", "content-length", "transfer-encoding" };
 
-static bool line_named(const char *line, const char *const *names, size_t n)
-{
-	size_t len = strcspn(line, ":;");
-	for (size_t i = 0; i < n; i++)
-		if (strlen(names[i]) == len && strncasecmp(line, names[i], len) == 0)
-			return true;
-	return false;
-}
-
 /* Leave the request's header lines named in names out from now on. 0, or -ENOMEM. */
 static int drop_headers(struct http_req *r, const char *const *names, size_t n)
 {
 	struct curl_slist *kept = NULL;
 	for (struct curl_slist *l = r->slist; l; l = l->next) {
-		if (line_named(l->data, names, n))
+		/* "Name: value", or "Name;" for an empty value (setup_headers) */
+		if (cd_name_in(l->data, strcspn(l->data, ":;"), names, n))
 			continue;
 		struct curl_slist *k = curl_slist_append(kept, l->data);
 		if (!k) {
@@ -952,34 +942,27 @@ static int drop_headers(struct http_req *r, const char *const *names, size_t n)
 	return 0;
 }
 
-/* One part of a URL (curl_free), or NULL. */
-static char *url_part(const char *url, CURLUPart what)
-{
-	CURLU *u = curl_url();
-	char *v = NULL;
-	if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    curl_url_get(u, what, &v, what == CURLUPART_PORT ? CURLU_DEFAULT_PORT : 0) != CURLUE_OK)
-		v = NULL;
-	curl_url_cleanup(u);
-	return v;
-}
+/* A URL's origin: [0] scheme, [1] host, [2] port (the scheme's default when none). */
+enum {
+	ORIGIN_SCHEME,
+	ORIGIN_HOST,
+	ORIGIN_PORT,
+	ORIGIN_PARTS
+};
 
-/* Same scheme, host and port: what may see the request's credentials again. */
-static bool same_origin(const char *a, const char *b)
+/* The origin of u (curl_free each part; NULL where it has none). */
+static void origin_of(CURLU *u, char *o[ORIGIN_PARTS])
 {
-	static const CURLUPart parts[] = { CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT };
-	bool same = true;
-	for (size_t i = 0; i < CD_ARRAY_SIZE(parts) && same; i++) {
-		char *x = url_part(a, parts[i]), *y = url_part(b, parts[i]);
-		same = x && y && strcasecmp(x, y) == 0;
-		curl_free(x);
-		curl_free(y);
-	}
-	return same;
+	static const CURLUPart parts[ORIGIN_PARTS] = { CURLUPART_SCHEME, CURLUPART_HOST,
+						       CURLUPART_PORT };
+	for (size_t i = 0; i < ORIGIN_PARTS; i++)
+		if (curl_url_get(u, parts[i], &o[i], i == ORIGIN_PORT ? CURLU_DEFAULT_PORT : 0) !=
+		    CURLUE_OK)
+			o[i] = NULL;
 }
 
 /*
- * The response read was a redirect to follow (r->next_url): make the next
+ * The response read was a redirect to follow (r->next_u): make the next
  * request, as the reference's client (reqwest) does: 301, 302 and 303 turn
  * a method other than GET or HEAD into a GET without the body, 307 and 308
  * keep both; another origin gets none of the credentials' fields; the
@@ -1017,21 +1000,28 @@ static const char *follow_redirect(struct http_req *r)
 		if (drop_headers(r, body_fields, CD_ARRAY_SIZE(body_fields)) < 0)
 			return "http/request failed: out of memory";
 	}
-	if (!same_origin(r->url, r->next_url) &&
-	    drop_headers(r, sensitive_fields, CD_ARRAY_SIZE(sensitive_fields)) < 0)
+	/* Same scheme, host and port: what may see the request's credentials again. */
+	char *from[ORIGIN_PARTS], *to[ORIGIN_PARTS];
+	origin_of(r->curlu, from);
+	origin_of(r->next_u, to);
+	bool same = true;
+	for (size_t i = 0; i < ORIGIN_PARTS; i++)
+		same = same && from[i] && to[i] && strcasecmp(from[i], to[i]) == 0;
+	bool downgrade = from[ORIGIN_SCHEME] && to[ORIGIN_SCHEME] &&
+			 strcasecmp(from[ORIGIN_SCHEME], "https") == 0 &&
+			 strcasecmp(to[ORIGIN_SCHEME], "http") == 0;
+	for (size_t i = 0; i < ORIGIN_PARTS; i++) {
+		curl_free(from[i]);
+		curl_free(to[i]);
+	}
+	if (!same && drop_headers(r, sensitive_fields, CD_ARRAY_SIZE(sensitive_fields)) < 0)
 		return "http/request failed: out of memory";
-	char *from = url_part(r->url, CURLUPART_SCHEME),
-	     *to = url_part(r->next_url, CURLUPART_SCHEME);
-	bool downgrade =
-		from && to && strcasecmp(from, "https") == 0 && strcasecmp(to, "http") == 0;
-	curl_free(from);
-	curl_free(to);
 	curl_easy_setopt(r->easy, CURLOPT_REFERER, downgrade ? NULL : r->url);
-	/* Any scheme: one but http(s) then fails the transfer (CURLOPT_PROTOCOLS_STR). */
-	if (curl_url_set(r->curlu, CURLUPART_URL, r->next_url, CURLU_NON_SUPPORT_SCHEME) !=
-	    CURLUE_OK)
-		return "http/request failed: error following redirect";
-	curl_easy_setopt(r->easy, CURLOPT_CURLU, r->curlu);
+	/* The handle points at the new URL before the old is freed. */
+	curl_easy_setopt(r->easy, CURLOPT_CURLU, r->next_u);
+	curl_url_cleanup(r->curlu);
+	r->curlu = r->next_u;
+	r->next_u = NULL;
 	char *u = NULL;
 	if (curl_url_get(r->curlu, CURLUPART_URL, &u, 0) == CURLUE_OK) {
 		curl_free(r->url);
@@ -1040,11 +1030,7 @@ static const char *follow_redirect(struct http_req *r)
 	if (left_ms)
 		curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS,
 				 left_ms > LONG_MAX ? LONG_MAX : (long)left_ms);
-	r->hraw.len = 0;
-	r->n_hdr = 0;
-	r->header_bytes = 0;
-	r->location = false;
-	r->redirecting = false;
+	/* The header state starts again at the next status line (on_header). */
 	r->refused[0] = '\0';
 	r->errbuf[0] = '\0';
 	r->redirects++;

@@ -43,10 +43,7 @@ static const char *const proxy_keys[] = {
 
 static bool is_proxy_key(const char *kv, size_t n)
 {
-	for (size_t i = 0; i < CD_ARRAY_SIZE(proxy_keys); i++)
-		if (strlen(proxy_keys[i]) == n && strncasecmp(kv, proxy_keys[i], n) == 0)
-			return true;
-	return false;
+	return cd_name_in(kv, n, proxy_keys, CD_ARRAY_SIZE(proxy_keys));
 }
 
 /* A decimal port 1..65535 of exactly n bytes. */

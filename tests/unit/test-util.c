@@ -453,6 +453,26 @@ START_TEST(test_path_beneath)
 }
 END_TEST
 
+START_TEST(test_name_in)
+{
+	static const char *const names[] = { "connection", "x-http-method", "te" };
+	const size_t k = CD_ARRAY_SIZE(names);
+	ck_assert(cd_name_in("Connection: close", 10, names, k));
+	ck_assert(cd_name_in("X-HTTP-Method", 13, names, k));
+	ck_assert(cd_name_in("TE", 2, names, k));
+	/* the whole of one name, not a prefix of it, nor one that goes on */
+	ck_assert(!cd_name_in("connectio", 9, names, k));
+	ck_assert(!cd_name_in("x-http-method-override", 22, names, k));
+	ck_assert(!cd_name_in("t", 1, names, k));
+	ck_assert(!cd_name_in("", 0, names, k));
+	/* only ASCII letters fold: '@' is not '`', nor a byte past 0x7f a letter */
+	static const char *const odd[] = { "a`b" };
+	ck_assert(!cd_name_in("A@B", 3, odd, 1));
+	ck_assert(cd_name_in("A`B", 3, odd, 1));
+	ck_assert(!cd_name_in("x", 1, names, 0));
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -486,6 +506,7 @@ static Suite *util_suite(void)
 	tcase_add_loop_test(tc, test_path_tidy, 0, CD_ARRAY_SIZE(tidies));
 	tcase_add_test(tc, test_json_cstr);
 	tcase_add_test(tc, test_vis);
+	tcase_add_test(tc, test_name_in);
 	tcase_add_test(tc, test_path_parent);
 	tcase_add_loop_test(tc, test_path_beneath, 0, CD_ARRAY_SIZE(beneath));
 	suite_add_tcase(s, tc);
