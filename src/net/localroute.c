@@ -81,10 +81,12 @@ int cd_route_is_local(const struct cd_ipaddr *a)
 					break;
 				/*
 				 * No route (or an unreachable, prohibit or
-				 * blackhole one): nothing here takes it.
+				 * blackhole one), or no such family in this
+				 * kernel (IPv6 off): nothing here takes it.
 				 */
 				if (e->error == -ENETUNREACH || e->error == -EHOSTUNREACH ||
-				    e->error == -EACCES || e->error == -EINVAL)
+				    e->error == -EACCES || e->error == -EINVAL ||
+				    e->error == -EAFNOSUPPORT)
 					r = 0;
 				else
 					r = e->error < 0 ? e->error : -EIO;

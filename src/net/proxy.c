@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -107,8 +106,8 @@ struct resolve_job {
 	size_t n;
 	struct cd_ipaddr addrs[MAX_ADDRS];
 	size_t n_local;
-	struct cd_ipaddr *local; /* this host's addresses */
-	int local_err; /* errno of getifaddrs (or of the route asked) when this host's were needed */
+	struct cd_ipaddr *local; /* those of addrs the kernel routes to this host */
+	int local_err;		 /* errno of a route that could not be asked */
 };
 
 static void conn_close(struct pconn *c);
@@ -185,8 +184,7 @@ static bool is_wildcard(const struct cd_ipaddr *a)
 
 /*
  * Why the proxy may not connect to a:port (a static string), or NULL.
- * local: this host's addresses (may be NULL when not known: IP literals
- * are checked on the loop, where a lookup of the interfaces is cheap).
+ * local: those of the candidates that are this host's (resolve_run).
  */
 static const char *addr_refusal(const struct cd_proxy *p, const struct cd_ipaddr *a, unsigned port,
 				const struct cd_ipaddr *local, size_t n_local, bool *ret_by_cidr)
@@ -684,7 +682,6 @@ static void lookup_map(struct resolve_job *j)
 static void resolve_run(struct cd_work *w)
 {
 	struct resolve_job *j = (struct resolve_job *)w;
-	struct ifaddrs *ifs = NULL;
 
 	if (j->n == 0) { /* a name (an IP literal comes with its address) */
 		if (j->map) {
@@ -704,42 +701,23 @@ static void resolve_run(struct cd_work *w)
 		}
 	}
 	/*
-	 * This host's addresses matter for a public address (one of ours is
-	 * refused) and for the proxy's own port behind a wildcard listener;
-	 * the special ranges are refused (or allowed by a CIDR) anyway. The
-	 * netlink dump costs more than the rest of a connection's opening.
+	 * Which of them are this host's, as the kernel routes them (a local
+	 * route: an interface's address, or any of a range a local route
+	 * covers, AnyIP, which no interface lists): that matters for a
+	 * public address (one of ours is refused) and for the proxy's own
+	 * port behind a wildcard listener; the special ranges are refused
+	 * (or allowed by a CIDR) anyway.
 	 */
-	bool need_local = j->self_wildcard;
-	for (size_t i = 0; i < j->n && !need_local; i++)
-		need_local = !cd_ipaddr_special(&j->addrs[i], NULL);
-	if (need_local && getifaddrs(&ifs) < 0) {
-		/* Without them one of ours would pass for a public address: refused below. */
-		j->local_err = errno ? errno : EIO;
-	} else if (need_local) {
-		for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-			struct cd_ipaddr a;
-			if (!i->ifa_addr || !to_ipaddr(i->ifa_addr, &a))
-				continue;
+	for (size_t i = 0; i < j->n && !j->local_err; i++) {
+		if (!j->self_wildcard && cd_ipaddr_special(&j->addrs[i], NULL))
+			continue;
+		int r = cd_route_is_local(&j->addrs[i]);
+		if (r < 0) {
+			/* Refused below: one of ours would pass for a public address. */
+			j->local_err = -r;
+		} else if (r > 0) {
 			j->local = cd_xreallocarray(j->local, j->n_local + 1, sizeof(*j->local));
-			j->local[j->n_local++] = a;
-		}
-		freeifaddrs(ifs);
-		/*
-		 * An address no interface has can still be this host's: a
-		 * local route over a range (AnyIP) delivers it here, to every
-		 * service bound to 0.0.0.0. The kernel's own route says so.
-		 */
-		for (size_t i = 0; i < j->n && !j->local_err; i++) {
-			if (cd_ipaddr_special(&j->addrs[i], NULL))
-				continue;
-			int r = cd_route_is_local(&j->addrs[i]);
-			if (r < 0) {
-				j->local_err = -r;
-			} else if (r > 0) {
-				j->local = cd_xreallocarray(j->local, j->n_local + 1,
-							    sizeof(*j->local));
-				j->local[j->n_local++] = j->addrs[i];
-			}
+			j->local[j->n_local++] = j->addrs[i];
 		}
 	}
 }
@@ -766,9 +744,9 @@ static void resolve_done(struct cd_work *w)
 	}
 	if (j->local_err) {
 		/* Fail closed: a destination that may be this host cannot be judged. */
-		char *why = cd_xasprintf("this host's own addresses cannot be listed (%s), so %s "
-					 "cannot be told apart from them",
-					 strerror(j->local_err), c->host);
+		char *why = cd_xasprintf("the kernel's route to %s cannot be asked (%s), so it "
+					 "cannot be told apart from this host's own addresses",
+					 c->host, strerror(j->local_err));
 		refuse(c, 502, 1, why, NULL);
 		free(why);
 		goto out;

@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -347,69 +346,26 @@ static const struct sockaddr *unmapped(const struct sockaddr *a, struct sockaddr
 
 /*
  * Whether a (unmapped) reaches this host: a loopback address (all of
- * 127.0.0.0/8 reaches a wildcard listener, not only lo's 127.0.0.1) or an
- * address of one of its interfaces.
+ * 127.0.0.0/8 reaches a wildcard listener, not only lo's 127.0.0.1), or
+ * one the kernel routes to this host: an interface's address, or any of a
+ * range a local route covers (AnyIP), which no interface lists. One
+ * RTM_GETROUTE, answered at once. When the kernel cannot be asked: taken
+ * for ours.
  */
-/*
- * This host's interface addresses, unmapped, looked up at most once a
- * second (a netlink dump on the loop thread: not once per connection).
- * Adding an address to an interface takes privileges a client lacks.
- */
-#define LOCAL_ADDRS_MAX 256
-static struct sockaddr_storage local_addrs[LOCAL_ADDRS_MAX];
-static size_t n_local_addrs;
-static uint64_t local_addrs_ms;
-static bool local_addrs_ok;
-
-static void refresh_local_addrs(void)
-{
-	uint64_t now = cd_mono_ms();
-	if (local_addrs_ok && now - local_addrs_ms < 1000)
-		return;
-	struct ifaddrs *ifs = NULL;
-	local_addrs_ok = getifaddrs(&ifs) == 0;
-	local_addrs_ms = now;
-	n_local_addrs = 0;
-	for (struct ifaddrs *i = ifs; i && n_local_addrs < LOCAL_ADDRS_MAX; i = i->ifa_next) {
-		if (!i->ifa_addr ||
-		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-			continue;
-		struct sockaddr_storage ss;
-		const struct sockaddr *u = unmapped(i->ifa_addr, &ss);
-		memcpy(&local_addrs[n_local_addrs++], u,
-		       u->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-					       : sizeof(struct sockaddr_in6));
-	}
-	if (ifs)
-		freeifaddrs(ifs);
-}
-
 static bool is_local(const struct sockaddr *a)
 {
 	bool found = false;
-	if (a->sa_family == AF_INET)
-		cd_ipv4_special(ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr), &found);
-	else
-		cd_ipv6_special(((const struct sockaddr_in6 *)a)->sin6_addr.s6_addr, &found);
-	if (found)
-		return true;
-	refresh_local_addrs();
-	if (!local_addrs_ok)
-		return true; /* cannot tell: take it for ours */
-	for (size_t i = 0; i < n_local_addrs && !found; i++)
-		found = same_addr((const struct sockaddr *)&local_addrs[i], a);
-	if (found)
-		return true;
-	/* No interface has it, but a local route (AnyIP) may deliver it here. */
 	struct cd_ipaddr ip = { 0 };
 	if (a->sa_family == AF_INET) {
+		cd_ipv4_special(ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr), &found);
 		ip.family = 4;
 		memcpy(ip.b, &((const struct sockaddr_in *)a)->sin_addr, 4);
 	} else {
+		cd_ipv6_special(((const struct sockaddr_in6 *)a)->sin6_addr.s6_addr, &found);
 		ip.family = 6;
 		memcpy(ip.b, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
 	}
-	return cd_route_is_local(&ip) != 0; /* cannot tell: ours */
+	return found || cd_route_is_local(&ip) != 0;
 }
 
 /*

@@ -831,11 +831,12 @@ cordon = sys.argv[1]
 subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 subprocess.run(["ip", "route", "add", "local", "11.23.0.0/16", "dev", "lo", "table", "local"],
                check=True)
+subprocess.run(["ip", "addr", "add", "11.22.33.44/32", "dev", "lo"], check=True)
 p = subprocess.Popen([cordon, "proxy", "--listen", "127.0.0.1:0", "--allow-domain", "*.test",
                       "--json-audit"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 port = int(p.stdout.readline().decode().rpartition(":")[2])
 out = {}
-for name in ("anyip.test", "elsewhere.test"):
+for name in ("anyip.test", "iface.test", "elsewhere.test"):
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
     s.sendall(b"CONNECT %s:80 HTTP/1.1\r\n\r\n" % name.encode())
     out[name] = [s.recv(4096).split(b"\r\n")[0].decode(), json.loads(p.stdout.readline())]
@@ -855,7 +856,8 @@ else:
         "--keep-caps"]
     r = subprocess.run(ns + [sys.executable, "-c", ANYIP, CORDON],
                        env=dict(os.environ, CORDON_TEST_PROXY_RESOLVE=(
-                           "anyip.test=11.23.5.5,elsewhere.test=11.24.5.5")),
+                           "anyip.test=11.23.5.5,iface.test=11.22.33.44,"
+                           "elsewhere.test=11.24.5.5")),
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=WAIT)
     if r.returncode != 0 and b"unshare failed" in r.stderr:
         t.skip("AnyIP", "no user namespace for the test's own network namespace: %s"
@@ -866,11 +868,15 @@ else:
         except ValueError:
             got = {}
         a = got.get("anyip.test", ["", {}])
+        f = got.get("iface.test", ["", {}])
         e = got.get("elsewhere.test", ["", {}])
         t.ok(a[0].startswith("HTTP/1.1 403") and
              a[1].get("rule") == "address 11.23.5.5: an address of this host",
              "an address a local route delivers here (no interface has it) is this host's: 403",
              (r.stdout, r.stderr))
+        t.ok(f[0].startswith("HTTP/1.1 403") and
+             f[1].get("rule") == "address 11.22.33.44: an address of this host",
+             "an address of one of its interfaces is this host's: 403", (r.stdout, r.stderr))
         t.ok(e[0].startswith("HTTP/1.1 502") and e[1].get("address") == "11.24.5.5" and
              "this host" not in (e[1].get("rule") or ""),
              "one with no local route is not (the connect fails: 502)", (r.stdout, r.stderr))
