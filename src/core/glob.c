@@ -62,9 +62,13 @@ static int posix_class(const char *name, size_t len, char ch)
 /*
  * A bracket class starting just after '['. Returns the length of the class
  * body including the closing ']', or 0 when it is unterminated. *hit says
- * whether c is in the class.
+ * whether c is in the class. With bad (the syntax check), a range that
+ * POSIX leaves undefined sets *bad to why: one ending in a "[:class:]"
+ * (glibc's fnmatch reads the class, git and ripgrep a '['), or one whose
+ * end sorts before its start (ripgrep refuses it, a Seatbelt regex does
+ * not compile).
  */
-static size_t class_match(const char *p, size_t len, char c, bool *hit)
+static size_t class_match(const char *p, size_t len, char c, bool *hit, const char **bad)
 {
 	size_t i = 0;
 	bool neg = false, in = false;
@@ -99,9 +103,13 @@ static size_t class_match(const char *p, size_t len, char c, bool *hit)
 		char hi = lo;
 		if (i + 1 < len && p[i] == '-' && p[i + 1] != ']') {
 			hi = p[i + 1];
+			if (bad && hi == '[' && i + 2 < len && p[i + 2] == ':')
+				*bad = "a range cannot end in a [:class:]";
 			i += 2;
 			if (hi == '\\' && i < len)
 				hi = p[i++];
+			if (bad && !*bad && (unsigned char)hi < (unsigned char)lo)
+				*bad = "a range's end sorts before its start";
 		}
 		if ((unsigned char)c >= (unsigned char)lo && (unsigned char)c <= (unsigned char)hi)
 			in = true;
@@ -134,7 +142,8 @@ static bool comp_match(const char *p, size_t plen, const char *s, uint64_t *step
 			}
 			if (pc == '[') {
 				bool hit = false;
-				size_t n = class_match(p + pi + 1, plen - pi - 1, s[si], &hit);
+				size_t n =
+					class_match(p + pi + 1, plen - pi - 1, s[si], &hit, NULL);
 				/* A class is read through for each character it is tried on. */
 				*steps += n;
 				if (n && hit) {
@@ -165,6 +174,22 @@ static bool comp_match(const char *p, size_t plen, const char *s, uint64_t *step
 	while (pi < plen && p[pi] == '*')
 		pi++;
 	return pi == plen;
+}
+
+size_t cd_glob_bracket(const char *p, size_t len, uint8_t set[32])
+{
+	size_t n = 0;
+
+	memset(set, 0, 32);
+	for (unsigned c = 1; c < 256; c++) {
+		bool hit = false;
+		n = class_match(p + 1, len - 1, (char)c, &hit, NULL);
+		if (!n)
+			return 0;
+		if (hit)
+			set[c / 8] |= (uint8_t)(1u << c % 8);
+	}
+	return n + 1;
 }
 
 static void pattern_done(struct pattern *pat)
@@ -219,7 +244,13 @@ static int pattern_split(const char *s, struct pattern *pat, size_t *ret_static,
 			}
 			if (p[i] != '[')
 				continue;
-			n = class_match(p + i + 1, len - i - 1, 'x', &hit);
+			const char *bad = NULL;
+			n = class_match(p + i + 1, len - i - 1, 'x', &hit, &bad);
+			if (n && bad) {
+				*reterr = cd_xasprintf("glob pattern %s: %s", s, bad);
+				pattern_done(pat);
+				return -EINVAL;
+			}
 			if (!n) {
 				*reterr = cd_xasprintf(
 					"glob pattern %s: unterminated \"[\" or unknown "

@@ -61,6 +61,16 @@ int cd_glob_check(const char *pattern, char **reterr);
 /* Whether a relative path (components separated by '/') matches a relative pattern. */
 bool cd_glob_match(const char *pattern, const char *path);
 
+/*
+ * The bracket expression at p (p[0] == '[') of a component of len bytes,
+ * as the matcher reads it: returns its length through the closing ']' and
+ * sets bit c of set (set[c / 8] & 1 << c % 8) for each byte c it matches;
+ * returns 0 when it is unterminated (the '[' is then a literal). For
+ * translators to other engines (Seatbelt regexes), so that the bytes a
+ * class matches are decided in one place.
+ */
+size_t cd_glob_bracket(const char *p, size_t len, uint8_t set[32]);
+
 struct cd_glob_budget {
 	size_t matches; /* in: already used; out: updated */
 	size_t visits;
