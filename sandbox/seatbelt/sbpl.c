@@ -625,8 +625,88 @@ static void put_regex_char(struct cd_strbuf *sb, char c)
 	cd_strbuf_append_c(sb, c);
 }
 
-/* One component of a glob (no '/') as regex. */
-static void put_component(struct cd_strbuf *sb, const char *c, size_t n)
+static bool byte_in(const uint8_t set[32], unsigned c)
+{
+	return set[c / 8] >> (c % 8) & 1;
+}
+
+static bool bracket_special(unsigned c)
+{
+	return c == ']' || c == '-' || c == '^' || c == '\\';
+}
+
+/*
+ * A bracket expression of a glob as a regex bracket expression. The bytes
+ * it matches come from the glob matcher itself (cd_glob_bracket), so the
+ * regex cannot read a range, an escape or a [:class:] another way. They
+ * are written out so that a POSIX regex and one where '\' escapes inside
+ * brackets read the same set: ']' first, '-' last, '^' never first, a
+ * backslash doubled, runs of three or more as ranges. A set that takes
+ * every byte above 0x7f is written as the complement of its ASCII part.
+ * Returns NULL, or why the set cannot be carried.
+ */
+static const char *put_bracket(struct cd_strbuf *sb, const uint8_t matched[32])
+{
+	uint8_t set[32] = { 0 };
+	unsigned high = 0;
+	bool empty = true;
+
+	for (unsigned c = 0x80; c < 256; c++)
+		high += byte_in(matched, c);
+	if (high != 0 && high != 128)
+		return "it matches some bytes above 0x7f and not others";
+	bool neg = high == 128;
+	for (unsigned c = 1; c < 0x80; c++)
+		if (c == '/' ? neg : byte_in(matched, c) != neg)
+			set[c / 8] |= (uint8_t)(1u << c % 8);
+	for (unsigned c = 1; c < 0x80; c++) {
+		if (!byte_in(set, c))
+			continue;
+		if (c < 0x20 || c == 0x7f || c == '"')
+			return "it matches a control character or '\"', which a Seatbelt regex "
+			       "cannot carry";
+		empty = false;
+	}
+	if (empty)
+		return "it matches no character";
+
+	bool caret = byte_in(set, '^'), dash = byte_in(set, '-'), others = false;
+	for (unsigned c = 0x20; c < 0x7f; c++)
+		others |= byte_in(set, c) && c != '^' && c != '-';
+	if (!neg && caret && !dash && !others) {
+		cd_strbuf_append(sb, "\\^");
+		return NULL;
+	}
+	cd_strbuf_append(sb, neg ? "[^" : "[");
+	if (byte_in(set, ']'))
+		cd_strbuf_append_c(sb, ']');
+	for (unsigned c = 0x20; c < 0x7f; c++) {
+		if (!byte_in(set, c) || bracket_special(c))
+			continue;
+		unsigned last = c;
+		while (last + 1 < 0x7f && byte_in(set, last + 1) && !bracket_special(last + 1))
+			last++;
+		if (last - c >= 2) {
+			cd_strbuf_append_c(sb, (char)c);
+			cd_strbuf_append_c(sb, '-');
+			c = last;
+		}
+		cd_strbuf_append_c(sb, (char)c);
+	}
+	if (byte_in(set, '\\'))
+		cd_strbuf_append(sb, "\\\\");
+	if (caret && !neg && !others) /* only '^' and '-': "-^" */
+		cd_strbuf_append(sb, "-^");
+	else if (caret)
+		cd_strbuf_append_c(sb, '^');
+	if (dash && !(caret && !neg && !others))
+		cd_strbuf_append_c(sb, '-');
+	cd_strbuf_append_c(sb, ']');
+	return NULL;
+}
+
+/* One component of a glob (no '/') as regex; NULL, or why it cannot be. */
+static const char *put_component(struct cd_strbuf *sb, const char *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		char ch = c[i];
@@ -637,41 +717,34 @@ static void put_component(struct cd_strbuf *sb, const char *c, size_t n)
 		} else if (ch == '\\' && i + 1 < n) {
 			put_regex_char(sb, c[++i]);
 		} else if (ch == '[') {
-			size_t j = i + 1;
-			bool neg = j < n && (c[j] == '!' || c[j] == '^');
-			if (neg)
-				j++;
-			size_t first = j;
-			if (j < n && c[j] == ']')
-				j++;
-			while (j < n && c[j] != ']') {
-				if (c[j] == '[' && j + 1 < n && c[j + 1] == ':') {
-					const char *end = memchr(c + j + 2, ']', n - j - 2);
-					if (end && end[-1] == ':') {
-						j = (size_t)(end - c) + 1;
-						continue;
-					}
-				}
-				j++;
-			}
-			if (j >= n) { /* no closing bracket: a literal '[' */
+			uint8_t set[32];
+			size_t len = cd_glob_bracket(c + i, n - i, set);
+			if (!len) { /* no closing bracket: a literal '[' */
 				put_regex_char(sb, ch);
 				continue;
 			}
-			cd_strbuf_append(sb, neg ? "[^/" : "[");
-			for (size_t k = first; k < j; k++) {
-				if (c[k] == ']' && k == first)
-					cd_strbuf_append(sb, "\\]");
-				else if (c[k] == '\\')
-					cd_strbuf_append(sb, "\\\\");
-				else
-					cd_strbuf_append_c(sb, c[k]);
-			}
-			cd_strbuf_append_c(sb, ']');
-			i = j;
+			const char *why = put_bracket(sb, set);
+			if (why)
+				return why;
+			i += len - 1;
 		} else {
 			put_regex_char(sb, ch);
 		}
+	}
+	return NULL;
+}
+
+/* The next component of a glob at or after p, "" and "." skipped (*n: its length), or NULL. */
+static const char *glob_component(const char *p, size_t *n)
+{
+	for (;;) {
+		p += strspn(p, "/");
+		if (!*p)
+			return NULL;
+		*n = strcspn(p, "/");
+		if (*n != 1 || p[0] != '.')
+			return p;
+		p += *n;
 	}
 }
 
@@ -692,20 +765,11 @@ char *cd_seatbelt_glob_regex(const char *base, const char *pattern, char **reter
 	if (!cd_streq(base, "/"))
 		for (const char *p = base; *p; p++)
 			put_regex_char(&sb, *p);
-	const char *p = pattern;
 	bool first = true;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		const char *end = strchr(p, '/');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		bool more = end && end[strspn(end, "/")] != '\0';
-		if (n == 1 && p[0] == '.') {
-			p += n;
-			continue;
-		}
+	size_t n, next_n;
+	for (const char *p = glob_component(pattern, &n), *next; p; p = next, n = next_n) {
+		next = glob_component(p + n, &next_n);
+		bool more = next != NULL;
 		if (first)
 			cd_strbuf_append_c(&sb, '/');
 		first = false;
@@ -714,12 +778,19 @@ char *cd_seatbelt_glob_regex(const char *base, const char *pattern, char **reter
 			cd_strbuf_append(&sb, more ? "(.*/)?" : ".+");
 			last_globstar = !more;
 		} else {
-			put_component(&sb, p, n);
+			const char *why = put_component(&sb, p, n);
+			if (why) {
+				*reterr =
+					cd_xasprintf("the glob '%s' has a bracket expression that "
+						     "cannot be a Seatbelt regex: %s",
+						     pattern, why);
+				cd_strbuf_done(&sb);
+				return NULL;
+			}
 			if (more)
 				cd_strbuf_append_c(&sb, '/');
 			last_globstar = false;
 		}
-		p += n;
 	}
 	if (first) { /* no component left: the base itself */
 		cd_strbuf_done(&sb);

@@ -15,16 +15,22 @@
  * components, fnmatch(3) within one, "**" as zero or more components (a
  * trailing one as one or more); not where fnmatch(3) reads POSIX collating
  * symbols, which glob patterns do not have.
+ * And the Seatbelt translation of a pattern (a POSIX extended regex, run
+ * with regexec(3)) matches a path exactly when the matcher matches the
+ * path or a directory above it (a deny covers a subtree), or it is refused
+ * with a reason.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <regex.h>
 #include <string.h>
 
 #include "core/glob.h"
 #include "core/util.h"
 #include "fuzz.h"
+#include "sandbox/seatbelt/sbpl.h"
 
 #define REF_MAX 12
 
@@ -89,6 +95,47 @@ static void check_match(const char *pattern, const char *path)
 	}
 	free(p.buf);
 	free(s.buf);
+}
+
+/* abs: the pattern made absolute; path: relative to where the pattern is anchored. */
+static void check_seatbelt(const char *pattern, const char *abs, const char *path)
+{
+	char *err = NULL;
+	char *re = cd_seatbelt_glob_regex(FUZZ_WORKSPACE, pattern, &err);
+	if (!re) {
+		fuzz_assert(err && *err);
+		free(err);
+		return;
+	}
+	fuzz_assert(!err);
+
+	struct comps s;
+	split(path, false, &s);
+	bool plain = s.n > 0 && !s.too_many;
+	for (size_t i = 0; i < s.n && plain; i++)
+		plain = !cd_streq(s.c[i], ".") && !cd_streq(s.c[i], "..");
+	if (plain) {
+		struct cd_strbuf full = { 0 };
+		bool want = false;
+		if (pattern[0] != '/')
+			cd_strbuf_append(&full, FUZZ_WORKSPACE);
+		for (size_t i = 0; i < s.n; i++) {
+			cd_strbuf_append_c(&full, '/');
+			cd_strbuf_append(&full, s.c[i]);
+			want = want || cd_glob_match(abs + 1, full.buf + 1);
+		}
+		regex_t rx;
+		if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB))
+			fuzz_fail("'%s' became '%s', which is no regex", pattern, re);
+		bool got = regexec(&rx, full.buf, 0, NULL, 0) == 0;
+		regfree(&rx);
+		if (got != want)
+			fuzz_fail("'%s' as the regex '%s' against '%s': %d, the matcher says %d",
+				  pattern, re, full.buf, got, want);
+		cd_strbuf_done(&full);
+	}
+	free(s.buf);
+	free(re);
 }
 
 static bool is_wildcard_free(const char *pattern)
@@ -166,6 +213,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	char *abs = pattern[0] == '/' ? cd_xstrdup(pattern)
 				      : cd_xasprintf("%s/%s", FUZZ_WORKSPACE, pattern);
+	if (path)
+		check_seatbelt(pattern, abs, path);
 	struct cd_glob_budget budget = { 0 };
 	char **found = NULL;
 	r = cd_glob_expand(fuzz_tree_ops(), abs, 0, &budget, &found, &err);

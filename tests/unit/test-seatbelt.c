@@ -29,10 +29,24 @@ static const struct {
 	{ "/w", "a/**/b.txt", "^/w/a/(.*/)?b\\.txt(/.*)?$" },
 	{ "/w", "keys/**", "^/w/keys/.+$" },
 	{ "/w", "[!a-c]x", "^/w/[^/a-c]x(/.*)?$" },
-	{ "/w", "[]a]", "^/w/[\\]a](/.*)?$" },
-	{ "/w", "[[:digit:]]*", "^/w/[[:digit:]][^/]*(/.*)?$" },
+	{ "/w", "[]a]", "^/w/[]a](/.*)?$" },
+	{ "/w", "[[:digit:]]*", "^/w/[0-9][^/]*(/.*)?$" },
+	/* The set the matcher reads, written so that no engine reads it otherwise. */
+	{ "/w", "[!-a]x", "^/w/[^/a-]x(/.*)?$" },
+	{ "/w", "[!]a]", "^/w/[^]/a](/.*)?$" },
+	{ "/w", "[\\]]", "^/w/[]](/.*)?$" },
+	{ "/w", "[\\\\x]", "^/w/[x\\\\](/.*)?$" },
+	{ "/w", "[\\^]", "^/w/\\^(/.*)?$" },
+	{ "/w", "[-^]", "^/w/[-^](/.*)?$" },
+	{ "/w", "[!^]", "^/w/[^/^](/.*)?$" },
+	{ "/w", "[^a-]", "^/w/[^/a-](/.*)?$" },
+	{ "/w", "[[]", "^/w/[[](/.*)?$" },
+	{ "/w", "[a-cx-z_]", "^/w/[_a-cx-z](/.*)?$" },
+	{ "/w", "[ab]", "^/w/[ab](/.*)?$" },
 	{ "/w", "\\*literal", "^/w/\\*literal(/.*)?$" },
 	{ "/w", "./.env", "^/w/\\.env(/.*)?$" },
+	{ "/w", "a/.", "^/w/a(/.*)?$" },
+	{ "/w", "**/x/./", "^/w/(.*/)?x(/.*)?$" },
 	{ "/w", "a(b)+c", "^/w/a\\(b\\)\\+c(/.*)?$" },
 	{ "/w", "[unclosed", "^/w/\\[unclosed(/.*)?$" },
 	{ "/x/y", "/etc/*.conf", "^/etc/[^/]*\\.conf(/.*)?$" },
@@ -81,6 +95,23 @@ START_TEST(test_glob_regex_refused)
 	err = NULL;
 	ck_assert_ptr_null(cd_seatbelt_glob_regex("/w\n", "a", &err));
 	free(err);
+
+	static const struct {
+		const char *pattern, *why;
+	} classes[] = {
+		{ "[[:space:]]", "a control character" },
+		{ "[![:punct:]]", "a control character" },
+		{ "[[:punct:]]", "'\"'" },
+		{ "x/[\xc3\xa9]", "some bytes above 0x7f" },
+	};
+	for (size_t i = 0; i < CD_ARRAY_SIZE(classes); i++) {
+		err = NULL;
+		ck_assert_ptr_null(cd_seatbelt_glob_regex("/w", classes[i].pattern, &err));
+		ck_assert_msg(strstr(err, "cannot be a Seatbelt regex") &&
+				      strstr(err, classes[i].why),
+			      "%s: %s", classes[i].pattern, err);
+		free(err);
+	}
 }
 END_TEST
 
