@@ -38,6 +38,7 @@
 #include "core/util.h"
 #include "serve/loop.h"
 #include "shared/clock.h"
+#include "shared/fd-util.h"
 
 struct cd_watch {
 	struct cd_loop *loop;
@@ -123,6 +124,21 @@ struct cd_loop {
 	size_t bulk_cursor;  /* where the next round's bulk events are looked for first */
 	int selfpipe[2];
 	struct cd_watch *selfpipe_watch;
+
+	/* cd_loop_watch_signals */
+	struct {
+		bool on;
+		int signals[CD_LOOP_MAX_SIGNALS];
+		struct sigaction old[CD_LOOP_MAX_SIGNALS];
+		size_t n;
+		sigset_t blocked;   /* epoll: what watching blocked (it was not before) */
+		sigset_t unblocked; /* poll: what watching unblocked (it was blocked) */
+		int fd;		    /* epoll: the signalfd; poll: the self-pipe's read end */
+		int wfd;	    /* poll: its write end */
+		struct cd_watch *watch;
+		cd_loop_signal_fn fn;
+		void *data;
+	} sig;
 };
 
 /* ---- time ---- */
@@ -159,17 +175,6 @@ static void sigchld_handler(int sig)
 		}
 	}
 	errno = saved;
-}
-
-static int set_nonblock_cloexec(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
-	fl = fcntl(fd, F_GETFD);
-	if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
-		return -errno;
-	return 0;
 }
 
 /* ---- fd watches: flavour-specific registration ---- */
@@ -675,11 +680,8 @@ static int setup_sigchld(struct cd_loop *l)
 		slot++;
 	if (slot == MAX_SIGCHLD_LOOPS)
 		return -EMFILE;
-	if (pipe(l->selfpipe) < 0)
-		return -errno;
-	int r;
-	if ((r = set_nonblock_cloexec(l->selfpipe[0])) < 0 ||
-	    (r = set_nonblock_cloexec(l->selfpipe[1])) < 0)
+	int r = cd_pipe_nonblock(l->selfpipe);
+	if (r < 0)
 		return r;
 	l->selfpipe_watch = cd_loop_add_fd(l, l->selfpipe[0], CD_LOOP_IN, on_selfpipe, NULL);
 	if (!l->selfpipe_watch)
@@ -718,6 +720,127 @@ static void teardown_sigchld(struct cd_loop *l)
 	cd_loop_del_fd(l, l->selfpipe_watch);
 	close(l->selfpipe[0]);
 	close(l->selfpipe[1]);
+}
+
+/* ---- signals (cd_loop_watch_signals) ---- */
+
+/* The poll flavour's self-pipe; -1 with the epoll flavour, whose signals stay blocked. */
+static volatile int sigwatch_fd = -1;
+static bool sigwatch_taken;
+
+static void sigwatch_handler(int sig)
+{
+	int saved = errno;
+	int fd = sigwatch_fd;
+	if (fd >= 0) {
+		unsigned char c = (unsigned char)sig;
+		/* Non-blocking: with the pipe full, enough signals are waiting already. */
+		ssize_t r = write(fd, &c, 1);
+		(void)r;
+	}
+	errno = saved;
+}
+
+static void on_sigwatch(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+{
+	(void)ev;
+	(void)data;
+#ifdef __linux__
+	if (l->kind == CD_LOOP_EPOLL) {
+		struct signalfd_siginfo si;
+		while (l->sig.on && read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			l->sig.fn(l, (int)si.ssi_signo, l->sig.data);
+		return;
+	}
+#endif
+	unsigned char c;
+	while (l->sig.on && read(fd, &c, 1) == 1)
+		l->sig.fn(l, c, l->sig.data);
+}
+
+int cd_loop_watch_signals(struct cd_loop *l, const int *signals, size_t n, cd_loop_signal_fn fn,
+			  void *data)
+{
+	if (l->sig.on || sigwatch_taken)
+		return -EBUSY;
+	if (n > CD_LOOP_MAX_SIGNALS)
+		return -E2BIG;
+	sigset_t mask;
+	sigemptyset(&mask);
+	for (size_t i = 0; i < n; i++) {
+		if (signals[i] == SIGCHLD || sigaddset(&mask, signals[i]) < 0)
+			return -EINVAL;
+	}
+	int fds[2] = { -1, -1 }, r = 0;
+#ifdef __linux__
+	if (l->kind == CD_LOOP_EPOLL) {
+		fds[0] = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+		if (fds[0] < 0)
+			return -errno;
+	}
+#endif
+	if (fds[0] < 0 && (r = cd_pipe_nonblock(fds)) < 0)
+		return r;
+	l->sig.watch = cd_loop_add_fd(l, fds[0], CD_LOOP_IN, on_sigwatch, NULL);
+	if (!l->sig.watch) {
+		r = -errno;
+		goto fail;
+	}
+	l->sig.fd = fds[0];
+	l->sig.wfd = fds[1];
+	l->sig.fn = fn;
+	l->sig.data = data;
+	l->sig.n = n;
+	sigwatch_fd = fds[1];
+	sigwatch_taken = true;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sigwatch_handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < n; i++) {
+		l->sig.signals[i] = signals[i];
+		(void)sigaction(signals[i], &sa, &l->sig.old[i]);
+	}
+	sigemptyset(&l->sig.blocked);
+	sigemptyset(&l->sig.unblocked);
+	sigset_t old;
+	sigprocmask(l->kind == CD_LOOP_EPOLL ? SIG_BLOCK : SIG_UNBLOCK, &mask, &old);
+	for (size_t i = 0; i < n; i++) {
+		if (l->kind == CD_LOOP_EPOLL && !sigismember(&old, signals[i]))
+			sigaddset(&l->sig.blocked, signals[i]);
+		if (l->kind != CD_LOOP_EPOLL && sigismember(&old, signals[i]))
+			sigaddset(&l->sig.unblocked, signals[i]);
+	}
+	l->sig.on = true;
+	return 0;
+fail:
+	close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	return r;
+}
+
+void cd_loop_unwatch_signals(struct cd_loop *l)
+{
+	if (!l->sig.on)
+		return;
+	l->sig.on = false;
+	/*
+	 * The handler writes nowhere from now on, and a signal still pending
+	 * (epoll) meets it when unblocked: it is dropped, not given to the
+	 * default action. Then the caller's handlers are back.
+	 */
+	sigwatch_fd = -1;
+	sigprocmask(SIG_UNBLOCK, &l->sig.blocked, NULL);
+	sigprocmask(SIG_BLOCK, &l->sig.unblocked, NULL);
+	for (size_t i = 0; i < l->sig.n; i++)
+		(void)sigaction(l->sig.signals[i], &l->sig.old[i], NULL);
+	sigwatch_taken = false;
+	cd_loop_del_fd(l, l->sig.watch);
+	close(l->sig.fd);
+	if (l->sig.wfd >= 0)
+		close(l->sig.wfd);
 }
 
 struct cd_child_watch *cd_loop_watch_child(struct cd_loop *l, pid_t pid, int pidfd,
@@ -815,6 +938,7 @@ void cd_loop_free(struct cd_loop *l)
 	if (!l)
 		return;
 	l->dispatching = false;
+	cd_loop_unwatch_signals(l);
 	teardown_sigchld(l);
 	for (struct cd_child_watch *c = l->children, *next; c; c = next) {
 		next = c->next;

@@ -41,6 +41,7 @@ typedef void (*cd_loop_io_fn)(struct cd_loop *l, int fd, cd_loop_events ev, void
 typedef void (*cd_loop_timer_fn)(struct cd_loop *l, void *data);
 /* status as from waitpid; the child has been reaped. */
 typedef void (*cd_loop_child_fn)(struct cd_loop *l, pid_t pid, int status, void *data);
+typedef void (*cd_loop_signal_fn)(struct cd_loop *l, int signo, void *data);
 
 enum cd_loop_kind {
 	CD_LOOP_EPOLL,
@@ -83,6 +84,22 @@ void cd_loop_unwatch_child(struct cd_loop *l, struct cd_child_watch *w);
  * -errno (SIGCHLD could not be watched).
  */
 int cd_loop_reap_orphans(struct cd_loop *l, bool on);
+
+#define CD_LOOP_MAX_SIGNALS 8
+
+/*
+ * Deliver these signals (at most CD_LOOP_MAX_SIGNALS, not SIGCHLD) to fn on
+ * the loop's thread. epoll: blocked and read from a signalfd; poll: a
+ * handler writes each to a self-pipe (nothing Linux-specific). Either way
+ * each has a handler while it is watched, so the init of a pid namespace
+ * is sent it at all. One loop of the process watches signals at a time
+ * (-EBUSY for another). 0 or -errno, with nothing changed.
+ * cd_loop_unwatch_signals, or cd_loop_free, restores the mask and the
+ * handlers.
+ */
+int cd_loop_watch_signals(struct cd_loop *l, const int *signals, size_t n, cd_loop_signal_fn fn,
+			  void *data);
+void cd_loop_unwatch_signals(struct cd_loop *l);
 
 /* Run until cd_loop_quit; returns 0 or -errno. */
 int cd_loop_run(struct cd_loop *l);

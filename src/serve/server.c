@@ -15,7 +15,6 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1012,16 +1011,12 @@ void cd_serve_opts_init(struct cd_serve_opts *o)
 	o->stall_ms = CD_SERVE_DEFAULT_STALL;
 }
 
-static void on_signal(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
+static void on_stop_signal(struct cd_loop *l, int signo, void *data)
 {
 	struct cd_server *s = data;
-	struct signalfd_siginfo si;
-	ssize_t n = read(fd, &si, sizeof(si));
-	if (n == (ssize_t)sizeof(si)) {
-		cd_log_debug("serve: %s: shutting down", strsignal((int)si.ssi_signo));
-		cd_testhook_event("server-stopping signal=%d", (int)si.ssi_signo);
-		cd_server_stop(s);
-	}
+	cd_log_debug("serve: %s: shutting down", strsignal(signo));
+	cd_testhook_event("server-stopping signal=%d", signo);
+	cd_server_stop(s);
 }
 
 /*
@@ -1120,9 +1115,6 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * this function returned.
 	 */
 	static struct cd_server srv;
-	sigset_t mask, old;
-	struct sigaction old_act[CD_ARRAY_SIZE(stop_signals)];
-	bool handled[CD_ARRAY_SIZE(stop_signals)] = { false };
 	int ret = 0;
 
 	memset(&srv, 0, sizeof(srv));
@@ -1131,7 +1123,6 @@ int cd_serve(const struct cd_serve_opts *o)
 	srv.opts = *o;
 	cd_mem_set_limit(o->max_memory);
 	cd_metrics.started_ms = cd_loop_now_ms();
-	srv.sig_fd = -1;
 	srv.listen_fd = -1;
 	srv.reserve_fd = -1;
 	struct rlimit nofile;
@@ -1204,23 +1195,15 @@ int cd_serve(const struct cd_serve_opts *o)
 	sa.sa_handler = noop_handler;
 	sigemptyset(&sa.sa_mask);
 	(void)sigaction(SIGPIPE, &sa, NULL);
-	/*
-	 * Blocked and read from a signalfd; the no-op handler as well because,
-	 * as the init of a pid namespace (pidns.c), the server is sent only the
-	 * signals it has a handler for.
-	 */
-	sigemptyset(&mask);
-	for (size_t i = 0; i < CD_ARRAY_SIZE(stop_signals); i++) {
-		if (stop_signals[i] == SIGHUP && cd_serve_sighup_ignored())
-			continue;
-		sigaddset(&mask, stop_signals[i]);
-		handled[i] = sigaction(stop_signals[i], &sa, &old_act[i]) == 0;
-	}
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	srv.sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (srv.sig_fd < 0 ||
-	    !(srv.sig_watch = cd_loop_add_fd(srv.loop, srv.sig_fd, CD_LOOP_IN, on_signal, &srv))) {
-		cd_log_error("serve: cannot watch signals: %s", strerror(errno));
+	/* The loop delivers them, with a handler each (see cd_loop_watch_signals). */
+	int sigs[CD_ARRAY_SIZE(stop_signals)];
+	size_t n_sigs = 0;
+	for (size_t i = 0; i < CD_ARRAY_SIZE(stop_signals); i++)
+		if (stop_signals[i] != SIGHUP || !cd_serve_sighup_ignored())
+			sigs[n_sigs++] = stop_signals[i];
+	int r_sig = cd_loop_watch_signals(srv.loop, sigs, n_sigs, on_stop_signal, &srv);
+	if (r_sig < 0) {
+		cd_log_error("serve: cannot watch signals: %s", strerror(-r_sig));
 		ret = 1;
 		goto out;
 	}
@@ -1340,10 +1323,7 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * and the pid file went with cd_listen_stop above).
 	 */
 	if (workers_left) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		for (size_t i = 0; i < CD_ARRAY_SIZE(stop_signals); i++)
-			if (handled[i])
-				(void)sigaction(stop_signals[i], &old_act[i], NULL);
+		cd_loop_unwatch_signals(srv.loop);
 		return ret;
 	}
 	while (srv.conns) {
@@ -1355,14 +1335,7 @@ int cd_serve(const struct cd_serve_opts *o)
 out:
 	cd_listen_stop(&srv);
 	cd_admit_stop(&srv);
-	if (srv.sig_watch)
-		cd_loop_del_fd(srv.loop, srv.sig_watch);
-	if (srv.sig_fd >= 0)
-		close(srv.sig_fd);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	for (size_t i = 0; i < CD_ARRAY_SIZE(stop_signals); i++)
-		if (handled[i])
-			(void)sigaction(stop_signals[i], &old_act[i], NULL);
+	cd_loop_unwatch_signals(srv.loop);
 	free(srv.env_info);
 	for (size_t i = 0; i < srv.n_hidden; i++) {
 		free((char *)srv.hidden[i].path);

@@ -356,15 +356,13 @@ struct cd_server {
 	struct cd_serve_opts opts;
 	struct cd_linux_host host; /* probed once at start */
 	char *env_info;		   /* environmentInfo object, JSON text */
-	int sig_fd;
-	bool adopts_orphans; /* pid 1 or a child subreaper: orphans come to us */
-	bool stopping;	     /* a signal or the end of stdio: the loop quits */
+	bool adopts_orphans;	   /* pid 1 or a child subreaper: orphans come to us */
+	bool stopping;		   /* a signal or the end of stdio: the loop quits */
 	/*
 	 * At shutdown, a pool of workers did not stop in time (a job stuck on
 	 * a hung file system; cd_workq_free): nothing is freed from then on.
 	 */
 	bool workers_left;
-	struct cd_watch *sig_watch;
 	struct cd_conn *conns;
 	unsigned n_conns;
 	unsigned n_live;		 /* connections not closed (n_conns: not yet freed) */

@@ -719,6 +719,91 @@ START_TEST(test_no_reap_orphans_by_default)
 }
 END_TEST
 
+/* ---- signals ---- */
+
+struct sig_ctx {
+	int got[4];
+	size_t n;
+};
+
+static void on_sig(struct cd_loop *l, int signo, void *data)
+{
+	struct sig_ctx *c = data;
+	if (c->n < CD_ARRAY_SIZE(c->got))
+		c->got[c->n++] = signo;
+	if (c->n == 2)
+		cd_loop_quit(l);
+}
+
+static void callers_handler(int sig)
+{
+	(void)sig;
+}
+
+START_TEST(test_signals)
+{
+	struct cd_loop *l = new_loop(_i);
+	struct sig_ctx c = { 0 };
+	const int sigs[] = { SIGUSR1, SIGUSR2 };
+
+	/* The caller's handler of SIGUSR2, and SIGUSR1 blocked: both are back afterwards. */
+	struct sigaction sa = { .sa_handler = callers_handler };
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	ck_assert_int_eq(sigprocmask(SIG_BLOCK, &usr1, NULL), 0);
+
+	ck_assert_int_eq(cd_loop_watch_signals(l, (const int[]){ SIGCHLD }, 1, on_sig, &c),
+			 -EINVAL);
+	ck_assert_int_eq(cd_loop_watch_signals(l, sigs, 2, on_sig, &c), 0);
+	/* One loop of the process at a time. */
+	struct cd_loop *other = new_loop(_i);
+	ck_assert_int_eq(cd_loop_watch_signals(other, sigs, 1, on_sig, &c), -EBUSY);
+	cd_loop_free(other);
+	ck_assert_int_eq(cd_loop_watch_signals(l, sigs, 1, on_sig, &c), -EBUSY);
+
+	ck_assert_int_eq(kill(getpid(), SIGUSR1), 0);
+	ck_assert_int_eq(kill(getpid(), SIGUSR2), 0);
+	bool late = false;
+	cd_loop_add_timer(l, 60000, on_deadline, &late);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert(!late);
+	ck_assert_int_eq(c.n, 2);
+	ck_assert(c.got[0] != c.got[1]);
+	for (size_t i = 0; i < 2; i++)
+		ck_assert(c.got[i] == SIGUSR1 || c.got[i] == SIGUSR2);
+
+	cd_loop_unwatch_signals(l);
+	sigset_t now;
+	ck_assert_int_eq(sigprocmask(SIG_BLOCK, NULL, &now), 0);
+	ck_assert(sigismember(&now, SIGUSR1));
+	ck_assert(!sigismember(&now, SIGUSR2));
+	struct sigaction cur;
+	ck_assert_int_eq(sigaction(SIGUSR2, NULL, &cur), 0);
+	ck_assert(cur.sa_handler == callers_handler);
+
+	/*
+	 * A signal that came while nobody ran the loop is dropped when the
+	 * watch ends, not given to its default action (SIGTERM's would end
+	 * this test's process). Another loop may watch then.
+	 */
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, checks;
+	sigemptyset(&dfl.sa_mask);
+	ck_assert_int_eq(sigaction(SIGTERM, &dfl, &checks), 0);
+	struct cd_loop *next = new_loop(_i);
+	ck_assert_int_eq(cd_loop_watch_signals(next, (const int[]){ SIGTERM }, 1, on_sig, &c), 0);
+	ck_assert_int_eq(kill(getpid(), SIGTERM), 0);
+	cd_loop_free(next);
+	ck_assert_int_eq(sigaction(SIGTERM, NULL, &cur), 0);
+	ck_assert(cur.sa_handler == SIG_DFL);
+	ck_assert_int_eq(sigaction(SIGTERM, &checks, NULL), 0);
+	ck_assert_int_eq(c.n, 2);
+	cd_loop_free(l);
+}
+END_TEST
+
 static Suite *loop_suite(void)
 {
 	Suite *s = suite_create("loop");
@@ -747,6 +832,10 @@ static Suite *loop_suite(void)
 	tcase_add_loop_test(tc, test_child_many_and_unwatch, 0, n);
 	tcase_add_loop_test(tc, test_reap_orphans, 0, 2 * n);
 	tcase_add_loop_test(tc, test_no_reap_orphans_by_default, 0, n);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("signals");
+	tcase_add_loop_test(tc, test_signals, 0, n);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("quit");
