@@ -7,18 +7,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/util.h"
 #include "serve/loop.h"
 #include "serve/workq.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 
 struct cd_workq {
 	struct cd_loop *loop;
-	int efd;
+	int done_pipe[2]; /* a byte in it wakes the loop for completions */
 	struct cd_watch *watch;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;   /* a job was queued, or stop */
@@ -74,9 +74,8 @@ static void *worker(void *arg)
 		q->n_running--;
 		q->n_idle++;
 		push(&q->done_tail, w);
-		/* The counter only wakes the loop; a write cannot fail short of a bug. */
-		uint64_t one = 1;
-		(void)!write(q->efd, &one, sizeof(one));
+		/* Only wakes the loop: with the pipe full (EAGAIN) it is awake already. */
+		(void)!write(q->done_pipe[1], "", 1);
 	}
 	q->n_threads--;
 	q->n_idle--;
@@ -103,19 +102,22 @@ static void run_done(struct cd_workq *q)
 
 static void on_event(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 {
-	uint64_t n;
-	(void)!read(fd, &n, sizeof(n));
+	char buf[64];
+	while (read(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+		;
 	run_done(data);
 }
 
 struct cd_workq *cd_workq_new(struct cd_loop *l, unsigned max_threads)
 {
-	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (efd < 0)
+	/* A pipe rather than an eventfd, which macOS lacks: one code for both. */
+	int wake[2];
+	if (cd_pipe_nonblock(wake) < 0)
 		return NULL;
 	struct cd_workq *q = cd_xcalloc(1, sizeof(*q));
 	q->loop = l;
-	q->efd = efd;
+	q->done_pipe[0] = wake[0];
+	q->done_pipe[1] = wake[1];
 	q->max_threads = max_threads ? max_threads : 1;
 	q->threads = cd_xcalloc(q->max_threads, sizeof(*q->threads));
 	q->todo_tail = &q->todo;
@@ -123,7 +125,7 @@ struct cd_workq *cd_workq_new(struct cd_loop *l, unsigned max_threads)
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->wake, NULL);
 	pthread_cond_init(&q->exited, NULL);
-	q->watch = cd_loop_add_fd(l, efd, CD_LOOP_IN, on_event, q);
+	q->watch = cd_loop_add_fd(l, wake[0], CD_LOOP_IN, on_event, q);
 	if (!q->watch) {
 		int e = errno;
 		(void)cd_workq_free(q, 0, "no");
@@ -255,7 +257,8 @@ int cd_workq_free(struct cd_workq *q, unsigned timeout_ms, const char *what)
 	run_done(q);
 	if (q->watch)
 		cd_loop_del_fd(q->loop, q->watch);
-	close(q->efd);
+	close(q->done_pipe[0]);
+	close(q->done_pipe[1]);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->wake);
 	pthread_cond_destroy(&q->exited);

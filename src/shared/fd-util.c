@@ -222,3 +222,24 @@ int cd_open_regular(const char *path, struct stat *st)
 #endif
 	return open_checked(path, flags, st);
 }
+
+int cd_pipe_nonblock(int fds[2])
+{
+#ifdef __linux__
+	return pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0 ? -errno : 0;
+#else
+	if (pipe(fds) < 0)
+		return -errno;
+	for (int i = 0; i < 2; i++) {
+		int fl = fcntl(fds[i], F_GETFL);
+		if (fl < 0 || fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0 ||
+		    fcntl(fds[i], F_SETFD, FD_CLOEXEC) < 0) {
+			int e = errno;
+			close(fds[0]);
+			close(fds[1]);
+			return -e;
+		}
+	}
+	return 0;
+#endif
+}

@@ -62,3 +62,11 @@ int cd_std_fds_ensure(void);
  */
 #define CD_CLOSE_KEEP_MAX 8
 int cd_close_fds_except(const int *keep, size_t n);
+
+/*
+ * A pipe whose ends are non-blocking and close-on-exec. On Linux both are
+ * set atomically (pipe2); macOS has no pipe2, so there they are set just
+ * after, and a spawner must close what a child is not given (spawn.h).
+ * 0 or -errno.
+ */
+int cd_pipe_nonblock(int fds[2]);
