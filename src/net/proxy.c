@@ -22,6 +22,7 @@
 #include "net/proxy.h"
 #include "serve/loop.h"
 #include "serve/workq.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 
 #define RELAY_BUF  (256 * 1024) /* each way: 512 KiB a tunnel */
@@ -620,7 +621,7 @@ static void start_connect(struct pconn *c, const struct cd_ipaddr *a)
 	int one = 1;
 
 	cd_ipaddr_format(a, c->address, sizeof(c->address));
-	c->ufd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	c->ufd = cd_socket(ss.ss_family, SOCK_STREAM, 0, true);
 	if (c->ufd < 0) {
 		char *why = cd_xasprintf("socket: %s", strerror(errno));
 		refuse(c, 502, 1, why, NULL);
@@ -1465,7 +1466,7 @@ static void on_listen(struct cd_loop *l, int fd, cd_loop_events ev, void *data)
 {
 	struct cd_proxy *p = data;
 	for (int i = 0; i < 64; i++) {
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int cfd = cd_accept_nonblock(fd, NULL, NULL);
 		if (cfd < 0) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 			    errno == ENOMEM) {

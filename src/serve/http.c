@@ -24,6 +24,7 @@
 #include "serve/server.h"
 #include "serve/testhook.h"
 #include "shared/clock.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 
 /*
@@ -867,7 +868,7 @@ static curl_socket_t on_open(void *data, curlsocktype purpose, struct curl_socka
 		cd_testhook_event("http-refused addr=%s", text);
 		return CURL_SOCKET_BAD;
 	}
-	int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+	int fd = cd_socket(a->family, a->socktype, a->protocol, false);
 	return fd < 0 ? CURL_SOCKET_BAD : fd;
 }
 

@@ -23,6 +23,7 @@
 #include "serve/peer.h"
 #include "serve/sandboxes.h"
 #include "serve/server.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 
 /*
@@ -107,12 +108,12 @@ static bool in_group(int fd, gid_t want, gid_t primary)
 static bool unix_peer_allowed(struct cd_server *s, int fd, char *peer, size_t size, char *why,
 			      size_t why_size)
 {
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
+	struct cd_peer_cred cr;
+	int r = cd_peer_cred(fd, &cr);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+	if (r < 0) {
 		snprintf(peer, size, "unknown peer");
-		snprintf(why, why_size, "its credentials cannot be read: %s", strerror(errno));
+		snprintf(why, why_size, "its credentials cannot be read: %s", strerror(-r));
 		return false;
 	}
 	snprintf(peer, size, "pid %d uid %u", (int)cr.pid, (unsigned)cr.uid);
@@ -352,7 +353,7 @@ static void out_of_descriptors(struct cd_server *s, int lfd, int e)
 		if (s->reserve_fd < 0 && (s->reserve_fd = open_reserve()) < 0)
 			break;
 		close(s->reserve_fd);
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = cd_accept_nonblock(lfd, NULL, NULL);
 		int ae = errno;
 		/* Taken back at once: its slot is what answers the next one. */
 		s->reserve_fd = fd < 0 ? open_reserve() : -1;
@@ -393,7 +394,7 @@ static void on_accept(struct cd_loop *l, int lfd, cd_loop_events ev, void *data)
 	for (;;) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
-		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = cd_accept_nonblock(lfd, (struct sockaddr *)&ss, &sl);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -609,7 +610,7 @@ static const char *ws_admits(const struct cd_server *s)
 static int listen_ws(struct cd_server *s)
 {
 	const struct sockaddr_storage *ss = &s->opts.ws_addr;
-	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = cd_socket(ss->ss_family, SOCK_STREAM, 0, true);
 	int one = 1;
 
 	if (fd < 0) {
@@ -699,7 +700,7 @@ static int listen_unix(struct cd_server *s)
 			return -1;
 		}
 		/* Stale (a server that died) or live: only a live one answers. */
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int probe = cd_socket(AF_UNIX, SOCK_STREAM, 0, false);
 		int r = probe < 0 ? -1 : connect(probe, (struct sockaddr *)&sun, sizeof(sun));
 		int e = errno;
 		if (probe >= 0)
@@ -715,7 +716,7 @@ static int listen_unix(struct cd_server *s)
 			return -1;
 		}
 	}
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = cd_socket(AF_UNIX, SOCK_STREAM, 0, true);
 	if (fd < 0) {
 		cd_log_error("serve: socket: %s", strerror(errno));
 		return -1;

@@ -680,7 +680,7 @@ static int setup_sigchld(struct cd_loop *l)
 		slot++;
 	if (slot == MAX_SIGCHLD_LOOPS)
 		return -EMFILE;
-	int r = cd_pipe_nonblock(l->selfpipe);
+	int r = cd_pipe2(l->selfpipe, O_NONBLOCK | O_CLOEXEC);
 	if (r < 0)
 		return r;
 	l->selfpipe_watch = cd_loop_add_fd(l, l->selfpipe[0], CD_LOOP_IN, on_selfpipe, NULL);
@@ -779,7 +779,7 @@ int cd_loop_watch_signals(struct cd_loop *l, const int *signals, size_t n, cd_lo
 			return -errno;
 	}
 #endif
-	if (fds[0] < 0 && (r = cd_pipe_nonblock(fds)) < 0)
+	if (fds[0] < 0 && (r = cd_pipe2(fds, O_NONBLOCK | O_CLOEXEC)) < 0)
 		return r;
 	l->sig.watch = cd_loop_add_fd(l, fds[0], CD_LOOP_IN, on_sigwatch, NULL);
 	if (!l->sig.watch) {

@@ -404,12 +404,12 @@ int cd_netproxy_start(const struct cd_netproxy_cfg *cfg, struct cd_netproxy **re
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/proxy.sock", np->dir);
 	snprintf(np->endpoint, sizeof(np->endpoint), "unix:%s", sa.sun_path);
 
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	lfd = cd_socket(AF_UNIX, SOCK_STREAM, 0, false);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4096) < 0) {
 		e = fail(err, errno, "cannot listen on its socket");
 		goto out;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+	if (cd_socketpair(AF_UNIX, SOCK_STREAM, 0, false, pair) < 0) {
 		e = fail(err, errno, "socketpair");
 		goto out;
 	}
@@ -427,8 +427,8 @@ int cd_netproxy_start(const struct cd_netproxy_cfg *cfg, struct cd_netproxy **re
 	 * close-on-exec pipe; its end without a byte means the exec happened.
 	 */
 	int ep[2] = { -1, -1 };
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		e = fail(err, errno, "pipe");
+	if ((e = -cd_pipe2(ep, O_CLOEXEC)) != 0) {
+		e = fail(err, e, "pipe");
 		goto out;
 	}
 	np->pid = fork();

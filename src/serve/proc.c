@@ -47,6 +47,7 @@
 #include "serve/metrics.h"
 #include "serve/proc.h"
 #include "serve/sandboxes.h"
+#include "shared/fd-util.h"
 
 #define CHUNK_MAX     8192
 #define READ_MAX      (64u * 1024u)
@@ -738,12 +739,17 @@ fail:
 	return -e;
 }
 
-/* pipe2 with close-on-exec on both ends; the parent's end also non-blocking. */
+/* A pipe, close-on-exec at both ends; the parent's end also non-blocking. */
 static int open_pipe(int fds[2], int parent_end, struct cd_spawn_error *err)
 {
-	if (pipe2(fds, O_CLOEXEC) < 0 ||
+	int e = -cd_pipe2(fds, O_CLOEXEC);
+	if (e == 0 &&
 	    fcntl(fds[parent_end], F_SETFL, fcntl(fds[parent_end], F_GETFL) | O_NONBLOCK) < 0) {
-		int e = errno;
+		e = errno;
+		close(fds[0]);
+		close(fds[1]);
+	}
+	if (e) {
 		err->exit_code = CD_EXIT_SETUP;
 		snprintf(err->msg, sizeof(err->msg), "cannot create a pipe: %s", strerror(e));
 		return -e;

@@ -19,6 +19,7 @@
 #include "sandbox/linux/netfence.h"
 #include "serve/sandboxes.h"
 #include "shared/clock.h"
+#include "shared/fd-util.h"
 
 /*
  * See sandboxes.h for the rules. Everything here reads /proc through
@@ -487,18 +488,17 @@ static pid_t host_pid_of(int pidfd)
 
 enum cd_peer_verdict cd_sandboxes_judge_unix(int fd, char *why, size_t size)
 {
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
-	int pidfd = -1, proc = own_proc;
+	struct cd_peer_cred cr;
+	int pidfd = -1, proc = own_proc, r = cd_peer_cred(fd, &cr);
 	pid_t pid;
 
 	why[0] = '\0';
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
-		snprintf(why, size, "the client's credentials cannot be read: %s", strerror(errno));
+	if (r < 0) {
+		snprintf(why, size, "the client's credentials cannot be read: %s", strerror(-r));
 		return CD_PEER_UNDECIDED;
 	}
 	/* The process that connected, pinned: a pid alone could be another's by now. */
-	len = sizeof(pidfd);
+	socklen_t len = sizeof(pidfd);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
 		pidfd = -1;
 		if (errno == ESRCH) {

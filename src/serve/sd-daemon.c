@@ -20,6 +20,7 @@
 
 #include "core/util.h"
 #include "serve/sd-daemon.h"
+#include "shared/fd-util.h"
 
 static const char *family_name(int family)
 {
@@ -202,7 +203,7 @@ int cd_sd_notify(const char *addr, const char *state)
 		sun.sun_path[0] = '\0';
 	socklen_t len =
 		(socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (addr[0] == '@' ? 0 : 1));
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = cd_socket(AF_UNIX, SOCK_DGRAM, 0, false);
 	if (fd < 0)
 		return -errno;
 	ssize_t w = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sun, len);

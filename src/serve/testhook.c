@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "serve/testhook.h"
+#include "shared/fd-util.h"
 #include "shared/log.h"
 
 #define HOLD_POLL_MS 20
@@ -58,7 +59,7 @@ int cd_testhook_init(void)
 		return -1;
 	}
 	memcpy(sun.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = cd_socket(AF_UNIX, SOCK_STREAM, 0, false);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		cd_log_error("serve: CORDON_TEST_EVENTS: cannot connect to '%s': %s", path,
 			     strerror(errno));

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -112,7 +113,7 @@ struct cd_workq *cd_workq_new(struct cd_loop *l, unsigned max_threads)
 {
 	/* A pipe rather than an eventfd, which macOS lacks: one code for both. */
 	int wake[2];
-	if (cd_pipe_nonblock(wake) < 0)
+	if (cd_pipe2(wake, O_NONBLOCK | O_CLOEXEC) < 0)
 		return NULL;
 	struct cd_workq *q = cd_xcalloc(1, sizeof(*q));
 	q->loop = l;

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h> /* macOS: SOL_LOCAL, LOCAL_PEERPID */
 #include <unistd.h>
 
 #include "core/util.h"
@@ -223,23 +224,109 @@ int cd_open_regular(const char *path, struct stat *st)
 	return open_checked(path, flags, st);
 }
 
-int cd_pipe_nonblock(int fds[2])
+#ifndef __linux__
+static int set_fd_flags(int fd, int flags)
+{
+	int fl;
+	if ((flags & O_NONBLOCK) &&
+	    ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
+		return -errno;
+	if ((flags & O_CLOEXEC) && fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+#endif
+
+int cd_pipe2(int fds[2], int flags)
 {
 #ifdef __linux__
-	return pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0 ? -errno : 0;
+	return pipe2(fds, flags) < 0 ? -errno : 0;
 #else
 	if (pipe(fds) < 0)
 		return -errno;
-	for (int i = 0; i < 2; i++) {
-		int fl = fcntl(fds[i], F_GETFL);
-		if (fl < 0 || fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0 ||
-		    fcntl(fds[i], F_SETFD, FD_CLOEXEC) < 0) {
-			int e = errno;
-			close(fds[0]);
-			close(fds[1]);
-			return -e;
-		}
+	int r = set_fd_flags(fds[0], flags);
+	if (r == 0)
+		r = set_fd_flags(fds[1], flags);
+	if (r < 0) {
+		close(fds[0]);
+		close(fds[1]);
+	}
+	return r;
+#endif
+}
+
+int cd_accept_nonblock(int fd, struct sockaddr *addr, socklen_t *len)
+{
+#ifdef __linux__
+	return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+#else
+	int c = accept(fd, addr, len);
+	if (c < 0)
+		return -1;
+	int r = set_fd_flags(c, O_NONBLOCK | O_CLOEXEC);
+	if (r < 0) {
+		close(c);
+		errno = -r;
+		return -1;
+	}
+	return c;
+#endif
+}
+
+int cd_socket(int domain, int type, int protocol, bool nonblock)
+{
+#ifdef __linux__
+	return socket(domain, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), protocol);
+#else
+	int fd = socket(domain, type, protocol);
+	if (fd < 0)
+		return -1;
+	int r = set_fd_flags(fd, O_CLOEXEC | (nonblock ? O_NONBLOCK : 0));
+	if (r < 0) {
+		close(fd);
+		errno = -r;
+		return -1;
+	}
+	return fd;
+#endif
+}
+
+int cd_socketpair(int domain, int type, int protocol, bool nonblock, int sv[2])
+{
+#ifdef __linux__
+	return socketpair(domain, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), protocol,
+			  sv);
+#else
+	if (socketpair(domain, type, protocol, sv) < 0)
+		return -1;
+	int flags = O_CLOEXEC | (nonblock ? O_NONBLOCK : 0), r = set_fd_flags(sv[0], flags);
+	if (r == 0)
+		r = set_fd_flags(sv[1], flags);
+	if (r < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		errno = -r;
+		return -1;
 	}
 	return 0;
 #endif
+}
+
+int cd_peer_cred(int fd, struct cd_peer_cred *ret)
+{
+#ifdef __linux__
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return -errno;
+	*ret = (struct cd_peer_cred){ .pid = cr.pid, .uid = cr.uid, .gid = cr.gid };
+#else
+	*ret = (struct cd_peer_cred){ 0 };
+	if (getpeereid(fd, &ret->uid, &ret->gid) < 0)
+		return -errno;
+	socklen_t len = sizeof(ret->pid);
+	if (getsockopt(fd, SOL_LOCAL, LOCAL_PEERPID, &ret->pid, &len) < 0)
+		return -errno;
+#endif
+	return 0;
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -64,9 +65,36 @@ int cd_std_fds_ensure(void);
 int cd_close_fds_except(const int *keep, size_t n);
 
 /*
- * A pipe whose ends are non-blocking and close-on-exec. On Linux both are
- * set atomically (pipe2); macOS has no pipe2, so there they are set just
- * after, and a spawner must close what a child is not given (spawn.h).
- * 0 or -errno.
+ * pipe2(2), flags among O_CLOEXEC and O_NONBLOCK (for both ends). macOS
+ * has no pipe2: there the flags are set just after, not atomically, so a
+ * spawner must close what a child is not given (spawn.h). 0 or -errno.
  */
-int cd_pipe_nonblock(int fds[2]);
+int cd_pipe2(int fds[2], int flags);
+
+/*
+ * accept(2) of a connection that is non-blocking and close-on-exec
+ * (accept4 on Linux; accept, then fcntl, on macOS). The descriptor, or -1
+ * with errno set.
+ */
+int cd_accept_nonblock(int fd, struct sockaddr *addr, socklen_t *len);
+
+/*
+ * socket(2) and socketpair(2), close-on-exec, and non-blocking with
+ * nonblock (SOCK_CLOEXEC and SOCK_NONBLOCK on Linux; macOS has neither,
+ * so there fcntl follows). The descriptor (0 for the pair), or -1 with
+ * errno set.
+ */
+int cd_socket(int domain, int type, int protocol, bool nonblock);
+int cd_socketpair(int domain, int type, int protocol, bool nonblock, int sv[2]);
+
+struct cd_peer_cred {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * Who is at the other end of a unix socket, as of connect(2) (Linux:
+ * SO_PEERCRED; macOS: getpeereid and LOCAL_PEERPID). 0 or -errno.
+ */
+int cd_peer_cred(int fd, struct cd_peer_cred *ret);
