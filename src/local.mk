@@ -34,7 +34,7 @@ cordon_common_sources = \
 	src/net/localroute.c src/net/localroute.h \
 	src/own-proxy.c src/own-proxy.h \
 	src/shared/log.c src/shared/log.h \
-	src/shared/fd-util.c src/shared/fd-util.h src/shared/clock.h
+	src/shared/fd-util.c src/shared/fd-util.h src/shared/clock.h src/shared/random.h
 cordon_SOURCES = $(cordon_common_sources)
 nodist_cordon_SOURCES = src/builtin-profiles.c
 cordon_CPPFLAGS = $(AM_CPPFLAGS)

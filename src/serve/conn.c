@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#ifdef __linux__
 #include <linux/sockios.h>
+#endif
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,12 +163,29 @@ static bool peer_unread(const struct cd_conn *c)
  * closed or reset the connection makes the kernel drop what it held, which
  * the peer never read.
  */
-static void note_kernel_unread(struct cd_conn *c)
+static size_t unread_bytes(int fd)
 {
 	int n = 0;
+#ifdef __linux__
+	if (ioctl(fd, SIOCOUTQ, &n) < 0)
+		n = 0;
+#else /* macOS: what the send buffer holds */
+	socklen_t len = sizeof(n);
+	if (getsockopt(fd, SOL_SOCKET, SO_NWRITE, &n, &len) < 0)
+		n = 0;
+#endif
+	return n > 0 ? (size_t)n : 0;
+}
+
+#ifndef POLLRDHUP
+#define POLLRDHUP 0 /* macOS: a peer that shut down shows as POLLHUP */
+#endif
+
+static void note_kernel_unread(struct cd_conn *c)
+{
 	if (c->kind != CD_CONN_UNIX || !c->session || !c->session->lossless || c->out_lent)
 		return;
-	size_t now = ioctl(c->out_fd, SIOCOUTQ, &n) == 0 && n > 0 ? (size_t)n : 0;
+	size_t now = unread_bytes(c->out_fd);
 	if (now < c->kernel_unread) {
 		struct pollfd p = { .fd = c->out_fd, .events = POLLRDHUP };
 		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
@@ -523,12 +542,16 @@ static int write_queued(struct cd_conn *c)
  */
 void cd_out_grow_pipe(int fd)
 {
+#ifdef F_SETPIPE_SZ /* macOS sizes its pipes itself (up to 64 KiB) */
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))
 		return;
 	int cur = fcntl(fd, F_GETPIPE_SZ);
 	if (cur >= 0 && cur < CD_SERVE_OUT_PIPE_SIZE)
 		(void)fcntl(fd, F_SETPIPE_SZ, CD_SERVE_OUT_PIPE_SIZE);
+#else
+	(void)fd;
+#endif
 }
 
 static void grow_pipe(struct cd_conn *c)

@@ -1387,6 +1387,17 @@ int cd_fs_req_recv(int sock, struct cd_fs_req *q)
 	return e;
 }
 
+/* A descriptor of O_PATH (Linux), which names a file without opening it. */
+static bool is_o_path(int flags)
+{
+#ifdef O_PATH
+	return flags & O_PATH;
+#else
+	(void)flags;
+	return false;
+#endif
+}
+
 const char *cd_fs_res_flaw(const struct cd_fs_req *q, const struct cd_fs_res *r)
 {
 	bool wants_fd =
@@ -1404,7 +1415,7 @@ const char *cd_fs_res_flaw(const struct cd_fs_req *q, const struct cd_fs_res *r)
 		if (r->fd < 0 || r->out.len)
 			return "a read without its file";
 		if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    (fl = fcntl(r->fd, F_GETFL)) < 0 || (fl & O_ACCMODE) != mode || (fl & O_PATH))
+		    (fl = fcntl(r->fd, F_GETFL)) < 0 || (fl & O_ACCMODE) != mode || is_o_path(fl))
 			return mode == O_RDONLY
 				       ? "a descriptor that is not a regular file open for reading"
 				       : "a descriptor that is not a regular file open for writing";

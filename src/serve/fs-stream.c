@@ -296,6 +296,7 @@ static struct cd_fs_handle *find(struct cd_fs_streams *st, const char *s, size_t
  */
 static int file_state(int fd, bool cached, struct fstate *ret)
 {
+#ifdef STATX_INO
 	struct statx sx;
 	int flags = AT_EMPTY_PATH | (cached ? AT_STATX_DONT_SYNC : AT_STATX_SYNC_AS_STAT);
 	unsigned want = STATX_INO | STATX_SIZE | STATX_MTIME | STATX_CTIME;
@@ -313,6 +314,21 @@ static int file_state(int fd, bool cached, struct fstate *ret)
 		.ctime_sec = sx.stx_ctime.tv_sec,
 		.ctime_nsec = sx.stx_ctime.tv_nsec,
 	};
+#else /* macOS: fstat, which has no cached variant; the whole st_dev as the major */
+	(void)cached;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*ret = (struct fstate){
+		.dev_major = (uint32_t)st.st_dev,
+		.ino = st.st_ino,
+		.size = (uint64_t)st.st_size,
+		.mtime_sec = st.st_mtimespec.tv_sec,
+		.mtime_nsec = (uint32_t)st.st_mtimespec.tv_nsec,
+		.ctime_sec = st.st_ctimespec.tv_sec,
+		.ctime_nsec = (uint32_t)st.st_ctimespec.tv_nsec,
+	};
+#endif
 	return 0;
 }
 

@@ -28,19 +28,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef HAVE_SYS_PIDFD_H
-#include <sys/pidfd.h>
-#endif
 
 #include "core/pathuri.h"
 #include "serve/budget.h"

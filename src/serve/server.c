@@ -12,8 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
 #include <sys/prctl.h>
-#include <sys/random.h>
+#endif
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "serve/testhook.h"
 #include "serve/workq.h"
 #include "shared/log.h"
+#include "shared/random.h"
 #include "spawn.h"
 
 /* ---- session: the process table ---- */
@@ -52,19 +54,12 @@ static uint64_t hash_id(const char *s, size_t n)
 static void uuid_v4(char out[37])
 {
 	unsigned char b[16];
-	size_t got = 0;
-	while (got < sizeof(b)) {
-		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			/* No entropy source: still unique enough for one stdio session. */
-			uint64_t t = cd_loop_now_ms() ^ ((uint64_t)getpid() << 32);
-			memcpy(b + got, &t, sizeof(b) - got < 8 ? sizeof(b) - got : 8);
-			got += sizeof(b) - got < 8 ? sizeof(b) - got : 8;
-			continue;
-		}
-		got += (size_t)n;
+	if (!cd_random_bytes(b, sizeof(b))) {
+		/* No random source: still unique enough for one stdio session. */
+		uint64_t t = cd_loop_now_ms() ^ ((uint64_t)getpid() << 32);
+		memset(b, 0, sizeof(b));
+		memcpy(b, &t, sizeof(t));
+		memcpy(b + 8, &t, sizeof(t));
 	}
 	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
 	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
@@ -1212,7 +1207,9 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * every orphaned descendant: reap them.
 	 */
 	int subreaper = 0, r0;
+#ifdef __linux__
 	(void)prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0);
+#endif
 	srv.adopts_orphans = getpid() == 1 || subreaper;
 	if (srv.adopts_orphans && (errno = -cd_loop_reap_orphans(srv.loop, true)) != 0) {
 		cd_log_error("serve: cannot reap orphaned processes: %s", strerror(errno));
