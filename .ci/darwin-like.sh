@@ -1,0 +1,81 @@
+#!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# gcc and glibc made to look like a Mac to cordon's code (HACKING.md):
+#
+#   .ci/darwin-like.sh DIR
+#
+# writes DIR/shadow and prints the compiler command to give configure as
+# CC. With it the code sees __APPLE__ and __MACH__ instead of __linux__,
+# glibc's headers without their GNU extensions (features.h is read before
+# config.h asks for them), the headers macOS lacks as #error, and no
+# SOCK_CLOEXEC, SOCK_NONBLOCK or MSG_CMSG_CLOEXEC, which glibc declares
+# whatever is asked and macOS does not have. What macOS declares by
+# default and glibc only with extensions is declared again by the prelude
+# (darwin-like.h), with macOS's names where they differ (st_mtimespec),
+# and what glibc lacks altogether (getpeereid) is a stand-in that fails.
+# A Linux-only call or header then fails to build. It is no macOS SDK: it
+# cannot tell what macOS has that glibc lacks.
+
+set -eu
+dir=${1:?usage: darwin-like.sh DIR}
+shadow=$dir/shadow
+mkdir -p "$shadow/sys" "$shadow/linux" "$shadow/bits"
+
+for h in sys/epoll.h sys/signalfd.h sys/timerfd.h sys/eventfd.h sys/inotify.h \
+	sys/prctl.h sys/fsuid.h sys/sendfile.h sys/pidfd.h sys/sysmacros.h \
+	sys/personality.h sys/vfs.h sys/statfs.h sys/capability.h sys/random.h \
+	seccomp.h linux/landlock.h linux/seccomp.h linux/filter.h linux/audit.h \
+	linux/netlink.h linux/rtnetlink.h linux/if_link.h linux/capability.h \
+	linux/io_uring.h linux/magic.h linux/inet_diag.h linux/sock_diag.h \
+	linux/sockios.h linux/sched.h linux/fs.h linux/mount.h linux/securebits.h; do
+	echo "#error \"<$h> is Linux's: macOS has none\"" >"$shadow/$h"
+done
+
+# glibc's socket flags that macOS lacks, renamed away (found before glibc's own).
+bits=$(printf '#include <sys/socket.h>\n' | gcc -xc -M - | tr ' \\' '\n\n' |
+	sed -n 's|/socket_type\.h$||p' | head -n 1)
+[ -f "$bits/socket.h" ] || { echo "darwin-like.sh: glibc's bits/socket.h not found" >&2; exit 1; }
+sed -e 's/SOCK_CLOEXEC = /CD_DARWIN_NO_SOCK_CLOEXEC = /' -e '/#define SOCK_CLOEXEC/d' \
+	-e 's/SOCK_NONBLOCK = /CD_DARWIN_NO_SOCK_NONBLOCK = /' -e '/#define SOCK_NONBLOCK/d' \
+	"$bits/socket_type.h" >"$shadow/bits/socket_type.h"
+sed -e 's/MSG_CMSG_CLOEXEC\t= /CD_DARWIN_NO_MSG_CMSG_CLOEXEC = /' \
+	-e '/#define MSG_CMSG_CLOEXEC/d' "$bits/socket.h" >"$shadow/bits/socket.h"
+for name in SOCK_CLOEXEC SOCK_NONBLOCK; do
+	! grep -qw "$name" "$shadow/bits/socket_type.h" ||
+		{ echo "darwin-like.sh: $name is still in bits/socket_type.h" >&2; exit 1; }
+done
+! grep -qw MSG_CMSG_CLOEXEC "$shadow/bits/socket.h" ||
+	{ echo "darwin-like.sh: MSG_CMSG_CLOEXEC is still in bits/socket.h" >&2; exit 1; }
+
+cat >"$shadow/darwin-like.h" <<'EOF'
+/* What macOS declares by default and glibc only with its extensions. */
+#include <errno.h>
+#include <features.h>
+#include <stddef.h>
+#include <sys/types.h>
+void *memmem(const void *, size_t, const void *, size_t);
+/* macOS's, which glibc lacks: a stand-in, so that the program links (it fails). */
+static inline int getpeereid(int fd, uid_t *uid, gid_t *gid)
+{
+	(void)fd, (void)uid, (void)gid;
+	errno = ENOSYS;
+	return -1;
+}
+int mkostemp(char *, int);
+int posix_openpt(int);
+int grantpt(int);
+int unlockpt(int);
+int ptsname_r(int, char *, size_t);
+#define SOL_LOCAL     0
+#define LOCAL_PEERPID 0x002
+#define SO_NWRITE     0x1024
+#define SEEK_HOLE     3
+#define SEEK_DATA     4
+#define st_atimespec  st_atim
+#define st_mtimespec  st_mtim
+#define st_ctimespec  st_ctim
+EOF
+
+echo "gcc -U__linux__ -U__linux -Ulinux -U__gnu_linux__ -D__APPLE__=1 -D__MACH__=1" \
+	"-I$shadow -include $shadow/darwin-like.h"
