@@ -63,10 +63,10 @@ static int posix_class(const char *name, size_t len, char ch)
  * A bracket class starting just after '['. Returns the length of the class
  * body including the closing ']', or 0 when it is unterminated. *hit says
  * whether c is in the class. With bad (the syntax check), a range that
- * POSIX leaves undefined sets *bad to why: one ending in a "[:class:]"
- * (glibc's fnmatch reads the class, git and ripgrep a '['), or one whose
- * end sorts before its start (ripgrep refuses it, a Seatbelt regex does
- * not compile).
+ * POSIX leaves undefined sets *bad to why: one ending in "[:", "[." or
+ * "[=" (glibc's fnmatch reads a class or a collating symbol there, git and
+ * ripgrep a '['), or one whose end sorts before its start (ripgrep
+ * refuses it, a Seatbelt regex does not compile).
  */
 static size_t class_match(const char *p, size_t len, char c, bool *hit, const char **bad)
 {
@@ -103,8 +103,8 @@ static size_t class_match(const char *p, size_t len, char c, bool *hit, const ch
 		char hi = lo;
 		if (i + 1 < len && p[i] == '-' && p[i + 1] != ']') {
 			hi = p[i + 1];
-			if (bad && hi == '[' && i + 2 < len && p[i + 2] == ':')
-				*bad = "a range cannot end in a [:class:]";
+			if (bad && hi == '[' && i + 2 < len && strchr(":.=", p[i + 2]))
+				*bad = "a range cannot end in \"[:\", \"[.\" or \"[=\"";
 			i += 2;
 			if (hi == '\\' && i < len)
 				hi = p[i++];
