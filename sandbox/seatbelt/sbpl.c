@@ -663,8 +663,8 @@ static const char *put_bracket(struct cd_strbuf *sb, const uint8_t matched[32])
 		if (!byte_in(set, c))
 			continue;
 		if (c < 0x20 || c == 0x7f || c == '"')
-			return "it matches a control character or '\"', which a Seatbelt regex "
-			       "cannot carry";
+			return "it would take a control character or '\"' written in the regex, "
+			       "which a Seatbelt regex cannot carry";
 		empty = false;
 	}
 	if (empty)
@@ -775,7 +775,7 @@ char *cd_seatbelt_glob_regex(const char *base, const char *pattern, char **reter
 		first = false;
 		if (strspn(p, "*") >= 2 && strspn(p, "*") == n) {
 			/* "**": zero or more directories, or everything inside when last. */
-			cd_strbuf_append(&sb, more ? "(.*/)?" : ".+");
+			cd_strbuf_append(&sb, more ? "([^/]*/)*" : "[^/]+(/[^/]*)*");
 			last_globstar = !more;
 		} else {
 			const char *why = put_component(&sb, p, n);
@@ -795,40 +795,64 @@ char *cd_seatbelt_glob_regex(const char *base, const char *pattern, char **reter
 	if (first) { /* no component left: the base itself */
 		cd_strbuf_done(&sb);
 		if (cd_streq(base, "/"))
-			return cd_xstrdup("^/.*$");
+			return cd_xstrdup("^/[^/]*(/[^/]*)*$");
 		cd_strbuf_append_c(&sb, '^');
 		for (const char *q = base; *q; q++)
 			put_regex_char(&sb, *q);
 	}
 	if (!last_globstar)
-		cd_strbuf_append(&sb, "(/.*)?");
+		cd_strbuf_append(&sb, "(/[^/]*)*");
 	cd_strbuf_append_c(&sb, '$');
 	return cd_strbuf_steal(&sb);
 }
 
+static bool put_glob_regex(struct builder *b, const char *base, const char *pattern,
+			   struct cd_strset *seen)
+{
+	char *re = cd_seatbelt_glob_regex(base, pattern, &b->err);
+	if (!re)
+		return false;
+	if (cd_strset_add(seen, re)) {
+		cd_strbuf_append(&b->policy, "(deny file-read* file-write* (regex #\"");
+		cd_strbuf_append(&b->policy, re);
+		cd_strbuf_append(&b->policy, "\"))\n");
+	}
+	free(re);
+	return true;
+}
+
+/*
+ * A glob under base, and under its macOS name (/private/var, ...). A glob
+ * whose first component lies right under / (an absolute one, or one
+ * relative to a cwd of /) names /etc, /tmp or /var only through links:
+ * Seatbelt sees /private/etc/..., so each of the three its first
+ * component matches gets a regex of its own with the rest of the glob.
+ */
 static bool put_glob(struct builder *b, const char *base, const char *pattern,
 		     struct cd_strset *seen)
 {
-	const char *bases[2] = { base, NULL };
 	char *mac = b->in->macos_paths ? cd_seatbelt_macos_path(base) : NULL;
-	bool ok = true;
+	bool ok = put_glob_regex(b, base, pattern, seen);
 
-	if (mac && !cd_streq(mac, base))
-		bases[1] = mac;
-	for (size_t i = 0; i < 2 && bases[i] && ok; i++) {
-		char *re = cd_seatbelt_glob_regex(bases[i], pattern, &b->err);
-		if (!re) {
-			ok = false;
-			break;
-		}
-		if (cd_strset_add(seen, re)) {
-			cd_strbuf_append(&b->policy, "(deny file-read* file-write* (regex #\"");
-			cd_strbuf_append(&b->policy, re);
-			cd_strbuf_append(&b->policy, "\"))\n");
-		}
-		free(re);
-	}
+	if (ok && mac && !cd_streq(mac, base))
+		ok = put_glob_regex(b, mac, pattern, seen);
 	free(mac);
+	size_t n;
+	const char *first = glob_component(pattern, &n);
+	if (!ok || !b->in->macos_paths || !first || (*pattern != '/' && !cd_streq(base, "/")) ||
+	    (strspn(first, "*") >= 2 && strspn(first, "*") == n))
+		return ok; /* "**" first matches /private/etc/... itself */
+	static const char *const linked[] = { "etc", "tmp", "var" };
+	char *comp = cd_xstrndup(first, n);
+	const char *rest = first + n + strspn(first + n, "/");
+	for (size_t i = 0; i < CD_ARRAY_SIZE(linked) && ok; i++) {
+		if (!cd_glob_match(comp, linked[i]))
+			continue;
+		char *priv = cd_xasprintf("/private/%s", linked[i]);
+		ok = put_glob_regex(b, priv, *rest ? rest : ".", seen);
+		free(priv);
+	}
+	free(comp);
 	return ok;
 }
 

@@ -132,9 +132,11 @@ char *cd_seatbelt_limits_text(const struct cd_limits *L);
 /*
  * A glob pattern (core/glob.h syntax) below base (a normal absolute path)
  * as an anchored SBPL regex body matching each path the pattern matches
- * and everything below it. NULL with *reterr when the pattern or base
- * holds a character SBPL's string literal cannot carry (a double quote, a
- * control character).
+ * and everything below it. No '.' in it: in most engines '.' does not
+ * match a newline, which a file name may hold; "[^/]" does. NULL with
+ * *reterr when the pattern or base holds a character SBPL's string literal
+ * cannot carry (a double quote, a control character), or a bracket
+ * expression cannot be written so (see put_bracket).
  */
 char *cd_seatbelt_glob_regex(const char *base, const char *pattern, char **reterr);
 

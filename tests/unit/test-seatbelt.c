@@ -23,36 +23,36 @@
 static const struct {
 	const char *base, *pattern, *want;
 } glob_cases[] = {
-	{ "/w", "*.pem", "^/w/[^/]*\\.pem(/.*)?$" },
-	{ "/w", "secret?", "^/w/secret[^/](/.*)?$" },
-	{ "/w", "**/id_rsa", "^/w/(.*/)?id_rsa(/.*)?$" },
-	{ "/w", "a/**/b.txt", "^/w/a/(.*/)?b\\.txt(/.*)?$" },
-	{ "/w", "keys/**", "^/w/keys/.+$" },
-	{ "/w", "[!a-c]x", "^/w/[^/a-c]x(/.*)?$" },
-	{ "/w", "[]a]", "^/w/[]a](/.*)?$" },
-	{ "/w", "[[:digit:]]*", "^/w/[0-9][^/]*(/.*)?$" },
+	{ "/w", "*.pem", "^/w/[^/]*\\.pem(/[^/]*)*$" },
+	{ "/w", "secret?", "^/w/secret[^/](/[^/]*)*$" },
+	{ "/w", "**/id_rsa", "^/w/([^/]*/)*id_rsa(/[^/]*)*$" },
+	{ "/w", "a/**/b.txt", "^/w/a/([^/]*/)*b\\.txt(/[^/]*)*$" },
+	{ "/w", "keys/**", "^/w/keys/[^/]+(/[^/]*)*$" },
+	{ "/w", "[!a-c]x", "^/w/[^/a-c]x(/[^/]*)*$" },
+	{ "/w", "[]a]", "^/w/[]a](/[^/]*)*$" },
+	{ "/w", "[[:digit:]]*", "^/w/[0-9][^/]*(/[^/]*)*$" },
 	/* The set the matcher reads, written so that no engine reads it otherwise. */
-	{ "/w", "[!-a]x", "^/w/[^/a-]x(/.*)?$" },
-	{ "/w", "[!]a]", "^/w/[^]/a](/.*)?$" },
-	{ "/w", "[\\]]", "^/w/[]](/.*)?$" },
-	{ "/w", "[\\\\x]", "^/w/[x\\\\](/.*)?$" },
-	{ "/w", "[\\^]", "^/w/\\^(/.*)?$" },
-	{ "/w", "[-^]", "^/w/[-^](/.*)?$" },
-	{ "/w", "[!^]", "^/w/[^/^](/.*)?$" },
-	{ "/w", "[^a-]", "^/w/[^/a-](/.*)?$" },
-	{ "/w", "[[]", "^/w/[[](/.*)?$" },
-	{ "/w", "[a-cx-z_]", "^/w/[_a-cx-z](/.*)?$" },
-	{ "/w", "[ab]", "^/w/[ab](/.*)?$" },
-	{ "/w", "\\*literal", "^/w/\\*literal(/.*)?$" },
-	{ "/w", "./.env", "^/w/\\.env(/.*)?$" },
-	{ "/w", "a/.", "^/w/a(/.*)?$" },
-	{ "/w", "**/x/./", "^/w/(.*/)?x(/.*)?$" },
-	{ "/w", "a(b)+c", "^/w/a\\(b\\)\\+c(/.*)?$" },
-	{ "/w", "[unclosed", "^/w/\\[unclosed(/.*)?$" },
-	{ "/x/y", "/etc/*.conf", "^/etc/[^/]*\\.conf(/.*)?$" },
-	{ "/", "/**", "^/.+$" },
-	{ "/w.d", ".", "^/w\\.d(/.*)?$" },
-	{ "/", ".", "^/.*$" },
+	{ "/w", "[!-a]x", "^/w/[^/a-]x(/[^/]*)*$" },
+	{ "/w", "[!]a]", "^/w/[^]/a](/[^/]*)*$" },
+	{ "/w", "[\\]]", "^/w/[]](/[^/]*)*$" },
+	{ "/w", "[\\\\x]", "^/w/[x\\\\](/[^/]*)*$" },
+	{ "/w", "[\\^]", "^/w/\\^(/[^/]*)*$" },
+	{ "/w", "[-^]", "^/w/[-^](/[^/]*)*$" },
+	{ "/w", "[!^]", "^/w/[^/^](/[^/]*)*$" },
+	{ "/w", "[^a-]", "^/w/[^/a-](/[^/]*)*$" },
+	{ "/w", "[[]", "^/w/[[](/[^/]*)*$" },
+	{ "/w", "[a-cx-z_]", "^/w/[_a-cx-z](/[^/]*)*$" },
+	{ "/w", "[ab]", "^/w/[ab](/[^/]*)*$" },
+	{ "/w", "\\*literal", "^/w/\\*literal(/[^/]*)*$" },
+	{ "/w", "./.env", "^/w/\\.env(/[^/]*)*$" },
+	{ "/w", "a/.", "^/w/a(/[^/]*)*$" },
+	{ "/w", "**/x/./", "^/w/([^/]*/)*x(/[^/]*)*$" },
+	{ "/w", "a(b)+c", "^/w/a\\(b\\)\\+c(/[^/]*)*$" },
+	{ "/w", "[unclosed", "^/w/\\[unclosed(/[^/]*)*$" },
+	{ "/x/y", "/etc/*.conf", "^/etc/[^/]*\\.conf(/[^/]*)*$" },
+	{ "/", "/**", "^/[^/]+(/[^/]*)*$" },
+	{ "/w.d", ".", "^/w\\.d(/[^/]*)*$" },
+	{ "/", ".", "^/[^/]*(/[^/]*)*$" },
 };
 
 START_TEST(test_glob_regex)
@@ -365,11 +365,45 @@ START_TEST(test_deny_under_full_read)
 	/* :minimal adds nothing to a full read. */
 	ck_assert_ptr_null(strstr(f.sp->policy, "(subpath \"/usr/lib\")"));
 	/* Globs: the bound base and its macOS form, read and write denied. */
-	ck_assert_ptr_nonnull(strstr(
-		f.sp->policy, "(deny file-read* file-write* (regex #\"^/tmp/ws/(.*/)?[^/]*\\.pem"));
-	ck_assert_ptr_nonnull(strstr(f.sp->policy, "#\"^/private/tmp/ws/(.*/)?[^/]*\\.pem"));
-	ck_assert_ptr_nonnull(strstr(f.sp->policy, "#\"^/private/tmp/ws/\\.env(/.*)?$\""));
+	ck_assert_ptr_nonnull(
+		strstr(f.sp->policy,
+		       "(deny file-read* file-write* (regex #\"^/tmp/ws/([^/]*/)*[^/]*\\.pem"));
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "#\"^/private/tmp/ws/([^/]*/)*[^/]*\\.pem"));
+	ck_assert_ptr_nonnull(strstr(f.sp->policy, "#\"^/private/tmp/ws/\\.env(/[^/]*)*$\""));
 	check_argv(f.sp);
+	done(&f);
+}
+END_TEST
+
+/* Absolute globs: /etc, /tmp and /var are links on macOS, which Seatbelt sees through. */
+START_TEST(test_absolute_globs_private)
+{
+	struct fixture f = { .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
+	char *err = NULL;
+
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add(f.prof, CD_ENTRY_GLOB, 0, "/etc/ssh/*_key", CD_ACCESS_DENY);
+	add(f.prof, CD_ENTRY_GLOB, 0, "/tmp/x?", CD_ACCESS_DENY);
+	add(f.prof, CD_ENTRY_GLOB, 0, "/usr/*.so", CD_ACCESS_DENY);
+	ck_assert_int_eq(plan(&f, true, &err), 0);
+	const char *p = f.sp->policy;
+	ck_assert_ptr_nonnull(strstr(p, "#\"^/etc/ssh/[^/]*_key(/[^/]*)*$\""));
+	ck_assert_ptr_nonnull(strstr(p, "#\"^/private/etc/ssh/[^/]*_key(/[^/]*)*$\""));
+	ck_assert_ptr_nonnull(strstr(p, "#\"^/tmp/x[^/](/[^/]*)*$\""));
+	ck_assert_ptr_nonnull(strstr(p, "#\"^/private/tmp/x[^/](/[^/]*)*$\""));
+	ck_assert_ptr_null(strstr(p, "/private/etc/x"));
+	ck_assert_ptr_null(strstr(p, "/private/var"));
+	/* /usr is no link. */
+	ck_assert_ptr_nonnull(strstr(p, "#\"^/usr/[^/]*\\.so(/[^/]*)*$\""));
+	ck_assert_ptr_null(strstr(p, "/private/usr"));
+	done(&f);
+
+	/* Without macos_paths (planning for a Mac whose paths were given as is): none. */
+	f = (struct fixture){ .fs = tree(), .prof = profile(CD_NET_RESTRICTED) };
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add(f.prof, CD_ENTRY_GLOB, 0, "/etc/ssh/*_key", CD_ACCESS_DENY);
+	ck_assert_int_eq(plan(&f, false, &err), 0);
+	ck_assert_ptr_null(strstr(f.sp->policy, "/private/etc"));
 	done(&f);
 }
 END_TEST
@@ -878,6 +912,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_workspace_write);
 	tcase_add_test(tc, test_restricted_read);
 	tcase_add_test(tc, test_deny_under_full_read);
+	tcase_add_test(tc, test_absolute_globs_private);
 	tcase_add_test(tc, test_unrestricted_and_disabled);
 	tcase_add_test(tc, test_managed_network);
 	tcase_add_test(tc, test_refusals);
