@@ -141,6 +141,12 @@ struct cd_loop {
 	} sig;
 };
 
+#ifdef __WALL
+#define WAIT_ALL_KINDS __WALL /* clone children too */
+#else
+#define WAIT_ALL_KINDS 0 /* macOS has no other kind */
+#endif
+
 /* ---- time ---- */
 
 uint64_t cd_loop_now_ms(void)
@@ -565,7 +571,7 @@ static void reap_orphans(struct cd_loop *l)
 		}
 		siginfo_t si;
 		memset(&si, 0, sizeof(si));
-		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0) {
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | WAIT_ALL_KINDS) < 0) {
 			if (errno == EINTR)
 				continue;
 			return; /* ECHILD: no children at all */
@@ -582,7 +588,7 @@ static void reap_orphans(struct cd_loop *l)
 		int status;
 		pid_t r;
 		do
-			r = waitpid(si.si_pid, &status, WNOHANG | __WALL);
+			r = waitpid(si.si_pid, &status, WNOHANG | WAIT_ALL_KINDS);
 		while (r < 0 && errno == EINTR);
 		if (r <= 0)
 			return;
@@ -726,13 +732,18 @@ static void teardown_sigchld(struct cd_loop *l)
 
 /* The poll flavour's self-pipe; -1 with the epoll flavour, whose signals stay blocked. */
 static volatile int sigwatch_fd = -1;
+static volatile pid_t sigwatch_pid; /* the process that watches */
 static bool sigwatch_taken;
 
 static void sigwatch_handler(int sig)
 {
 	int saved = errno;
 	int fd = sigwatch_fd;
-	if (fd >= 0) {
+	/*
+	 * Not in a child forked by the watching process before it reset its
+	 * handlers (it holds the pipe until it executes): its signals are its own.
+	 */
+	if (fd >= 0 && getpid() == sigwatch_pid) {
 		unsigned char c = (unsigned char)sig;
 		/* Non-blocking: with the pipe full, enough signals are waiting already. */
 		ssize_t r = write(fd, &c, 1);
@@ -768,7 +779,8 @@ int cd_loop_watch_signals(struct cd_loop *l, const int *signals, size_t n, cd_lo
 	sigset_t mask;
 	sigemptyset(&mask);
 	for (size_t i = 0; i < n; i++) {
-		if (signals[i] == SIGCHLD || sigaddset(&mask, signals[i]) < 0)
+		if (signals[i] == SIGCHLD || signals[i] == SIGKILL || signals[i] == SIGSTOP ||
+		    sigaddset(&mask, signals[i]) < 0)
 			return -EINVAL;
 	}
 	int fds[2] = { -1, -1 }, r = 0;
@@ -791,8 +803,22 @@ int cd_loop_watch_signals(struct cd_loop *l, const int *signals, size_t n, cd_lo
 	l->sig.fn = fn;
 	l->sig.data = data;
 	l->sig.n = n;
+	sigwatch_pid = getpid();
 	sigwatch_fd = fds[1];
 	sigwatch_taken = true;
+	sigemptyset(&l->sig.blocked);
+	sigemptyset(&l->sig.unblocked);
+	/*
+	 * epoll: blocked before the handler goes in, so that none is taken by
+	 * the handler (which writes nowhere then). poll: unblocked after it.
+	 */
+	sigset_t old;
+	if (l->kind == CD_LOOP_EPOLL) {
+		sigprocmask(SIG_BLOCK, &mask, &old);
+		for (size_t i = 0; i < n; i++)
+			if (!sigismember(&old, signals[i]))
+				sigaddset(&l->sig.blocked, signals[i]);
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = sigwatch_handler;
@@ -802,15 +828,11 @@ int cd_loop_watch_signals(struct cd_loop *l, const int *signals, size_t n, cd_lo
 		l->sig.signals[i] = signals[i];
 		(void)sigaction(signals[i], &sa, &l->sig.old[i]);
 	}
-	sigemptyset(&l->sig.blocked);
-	sigemptyset(&l->sig.unblocked);
-	sigset_t old;
-	sigprocmask(l->kind == CD_LOOP_EPOLL ? SIG_BLOCK : SIG_UNBLOCK, &mask, &old);
-	for (size_t i = 0; i < n; i++) {
-		if (l->kind == CD_LOOP_EPOLL && !sigismember(&old, signals[i]))
-			sigaddset(&l->sig.blocked, signals[i]);
-		if (l->kind != CD_LOOP_EPOLL && sigismember(&old, signals[i]))
-			sigaddset(&l->sig.unblocked, signals[i]);
+	if (l->kind != CD_LOOP_EPOLL) {
+		sigprocmask(SIG_UNBLOCK, &mask, &old);
+		for (size_t i = 0; i < n; i++)
+			if (sigismember(&old, signals[i]))
+				sigaddset(&l->sig.unblocked, signals[i]);
 	}
 	l->sig.on = true;
 	return 0;

@@ -88,12 +88,14 @@ int cd_loop_reap_orphans(struct cd_loop *l, bool on);
 #define CD_LOOP_MAX_SIGNALS 8
 
 /*
- * Deliver these signals (at most CD_LOOP_MAX_SIGNALS, not SIGCHLD) to fn on
- * the loop's thread. epoll: blocked and read from a signalfd; poll: a
- * handler writes each to a self-pipe (nothing Linux-specific). Either way
+ * Deliver these signals (at most CD_LOOP_MAX_SIGNALS; not SIGCHLD, SIGKILL
+ * or SIGSTOP) to fn on the loop's thread. epoll: blocked and read from a
+ * signalfd; poll: a handler writes each to a self-pipe (nothing
+ * Linux-specific), except in a forked child of this process. Either way
  * each has a handler while it is watched, so the init of a pid namespace
- * is sent it at all. One loop of the process watches signals at a time
- * (-EBUSY for another). 0 or -errno, with nothing changed.
+ * is sent it at all. Other threads must keep them blocked (workq's do).
+ * One loop of the process watches signals at a time (-EBUSY for another).
+ * 0 or -errno, with nothing changed.
  * cd_loop_unwatch_signals, or cd_loop_free, restores the mask and the
  * handlers.
  */

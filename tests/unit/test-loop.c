@@ -757,6 +757,10 @@ START_TEST(test_signals)
 
 	ck_assert_int_eq(cd_loop_watch_signals(l, (const int[]){ SIGCHLD }, 1, on_sig, &c),
 			 -EINVAL);
+	ck_assert_int_eq(cd_loop_watch_signals(l, (const int[]){ SIGKILL }, 1, on_sig, &c),
+			 -EINVAL);
+	ck_assert_int_eq(cd_loop_watch_signals(l, (const int[]){ SIGSTOP }, 1, on_sig, &c),
+			 -EINVAL);
 	ck_assert_int_eq(cd_loop_watch_signals(l, sigs, 2, on_sig, &c), 0);
 	/* One loop of the process at a time. */
 	struct cd_loop *other = new_loop(_i);
@@ -804,6 +808,45 @@ START_TEST(test_signals)
 }
 END_TEST
 
+static void on_first_sig(struct cd_loop *l, int signo, void *data)
+{
+	if (!*(int *)data)
+		*(int *)data = signo;
+	cd_loop_quit(l);
+}
+
+/* A forked child's signals are its own, even before it resets its handlers. */
+START_TEST(test_signals_child)
+{
+	struct cd_loop *l = new_loop(_i);
+	int first = 0;
+	const int sigs[] = { SIGUSR1, SIGUSR2 };
+
+	ck_assert_int_eq(cd_loop_watch_signals(l, sigs, 2, on_first_sig, &first), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		sigset_t usr1;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_UNBLOCK, &usr1, NULL); /* as a child about to reset them */
+		kill(getpid(), SIGUSR1);
+		_exit(0);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* What the loop gets first is ours, sent after the child's ended. */
+	ck_assert_int_eq(kill(getpid(), SIGUSR2), 0);
+	bool late = false;
+	cd_loop_add_timer(l, 60000, on_deadline, &late);
+	ck_assert_int_eq(cd_loop_run(l), 0);
+	ck_assert(!late);
+	ck_assert_int_eq(first, SIGUSR2);
+	cd_loop_free(l);
+}
+END_TEST
+
 static Suite *loop_suite(void)
 {
 	Suite *s = suite_create("loop");
@@ -836,6 +879,7 @@ static Suite *loop_suite(void)
 
 	tc = tcase_create("signals");
 	tcase_add_loop_test(tc, test_signals, 0, n);
+	tcase_add_loop_test(tc, test_signals_child, 0, n);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("quit");
