@@ -8,10 +8,12 @@
 # writes DIR/shadow and prints the compiler command to give configure as
 # CC. With it the code sees __APPLE__ and __MACH__ instead of __linux__,
 # glibc's headers without their GNU extensions (features.h is read before
-# config.h asks for them), the headers macOS lacks as #error, and no
-# SOCK_CLOEXEC, SOCK_NONBLOCK or MSG_CMSG_CLOEXEC, which glibc declares
-# whatever is asked and macOS does not have. What macOS declares by
-# default and glibc only with extensions is declared again by the prelude
+# config.h asks for them), the headers macOS lacks as #error, and none of
+# what glibc declares whatever is asked and macOS does not have:
+# SOCK_CLOEXEC, SOCK_NONBLOCK, MSG_CMSG_CLOEXEC, __WALL, __WCLONE and the
+# socket options SO_PEERCRED, SO_PEERGROUPS, SO_DOMAIN, SO_PEERPIDFD and
+# SO_PEERSEC. What macOS declares by default and glibc only with
+# extensions is declared again by the prelude
 # (darwin-like.h), with macOS's names where they differ (st_mtimespec),
 # and what glibc lacks altogether (getpeereid) is a stand-in that fails.
 # A Linux-only call or header then fails to build. It is no macOS SDK: it
@@ -48,6 +50,34 @@ done
 ! grep -qw MSG_CMSG_CLOEXEC "$shadow/bits/socket.h" ||
 	{ echo "darwin-like.sh: MSG_CMSG_CLOEXEC is still in bits/socket.h" >&2; exit 1; }
 
+# Linux's, in glibc's headers whatever is asked, and not macOS's: taken out.
+asm=$(printf '#include <sys/socket.h>\n' | gcc -xc -M - | tr ' \\' '\n\n' |
+	sed -n 's|/asm-generic/socket\.h$||p' | head -n 1)
+[ -f "$asm/asm-generic/socket.h" ] ||
+	{ echo "darwin-like.sh: asm-generic/socket.h not found" >&2; exit 1; }
+mkdir -p "$shadow/asm-generic"
+sed -E 's/^#define[ \t]+(SO_PEERCRED|SO_PEERGROUPS|SO_DOMAIN|SO_PEERPIDFD|SO_PEERSEC)\b.*//' \
+	"$asm/asm-generic/socket.h" >"$shadow/asm-generic/socket.h"
+sed -E 's/^#[ \t]*define[ \t]+(__WALL|__WCLONE)\b.*//' \
+	"$bits/waitflags.h" >"$shadow/bits/waitflags.h"
+for name in SO_PEERCRED SO_PEERGROUPS SO_DOMAIN; do
+	! grep -qw "$name" "$shadow/asm-generic/socket.h" ||
+		{ echo "darwin-like.sh: $name is still in asm-generic/socket.h" >&2; exit 1; }
+done
+! grep -qw __WALL "$shadow/bits/waitflags.h" ||
+	{ echo "darwin-like.sh: __WALL is still in bits/waitflags.h" >&2; exit 1; }
+
+# macOS's struct xucred (LOCAL_PEERCRED), for which glibc has no header.
+cat >"$shadow/sys/ucred.h" <<'EOF'
+#define XUCRED_VERSION 0
+struct xucred {
+	unsigned int cr_version;
+	uid_t cr_uid;
+	short cr_ngroups;
+	gid_t cr_groups[16];
+};
+EOF
+
 cat >"$shadow/darwin-like.h" <<'EOF'
 /* What macOS declares by default and glibc only with its extensions. */
 #include <errno.h>
@@ -67,8 +97,9 @@ int posix_openpt(int);
 int grantpt(int);
 int unlockpt(int);
 int ptsname_r(int, char *, size_t);
-#define SOL_LOCAL     0
-#define LOCAL_PEERPID 0x002
+#define SOL_LOCAL      0
+#define LOCAL_PEERCRED 0x001
+#define LOCAL_PEERPID  0x002
 #define SO_NWRITE     0x1024
 #define SEEK_HOLE     3
 #define SEEK_DATA     4

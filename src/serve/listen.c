@@ -14,6 +14,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#ifdef __APPLE__
+#include <sys/ucred.h> /* struct xucred */
+#include <sys/un.h>
+#endif
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -84,17 +88,27 @@ static void format_addr(const struct sockaddr_storage *ss, char *buf, size_t siz
 
 static bool in_group(int fd, gid_t want, gid_t primary)
 {
-	socklen_t len = NGROUPS_MAX * sizeof(gid_t);
 	bool found = false;
 
 	if (primary == want)
 		return true;
-	/* The peer's supplementary groups, as they were when it connected. */
+		/* The peer's supplementary groups, as they were when it connected. */
+#ifdef __linux__
+	socklen_t len = NGROUPS_MAX * sizeof(gid_t);
 	gid_t *groups = cd_xmalloc(len);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0)
 		for (size_t i = 0; i < len / sizeof(gid_t) && !found; i++)
 			found = groups[i] == want;
 	free(groups);
+#else /* macOS: the first 16 of them (struct xucred) */
+	struct xucred xc;
+	socklen_t len = sizeof(xc);
+	if (getsockopt(fd, SOL_LOCAL, LOCAL_PEERCRED, &xc, &len) == 0 &&
+	    xc.cr_version == XUCRED_VERSION)
+		for (int i = 0; i < xc.cr_ngroups && i < (int)CD_ARRAY_SIZE(xc.cr_groups) && !found;
+		     i++)
+			found = xc.cr_groups[i] == want;
+#endif
 	return found;
 }
 

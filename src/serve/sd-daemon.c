@@ -66,9 +66,12 @@ static char *check_listener(int fd, int *ret_family)
 	len = sizeof(type);
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
 		return cd_xasprintf("descriptor %d: SO_TYPE: %s", fd, strerror(errno));
-	len = sizeof(family);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) < 0)
-		return cd_xasprintf("descriptor %d: SO_DOMAIN: %s", fd, strerror(errno));
+	/* The family from the address, not SO_DOMAIN, which macOS lacks. */
+	struct sockaddr_storage ss;
+	len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return cd_xasprintf("descriptor %d: getsockname: %s", fd, strerror(errno));
+	family = ss.ss_family;
 	len = sizeof(acc);
 	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) < 0)
 		return cd_xasprintf("descriptor %d: SO_ACCEPTCONN: %s", fd, strerror(errno));

@@ -94,7 +94,10 @@ struct cd_peer_cred {
 };
 
 /*
- * Who is at the other end of a unix socket, as of connect(2) (Linux:
- * SO_PEERCRED; macOS: getpeereid and LOCAL_PEERPID). 0 or -errno.
+ * Who is at the other end of a unix socket. Linux (SO_PEERCRED): the
+ * process that connected, as of connect(2). macOS: the uid and gid as of
+ * connect(2) (getpeereid), but the pid of the last process that used the
+ * peer's socket (LOCAL_PEERPID), which a passed or inherited socket
+ * changes: there the pid is for logs, never for a judgement. 0 or -errno.
  */
 int cd_peer_cred(int fd, struct cd_peer_cred *ret);
