@@ -235,6 +235,18 @@ static int set_fd_flags(int fd, int flags)
 		return -errno;
 	return 0;
 }
+
+/* fd (or -1) with flags set: closed, -1 and errno set when they cannot be. */
+static int with_fd_flags(int fd, int flags)
+{
+	int r = fd < 0 ? 0 : set_fd_flags(fd, flags);
+	if (r < 0) {
+		close(fd);
+		errno = -r;
+		return -1;
+	}
+	return fd;
+}
 #endif
 
 int cd_pipe2(int fds[2], int flags)
@@ -260,16 +272,7 @@ int cd_accept_nonblock(int fd, struct sockaddr *addr, socklen_t *len)
 #ifdef __linux__
 	return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 #else
-	int c = accept(fd, addr, len);
-	if (c < 0)
-		return -1;
-	int r = set_fd_flags(c, O_NONBLOCK | O_CLOEXEC);
-	if (r < 0) {
-		close(c);
-		errno = -r;
-		return -1;
-	}
-	return c;
+	return with_fd_flags(accept(fd, addr, len), O_NONBLOCK | O_CLOEXEC);
 #endif
 }
 
@@ -278,16 +281,8 @@ int cd_socket(int domain, int type, int protocol, bool nonblock)
 #ifdef __linux__
 	return socket(domain, type | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), protocol);
 #else
-	int fd = socket(domain, type, protocol);
-	if (fd < 0)
-		return -1;
-	int r = set_fd_flags(fd, O_CLOEXEC | (nonblock ? O_NONBLOCK : 0));
-	if (r < 0) {
-		close(fd);
-		errno = -r;
-		return -1;
-	}
-	return fd;
+	return with_fd_flags(socket(domain, type, protocol),
+			     O_CLOEXEC | (nonblock ? O_NONBLOCK : 0));
 #endif
 }
 
