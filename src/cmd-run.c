@@ -470,7 +470,7 @@ int cd_cmd_run(int argc, char **argv)
 	const char *stand_in = cd_seatbelt_stand_in();
 	if (stand_in && b.lp->sandboxed) {
 		char *werr = NULL;
-		if (cd_seatbelt_wrap(&b, stand_in, argv + a.i, &wrapped, &werr) < 0) {
+		if (cd_seatbelt_wrap(&b, stand_in, argv + a.i, NULL, 0, &wrapped, &werr) < 0) {
 			cd_log_error("%s", werr);
 			free(werr);
 			ret = CD_EXIT_SETUP;

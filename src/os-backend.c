@@ -41,7 +41,7 @@ const char *cd_seatbelt_stand_in(void)
 }
 
 int cd_seatbelt_wrap(const struct cd_cli_bound *b, const char *exec, char *const *argv,
-		     char ***ret_argv, char **reterr)
+		     const char *const *hidden, size_t n_hidden, char ***ret_argv, char **reterr)
 {
 	struct cd_seatbelt_input in = {
 		.profile = b->profile,
@@ -50,6 +50,8 @@ int cd_seatbelt_wrap(const struct cd_cli_bound *b, const char *exec, char *const
 		.n_workspace_roots = cd_strv_length(b->roots),
 		.macos_paths = cd_os_backend_native() != CD_CLI_BACKEND_SEATBELT,
 		/* No .limits: the Linux sandbox this test path runs in enforces them. */
+		.hidden = hidden,
+		.n_hidden = n_hidden,
 	};
 	struct cd_seatbelt_plan *sp = NULL;
 	int r = cd_seatbelt_plan_build(&in, &sp, reterr);

@@ -39,7 +39,9 @@ const char *cd_seatbelt_stand_in(void);
  * The command argv wrapped for Seatbelt: exec, "-p", POLICY, "-DK=V"...,
  * "--", argv... (NULL-terminated, malloc'ed), planned from b (its profile,
  * plan and workspace roots) with its paths as a macOS binding would give
- * them. 0, or -EINVAL with *reterr. A disabled profile gives argv unwrapped.
+ * them, and hidden (n_hidden paths: cordon serve's socket and token file)
+ * denied whatever the profile grants. 0, or -EINVAL with *reterr. A
+ * disabled profile gives argv unwrapped.
  */
 int cd_seatbelt_wrap(const struct cd_cli_bound *b, const char *exec, char *const *argv,
-		     char ***ret_argv, char **reterr);
+		     const char *const *hidden, size_t n_hidden, char ***ret_argv, char **reterr);

@@ -885,6 +885,28 @@ static bool put_globs(struct builder *b)
 	return ok;
 }
 
+/*
+ * The caller's own files, last of all: no allow above reopens them. A unix
+ * socket is reached by network-outbound, which an enabled network allows
+ * whole, so that is denied too.
+ */
+static bool put_hidden(struct builder *b)
+{
+	if (!b->in->n_hidden)
+		return true;
+	cd_strbuf_append(&b->policy, "\n; cordon's own files, hidden from the command.\n");
+	for (size_t i = 0; i < b->in->n_hidden; i++) {
+		char *key = cd_xasprintf("HIDDEN_%zu", i);
+		cd_strbuf_printf(&b->policy,
+				 "(deny file-read* file-write* (literal (param \"%s\")))\n"
+				 "(deny network-outbound (literal (param \"%s\")))\n",
+				 key, key);
+		if (!add_param(b, key, b->in->hidden[i]))
+			return false;
+	}
+	return true;
+}
+
 /* ---- the plan ---- */
 
 static bool grants_minimal(const struct cd_profile *p)
@@ -1023,6 +1045,7 @@ int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbel
 	else if (ok && plan->network == CD_NET_MANAGED)
 		put_proxy_network(&b.policy, in);
 	ok = ok && put_globs(&b);
+	ok = ok && put_hidden(&b);
 	cd_strset_done(&b.noted);
 	if (!ok) {
 		*reterr = b.err;

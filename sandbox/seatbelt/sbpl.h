@@ -110,6 +110,13 @@ struct cd_seatbelt_input {
 	bool allow_local_binding;
 	/* The limits asked (the profile's with the command line's over them), or NULL: none. */
 	const struct cd_limits *limits;
+	/*
+	 * The caller's own files (cordon serve's unix socket and token file):
+	 * denied to the command whatever the profile grants, reads, writes and
+	 * connects alike (HIDDEN_i, after everything else).
+	 */
+	const char *const *hidden;
+	size_t n_hidden;
 };
 
 /*

@@ -480,7 +480,12 @@ static void start_run(struct cd_work *w)
 	const char *stand_in = cd_seatbelt_stand_in();
 	if (stand_in && st->has_sandbox && st->b.lp && st->b.lp->sandboxed) {
 		char **wrapped = NULL;
-		if (cd_seatbelt_wrap(&st->b, stand_in, st->argv, &wrapped, &st->err) < 0)
+		const char *hidden[CD_ARRAY_SIZE(st->hidden)];
+		size_t n_hidden = 0;
+		for (size_t i = 0; i < st->lopts.n_hidden && i < CD_ARRAY_SIZE(hidden); i++)
+			hidden[n_hidden++] = st->lopts.hidden[i].path;
+		if (cd_seatbelt_wrap(&st->b, stand_in, st->argv, hidden, n_hidden, &wrapped,
+				     &st->err) < 0)
 			return;
 		cd_strv_free(st->argv);
 		st->argv = wrapped;

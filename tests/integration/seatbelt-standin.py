@@ -19,8 +19,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (CORDON, Server, Tap, cordon_usable, uri,  # noqa: E402
+from rpcclient import (CORDON, Eof, Server, Tap, Timeout, cordon_usable, uri,  # noqa: E402
                        workspace_write)
+from netclient import HandshakeError, NetServer  # noqa: E402
 
 t = Tap()
 why = cordon_usable()
@@ -111,6 +112,36 @@ try:
              "serve: an unsandboxed start is not wrapped (sandboxType none)")
         t.ok(res is not None and recorded(res.stderr) is None and res.stdout == b"plain\n",
              "serve: ... and runs without the stand-in")
+    finally:
+        srv.stop()
+
+    # ---- cordon serve with a token file: the server's own files are denied ----
+    token = "standin-token-0123456789abcdef"
+    token_file = os.path.join(base, "tok", "token")
+    os.makedirs(os.path.dirname(token_file))
+    with open(token_file, "w") as f:
+        f.write(token + "\n")
+    os.chmod(token_file, 0o600)
+    srv = NetServer("ws", args=["--auth-token-file", token_file], extra_env=HOOK)
+    try:
+        c = srv.connect(token=token)
+        c.handshake()
+        resp, res = c.run("hid", ["true"], cwd=ws, sandbox=sb, timeout=60)
+        got = recorded(res.stderr) if res else None
+        # Planned for macOS: /var is /private/var there.
+        mac_token = ("/private" + token_file if token_file.startswith(("/var/", "/tmp/"))
+                     else token_file)
+        hid = [a for a in (got or []) if a.startswith("-DHIDDEN_")]
+        t.ok(hid == ["-DHIDDEN_0=" + mac_token],
+             "serve: the token file goes to the wrapper as HIDDEN_0", repr(got)[:2000])
+        policy = got[got.index("-p") + 1] if got and "-p" in got else ""
+        rules = ('(deny file-read* file-write* (literal (param "HIDDEN_0")))\n'
+                 '(deny network-outbound (literal (param "HIDDEN_0")))\n')
+        t.ok(policy.endswith(rules),
+             "serve: the policy denies it last: reads, writes and connects", policy[-600:])
+        t.ok(token not in policy, "serve: the token is nowhere in the policy")
+    except (Eof, Timeout, AssertionError, OSError, HandshakeError) as e:
+        t.not_ok("serve: token scenario failed: %s" % e, srv.stderr_text()[-3000:])
     finally:
         srv.stop()
 finally:

@@ -149,6 +149,8 @@ struct fixture {
 	size_t n_ports;
 	bool local_binding;
 	const struct cd_limits *limits;
+	const char *const *hidden;
+	size_t n_hidden;
 };
 
 static void add(struct cd_profile *p, enum cd_entry_kind kind, enum cd_special special,
@@ -207,6 +209,8 @@ static int plan(struct fixture *f, bool macos_paths, char **err)
 		.n_proxy_ports = f->n_ports,
 		.allow_local_binding = f->local_binding,
 		.limits = f->limits,
+		.hidden = f->hidden,
+		.n_hidden = f->n_hidden,
 	};
 	return cd_seatbelt_plan_build(&si, &f->sp, err);
 }
@@ -404,6 +408,50 @@ START_TEST(test_absolute_globs_private)
 	add(f.prof, CD_ENTRY_GLOB, 0, "/etc/ssh/*_key", CD_ACCESS_DENY);
 	ck_assert_int_eq(plan(&f, false, &err), 0);
 	ck_assert_ptr_null(strstr(f.sp->policy, "/private/etc"));
+	done(&f);
+}
+END_TEST
+
+/* cordon serve's own files: denied last, whatever the profile grants. */
+START_TEST(test_hidden_files)
+{
+	static const char *const hidden[] = { "/tmp/ws/tok", "/run/cordon/serve.sock" };
+	struct fixture f = {
+		.fs = tree(), .prof = profile(CD_NET_ENABLED), .hidden = hidden, .n_hidden = 2
+	};
+	char *err = NULL;
+
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws", CD_ACCESS_WRITE);
+	ck_assert_int_eq(plan(&f, true, &err), 0);
+	const struct cd_seatbelt_plan *sp = f.sp;
+	ck_assert_str_eq(param(sp, "HIDDEN_0"), "/private/tmp/ws/tok");
+	ck_assert_str_eq(param(sp, "HIDDEN_1"), "/run/cordon/serve.sock");
+	/* After every allow, connects too (an enabled network allows them all). */
+	const char *deny =
+		strstr(sp->policy, "(deny network-outbound (literal (param \"HIDDEN_1\")))");
+	ck_assert_ptr_nonnull(deny);
+	ck_assert_ptr_null(strstr(deny, "(allow"));
+	ck_assert_ptr_null(strstr(sp->policy, "/private/tmp/ws/tok"));
+
+	const char *keys[16], *values[16];
+	ck_assert_uint_le(sp->n_params, CD_ARRAY_SIZE(keys));
+	for (size_t i = 0; i < sp->n_params; i++) {
+		keys[i] = sp->params[i].key;
+		values[i] = sp->params[i].value;
+	}
+	const char *perr = NULL, *punused = NULL;
+	struct sbpl_policy *pol =
+		sbpl_parse(sp->policy, keys, values, sp->n_params, &perr, &punused);
+	ck_assert_msg(pol != NULL, "%s", perr ? perr : "?");
+	ck_assert_ptr_null(punused);
+	ck_assert(!sbpl_allows(pol, "file-read-data", "/private/tmp/ws/tok"));
+	ck_assert(!sbpl_allows(pol, "file-write-data", "/private/tmp/ws/tok"));
+	ck_assert(!sbpl_allows(pol, "file-write-unlink", "/private/tmp/ws/tok"));
+	ck_assert(!sbpl_allows(pol, "file-read-data", "/run/cordon/serve.sock"));
+	ck_assert(sbpl_allows(pol, "file-write-data", "/private/tmp/ws/tok2"));
+	ck_assert(sbpl_allows(pol, "file-read-data", "/run/cordon/other"));
+	sbpl_free(pol);
 	done(&f);
 }
 END_TEST
@@ -913,6 +961,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_restricted_read);
 	tcase_add_test(tc, test_deny_under_full_read);
 	tcase_add_test(tc, test_absolute_globs_private);
+	tcase_add_test(tc, test_hidden_files);
 	tcase_add_test(tc, test_unrestricted_and_disabled);
 	tcase_add_test(tc, test_managed_network);
 	tcase_add_test(tc, test_refusals);
