@@ -31,7 +31,7 @@ if [ "${CORDON_STANDIN_FDS-}" = 1 ]; then
 fi
 if [ -n "${CORDON_STANDIN_BACKGROUND-}" ]; then
 	sleep 600 &
-	echo $! >"$CORDON_STANDIN_BACKGROUND"
+	echo $! >>"$CORDON_STANDIN_BACKGROUND"
 fi
 case $2 in
 *'(deny file-read* (literal (param "CORDON_PROBE_FILE")))'*)

@@ -359,12 +359,21 @@ def cases(who, pre, base):
          w + "probe: the wrapper gets stdin, stdout and stderr, nothing else of cordon's",
          "%s\n%s" % (alone, p.stdout + p.stderr))
     bg = os.path.join(base, "standin-bg.pid")
+    with open(bg, "w"):
+        pass
+    os.chmod(bg, 0o666)  # the wrapper may run as cordon-test
     p = probe({"CORDON_STANDIN_BACKGROUND": bg})
+    # One per run of the wrapper (the probe runs it three times): none is left behind.
     try:
         with open(bg) as f:
-            os.kill(int(f.read()), signal.SIGKILL)
+            pids = [int(x) for x in f.read().split()]
     except (OSError, ValueError):
-        pass
+        pids = []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     t.ok(p.returncode == 0 and p.stdout.count(b"\nok   ") == 3,
          w + "probe: a child of the wrapper left holding its stderr does not hold the probe",
          p.stdout + p.stderr)
