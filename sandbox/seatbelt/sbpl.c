@@ -475,6 +475,7 @@ struct builder {
 	struct cd_strbuf policy;
 	struct cd_strset noted;
 	char *err;
+	size_t n_pinned; /* PINNED_k */
 };
 
 static char *path_for_macos(struct builder *b, const char *path)
@@ -896,6 +897,15 @@ static bool put_hidden(struct builder *b)
 		return true;
 	cd_strbuf_append(&b->policy, "\n; cordon's own files, hidden from the command.\n");
 	for (size_t i = 0; i < b->in->n_hidden; i++) {
+		if (!sbpl_safe(b->in->hidden[i])) {
+			b->err = cd_xasprintf(
+				"cordon serve's own file %s holds a character a Seatbelt "
+				"parameter cannot carry (a control character or '\"'), so "
+				"it cannot be hidden from the sandbox; give the server a "
+				"path without one",
+				b->in->hidden[i]);
+			return false;
+		}
 		char *key = cd_xasprintf("HIDDEN_%zu", i);
 		cd_strbuf_printf(&b->policy,
 				 "(deny file-read* file-write* (literal (param \"%s\")))\n"
@@ -905,6 +915,92 @@ static bool put_hidden(struct builder *b)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * Seatbelt's rules name paths, not files: a directory above a narrowed path
+ * (a carve-out, a deny glob's fixed part, a hidden file) that the sandbox
+ * may rename would take the path out from under its rule, and what lies
+ * below would be reached at its new name. Each directory above target (and
+ * target itself with self) whose parent is writable is pinned: writes to it
+ * denied (a rename or a removal; what is created inside is another path),
+ * as the Linux backend pins it with a mount. Each directory once (seen).
+ */
+static bool pin_above(struct builder *b, const char *target, bool self, struct cd_strset *seen)
+{
+	char *dir = self ? cd_xstrdup(target) : cd_path_parent(target);
+	bool ok = true;
+
+	while (ok && !cd_streq(dir, "/") && cd_strset_add(seen, dir)) {
+		char *up = cd_path_parent(dir);
+		if (cd_plan_access(b->in->plan, up, NULL) == CD_ACCESS_WRITE) {
+			char *key = cd_xasprintf("PINNED_%zu", b->n_pinned++);
+			cd_strbuf_printf(&b->policy,
+					 "(deny file-write-unlink (literal (param \"%s\")))\n",
+					 key);
+			ok = add_param(b, key, dir);
+		}
+		free(dir);
+		dir = up;
+	}
+	free(dir);
+	return ok;
+}
+
+/* A deny glob's fixed part: base and the leading components without wildcards. */
+static char *glob_fixed_dir(const char *base, const char *pattern)
+{
+	char *dir = cd_xstrdup(*pattern == '/' ? "/" : base);
+	size_t n, next_n;
+	for (const char *p = glob_component(pattern, &n), *next; p; p = next, n = next_n) {
+		next = glob_component(p + n, &next_n);
+		if (!next || strcspn(p, "*?[\\") < n)
+			break; /* the last component is what is denied, not a directory above it */
+		char *comp = cd_xstrndup(p, n);
+		char *joined = cd_path_join(dir, comp);
+		free(comp);
+		free(dir);
+		dir = joined;
+	}
+	return dir;
+}
+
+/* After every other rule: the directories above what the rules above narrow. */
+static bool put_pins(struct builder *b)
+{
+	const struct cd_plan *plan = b->in->plan;
+	const struct cd_profile *p = b->in->profile;
+	struct cd_strset seen = { 0 };
+	size_t before = b->policy.len;
+	bool ok = true;
+
+	cd_strbuf_append(&b->policy, "\n; Directories above narrowed paths, which a rename "
+				     "would take away.\n");
+	size_t header = b->policy.len;
+	for (size_t i = 0; i < plan->n_paths && ok; i++)
+		if (plan->paths[i].carve_out)
+			ok = pin_above(b, plan->paths[i].path, false, &seen);
+	for (size_t i = 0; i < b->in->n_hidden && ok; i++)
+		ok = pin_above(b, b->in->hidden[i], false, &seen);
+	for (size_t i = 0; i < p->n_entries && ok && !plan->fs_unrestricted; i++) {
+		const struct cd_fs_entry *e = &p->entries[i];
+		if (e->kind != CD_ENTRY_GLOB)
+			continue;
+		size_t pl = strlen(CD_GLOB_PROJECT_ROOTS_PREFIX);
+		bool roots = !strncmp(e->path, CD_GLOB_PROJECT_ROOTS_PREFIX, pl);
+		for (size_t r = 0; ok && r < (roots ? b->in->n_workspace_roots : 1); r++) {
+			char *dir = roots ? glob_fixed_dir(b->in->workspace_roots[r], e->path + pl)
+					  : glob_fixed_dir(plan->cwd, e->path);
+			ok = pin_above(b, dir, true, &seen);
+			free(dir);
+		}
+	}
+	cd_strset_done(&seen);
+	if (ok && b->policy.len == header) { /* nothing pinned: no heading either */
+		b->policy.len = before;
+		b->policy.buf[before] = '\0';
+	}
+	return ok;
 }
 
 /* ---- the plan ---- */
@@ -1046,6 +1142,7 @@ int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbel
 		put_proxy_network(&b.policy, in);
 	ok = ok && put_globs(&b);
 	ok = ok && put_hidden(&b);
+	ok = ok && put_pins(&b);
 	cd_strset_done(&b.noted);
 	if (!ok) {
 		*reterr = b.err;

@@ -415,7 +415,7 @@ END_TEST
 /* cordon serve's own files: denied last, whatever the profile grants. */
 START_TEST(test_hidden_files)
 {
-	static const char *const hidden[] = { "/tmp/ws/tok", "/run/cordon/serve.sock" };
+	static const char *const hidden[] = { "/tmp/ws/secrets/tok", "/run/cordon/serve.sock" };
 	struct fixture f = {
 		.fs = tree(), .prof = profile(CD_NET_ENABLED), .hidden = hidden, .n_hidden = 2
 	};
@@ -423,18 +423,20 @@ START_TEST(test_hidden_files)
 
 	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
 	add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws", CD_ACCESS_WRITE);
+	add(f.prof, CD_ENTRY_PATH, 0, "/tmp/ws/src/deep/secret", CD_ACCESS_DENY);
+	add(f.prof, CD_ENTRY_GLOB, 0, "keys/*.pem", CD_ACCESS_DENY);
 	ck_assert_int_eq(plan(&f, true, &err), 0);
 	const struct cd_seatbelt_plan *sp = f.sp;
-	ck_assert_str_eq(param(sp, "HIDDEN_0"), "/private/tmp/ws/tok");
+	ck_assert_str_eq(param(sp, "HIDDEN_0"), "/private/tmp/ws/secrets/tok");
 	ck_assert_str_eq(param(sp, "HIDDEN_1"), "/run/cordon/serve.sock");
 	/* After every allow, connects too (an enabled network allows them all). */
 	const char *deny =
 		strstr(sp->policy, "(deny network-outbound (literal (param \"HIDDEN_1\")))");
 	ck_assert_ptr_nonnull(deny);
 	ck_assert_ptr_null(strstr(deny, "(allow"));
-	ck_assert_ptr_null(strstr(sp->policy, "/private/tmp/ws/tok"));
+	ck_assert_ptr_null(strstr(sp->policy, "/private/tmp/ws/secrets"));
 
-	const char *keys[16], *values[16];
+	const char *keys[32], *values[32];
 	ck_assert_uint_le(sp->n_params, CD_ARRAY_SIZE(keys));
 	for (size_t i = 0; i < sp->n_params; i++) {
 		keys[i] = sp->params[i].key;
@@ -445,13 +447,42 @@ START_TEST(test_hidden_files)
 		sbpl_parse(sp->policy, keys, values, sp->n_params, &perr, &punused);
 	ck_assert_msg(pol != NULL, "%s", perr ? perr : "?");
 	ck_assert_ptr_null(punused);
-	ck_assert(!sbpl_allows(pol, "file-read-data", "/private/tmp/ws/tok"));
-	ck_assert(!sbpl_allows(pol, "file-write-data", "/private/tmp/ws/tok"));
-	ck_assert(!sbpl_allows(pol, "file-write-unlink", "/private/tmp/ws/tok"));
+	ck_assert(!sbpl_allows(pol, "file-read-data", "/private/tmp/ws/secrets/tok"));
+	ck_assert(!sbpl_allows(pol, "file-write-data", "/private/tmp/ws/secrets/tok"));
+	ck_assert(!sbpl_allows(pol, "file-write-unlink", "/private/tmp/ws/secrets/tok"));
 	ck_assert(!sbpl_allows(pol, "file-read-data", "/run/cordon/serve.sock"));
-	ck_assert(sbpl_allows(pol, "file-write-data", "/private/tmp/ws/tok2"));
+	ck_assert(sbpl_allows(pol, "file-write-data", "/private/tmp/ws/secrets/tok2"));
 	ck_assert(sbpl_allows(pol, "file-read-data", "/run/cordon/other"));
+	/*
+	 * The directories above, in the writable workspace, cannot be renamed
+	 * away with the file (the review's "mv secrets s2; cat s2/tok"), nor
+	 * those above a deny entry or a deny glob's fixed part; what is made
+	 * inside them, or beside, is another path.
+	 */
+	ck_assert(!sbpl_allows(pol, "file-write-unlink", "/private/tmp/ws/secrets"));
+	ck_assert(sbpl_allows(pol, "file-write-create", "/private/tmp/ws/secrets/new"));
+	ck_assert(sbpl_allows(pol, "file-write-create", "/private/tmp/ws/s2"));
+	ck_assert(!sbpl_allows(pol, "file-write-unlink", "/private/tmp/ws/src/deep"));
+	ck_assert(!sbpl_allows(pol, "file-write-unlink", "/private/tmp/ws/src"));
+	ck_assert(!sbpl_allows(pol, "file-write-unlink", "/private/tmp/ws/keys"));
+	ck_assert(sbpl_allows(pol, "file-write-unlink", "/private/tmp/ws/other"));
+	ck_assert(sbpl_allows(pol, "file-write-data", "/private/tmp/ws/src/main.c"));
+	/* Four: secrets, src/deep, src, keys; /tmp/ws's parent and /run are not writable. */
+	ck_assert_ptr_nonnull(param(sp, "PINNED_3"));
+	ck_assert_ptr_null(param(sp, "PINNED_4"));
 	sbpl_free(pol);
+	done(&f);
+
+	/* A name no parameter can carry: refused, naming the server's file, not the profile. */
+	static const char *const odd[] = { "/tmp/ws/to\"k" };
+	f = (struct fixture){
+		.fs = tree(), .prof = profile(CD_NET_RESTRICTED), .hidden = odd, .n_hidden = 1
+	};
+	add(f.prof, CD_ENTRY_SPECIAL, CD_SPECIAL_ROOT, NULL, CD_ACCESS_READ);
+	err = NULL;
+	ck_assert_int_eq(plan(&f, true, &err), -EINVAL);
+	ck_assert_msg(strstr(err, "cordon serve's own file /tmp/ws/to\"k"), "%s", err);
+	free(err);
 	done(&f);
 }
 END_TEST
@@ -740,6 +771,67 @@ static int linux_allows(const struct cd_linux_plan *lp, bool write, const char *
 
 static const struct cd_linux_plan *diff_lp;
 
+/* Whether dir is a proper ancestor of path (or path itself with self). */
+static bool above(const char *dir, const char *path, bool self)
+{
+	return (self && cd_streq(dir, path)) ||
+	       (cd_path_is_beneath(path, dir) && !cd_streq(dir, path));
+}
+
+/* A glob's fixed directory: its base and the leading wildcard-free components but the last. */
+static char *fixed_dir(const char *base, const char *pat)
+{
+	char *dir = cd_xstrdup(*pat == '/' ? "/" : base);
+	char *copy = cd_xstrdup(pat), *save = NULL;
+	const char *comps[32];
+	size_t n = 0;
+	for (char *c = strtok_r(copy, "/", &save); c && n < 32; c = strtok_r(NULL, "/", &save))
+		if (!cd_streq(c, "."))
+			comps[n++] = c;
+	for (size_t i = 0; i + 1 < n && !strpbrk(comps[i], "*?[\\"); i++) {
+		char *j = cd_path_join(dir, comps[i]);
+		free(dir);
+		dir = j;
+	}
+	free(copy);
+	return dir;
+}
+
+/*
+ * A directory the sandbox may not remove or rename, as Linux pins it with a
+ * mount: its parent is writable, and a carve-out, a hidden file or a deny
+ * glob's fixed directory lies below it (or is it, for the glob).
+ */
+static bool pinned(const struct fixture *f, const char *path)
+{
+	char *up = cd_path_parent(path);
+	bool w = up && !cd_streq(path, "/") && cd_plan_access(f->plan, up, NULL) == CD_ACCESS_WRITE;
+	free(up);
+	if (!w)
+		return false;
+	for (size_t i = 0; i < f->plan->n_paths; i++)
+		if (f->plan->paths[i].carve_out && above(path, f->plan->paths[i].path, false))
+			return true;
+	for (size_t i = 0; i < f->n_hidden; i++)
+		if (above(path, f->hidden[i], false))
+			return true;
+	bool hit = false;
+	for (size_t i = 0; i < f->prof->n_entries && !hit; i++) {
+		const struct cd_fs_entry *e = &f->prof->entries[i];
+		if (e->kind != CD_ENTRY_GLOB || f->plan->fs_unrestricted)
+			continue;
+		size_t pl = strlen(CD_GLOB_PROJECT_ROOTS_PREFIX);
+		bool roots = !strncmp(e->path, CD_GLOB_PROJECT_ROOTS_PREFIX, pl);
+		for (size_t r = 0; r < (roots ? f->n_roots : 1) && !hit; r++) {
+			char *d = roots ? fixed_dir(f->roots[r], e->path + pl)
+					: fixed_dir(f->plan->cwd, e->path);
+			hit = above(path, d, true);
+			free(d);
+		}
+	}
+	return hit;
+}
+
 static void diff_path(const struct fixture *f, const struct sbpl_policy *pol, const char *path)
 {
 	static const char *const read_ops[] = { "file-read-data", "file-read-metadata", NULL };
@@ -772,9 +864,12 @@ static void diff_path(const struct fixture *f, const struct sbpl_policy *pol, co
 	for (const char *const *op = read_ops; *op; op++, diff_cases++)
 		ck_assert_msg(sbpl_allows(pol, *op, mac) == want_read, "%s %s: plan says %s", *op,
 			      mac, want_read ? "allowed" : "denied");
-	for (const char *const *op = write_ops; *op; op++, diff_cases++)
-		ck_assert_msg(sbpl_allows(pol, *op, mac) == want_write, "%s %s: plan says %s", *op,
-			      mac, want_write ? "allowed" : "denied");
+	bool pin = pinned(f, path);
+	for (const char *const *op = write_ops; *op; op++, diff_cases++) {
+		bool want = want_write && !(pin && cd_streq(*op, "file-write-unlink"));
+		ck_assert_msg(sbpl_allows(pol, *op, mac) == want, "%s %s: plan says %s", *op, mac,
+			      want ? "allowed" : "denied");
+	}
 	free(mac);
 }
 
