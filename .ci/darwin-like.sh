@@ -60,7 +60,7 @@ sed -E 's/^#define[ \t]+(SO_PEERCRED|SO_PEERGROUPS|SO_DOMAIN|SO_PEERPIDFD|SO_PEE
 	"$asm/asm-generic/socket.h" >"$shadow/asm-generic/socket.h"
 sed -E 's/^#[ \t]*define[ \t]+(__WALL|__WCLONE)\b.*//' \
 	"$bits/waitflags.h" >"$shadow/bits/waitflags.h"
-for name in SO_PEERCRED SO_PEERGROUPS SO_DOMAIN; do
+for name in SO_PEERCRED SO_PEERGROUPS SO_DOMAIN SO_PEERPIDFD SO_PEERSEC; do
 	! grep -qw "$name" "$shadow/asm-generic/socket.h" ||
 		{ echo "darwin-like.sh: $name is still in asm-generic/socket.h" >&2; exit 1; }
 done

@@ -103,7 +103,8 @@ static size_t class_match(const char *p, size_t len, char c, bool *hit, const ch
 		char hi = lo;
 		if (i + 1 < len && p[i] == '-' && p[i + 1] != ']') {
 			hi = p[i + 1];
-			if (bad && hi == '[' && i + 2 < len && strchr(":.=", p[i + 2]))
+			if (bad && hi == '[' && i + 2 < len &&
+			    (p[i + 2] == ':' || p[i + 2] == '.' || p[i + 2] == '='))
 				*bad = "a range cannot end in \"[:\", \"[.\" or \"[=\"";
 			i += 2;
 			if (hi == '\\' && i < len)

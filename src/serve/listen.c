@@ -16,7 +16,6 @@
 #include <sys/socket.h>
 #ifdef __APPLE__
 #include <sys/ucred.h> /* struct xucred */
-#include <sys/un.h>
 #endif
 #include <sys/stat.h>
 #include <sys/un.h>

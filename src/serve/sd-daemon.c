@@ -67,7 +67,7 @@ static char *check_listener(int fd, int *ret_family)
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
 		return cd_xasprintf("descriptor %d: SO_TYPE: %s", fd, strerror(errno));
 	/* The family from the address, not SO_DOMAIN, which macOS lacks. */
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 };
 	len = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		return cd_xasprintf("descriptor %d: getsockname: %s", fd, strerror(errno));

@@ -363,16 +363,20 @@ def cases(who, pre, base):
         pass
     os.chmod(bg, 0o666)  # the wrapper may run as cordon-test
     p = probe({"CORDON_STANDIN_BACKGROUND": bg})
-    # One per run of the wrapper (the probe runs it three times): none is left behind.
-    try:
-        with open(bg) as f:
-            pids = [int(x) for x in f.read().split()]
-    except (OSError, ValueError):
-        pids = []
-    for pid in pids:
+    # One per run of the wrapper: none is left behind. Found by the variable each
+    # carries, since a pid the wrapper writes down may not be one of this
+    # machine's (or may not be written at all).
+    mark = ("CORDON_STANDIN_BACKGROUND=" + bg).encode()
+    for pid in os.listdir("/proc"):
         try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if f.read() != b"sleep\x00600\x00":
+                    continue
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                if mark not in f.read().split(b"\x00"):
+                    continue
+            os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
             pass
     t.ok(p.returncode == 0 and p.stdout.count(b"\nok   ") == 3,
          w + "probe: a child of the wrapper left holding its stderr does not hold the probe",
