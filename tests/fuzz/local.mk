@@ -95,7 +95,8 @@ tests_fuzz_fuzz_intent_LDADD = $(FUZZ_LIB)
 # and a socket pair, with the rest of the server stubbed (serve-stubs.c).
 FUZZ_SERVE_SRCS = tests/fuzz/serve-stubs.c tests/fuzz/serve-stubs.h \
 	src/serve/testhook.c src/serve/testhook.h src/serve/budget.c src/serve/budget.h \
-	src/serve/metrics.c src/serve/metrics.h src/serve/server.h src/serve/loop.h
+	src/serve/metrics.c src/serve/metrics.h src/serve/server.h src/serve/loop.h \
+	src/shared/fd-util.c src/shared/fd-util.h
 tests_fuzz_fuzz_conn_SOURCES = tests/fuzz/fuzz-conn.c src/serve/conn.c $(FUZZ_SERVE_SRCS)
 tests_fuzz_fuzz_conn_CFLAGS = $(FUZZ_CC_FLAGS)
 tests_fuzz_fuzz_conn_LDFLAGS = $(FUZZ_LD_FLAGS)

@@ -172,7 +172,6 @@ void fuzz_server_init(struct cd_server *s)
 	s->opts.ping_ms = CD_SERVE_DEFAULT_PING;
 	s->opts.stall_ms = CD_SERVE_DEFAULT_STALL;
 	s->listen_fd = -1;
-	s->sig_fd = -1;
 	fuzz_requests = cd_strv_free(fuzz_requests);
 }
 
