@@ -674,7 +674,9 @@ static const char *put_bracket(struct cd_strbuf *sb, const uint8_t matched[32])
 	bool caret = byte_in(set, '^'), dash = byte_in(set, '-'), others = false;
 	for (unsigned c = 0x20; c < 0x7f; c++)
 		others |= byte_in(set, c) && c != '^' && c != '-';
-	if (!neg && caret && !dash && !others) {
+	/* '^' with nothing but perhaps '-' beside it: "\\^" alone, or "[-^]". */
+	bool caret_alone = !neg && caret && !others;
+	if (caret_alone && !dash) {
 		cd_strbuf_append(sb, "\\^");
 		return NULL;
 	}
@@ -696,11 +698,11 @@ static const char *put_bracket(struct cd_strbuf *sb, const uint8_t matched[32])
 	}
 	if (byte_in(set, '\\'))
 		cd_strbuf_append(sb, "\\\\");
-	if (caret && !neg && !others) /* only '^' and '-': "-^" */
+	if (caret_alone)
 		cd_strbuf_append(sb, "-^");
 	else if (caret)
 		cd_strbuf_append_c(sb, '^');
-	if (dash && !(caret && !neg && !others))
+	if (dash && !caret_alone)
 		cd_strbuf_append_c(sb, '-');
 	cd_strbuf_append_c(sb, ']');
 	return NULL;
@@ -733,6 +735,12 @@ static const char *put_component(struct cd_strbuf *sb, const char *c, size_t n)
 		}
 	}
 	return NULL;
+}
+
+/* A component of n bytes made only of stars, two or more: "**". */
+static bool is_globstar(const char *p, size_t n)
+{
+	return n >= 2 && strspn(p, "*") >= n;
 }
 
 /* The next component of a glob at or after p, "" and "." skipped (*n: its length), or NULL. */
@@ -774,7 +782,7 @@ char *cd_seatbelt_glob_regex(const char *base, const char *pattern, char **reter
 		if (first)
 			cd_strbuf_append_c(&sb, '/');
 		first = false;
-		if (strspn(p, "*") >= 2 && strspn(p, "*") == n) {
+		if (is_globstar(p, n)) {
 			/* "**": zero or more directories, or everything inside when last. */
 			cd_strbuf_append(&sb, more ? "([^/]*/)*" : "[^/]+(/[^/]*)*");
 			last_globstar = !more;
@@ -841,7 +849,7 @@ static bool put_glob(struct builder *b, const char *base, const char *pattern,
 	size_t n;
 	const char *first = glob_component(pattern, &n);
 	if (!ok || !b->in->macos_paths || !first || (*pattern != '/' && !cd_streq(base, "/")) ||
-	    (strspn(first, "*") >= 2 && strspn(first, "*") == n))
+	    is_globstar(first, n))
 		return ok; /* "**" first matches /private/etc/... itself */
 	static const char *const linked[] = { "etc", "tmp", "var" };
 	char *comp = cd_xstrndup(first, n);
@@ -857,31 +865,49 @@ static bool put_glob(struct builder *b, const char *base, const char *pattern,
 	return ok;
 }
 
-static bool put_globs(struct builder *b)
+/*
+ * fn for each deny glob of the profile, with the base its pattern is under:
+ * a workspace root for each root (codex-project-roots://), / for an
+ * absolute one, else the cwd. set is fn's own. None when the file system is
+ * unrestricted (nothing to deny). Stops at the first false.
+ */
+static bool each_glob(struct builder *b,
+		      bool (*fn)(struct builder *b, const char *base, const char *pattern,
+				 struct cd_strset *set),
+		      struct cd_strset *set)
 {
 	const struct cd_profile *p = b->in->profile;
-	struct cd_strset seen = { 0 };
-	bool any = false, ok = true;
+	size_t pl = strlen(CD_GLOB_PROJECT_ROOTS_PREFIX);
+	bool ok = true;
 
 	if (b->in->plan->fs_unrestricted)
 		return true;
 	for (size_t i = 0; i < p->n_entries && ok; i++) {
-		const struct cd_fs_entry *e = &p->entries[i];
-		if (e->kind != CD_ENTRY_GLOB)
+		const char *pat = p->entries[i].path;
+		if (p->entries[i].kind != CD_ENTRY_GLOB)
 			continue;
-		if (!any)
-			cd_strbuf_append(&b->policy,
-					 "\n; Deny globs, for matches made later too.\n");
-		any = true;
-		const char *pat = e->path;
-		size_t pl = strlen(CD_GLOB_PROJECT_ROOTS_PREFIX);
 		if (!strncmp(pat, CD_GLOB_PROJECT_ROOTS_PREFIX, pl)) {
 			for (size_t r = 0; r < b->in->n_workspace_roots && ok; r++)
-				ok = put_glob(b, b->in->workspace_roots[r], pat + pl, &seen);
+				ok = fn(b, b->in->workspace_roots[r], pat + pl, set);
 		} else {
-			ok = put_glob(b, *pat == '/' ? "/" : b->in->plan->cwd, pat, &seen);
+			ok = fn(b, *pat == '/' ? "/" : b->in->plan->cwd, pat, set);
 		}
 	}
+	return ok;
+}
+
+static bool put_globs(struct builder *b)
+{
+	const struct cd_profile *p = b->in->profile;
+	struct cd_strset seen = { 0 };
+
+	for (size_t i = 0; i < p->n_entries && !b->in->plan->fs_unrestricted; i++)
+		if (p->entries[i].kind == CD_ENTRY_GLOB) {
+			cd_strbuf_append(&b->policy,
+					 "\n; Deny globs, for matches made later too.\n");
+			break;
+		}
+	bool ok = each_glob(b, put_glob, &seen);
 	cd_strset_done(&seen);
 	return ok;
 }
@@ -965,11 +991,20 @@ static char *glob_fixed_dir(const char *base, const char *pattern)
 	return dir;
 }
 
+/* pin_above a deny glob's fixed part itself (each_glob's fn). */
+static bool pin_glob(struct builder *b, const char *base, const char *pattern,
+		     struct cd_strset *seen)
+{
+	char *dir = glob_fixed_dir(base, pattern);
+	bool ok = pin_above(b, dir, true, seen);
+	free(dir);
+	return ok;
+}
+
 /* After every other rule: the directories above what the rules above narrow. */
 static bool put_pins(struct builder *b)
 {
 	const struct cd_plan *plan = b->in->plan;
-	const struct cd_profile *p = b->in->profile;
 	struct cd_strset seen = { 0 };
 	size_t before = b->policy.len;
 	bool ok = true;
@@ -982,19 +1017,7 @@ static bool put_pins(struct builder *b)
 			ok = pin_above(b, plan->paths[i].path, false, &seen);
 	for (size_t i = 0; i < b->in->n_hidden && ok; i++)
 		ok = pin_above(b, b->in->hidden[i], false, &seen);
-	for (size_t i = 0; i < p->n_entries && ok && !plan->fs_unrestricted; i++) {
-		const struct cd_fs_entry *e = &p->entries[i];
-		if (e->kind != CD_ENTRY_GLOB)
-			continue;
-		size_t pl = strlen(CD_GLOB_PROJECT_ROOTS_PREFIX);
-		bool roots = !strncmp(e->path, CD_GLOB_PROJECT_ROOTS_PREFIX, pl);
-		for (size_t r = 0; ok && r < (roots ? b->in->n_workspace_roots : 1); r++) {
-			char *dir = roots ? glob_fixed_dir(b->in->workspace_roots[r], e->path + pl)
-					  : glob_fixed_dir(plan->cwd, e->path);
-			ok = pin_above(b, dir, true, &seen);
-			free(dir);
-		}
-	}
+	ok = ok && each_glob(b, pin_glob, &seen);
 	cd_strset_done(&seen);
 	if (ok && b->policy.len == header) { /* nothing pinned: no heading either */
 		b->policy.len = before;
