@@ -78,6 +78,13 @@ struct xucred {
 };
 EOF
 
+# macOS's _NSGetExecutablePath (src/program.c).
+mkdir -p "$shadow/mach-o"
+cat >"$shadow/mach-o/dyld.h" <<'EOF'
+#include <stdint.h>
+int _NSGetExecutablePath(char *buf, uint32_t *bufsize);
+EOF
+
 cat >"$shadow/darwin-like.h" <<'EOF'
 /* What macOS declares by default and glibc only with its extensions. */
 #include <errno.h>

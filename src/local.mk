@@ -7,7 +7,7 @@ cordon_common_sources = \
 	src/cli-policy.c src/cli-policy.h src/builtin-profiles.h \
 	src/profile-lookup.c src/profile-lookup.h \
 	src/cmd-run.c src/cmd-explain.c src/cmd-probe.c src/cmd-check.c \
-	src/spawn.c src/spawn.h src/program.c src/os-backend.c src/os-backend.h \
+	src/spawn.c src/spawn.h src/spawn-common.c src/spawn-common.h src/program.c src/os-backend.c src/os-backend.h \
 	src/init/init.c src/init/init.h src/init/init-sys.h \
 	src/cmd-serve.c \
 	src/serve/server.c src/serve/server.h src/serve/conn.c src/serve/methods.c \

@@ -8,20 +8,34 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __APPLE__
+#include <mach-o/dyld.h>
+#endif
 
 #include "core/util.h"
 #include "spawn.h"
 
+/*
+ * macOS has no O_PATH: a program of cordon's own is readable, and on macOS
+ * it is executed by its path anyway (src/spawn-posix.c).
+ */
+#ifdef O_PATH
+#define PROGRAM_OPEN_FLAGS (O_PATH | O_CLOEXEC)
+#else
+#define PROGRAM_OPEN_FLAGS (O_RDONLY | O_CLOEXEC)
+#endif
+
 /* An executable regular file at path: an O_PATH fd of it, or -errno. */
 static int open_program(const char *path)
 {
-	int fd = open(path, O_PATH | O_CLOEXEC);
+	int fd = open(path, PROGRAM_OPEN_FLAGS);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
@@ -32,13 +46,29 @@ static int open_program(const char *path)
 	return fd;
 }
 
+/* The running program's path (resolved): 0, or -1. */
+static int self_path(char self[PATH_MAX])
+{
+#ifdef __APPLE__
+	char buf[PATH_MAX];
+	uint32_t size = sizeof(buf);
+	if (_NSGetExecutablePath(buf, &size) != 0 || !realpath(buf, self))
+		return -1;
+	return 0;
+#else
+	ssize_t n = readlink("/proc/self/exe", self, PATH_MAX - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	return 0;
+#endif
+}
+
 int cd_program_open(const char *name, struct cd_program *ret, char **reterr)
 {
 	char self[PATH_MAX];
 	cleanup_free char *beside = NULL;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
+	if (self_path(self) == 0) {
 		char *slash = strrchr(self, '/');
 		if (slash) {
 			*slash = '\0';
@@ -70,6 +100,16 @@ int cd_program_open(const char *name, struct cd_program *ret, char **reterr)
 #define MFD_EXEC 0x0010U
 #endif
 
+#ifndef __linux__
+int cd_program_seal(struct cd_program *p, char **reterr)
+{
+	if (reterr)
+		*reterr = cd_xasprintf("cannot copy %s into sealed memory: this host has no "
+				       "memfd (it is Linux's)",
+				       p->path);
+	return -ENOTSUP;
+}
+#else
 int cd_program_seal(struct cd_program *p, char **reterr)
 {
 	int e;
@@ -125,6 +165,7 @@ fail:
 			cd_xasprintf("cannot copy %s into sealed memory: %s", p->path, strerror(e));
 	return -e;
 }
+#endif
 
 void cd_program_done(struct cd_program *p)
 {

@@ -37,13 +37,12 @@
 #include "sandbox/linux/netfence.h"
 #include "shared/fd-util.h"
 #include "shared/log.h"
+#include "spawn-common.h"
 #include "spawn.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
-
-#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 /* Scans of /proc before cd_child_kill_namespace gives up (see there). */
 #define KILL_NS_ROUNDS 1000
@@ -178,20 +177,6 @@ static void destroy_states(struct cd_backend_state **states, size_t n)
 
 /* ---- child side: async-signal-safe only from here to the end of child_run ---- */
 
-static void copy_stage(char *dst, size_t size, const char *a, const char *b)
-{
-	size_t i = 0;
-	for (; a && *a && i + 1 < size; a++)
-		dst[i++] = *a;
-	if (b && *b) {
-		for (const char *sep = ": "; *sep && i + 1 < size; sep++)
-			dst[i++] = *sep;
-		for (; *b && i + 1 < size; b++)
-			dst[i++] = *b;
-	}
-	dst[i] = '\0';
-}
-
 /* One message to the parent, with fd attached when fd >= 0. 0 or -errno. */
 static int child_send(const struct child_ctx *c, const struct cd_child_report *r, int fd)
 {
@@ -202,46 +187,6 @@ static CD_NORETURN void child_fail(const struct child_ctx *c, int code, int err,
 				   const char *step)
 {
 	cd_init_fail(c->report_fd, code, err, stage, step);
-}
-
-/*
- * The signals a supervisor may catch. exec resets caught signals to the
- * default on its own; these are reset here only so that a signal arriving
- * between the unblock below and exec does not run the parent's handler in
- * the child. A caller that catches another signal must add it here. Ignored
- * signals the caller inherited are left alone (exec keeps them, as any
- * plain exec would), which is also why this is not a loop over every
- * signal: 60 more system calls on the hot path for nothing.
- */
-static const int supervisor_signals[] = { SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGCHLD,
-					  SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGWINCH };
-
-static void child_reset_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (size_t i = 0; i < CD_ARRAY_SIZE(supervisor_signals); i++)
-		(void)sigaction(supervisor_signals[i], &sa, NULL);
-	sigset_t none;
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-static int child_dup_stdio(int fd, int target)
-{
-	if (fd < 0)
-		return 0;
-	if (fd == target) {
-		/* dup2 onto itself would keep a close-on-exec flag; clear it. */
-		int fl = fcntl(fd, F_GETFD);
-		if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
-			return -errno;
-		return 0;
-	}
-	if (dup2(fd, target) < 0)
-		return -errno;
-	return 0;
 }
 
 /* Every fd above 2 marked close-on-exec. */
@@ -395,7 +340,7 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	/* Shared with the parent under CLONE_VM: close our copy in our own fd table. */
 	close(c->close_fd);
 
-	child_reset_signals();
+	cd_spawn_child_reset_signals();
 	if (setsid() < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "setsid", NULL);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -409,9 +354,9 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 		_exit(CD_EXIT_SETUP);
 
 	int r;
-	if ((r = child_dup_stdio(o->stdin_fd, 0)) < 0 ||
-	    (r = child_dup_stdio(o->stdout_fd, 1)) < 0 ||
-	    (r = child_dup_stdio(o->stderr_fd, 2)) < 0)
+	if ((r = cd_spawn_child_dup_stdio(o->stdin_fd, 0)) < 0 ||
+	    (r = cd_spawn_child_dup_stdio(o->stdout_fd, 1)) < 0 ||
+	    (r = cd_spawn_child_dup_stdio(o->stderr_fd, 2)) < 0)
 		child_fail(c, CD_EXIT_SETUP, -r, "stdio", NULL);
 	if (o->tty && ioctl(0, TIOCSCTTY, 0) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "controlling terminal", NULL);
@@ -446,53 +391,6 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 
 /* ---- parent side ---- */
 
-static const char *env_path(char *const *envp)
-{
-	for (char *const *e = envp; e && *e; e++)
-		if (strncmp(*e, "PATH=", 5) == 0)
-			return *e + 5;
-	return DEFAULT_PATH;
-}
-
-static void format_error(struct cd_spawn_error *err, const struct cd_spawn_opts *o,
-			 const struct cd_child_report *r)
-{
-	const char *cmd = o->argv[0];
-	err->exit_code = r->exit_code;
-	if (r->exit_code == CD_EXIT_NOT_FOUND)
-		snprintf(err->msg, sizeof(err->msg), "%s: command not found", cmd);
-	else if (r->exit_code == CD_EXIT_CANNOT_EXEC)
-		snprintf(err->msg, sizeof(err->msg), "%s: cannot execute: %s", cmd,
-			 strerror(r->err));
-	else
-		snprintf(err->msg, sizeof(err->msg), "%.*s: %s", (int)sizeof(r->stage), r->stage,
-			 strerror(r->err));
-	/*
-	 * A path that vanished or changed between the parent's look and the
-	 * child's mount (a concurrent process removed a mask, say) is a race,
-	 * not a host that cannot make namespaces: no plan without them.
-	 */
-	bool path_race = r->err == ENOENT || r->err == ESTALE;
-	err->namespaces = strncmp(r->stage, "namespaces", strlen("namespaces")) == 0 && !path_race;
-	if (path_race && strncmp(r->stage, "namespaces", strlen("namespaces")) == 0) {
-		size_t n = strlen(err->msg);
-		snprintf(err->msg + n, sizeof(err->msg) - n,
-			 " (it changed while the sandbox was set up; run again)");
-	}
-}
-
-static void set_error(struct cd_spawn_error *err, int code, const char *fmt, ...) CD_PRINTF(3, 4);
-static void set_error(struct cd_spawn_error *err, int code, const char *fmt, ...)
-{
-	if (!err)
-		return;
-	err->exit_code = code;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-}
-
 /* A backend's prepare failed: "<name>: <why>". Frees reterr. */
 static void set_backend_error(struct cd_spawn_error *err, const struct cd_backend *b, int r,
 			      char *reterr)
@@ -501,9 +399,9 @@ static void set_backend_error(struct cd_spawn_error *err, const struct cd_backen
 	size_t nl = strlen(b->name);
 	/* Backend messages may name the backend already. */
 	if (strncmp(why, b->name, nl) == 0 && why[nl] == ':')
-		set_error(err, CD_EXIT_SETUP, "%s", why);
+		cd_spawn_set_error(err, CD_EXIT_SETUP, "%s", why);
 	else
-		set_error(err, CD_EXIT_SETUP, "%s: %s", b->name, why);
+		cd_spawn_set_error(err, CD_EXIT_SETUP, "%s: %s", b->name, why);
 	free(reterr);
 }
 
@@ -993,7 +891,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 			.argv = argv ? argv : o->argv,
 			.envp = o->envp,
 			.file = o->argv[0],
-			.path = strchr(o->argv[0], '/') ? NULL : env_path(o->envp),
+			.path = strchr(o->argv[0], '/') ? NULL : cd_spawn_env_path(o->envp),
 			.tty = o->tty,
 		},
 	};
@@ -1005,11 +903,12 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	if (ctx.relay && o->lp->proxy.is_unix) {
 		int r = cd_relay_pin(&o->lp->proxy);
 		if (r < 0) {
-			set_error(err, CD_EXIT_SETUP,
-				  "managed network relay: cannot pin the proxy socket %s (a "
-				  "listening "
-				  "unix socket, reached through /proc/self/fd): %s",
-				  o->lp->proxy.path, strerror(-r));
+			cd_spawn_set_error(
+				err, CD_EXIT_SETUP,
+				"managed network relay: cannot pin the proxy socket %s (a "
+				"listening "
+				"unix socket, reached through /proc/self/fd): %s",
+				o->lp->proxy.path, strerror(-r));
 			cd_child_free(c);
 			return r;
 		}
@@ -1028,7 +927,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	int pfd[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pfd) < 0) {
 		int e = errno;
-		set_error(err, CD_EXIT_SETUP, "error socket: %s", strerror(e));
+		cd_spawn_set_error(err, CD_EXIT_SETUP, "error socket: %s", strerror(e));
 		cd_child_free(c);
 		return -e;
 	}
@@ -1097,8 +996,9 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	if (pid < 0) {
 		close(pfd[0]);
 		bool ns = sandboxed && (o->lp->user_ns || o->lp->mount_ns || o->lp->pid_ns);
-		set_error(err, CD_EXIT_SETUP, "%s: %s",
-			  ns ? "creating the sandbox's namespaces" : "fork", strerror(fork_errno));
+		cd_spawn_set_error(err, CD_EXIT_SETUP, "%s: %s",
+				   ns ? "creating the sandbox's namespaces" : "fork",
+				   strerror(fork_errno));
 		if (err && ns && fork_errno != EAGAIN && fork_errno != ENOMEM)
 			err->namespaces = true;
 		cd_child_free(c);
@@ -1186,22 +1086,23 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		rep.exit_code = CD_EXIT_SETUP;
 		if (pin_err) {
 			rep.err = pin_err;
-			copy_stage(rep.stage, sizeof(rep.stage), PIN_STAGE, NULL);
+			cd_spawn_copy_stage(rep.stage, sizeof(rep.stage), PIN_STAGE, NULL);
 		} else if (relay_err) {
 			rep.err = relay_err;
-			copy_stage(rep.stage, sizeof(rep.stage), "managed network relay",
-				   "starting it");
+			cd_spawn_copy_stage(rep.stage, sizeof(rep.stage), "managed network relay",
+					    "starting it");
 		} else if (lost_err) {
 			rep.err = lost_err;
-			copy_stage(rep.stage, sizeof(rep.stage), "child setup",
-				   "reading its report");
+			cd_spawn_copy_stage(rep.stage, sizeof(rep.stage), "child setup",
+					    "reading its report");
 		} else {
 			rep.err = EPIPE;
-			copy_stage(rep.stage, sizeof(rep.stage), "child setup", "truncated report");
+			cd_spawn_copy_stage(rep.stage, sizeof(rep.stage), "child setup",
+					    "truncated report");
 		}
 	}
 	if (err)
-		format_error(err, o, &rep);
+		cd_spawn_format_error(err, o->argv[0], &rep);
 	cd_child_free(c);
 	return -(rep.err > 0 ? rep.err : EIO);
 }
@@ -1226,15 +1127,6 @@ int cd_child_pidfd(struct cd_child *c)
 	}
 #endif
 	return c->pidfd;
-}
-
-int cd_exit_code_from_status(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return CD_EXIT_SIGNAL_BASE + WTERMSIG(status);
-	return CD_EXIT_SETUP;
 }
 
 static bool is_pid_name(const char *s)

@@ -101,19 +101,39 @@ tests_unit_test_seccomp_LDADD = $(UNIT_LIBS)
 # ---- serve engine unit tests (s2): loop, proc, base64 ----
 UNIT_TESTS += tests/unit/test-base64 tests/unit/test-loop tests/unit/test-proc
 tests_unit_test_base64_SOURCES = tests/unit/test-base64.c tests/unit/unit.h src/serve/base64.c \
-	src/serve/proc.h src/spawn.c src/init/init.c src/shared/log.c src/shared/fd-util.c
+	src/serve/proc.h src/spawn.c src/spawn-common.c src/init/init.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_base64_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_base64_LDADD = $(UNIT_LIBS)
 tests_unit_test_loop_SOURCES = tests/unit/test-loop.c tests/unit/unit.h src/serve/loop.c \
-	src/serve/loop.h src/spawn.c src/init/init.c src/shared/log.c src/shared/fd-util.c
+	src/serve/loop.h src/spawn.c src/spawn-common.c src/init/init.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_loop_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_loop_LDADD = $(UNIT_LIBS)
 tests_unit_test_proc_SOURCES = tests/unit/test-proc.c tests/unit/unit.h src/serve/proc.c \
-	src/serve/proc.h src/serve/loop.c src/serve/loop.h src/serve/base64.c src/spawn.c src/init/init.c \
+	src/serve/proc.h src/serve/loop.c src/serve/loop.h src/serve/base64.c src/spawn.c src/spawn-common.c src/init/init.c \
 	src/serve/sandboxes.c src/serve/sandboxes.h src/serve/budget.c src/serve/budget.h \
 	src/serve/metrics.c src/serve/metrics.h src/shared/log.c src/shared/fd-util.c
 tests_unit_test_proc_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_proc_LDADD = $(UNIT_LIBS)
+# spawn.h's contract against both implementations (tests/unit/test-spawn.c),
+# and the serve engine's process suite over the one macOS runs.
+if OS_LINUX
+UNIT_TESTS += tests/unit/test-spawn tests/unit/test-spawn-posix tests/unit/test-proc-posix
+tests_unit_test_spawn_SOURCES = tests/unit/test-spawn.c src/spawn.c src/spawn-common.c \
+	src/program.c src/init/init.c src/shared/log.c src/shared/fd-util.c
+tests_unit_test_spawn_CFLAGS = $(UNIT_CFLAGS) -DCD_TEST_SUFFIX='""'
+tests_unit_test_spawn_LDADD = $(UNIT_LIBS)
+tests_unit_test_spawn_posix_SOURCES = tests/unit/test-spawn.c src/spawn-posix.c \
+	src/spawn-common.c src/program.c src/shared/log.c src/shared/fd-util.c
+tests_unit_test_spawn_posix_CFLAGS = $(UNIT_CFLAGS) -DCD_TEST_SPAWN_POSIX \
+	-DCD_TEST_SUFFIX='"-posix"'
+tests_unit_test_spawn_posix_LDADD = $(UNIT_LIBS)
+tests_unit_test_proc_posix_SOURCES = tests/unit/test-proc.c src/serve/proc.c \
+	src/serve/loop.c src/serve/base64.c src/spawn-posix.c src/spawn-common.c \
+	src/serve/sandboxes.c src/serve/budget.c src/serve/metrics.c src/shared/log.c \
+	src/shared/fd-util.c
+tests_unit_test_proc_posix_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_proc_posix_LDADD = $(UNIT_LIBS)
+endif
 # ---- end of the serve engine unit tests ----
 # ---- serve server unit tests (s1): env policy, params getters ----
 UNIT_TESTS += tests/unit/test-serve

@@ -30,8 +30,9 @@ endif
 # cordon serve on macOS (issue 17) is being ported. These of its files
 # build for macOS already; CI's darwin stage builds them with gcc made to
 # look like a Mac (.ci/darwin-like.sh) so that they stay so. The rest
-# (server.c, sandboxes.c, the process and fs helper layers, fs-watch.c,
-# peer.c, pidns.c, src/net/localroute.c) are still Linux's.
+# (server.c, sandboxes.c, the fs helper layer, fs-watch.c, peer.c,
+# pidns.c, src/net/localroute.c) are still Linux's. Processes are spawned
+# by src/spawn-posix.c there (src/spawn.c is Linux's).
 darwin_ready_sources = src/cmd-serve.c src/net/audit.c src/net/proxy.c \
 	src/serve/admit.c src/serve/base64.c src/serve/budget.c src/serve/conn.c \
 	src/serve/discover-plugins.c src/serve/discover-scan.c src/serve/discover-v2.c \
@@ -40,7 +41,7 @@ darwin_ready_sources = src/cmd-serve.c src/net/audit.c src/net/proxy.c \
 	src/serve/listen.c src/serve/loop.c src/serve/managed-route.c src/serve/methods.c \
 	src/serve/metrics.c src/serve/netproxy.c src/serve/proc.c src/serve/sd-daemon.c \
 	src/serve/status.c src/serve/testhook.c src/serve/workq.c src/serve/ws.c \
-	src/shared/fd-util.c
+	src/shared/fd-util.c src/spawn-posix.c src/spawn-common.c src/program.c
 check-darwin-ready:
 	@for f in $(darwin_ready_sources); do \
 		$(COMPILE) $(JANSSON_CFLAGS) $(CURL_CFLAGS) -fsyntax-only $(srcdir)/$$f || exit 1; \
