@@ -21,6 +21,8 @@
  *    macOS has no child subreaper, so a process that left the group
  *    (setsid, setpgid) is out of reach. The group is killed while the
  *    command is still a zombie, so its id cannot yet name anyone else's.
+ *  - Every descriptor above 2 is marked close-on-exec one by one, up to
+ *    the soft RLIMIT_NOFILE at least (highest_fd): no close_range.
  *  - No pidfd (cd_child_pidfd is -1: the caller watches SIGCHLD), no mount
  *    namespace to empty, no limits to report.
  */
@@ -61,38 +63,42 @@ struct child_ctx {
 	char **files;
 	bool search;
 	const char *exec_step; /* the stage's step when exec fails: o->program's path */
-	int max_fd;	       /* the highest descriptor open before fork */
+	int max_fd;	       /* the highest the child marks (highest_fd) */
 	int report_fd;
 	pid_t parent;
 };
 
 /*
- * The highest descriptor open now: /dev/fd lists them on macOS and Linux
- * alike. Descriptors opened later by other threads are close-on-exec (every
- * descriptor of cordon's own is), so marking the ones below this is enough;
- * what the marking is for are those inherited without the flag. Without a
- * listing, every descriptor below the limit.
+ * The highest descriptor the child must mark close-on-exec. Every one of
+ * cordon's own is close-on-exec already, but on macOS socket(), pipe() and
+ * accept() set the flag only with a later fcntl (fd-util.h), so one that
+ * another thread opens just before the fork may still lack it. Any
+ * descriptor opened from now on is below the soft RLIMIT_NOFILE, and one
+ * opened earlier under a higher limit is listed in /dev/fd (on macOS and
+ * Linux alike): the larger of the two covers both. An unlimited limit is
+ * taken as 2^20 descriptors (Linux's default nr_open; macOS stops at
+ * kern.maxfilesperproc, far below).
  */
-static int highest_open_fd(void)
+#define MAX_FD_UNLIMITED (1 << 20)
+
+static int highest_fd(void)
 {
+	struct rlimit rl;
+	int max = MAX_FD_UNLIMITED - 1;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < MAX_FD_UNLIMITED)
+		max = (int)rl.rlim_cur - 1;
 	DIR *d = opendir("/dev/fd");
-	if (!d) {
-		struct rlimit rl;
-		if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
-		    rl.rlim_cur > INT_MAX)
-			return 65535; /* as src/spawn.c's fallback */
-		return (int)rl.rlim_cur - 1;
-	}
-	int max = 2;
 	struct dirent *e;
-	while ((e = readdir(d))) {
+	while (d && (e = readdir(d))) {
 		char *end;
 		errno = 0;
 		long v = strtol(e->d_name, &end, 10);
 		if (end != e->d_name && !*end && !errno && v > max && v <= INT_MAX)
 			max = (int)v;
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
 	return max;
 }
 
@@ -295,11 +301,11 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		ctx.search = true;
 	}
 	ctx.files = files;
-	ctx.max_fd = highest_open_fd();
+	ctx.max_fd = highest_fd();
 
 	int pfd[2];
-	if (cd_pipe2(pfd, O_CLOEXEC) < 0) {
-		r = -errno;
+	r = cd_pipe2(pfd, O_CLOEXEC);
+	if (r < 0) {
 		cd_spawn_set_error(err, CD_EXIT_SETUP, "error pipe: %s", strerror(-r));
 		goto out;
 	}
@@ -370,12 +376,21 @@ int cd_child_pidfd(struct cd_child *c)
 	return -1;
 }
 
+/*
+ * kill_tree's rounds: a member of the group that forks while the group is
+ * signalled may make a child the signal does not reach (Linux refuses such
+ * a fork; whether macOS does is not known), but the next round does.
+ */
+#define KILL_GROUP_ROUNDS 3
+
 int cd_child_wait(struct cd_child *c)
 {
 	int status = 0;
 	/*
 	 * With kill_tree, the group goes while the command is a zombie: its
-	 * pid (the group's id) cannot be anyone else's until it is reaped.
+	 * pid (the group's id) cannot be anyone else's until it is reaped. A
+	 * caller that ignores SIGCHLD gets no zombie (waitid fails): then the
+	 * id may be free already, and nothing is sent.
 	 */
 	if (c->kill_tree) {
 		siginfo_t si;
@@ -383,8 +398,9 @@ int cd_child_wait(struct cd_child *c)
 		do
 			w = waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT);
 		while (w < 0 && errno == EINTR);
-		if (w == 0)
-			(void)kill(-c->pid, SIGKILL);
+		for (int i = 0; w == 0 && i < KILL_GROUP_ROUNDS; i++)
+			if (kill(-c->pid, SIGKILL) < 0)
+				break;
 	}
 	if (wait_pid(c->pid, &status) < 0)
 		return CD_EXIT_SETUP; /* a caller that ignores SIGCHLD: no status */

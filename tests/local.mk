@@ -127,6 +127,7 @@ tests_unit_test_spawn_posix_SOURCES = tests/unit/test-spawn.c src/spawn-posix.c 
 tests_unit_test_spawn_posix_CFLAGS = $(UNIT_CFLAGS) -DCD_TEST_SPAWN_POSIX \
 	-DCD_TEST_SUFFIX='"-posix"'
 tests_unit_test_spawn_posix_LDADD = $(UNIT_LIBS)
+tests_unit_test_spawn_posix_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=fork
 tests_unit_test_proc_posix_SOURCES = tests/unit/test-proc.c src/serve/proc.c \
 	src/serve/loop.c src/serve/base64.c src/spawn-posix.c src/spawn-common.c \
 	src/serve/sandboxes.c src/serve/budget.c src/serve/metrics.c src/shared/log.c \

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -421,6 +422,44 @@ START_TEST(test_no_kill_tree)
 END_TEST
 
 #ifdef CD_TEST_SPAWN_POSIX
+/*
+ * Another thread opens a descriptor without close-on-exec between the
+ * spawn's look at the descriptors and its fork (macOS's socket() and
+ * pipe() get the flag only afterwards): the fork (linked with
+ * -Wl,--wrap=fork) does it here, at the highest number the limit allows.
+ */
+pid_t __real_fork(void);
+pid_t __wrap_fork(void);
+static int fork_opens = -1;
+
+pid_t __wrap_fork(void)
+{
+	if (fork_opens >= 0) {
+		int p[2];
+		if (pipe(p) == 0) {
+			(void)dup2(p[0], fork_opens);
+			close(p[0]);
+			close(p[1]);
+		}
+	}
+	return __real_fork();
+}
+
+START_TEST(test_fd_opened_before_fork)
+{
+	struct rlimit rl;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	fork_opens = rl.rlim_cur > 4096 ? 4095 : (int)rl.rlim_cur - 1;
+	struct cd_spawn_opts o = { 0 };
+	struct run r;
+	run_probe("info", NULL, &o, &r);
+	ck_assert_int_eq(fcntl(fork_opens, F_GETFD), 0); /* it was there, inheritable */
+	fork_opens = -1;
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_msg(strstr(r.out, "fds=\n"), "inherited: %s", r.out);
+}
+END_TEST
+
 /* What only Linux can do is refused before anything runs. */
 START_TEST(test_linux_plan_refused)
 {
@@ -468,6 +507,7 @@ static Suite *spawn_suite(void)
 	tcase_add_test(tc, test_kill_tree);
 	tcase_add_test(tc, test_no_kill_tree);
 #ifdef CD_TEST_SPAWN_POSIX
+	tcase_add_test(tc, test_fd_opened_before_fork);
 	tcase_add_test(tc, test_linux_plan_refused);
 #endif
 	suite_add_tcase(s, tc);
