@@ -24,7 +24,7 @@ cordon_common_sources = \
 	src/serve/envconfig.c src/serve/envconfig.h \
 	src/serve/fs-ops.c src/serve/fs-ops.h src/serve/fs-watch.c src/serve/fs-watch.h \
 	src/serve/fs-helper.c src/serve/fs-helper.h src/serve/listen.c \
-	src/serve/peer.c src/serve/peer.h src/serve/sandboxes.c src/serve/sandboxes.h \
+	src/serve/peer.c src/serve/peer-group.c src/serve/peer.h src/serve/sandboxes.c src/serve/sandboxes.h \
 	src/serve/workq.c src/serve/workq.h src/serve/admit.c \
 	src/serve/testhook.c src/serve/testhook.h src/serve/budget.c src/serve/budget.h \
 	src/serve/sd-daemon.c src/serve/sd-daemon.h \

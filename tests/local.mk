@@ -115,9 +115,15 @@ tests_unit_test_proc_SOURCES = tests/unit/test-proc.c tests/unit/unit.h src/serv
 tests_unit_test_proc_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_proc_LDADD = $(UNIT_LIBS)
 # spawn.h's contract against both implementations (tests/unit/test-spawn.c),
-# and the serve engine's process suite over the one macOS runs.
+# the serve engine's process suite over the one macOS runs, and the peer
+# judgement macOS has (sandboxes-mac.c, its sandbox_check stood in for).
 if OS_LINUX
 UNIT_TESTS += tests/unit/test-spawn tests/unit/test-spawn-posix tests/unit/test-proc-posix
+UNIT_TESTS += tests/unit/test-sandboxes-mac
+tests_unit_test_sandboxes_mac_SOURCES = tests/unit/test-sandboxes-mac.c \
+	src/serve/sandboxes-mac.c src/shared/fd-util.c
+tests_unit_test_sandboxes_mac_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sandboxes_mac_LDADD = $(UNIT_LIBS)
 tests_unit_test_spawn_SOURCES = tests/unit/test-spawn.c src/spawn.c src/spawn-common.c \
 	src/program.c src/init/init.c src/shared/log.c src/shared/fd-util.c
 tests_unit_test_spawn_CFLAGS = $(UNIT_CFLAGS) -DCD_TEST_SUFFIX='""'

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cordon on macOS: the Seatbelt front end. It has `check`, `explain`, `run`
- * and `probe` (src/mac/probe.c); `serve` is the Linux build's (the server's
- * process layer is epoll, pidfd, clone3 and Landlock). The policy model, the
- * binding and the Seatbelt planner are the very code of the Linux build
- * (src/core, sandbox/seatbelt/sbpl.c), the command line is shared with
- * cordon.exe (src/front/front.h), and this file binds, refuses what
+ * and `probe` (src/mac/probe.c); `serve` is still the Linux build's (its
+ * files build for macOS: darwin_ready_sources in src/mac/local.mk). The
+ * policy model, the binding and the Seatbelt planner are the very code of
+ * the Linux build (src/core, sandbox/seatbelt/sbpl.c), the command line is
+ * shared with cordon.exe (src/front/front.h), and this file binds, refuses what
  * Seatbelt cannot enforce, and executes /usr/bin/sandbox-exec with the
  * planned argv. Portable POSIX C: it is built on Linux too, as the test
  * program tests/mac/cordon-macos, whose wrapper path (CD_MAC_SANDBOX_EXEC)

@@ -7,6 +7,10 @@
 #include "config.h"
 
 #include <errno.h>
+
+#include "net/localroute.h"
+
+#ifdef __linux__
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <stdbool.h>
@@ -14,8 +18,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
-
-#include "net/localroute.h"
 
 int cd_route_is_local(const struct cd_ipaddr *a)
 {
@@ -103,3 +105,16 @@ int cd_route_is_local(const struct cd_ipaddr *a)
 	close(fd);
 	return r;
 }
+#else /* !__linux__ */
+
+/*
+ * macOS would ask its routing socket (PF_ROUTE, RTM_GET) and read
+ * RTF_LOCAL; that is not built, so no address can be told to be remote
+ * and the callers refuse it (see localroute.h: an error counts as local).
+ */
+int cd_route_is_local(const struct cd_ipaddr *a)
+{
+	(void)a;
+	return -ENOTSUP;
+}
+#endif

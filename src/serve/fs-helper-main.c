@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __linux__
 #include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #include "serve/fs-ops.h"
@@ -27,11 +29,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/*
-	 * Executed by descriptor, it would be named after the descriptor on
-	 * some kernels: the name a cordon server recognizes the init of a
+	 * Executed by descriptor (Linux), it would be named after the
+	 * descriptor on some kernels: the name a cordon server recognizes the init of a
 	 * sandbox's pid namespace by (sandboxes.h).
 	 */
+#ifdef __linux__
 	(void)prctl(PR_SET_NAME, CD_FS_HELPER_PROGRAM, 0, 0, 0);
+#endif
 	struct cd_fs_req q;
 	int e = cd_fs_req_recv(STDIN_FILENO, &q);
 	if (e < 0) {

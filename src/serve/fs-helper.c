@@ -11,18 +11,21 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#ifdef __linux__
 #include <sys/prctl.h>
+#endif
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef HAVE_SYS_PIDFD_H
+#if defined(HAVE_SYS_PIDFD_H) && defined(__linux__)
 #include <sys/pidfd.h>
 #endif
 
 #include "serve/fs-helper.h"
 #include "serve/server.h"
+#include "shared/fd-util.h"
 
 /* Guards cd_fs_sandboxed.pidfd and .pid between their worker and a cancel. */
 static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -54,7 +57,7 @@ static void run_in_helper(const struct cd_linux_plan *lp, const struct cd_progra
 {
 	int sv[2] = { -1, -1 };
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (devnull < 0 || cd_socketpair(AF_UNIX, SOCK_STREAM, 0, false, sv) < 0) {
 		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
 		if (devnull >= 0)
 			close(devnull);
@@ -153,7 +156,7 @@ static void close_between(int lo, int hi)
 {
 	if (hi - lo < 2)
 		return;
-#ifdef HAVE_CLOSE_RANGE
+#if defined(HAVE_CLOSE_RANGE) && defined(__linux__)
 	if (close_range((unsigned)lo + 1, hi == INT_MAX ? ~0U : (unsigned)hi - 1, 0) == 0)
 		return;
 #endif
@@ -184,7 +187,15 @@ static CD_NORETURN void intermediate_main(struct cd_fs_sandboxed *sb, const stru
 	close_between(STDERR_FILENO, lo);
 	close_between(lo, hi);
 	close_between(hi, INT_MAX);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+	/*
+	 * macOS has no PR_SET_PDEATHSIG: there a server that dies leaves the
+	 * intermediate to its helper's timeout (CD_FS_HELPER_TIMEOUT_S).
+	 */
+#ifdef __linux__
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		_exit(3);
+#endif
+	if (getppid() != parent)
 		_exit(3);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -225,7 +236,7 @@ void cd_fs_sandboxed_cancel(struct cd_fs_sandboxed *sb)
 void cd_fs_run_sandboxed(struct cd_fs_sandboxed *sb, const struct cd_fs_req *q, struct cd_fs_res *r)
 {
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (cd_socketpair(AF_UNIX, SOCK_STREAM, 0, false, sv) < 0) {
 		cd_fs_res_error(r, CD_RPC_INTERNAL, "fs sandbox helper: %s", strerror(errno));
 		return;
 	}
@@ -246,7 +257,7 @@ void cd_fs_run_sandboxed(struct cd_fs_sandboxed *sb, const struct cd_fs_req *q, 
 	 * so by pid this one might have been reaped and the pid reused.
 	 */
 	int pidfd = -1;
-#ifdef HAVE_PIDFD_OPEN
+#if defined(HAVE_PIDFD_OPEN) && defined(__linux__)
 	pidfd = pidfd_open(pid, 0);
 #endif
 	pthread_mutex_lock(&helper_lock);

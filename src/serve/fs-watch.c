@@ -44,7 +44,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
 #include <sys/inotify.h>
+#else
+/*
+ * macOS has no inotify, and a kqueue (EVFILT_VNODE) port is not built: no
+ * instance is ever made there (inotify_fd), so every watch answers
+ * {"watching":false} and initialize says fsWatchMissing false. What the
+ * code below names of inotify is declared for it to build.
+ */
+#include <stdint.h>
+struct inotify_event {
+	int wd;
+	uint32_t mask, cookie, len;
+	char name[];
+};
+#define IN_CREATE      0x100u
+#define IN_DELETE_SELF 0x400u
+#define IN_MOVE_SELF   0x800u
+#define IN_UNMOUNT     0x2000u
+#define IN_Q_OVERFLOW  0x4000u
+#define IN_IGNORED     0x8000u
+#define IN_MOVED_TO    0x80u
+#define IN_DONT_FOLLOW 0x2000000u
+static int inotify_add_watch(int fd, const char *path, uint32_t mask)
+{
+	(void)fd, (void)path, (void)mask;
+	errno = ENOSYS;
+	return -1;
+}
+static int inotify_rm_watch(int fd, int wd)
+{
+	(void)fd, (void)wd;
+	errno = ENOSYS;
+	return -1;
+}
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -375,6 +410,12 @@ static int inotify_fd(struct cd_server *s)
 	if (fsw.fd >= 0 || fsw.unavailable)
 		return fsw.fd;
 	fsw.server = s;
+#ifndef __linux__
+	cd_log_debug("serve: fs/watchMissing: this host has no inotify: every watch answers "
+		     "{\"watching\":false}");
+	fsw.unavailable = true;
+	return -1;
+#else
 	fsw.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (fsw.fd < 0) {
 		cd_log_warn("serve: fs/watchMissing: inotify_init1: %s: every watch answers "
@@ -393,6 +434,7 @@ static int inotify_fd(struct cd_server *s)
 		fsw.unavailable = true;
 	}
 	return fsw.fd;
+#endif
 }
 
 /* ---- the walk, on a worker ---- */

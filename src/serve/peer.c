@@ -2,13 +2,16 @@
 #include "config.h"
 
 #include <errno.h>
-#include <grp.h>
+#include <string.h>
+
+#include "serve/peer.h"
+
+#ifdef __linux__
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +21,6 @@
 
 #include "core/util.h"
 #include "sandbox/linux/linux-util.h"
-#include "serve/peer.h"
 
 /*
  * The owner of a loopback TCP peer, through one exact inet_diag request
@@ -296,6 +298,31 @@ int cd_peer_tcp_listener_owner(int fd, uid_t *ret_uid)
 	return owner_of(&m, ret_uid);
 }
 
+#else /* !__linux__ */
+
+/*
+ * macOS has no NETLINK_SOCK_DIAG, and nothing else that names the owner of
+ * the other end of a loopback TCP connection without a look through every
+ * process's descriptors (libproc), which is not built: a ws:// listener
+ * there needs --auth-token-file (or --allow-local-users), and says so.
+ */
+int cd_peer_tcp_owner(int fd, uid_t *ret_uid, uint64_t *ret_inode)
+{
+	(void)fd, (void)ret_uid, (void)ret_inode;
+	return -ENOTSUP;
+}
+
+int cd_peer_tcp_listener_owner(int fd, uid_t *ret_uid)
+{
+	(void)fd, (void)ret_uid;
+	return -ENOTSUP;
+}
+
+void cd_peer_done(void)
+{
+}
+#endif
+
 const char *cd_peer_strerror(int r)
 {
 	switch (-r) {
@@ -307,99 +334,9 @@ const char *cd_peer_strerror(int r)
 		return "the owner's uid is not mapped in the server's user namespace";
 	case EPROTO:
 		return "the kernel's socket diagnostics gave an unexpected answer";
+	case ENOTSUP:
+		return "this host has no socket diagnostics to ask (they are Linux's)";
 	default:
 		return strerror(-r);
 	}
-}
-
-#ifdef CD_STATIC_BINARY
-/*
- * A static glibc cannot load NSS modules (see passwd_home in server.c):
- * the files themselves. 1 with *ret_name (malloc()ed) and *ret_gid, 0 when
- * uid has no entry, -errno.
- */
-static int find_user(uid_t uid, char **ret_name, gid_t *ret_gid)
-{
-	FILE *f = fopen("/etc/passwd", "re");
-	struct passwd *pw;
-	int r = 0;
-
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
-	while ((pw = fgetpwent(f)))
-		if (pw->pw_uid == uid) {
-			*ret_name = cd_xstrdup(pw->pw_name);
-			*ret_gid = pw->pw_gid;
-			r = 1;
-			break;
-		}
-	fclose(f);
-	return r;
-}
-
-static int group_lists(gid_t gid, const char *name)
-{
-	FILE *f = fopen("/etc/group", "re");
-	struct group *gr;
-	int r = 0;
-
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
-	/* Every entry with that number counts (a group may be split across lines). */
-	while (!r && (gr = fgetgrent(f)))
-		if (gr->gr_gid == gid)
-			for (char **m = gr->gr_mem; m && *m && !r; m++)
-				r = cd_streq(*m, name);
-	fclose(f);
-	return r;
-}
-#else
-/* The reentrant lookups want a buffer: grown until the entry fits (1 MiB at most). */
-static int find_user(uid_t uid, char **ret_name, gid_t *ret_gid)
-{
-	struct passwd pw, *res = NULL;
-	int e = ERANGE;
-
-	for (size_t size = 16384; e == ERANGE && size <= (1u << 20); size *= 2) {
-		char *buf = cd_xmalloc(size);
-		e = getpwuid_r(uid, &pw, buf, size, &res);
-		if (e == 0 && res) {
-			*ret_name = cd_xstrdup(pw.pw_name);
-			*ret_gid = pw.pw_gid;
-		}
-		free(buf);
-	}
-	if (e)
-		return -e;
-	return res ? 1 : 0;
-}
-
-static int group_lists(gid_t gid, const char *name)
-{
-	struct group gr, *res = NULL;
-	int e = ERANGE, r = 0;
-
-	for (size_t size = 16384; e == ERANGE && size <= (1u << 20); size *= 2) {
-		char *buf = cd_xmalloc(size);
-		e = getgrgid_r(gid, &gr, buf, size, &res);
-		if (e == 0 && res)
-			for (char **m = gr.gr_mem; m && *m && !r; m++)
-				r = cd_streq(*m, name);
-		free(buf);
-	}
-	return e ? -e : r;
-}
-#endif
-
-int cd_peer_uid_in_group(uid_t uid, gid_t gid)
-{
-	char *name = NULL;
-	gid_t primary = 0;
-
-	int r = find_user(uid, &name, &primary);
-	if (r <= 0)
-		return r; /* no such user: a member of nothing */
-	r = primary == gid ? 1 : group_lists(gid, name);
-	free(name);
-	return r;
 }

@@ -39,13 +39,19 @@
  */
 #include "config.h"
 
+#include <stdio.h>
+
+#include "init/init.h"
+#include "serve/server.h"
+#include "shared/log.h"
+
+#ifdef __linux__
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -54,8 +60,6 @@
 #include <unistd.h>
 
 #include "serve/sd-daemon.h"
-#include "serve/server.h"
-#include "shared/log.h"
 #include "spawn.h"
 
 int cd_serve_host_proc = -1;
@@ -349,3 +353,29 @@ int cd_serve_pidns(enum cd_pidns_mode mode, const char *notify_socket, int *exit
 	fflush(NULL);
 	_exit(code);
 }
+
+#else /* !__linux__ */
+
+/*
+ * macOS has neither pid namespaces nor child subreapers: a descendant of a
+ * command that leaves its process group (a daemon that called setsid) is
+ * out of the server's reach and outlives it. auto and never serve as they
+ * are; always is refused.
+ */
+int cd_serve_host_proc = -1;
+int cd_serve_notify_fd = -1;
+
+int cd_serve_pidns(enum cd_pidns_mode mode, const char *notify_socket, int *exit_code)
+{
+	(void)notify_socket;
+	if (mode != CD_PIDNS_ALWAYS) {
+		cd_log_debug("serve: no pid namespace on this host: what leaves a command's "
+			     "process group is not ended with the server");
+		return 0;
+	}
+	fprintf(stderr, "cordon: serve: --pid-namespace=always: this host has no pid namespaces "
+			"(they are Linux's); use --pid-namespace=auto or never\n");
+	*exit_code = CD_EXIT_SETUP;
+	return -1;
+}
+#endif

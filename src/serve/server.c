@@ -760,6 +760,13 @@ static const char *passwd_home(uid_t uid, char *buf, size_t size)
 	return home;
 }
 
+/* initialize's capabilities that only the Linux build honours so far. */
+#ifdef __linux__
+#define LINUX_ONLY "true"
+#else
+#define LINUX_ONLY "false"
+#endif
+
 static char *build_env_info(void)
 {
 	char home_buf[PATH_MAX];
@@ -793,18 +800,20 @@ static char *build_env_info(void)
 	cd_json_write_path_uri(&sb, tmp);
 	/*
 	 * The released binary's 15 flags, in its order; true only for what
-	 * cordon honours (cordon-protocol(7) says why for each).
+	 * cordon honours (cordon-protocol(7) says why for each). On macOS the
+	 * sandboxed fs helper, the path watches and the managed network's
+	 * local-route check are not built yet.
 	 */
-	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":true,"
+	cd_strbuf_append(&sb, ",\"capabilities\":{\"networkProxyLaunch\":" LINUX_ONLY ","
 			      "\"networkProxyReviewDomains\":false,"
 			      "\"credentialMasking\":false,"
 			      "\"credentialMaskingCustomProviders\":false,"
-			      "\"capabilityDiscoverySandbox\":true,"
-			      "\"fsWatchMissing\":true,"
+			      "\"capabilityDiscoverySandbox\":" LINUX_ONLY ","
+			      "\"fsWatchMissing\":" LINUX_ONLY ","
 			      "\"capabilityDiscoveryV2\":true,"
 			      "\"environmentConfigRead\":true,"
 			      "\"httpHeaderEnvVars\":false,"
-			      "\"sandboxedFileStreaming\":true,"
+			      "\"sandboxedFileStreaming\":" LINUX_ONLY ","
 			      "\"fileWriteStreaming\":true,"
 			      "\"shellSnapshotV2\":false,"
 			      "\"windowsMxc\":false,"
@@ -844,11 +853,28 @@ static void hide_file(struct cd_server *s, const char *path, bool is_socket, con
 	} else {
 		canon = realpath(path, NULL);
 	}
+	bool found = false;
+#ifdef O_PATH
 	if (canon)
 		fd = open(canon, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || !(S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode))) {
+	found = fd >= 0 && fstat(fd, &st) == 0;
+#else
+	/*
+	 * macOS: no O_PATH, and no open(2) of a socket. The token is held by
+	 * a descriptor for reading (the server's own file); the socket is
+	 * known by its identity alone (hidden_moved), which no other file can
+	 * have while it exists.
+	 */
+	if (canon && is_socket)
+		found = lstat(canon, &st) == 0;
+	else if (canon)
+		fd = open(canon, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		found = fstat(fd, &st) == 0;
+#endif
+	if (!found || !(S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode))) {
 		cd_log_warn("serve: %s %s is not hidden from the sandboxes: %s", why, path,
-			    fd < 0 ? strerror(errno) : "not a socket or a regular file");
+			    !found ? strerror(errno) : "not a socket or a regular file");
 		if (fd >= 0)
 			close(fd);
 		free(canon);
@@ -893,18 +919,22 @@ static const char *hidden_moved(const struct cd_server *s, size_t i)
 	const char *path = s->hidden[i].path;
 	struct stat now, then;
 
-	if (fstat(s->hidden_fd[i], &then) < 0)
-		return "it cannot be looked at";
-	if (then.st_nlink == 0)
-		return "it was removed, or replaced by another file";
+	/* Held by a descriptor (not a socket on macOS: see hide_file), it is known to be gone. */
+	if (s->hidden_fd[i] >= 0) {
+		if (fstat(s->hidden_fd[i], &then) < 0)
+			return "it cannot be looked at";
+		if (then.st_nlink == 0)
+			return "it was removed, or replaced by another file";
+	}
 	char *canon = realpath(path, NULL);
 	bool same = canon && cd_streq(canon, path);
 	free(canon);
 	if (!same || lstat(path, &now) < 0)
 		return "it, or a directory above it, was moved or removed";
-	if (now.st_dev != then.st_dev || now.st_ino != then.st_ino)
+	if ((unsigned long long)now.st_dev != s->hidden[i].dev ||
+	    (unsigned long long)now.st_ino != s->hidden[i].ino)
 		return "it was replaced by another file";
-	if (S_ISREG(then.st_mode) && then.st_nlink != 1)
+	if (S_ISREG(now.st_mode) && now.st_nlink != 1)
 		return HIDDEN_LINKED;
 	return NULL;
 }
@@ -1070,6 +1100,41 @@ static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP };
  * in every later one. Without a sealed copy, only a file the server cannot
  * write itself (and so no sandbox of it) will do. 0, or -1 after logging.
  */
+/*
+ * Whether this server's user could change what p executes: the very file
+ * found, executed by descriptor on Linux; on macOS, executed by its path,
+ * also any directory on the way, in which it or a directory above it could
+ * be renamed and replaced.
+ */
+static bool program_writable(const struct cd_program *p)
+{
+#ifdef __linux__
+	char fdpath[64];
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", p->fd);
+	return access(fdpath, W_OK) == 0 || errno != EACCES;
+#else
+	char *path = cd_xstrdup(p->path);
+	bool writable = false;
+	for (char *slash = NULL; !writable;) {
+		writable = access(path, W_OK) == 0 || errno != EACCES;
+		slash = strrchr(path, '/');
+		if (!slash || slash == path)
+			break;
+		*slash = '\0';
+	}
+	if (!writable)
+		writable = access("/", W_OK) == 0 || errno != EACCES;
+	free(path);
+	return writable;
+#endif
+}
+
+#ifdef __linux__
+#define SEAL_HINT ", or allow executable memfds (vm.memfd_noexec)"
+#else
+#define SEAL_HINT "" /* no memfd: only such an installation will do */
+#endif
+
 static int open_program(const char *name, struct cd_program *p)
 {
 	char *why = NULL;
@@ -1080,12 +1145,10 @@ static int open_program(const char *name, struct cd_program *p)
 	}
 	if (cd_program_seal(p, &why) == 0)
 		return 0;
-	char fdpath[64];
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", p->fd);
-	if (access(fdpath, W_OK) == 0 || errno != EACCES) {
+	if (program_writable(p)) {
 		cd_log_error("serve: %s, and the file is writable by this server's user, so its "
 			     "sandboxes could change it; install cordon where only root can "
-			     "write, or allow executable memfds (vm.memfd_noexec)",
+			     "write" SEAL_HINT,
 			     why);
 		free(why);
 		return -1;
@@ -1130,8 +1193,13 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * cordon-fs-helper (fs.c), both executed by descriptor: found once,
 	 * here, so that a broken installation fails now, not at each request.
 	 */
+#ifdef __linux__
 	if (open_program(CD_INIT_PROGRAM, &srv.init) < 0 ||
 	    open_program(CD_FS_HELPER_PROGRAM, &srv.fs_helper) < 0) {
+#else
+	/* No pid namespaces, so no cordon-init (whose system calls are Linux's). */
+	if (open_program(CD_FS_HELPER_PROGRAM, &srv.fs_helper) < 0) {
+#endif
 		cd_program_done(&srv.init);
 		return 1;
 	}
@@ -1336,7 +1404,8 @@ out:
 	free(srv.env_info);
 	for (size_t i = 0; i < srv.n_hidden; i++) {
 		free((char *)srv.hidden[i].path);
-		close(srv.hidden_fd[i]);
+		if (srv.hidden_fd[i] >= 0)
+			close(srv.hidden_fd[i]);
 	}
 	cd_sandboxes_done();
 	cd_loop_free(srv.loop);

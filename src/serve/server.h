@@ -405,7 +405,7 @@ struct cd_server {
 	 * cd_server_hidden_check. Paths owned.
 	 */
 	struct cd_hidden_path hidden[2];
-	int hidden_fd[2];    /* O_PATH: the very file found at start */
+	int hidden_fd[2];    /* O_PATH: the very file found at start (-1: a socket on macOS) */
 	bool hidden_lost[2]; /* no longer there as found (logged once) */
 	size_t n_hidden;
 	bool pid_file_written;
