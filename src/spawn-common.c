@@ -119,3 +119,12 @@ int cd_exit_code_from_status(int status)
 		return CD_EXIT_SIGNAL_BASE + WTERMSIG(status);
 	return CD_EXIT_SETUP;
 }
+
+pid_t cd_spawn_wait_pid(pid_t pid, int *status)
+{
+	pid_t r;
+	do
+		r = waitpid(pid, status, 0);
+	while (r < 0 && errno == EINTR);
+	return r;
+}

@@ -30,6 +30,9 @@ void cd_spawn_child_reset_signals(void);
 /* In the child: make fd the descriptor target (no-op for fd < 0). 0 or -errno. */
 int cd_spawn_child_dup_stdio(int fd, int target);
 
+/* waitpid(pid, status, 0), again after EINTR: the pid, or -1 with errno. */
+pid_t cd_spawn_wait_pid(pid_t pid, int *status);
+
 /* dst = "a: b" (or "a" without b), truncated to size. */
 void cd_spawn_copy_stage(char *dst, size_t size, const char *a, const char *b);
 /* err (NULL-safe) = {code, the formatted message}. */

@@ -163,24 +163,12 @@ static CD_NORETURN void child_exec(const struct child_ctx *c)
 	int other = 0;
 	for (char **f = c->files; *f; f++) {
 		execve(*f, c->argv, envp);
-		switch (errno) {
-		case ENOENT:
-		case ENOTDIR:
-		case ENAMETOOLONG:
-		case ELOOP:
-		case ESTALE:
-		case ENODEV:
-		case ETIMEDOUT:
-			break;
-		case EACCES:
+		int e = errno;
+		enum cd_exec_miss m = cd_exec_miss_of(e);
+		if (m == CD_EXEC_DENIED)
 			eacces = true;
-			break;
-		default:
-			/* Found but not executable (ENOEXEC, ETXTBSY, E2BIG, ...). */
-			if (!other)
-				other = errno;
-			break;
-		}
+		else if (m == CD_EXEC_UNRUNNABLE && !other)
+			other = e;
 	}
 	if (other)
 		child_fail(c, CD_EXIT_CANNOT_EXEC, other, "exec", NULL);
@@ -240,15 +228,6 @@ static int read_report(int fd, struct cd_child_report *r)
 	if (got != sizeof(*r) || r->kind != CD_CHILD_FAILED)
 		return -EPIPE;
 	return 1;
-}
-
-static pid_t wait_pid(pid_t pid, int *status)
-{
-	pid_t r;
-	do
-		r = waitpid(pid, status, 0);
-	while (r < 0 && errno == EINTR);
-	return r;
 }
 
 /* Refuse a plan this host cannot carry out (see the top of this file). */
@@ -355,7 +334,7 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 				    rr == -EPIPE ? "truncated report" : "reading its report");
 	}
 	int status;
-	(void)wait_pid(pid, &status);
+	(void)cd_spawn_wait_pid(pid, &status);
 	if (err)
 		cd_spawn_format_error(err, o->argv[0], &rep);
 	r = -(rep.err > 0 ? rep.err : EIO);
@@ -402,7 +381,7 @@ int cd_child_wait(struct cd_child *c)
 			if (kill(-c->pid, SIGKILL) < 0)
 				break;
 	}
-	if (wait_pid(c->pid, &status) < 0)
+	if (cd_spawn_wait_pid(c->pid, &status) < 0)
 		return CD_EXIT_SETUP; /* a caller that ignores SIGCHLD: no status */
 	c->waited = true;
 	return cd_exit_code_from_status(status);

@@ -475,15 +475,6 @@ static int prepare_host_deferred(struct cd_backend_state **states, uint32_t defe
 	return 0;
 }
 
-static pid_t wait_pid(pid_t pid, int *status)
-{
-	pid_t r;
-	do
-		r = waitpid(pid, status, 0);
-	while (r < 0 && errno == EINTR);
-	return r;
-}
-
 /* Namespace flags the backends want created by clone() itself (see backend.h). */
 static unsigned long backend_clone_flags(struct cd_backend_state **states)
 {
@@ -603,7 +594,7 @@ static void run_elsewhere(pid_t pid, const cpu_set_t *affinity)
 static void reap_failed(struct cd_child *c, pid_t pid)
 {
 	int status;
-	wait_pid(pid, &status);
+	cd_spawn_wait_pid(pid, &status);
 	c->waited = true;
 	if (c->kill_tree) {
 		kill_tree(pid);
@@ -1482,7 +1473,7 @@ static void stop_relay(struct cd_child *c)
 int cd_child_wait(struct cd_child *c)
 {
 	int status = 0;
-	if (wait_pid(c->pid, &status) < 0) {
+	if (cd_spawn_wait_pid(c->pid, &status) < 0) {
 		/*
 		 * No status (a caller that ignores SIGCHLD): whatever the
 		 * sandbox left may still run. Kill it all when we can; the

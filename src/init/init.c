@@ -79,24 +79,11 @@ _Noreturn void cd_init_exec(const struct cd_init_args *a)
 			buf[dl] = '/';
 			scopy(buf + dl + 1, a->file, flen + 1);
 			e = -cd_isys3(__NR_execve, buf, a->argv, a->envp);
-			switch (e) {
-			case ENOENT:
-			case ENOTDIR:
-			case ENAMETOOLONG:
-			case ELOOP:
-			case ESTALE:
-			case ENODEV:
-			case ETIMEDOUT:
-				break;
-			case EACCES:
+			enum cd_exec_miss m = cd_exec_miss_of(e);
+			if (m == CD_EXEC_DENIED)
 				eacces = true;
-				break;
-			default:
-				/* Found but not executable (ENOEXEC, ETXTBSY, E2BIG, ...). */
-				if (!other)
-					other = e;
-				break;
-			}
+			else if (m == CD_EXEC_UNRUNNABLE && !other)
+				other = e;
 		}
 		if (!*end)
 			break;

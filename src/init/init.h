@@ -24,6 +24,7 @@
  * struct cd_child_report, then the process exits with the report's code.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 
 /* Exit codes (the public convention: bwrap, podman, minijail). */
@@ -87,6 +88,37 @@ _Noreturn void cd_init_fail(int fd, int code, int err, const char *stage, const 
  * found) and exits with it. Never returns.
  */
 _Noreturn void cd_init_exec(const struct cd_init_args *a);
+
+/*
+ * How a PATH search counts a failed execve of one candidate (cd_init_exec,
+ * and src/spawn-posix.c's search on macOS): nothing runnable by that name
+ * there (look on), one there that may not be executed (look on; EACCES if
+ * nothing else is found), or one there that cannot be executed (the first
+ * such error is reported).
+ */
+enum cd_exec_miss {
+	CD_EXEC_ABSENT,
+	CD_EXEC_DENIED,
+	CD_EXEC_UNRUNNABLE, /* ENOEXEC, ETXTBSY, E2BIG, ... */
+};
+
+static inline enum cd_exec_miss cd_exec_miss_of(long e)
+{
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+	case ENAMETOOLONG:
+	case ELOOP:
+	case ESTALE:
+	case ENODEV:
+	case ETIMEDOUT:
+		return CD_EXEC_ABSENT;
+	case EACCES:
+		return CD_EXEC_DENIED;
+	default:
+		return CD_EXEC_UNRUNNABLE;
+	}
+}
 
 /*
  * Run as the init of a new pid namespace, already sandboxed like the
