@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,7 +51,7 @@ void cd_spawn_child_reset_signals(void)
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-int cd_spawn_child_dup_stdio(int fd, int target)
+static int child_dup_stdio(int fd, int target)
 {
 	if (fd < 0)
 		return 0;
@@ -62,6 +63,20 @@ int cd_spawn_child_dup_stdio(int fd, int target)
 		return 0;
 	}
 	if (dup2(fd, target) < 0)
+		return -errno;
+	return 0;
+}
+
+int cd_spawn_child_stdio(const struct cd_spawn_opts *o, const char **ret_stage)
+{
+	int r;
+	*ret_stage = "stdio";
+	if ((r = child_dup_stdio(o->stdin_fd, 0)) < 0 ||
+	    (r = child_dup_stdio(o->stdout_fd, 1)) < 0 ||
+	    (r = child_dup_stdio(o->stderr_fd, 2)) < 0)
+		return r;
+	*ret_stage = "controlling terminal";
+	if (o->tty && ioctl(0, TIOCSCTTY, 0) < 0)
 		return -errno;
 	return 0;
 }

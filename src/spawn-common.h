@@ -27,8 +27,12 @@ const char *cd_spawn_env_path(char *const *envp);
  * fork).
  */
 void cd_spawn_child_reset_signals(void);
-/* In the child: make fd the descriptor target (no-op for fd < 0). 0 or -errno. */
-int cd_spawn_child_dup_stdio(int fd, int target);
+/*
+ * In the child: o's descriptors become 0, 1 and 2 (each one that is >= 0),
+ * and with o->tty, 0 becomes the controlling terminal. 0, or -errno with
+ * *ret_stage naming the step ("stdio", "controlling terminal").
+ */
+int cd_spawn_child_stdio(const struct cd_spawn_opts *o, const char **ret_stage);
 
 /* waitpid(pid, status, 0), again after EINTR: the pid, or -1 with errno. */
 pid_t cd_spawn_wait_pid(pid_t pid, int *status);

@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -186,13 +185,10 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	/* The parent died before the fork returned here: nobody waits for us. */
 	if (getppid() != c->parent)
 		_exit(CD_EXIT_SETUP);
-	int r;
-	if ((r = cd_spawn_child_dup_stdio(o->stdin_fd, 0)) < 0 ||
-	    (r = cd_spawn_child_dup_stdio(o->stdout_fd, 1)) < 0 ||
-	    (r = cd_spawn_child_dup_stdio(o->stderr_fd, 2)) < 0)
-		child_fail(c, CD_EXIT_SETUP, -r, "stdio", NULL);
-	if (o->tty && ioctl(0, TIOCSCTTY, 0) < 0)
-		child_fail(c, CD_EXIT_SETUP, errno, "controlling terminal", NULL);
+	const char *stage;
+	int r = cd_spawn_child_stdio(o, &stage);
+	if (r < 0)
+		child_fail(c, CD_EXIT_SETUP, -r, stage, NULL);
 	for (long fd = 3; fd <= c->max_fd; fd++) {
 		int fl = fcntl((int)fd, F_GETFD);
 		if (fl >= 0 && !(fl & FD_CLOEXEC))

@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -353,13 +352,10 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	if (c->new_pid_ns ? parent_gone(c->report_fd) : getppid() != c->parent)
 		_exit(CD_EXIT_SETUP);
 
-	int r;
-	if ((r = cd_spawn_child_dup_stdio(o->stdin_fd, 0)) < 0 ||
-	    (r = cd_spawn_child_dup_stdio(o->stdout_fd, 1)) < 0 ||
-	    (r = cd_spawn_child_dup_stdio(o->stderr_fd, 2)) < 0)
-		child_fail(c, CD_EXIT_SETUP, -r, "stdio", NULL);
-	if (o->tty && ioctl(0, TIOCSCTTY, 0) < 0)
-		child_fail(c, CD_EXIT_SETUP, errno, "controlling terminal", NULL);
+	const char *stage;
+	int r = cd_spawn_child_stdio(o, &stage);
+	if (r < 0)
+		child_fail(c, CD_EXIT_SETUP, -r, stage, NULL);
 	child_fds_above_stdio(c);
 
 	if (c->states)
