@@ -22,7 +22,7 @@
  *    (setsid, setpgid) is out of reach. The group is killed while the
  *    command is still a zombie, so its id cannot yet name anyone else's.
  *  - Every descriptor above 2 is marked close-on-exec one by one, up to
- *    the soft RLIMIT_NOFILE at least (highest_fd): no close_range.
+ *    the descriptor table's size at least (highest_fd): no close_range.
  *  - No pidfd (cd_child_pidfd is -1: the caller watches SIGCHLD), no mount
  *    namespace to empty, no limits to report.
  */
@@ -36,9 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shared/fd-util.h"
@@ -72,21 +72,20 @@ struct child_ctx {
  * cordon's own is close-on-exec already, but on macOS socket(), pipe() and
  * accept() set the flag only with a later fcntl (fd-util.h), so one that
  * another thread opens just before the fork may still lack it. Any
- * descriptor opened from now on is below the soft RLIMIT_NOFILE, and one
- * opened earlier under a higher limit is listed in /dev/fd (on macOS and
- * Linux alike): the larger of the two covers both. An unlimited limit is
- * taken as 2^20 descriptors (Linux's default nr_open; macOS stops at
- * kern.maxfilesperproc, far below).
+ * descriptor opened from now on is below the size of the descriptor table
+ * (getdtablesize: the soft RLIMIT_NOFILE, and on macOS no more than
+ * kern.maxfilesperproc, 10,240 by default, so a limit raised to "unlimited"
+ * costs a few milliseconds, not a million fcntl calls), and one opened
+ * earlier under a higher limit is listed in /dev/fd (on macOS and Linux
+ * alike): the larger of the two covers both. Linux's own unlimited table
+ * is taken as 2^20 (its default nr_open).
  */
 #define MAX_FD_UNLIMITED (1 << 20)
 
 static int highest_fd(void)
 {
-	struct rlimit rl;
-	int max = MAX_FD_UNLIMITED - 1;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < MAX_FD_UNLIMITED)
-		max = (int)rl.rlim_cur - 1;
+	int table = getdtablesize();
+	int max = table <= 0 || table == INT_MAX ? MAX_FD_UNLIMITED - 1 : table - 1;
 	DIR *d = opendir("/dev/fd");
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
@@ -352,9 +351,11 @@ int cd_child_pidfd(struct cd_child *c)
 }
 
 /*
- * kill_tree's rounds: a member of the group that forks while the group is
- * signalled may make a child the signal does not reach (Linux refuses such
- * a fork; whether macOS does is not known), but the next round does.
+ * kill_tree's rounds, a millisecond apart: a member of the group that forks
+ * while the group is signalled may make a child the signal does not reach
+ * (Linux refuses such a fork; whether macOS does is not known), which a
+ * later round does. Listing the group (libproc's proc_listpgrppids) until
+ * only zombies are left would be exact; it is not built.
  */
 #define KILL_GROUP_ROUNDS 3
 
@@ -373,9 +374,12 @@ int cd_child_wait(struct cd_child *c)
 		do
 			w = waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT);
 		while (w < 0 && errno == EINTR);
-		for (int i = 0; w == 0 && i < KILL_GROUP_ROUNDS; i++)
-			if (kill(-c->pid, SIGKILL) < 0)
+		for (int i = 0; w == 0 && i < KILL_GROUP_ROUNDS; i++) {
+			if (i)
+				nanosleep(&(struct timespec){ .tv_nsec = 1000 * 1000 }, NULL);
+			if (kill(-c->pid, SIGKILL) < 0 && errno == ESRCH)
 				break;
+		}
 	}
 	if (cd_spawn_wait_pid(c->pid, &status) < 0)
 		return CD_EXIT_SETUP; /* a caller that ignores SIGCHLD: no status */

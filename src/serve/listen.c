@@ -597,11 +597,13 @@ static int check_owner_lookup(int fd, const char *where)
 			     "namespace. Pass --auth-token-file FILE",
 			     where, r == 0 ? (unsigned)uid : (unsigned)geteuid(),
 			     (unsigned)geteuid());
+#ifndef __linux__
 	else if (r == -ENOTSUP)
 		cd_log_error("serve: ws://%s: cannot tell which user a loopback client is: %s. "
 			     "Pass --auth-token-file FILE (or --allow-local-users to admit every "
 			     "local user)",
 			     where, cd_peer_strerror(r));
+#endif
 	else
 		cd_log_error("serve: ws://%s: cannot tell which user a loopback client is: the "
 			     "kernel's socket diagnostics (NETLINK_SOCK_DIAG) answered: %s. Hint: "

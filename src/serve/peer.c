@@ -334,8 +334,10 @@ const char *cd_peer_strerror(int r)
 		return "the owner's uid is not mapped in the server's user namespace";
 	case EPROTO:
 		return "the kernel's socket diagnostics gave an unexpected answer";
+#ifndef __linux__
 	case ENOTSUP:
 		return "this host has no socket diagnostics to ask (they are Linux's)";
+#endif
 	default:
 		return strerror(-r);
 	}

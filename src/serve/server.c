@@ -1093,48 +1093,29 @@ bool cd_serve_sighup_ignored(void)
 /* The signals that end the server: SIGTERM, SIGINT, and SIGHUP unless nohup'ed. */
 static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP };
 
+#ifdef __linux__
+/*
+ * Whether this server's user could change what p executes (the very file
+ * found, executed by descriptor): it may write it, or owns it and so may
+ * make it writable (chmod), which Landlock does not govern.
+ */
+static bool program_writable(const struct cd_program *p)
+{
+	char fdpath[64];
+	struct stat st;
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", p->fd);
+	if (access(fdpath, W_OK) == 0 || errno != EACCES)
+		return true;
+	return fstat(p->fd, &st) < 0 || st.st_uid == geteuid();
+}
+
 /*
  * Find a program the server executes in its sandboxes and seal a copy of it
  * in memory: the file may lie where a sandbox can write (a build tree in a
  * workspace, a copy in /tmp), and a sandbox that changed it would run code
  * in every later one. Without a sealed copy, only a file the server cannot
- * write itself (and so no sandbox of it) will do. 0, or -1 after logging.
+ * change itself (and so no sandbox of it) will do. 0, or -1 after logging.
  */
-/*
- * Whether this server's user could change what p executes: the very file
- * found, executed by descriptor on Linux; on macOS, executed by its path,
- * also any directory on the way, in which it or a directory above it could
- * be renamed and replaced.
- */
-static bool program_writable(const struct cd_program *p)
-{
-#ifdef __linux__
-	char fdpath[64];
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", p->fd);
-	return access(fdpath, W_OK) == 0 || errno != EACCES;
-#else
-	char *path = cd_xstrdup(p->path);
-	bool writable = false;
-	for (char *slash = NULL; !writable;) {
-		writable = access(path, W_OK) == 0 || errno != EACCES;
-		slash = strrchr(path, '/');
-		if (!slash || slash == path)
-			break;
-		*slash = '\0';
-	}
-	if (!writable)
-		writable = access("/", W_OK) == 0 || errno != EACCES;
-	free(path);
-	return writable;
-#endif
-}
-
-#ifdef __linux__
-#define SEAL_HINT ", or allow executable memfds (vm.memfd_noexec)"
-#else
-#define SEAL_HINT "" /* no memfd: only such an installation will do */
-#endif
-
 static int open_program(const char *name, struct cd_program *p)
 {
 	char *why = NULL;
@@ -1146,9 +1127,10 @@ static int open_program(const char *name, struct cd_program *p)
 	if (cd_program_seal(p, &why) == 0)
 		return 0;
 	if (program_writable(p)) {
-		cd_log_error("serve: %s, and the file is writable by this server's user, so its "
-			     "sandboxes could change it; install cordon where only root can "
-			     "write" SEAL_HINT,
+		cd_log_error("serve: %s, and the file can be changed by this server's user (it "
+			     "may write it, or owns it), so its sandboxes could change it; install "
+			     "cordon where only root can write, or allow executable memfds "
+			     "(vm.memfd_noexec)",
 			     why);
 		free(why);
 		return -1;
@@ -1157,6 +1139,7 @@ static int open_program(const char *name, struct cd_program *p)
 	free(why);
 	return 0;
 }
+#endif
 
 static bool workers_left;
 
@@ -1193,16 +1176,20 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * cordon-fs-helper (fs.c), both executed by descriptor: found once,
 	 * here, so that a broken installation fails now, not at each request.
 	 */
+	/*
+	 * macOS has no pid namespaces, so no cordon-init, and the fs helper
+	 * does not run under sandbox-exec yet: a sandboxed fs request is
+	 * refused there (fs-helper.c). Once it does, its policies must deny
+	 * writing the helper and pin the directories above it, as they do for
+	 * the token (cd_seatbelt_input.hidden): there it runs by its path.
+	 */
 #ifdef __linux__
 	if (open_program(CD_INIT_PROGRAM, &srv.init) < 0 ||
 	    open_program(CD_FS_HELPER_PROGRAM, &srv.fs_helper) < 0) {
-#else
-	/* No pid namespaces, so no cordon-init (whose system calls are Linux's). */
-	if (open_program(CD_FS_HELPER_PROGRAM, &srv.fs_helper) < 0) {
-#endif
 		cd_program_done(&srv.init);
 		return 1;
 	}
+#endif
 	/* A sealed copy needs no Landlock rule: see cd_program_seal. */
 	srv.opts.lopts.init_program = srv.init.sealed ? NULL : srv.init.path;
 	srv.fs_lopts = srv.opts.lopts;

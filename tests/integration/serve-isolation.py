@@ -298,6 +298,39 @@ def programs(base):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def unsealed(base):
+    """Without a sealed copy (CORDON_TEST_DISABLE=seal stands for a host
+    without executable memfds), a program is executed from its file only if
+    the server's user can neither write it nor make it writable: one it owns
+    refuses the start, even read-only, and so does any as root."""
+    here = os.path.dirname(os.path.realpath(CORDON))
+    env = dict(os.environ, CORDON_TEST_DISABLE="seal")
+    env.pop("CORDON_TEST_SEATBELT_EXEC", None)
+    p = subprocess.run([CORDON, "serve"], capture_output=True, text=True, env=env,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    owned = os.stat(os.path.join(here, "cordon-init")).st_uid == os.geteuid()
+    if os.geteuid() == 0 or owned:
+        t.ok(p.returncode == 1 and "can be changed by this server's user" in p.stderr,
+             "unsealed: programs this user can change refuse the start", (p.returncode, p.stderr))
+    else:
+        t.ok(p.returncode == 0 and "executing it from its file" in p.stderr,
+             "unsealed: programs of another user, not writable, run from their files (a warning)",
+             (p.returncode, p.stderr))
+    d = tempfile.mkdtemp(prefix="bin-", dir=base)
+    try:
+        for name in ("cordon", "cordon-init", "cordon-fs-helper"):
+            shutil.copy(os.path.join(here, name), os.path.join(d, name))
+            os.chmod(os.path.join(d, name), 0o555)
+        p = subprocess.run([os.path.join(d, "cordon"), "serve"], capture_output=True, text=True,
+                           env=env, stdin=subprocess.DEVNULL, timeout=60)
+        t.ok(p.returncode == 1 and "can be changed by this server's user (it may write it, or "
+             "owns it)" in p.stderr,
+             "unsealed: a read-only program this user owns refuses the start (chmod would do)",
+             (p.returncode, p.stderr))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def sealed(tag, base):
     """The programs the server executes in its sandboxes are copies sealed in
     memory: a sandbox (or anyone) that rewrites the files afterwards changes
@@ -342,4 +375,5 @@ with tempfile.TemporaryDirectory(prefix="cordon-serve-iso-") as base:
         t.guard("[%s] lost report" % loop, lost_report, loop, base)
         t.guard("[%s] sealed programs" % loop, sealed, loop, base)
     t.guard("programs", programs, base)
+    t.guard("unsealed programs", unsealed, base)
 t.done()

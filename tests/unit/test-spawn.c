@@ -426,7 +426,7 @@ END_TEST
  * Another thread opens a descriptor without close-on-exec between the
  * spawn's look at the descriptors and its fork (macOS's socket() and
  * pipe() get the flag only afterwards): the fork (linked with
- * -Wl,--wrap=fork) does it here, at the highest number the limit allows.
+ * -Wl,--wrap=fork) does it here.
  */
 pid_t __real_fork(void);
 pid_t __wrap_fork(void);
@@ -447,13 +447,27 @@ pid_t __wrap_fork(void)
 
 START_TEST(test_fd_opened_before_fork)
 {
+	/* A table of 512, and above it a descriptor opened while the limit was higher. */
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(dup2(p[0], 600), 600);
+	close(p[0]);
+	close(p[1]);
 	struct rlimit rl;
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	fork_opens = rl.rlim_cur > 4096 ? 4095 : (int)rl.rlim_cur - 1;
+	rl.rlim_cur = 512;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
 	struct cd_spawn_opts o = { 0 };
 	struct run r;
 	run_probe("info", NULL, &o, &r);
-	ck_assert_int_eq(fcntl(fork_opens, F_GETFD), 0); /* it was there, inheritable */
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_msg(strstr(r.out, "fds=\n"), "inherited: %s", r.out);
+	close(600);
+
+	/* None above the table: one opened at its top just before the fork. */
+	fork_opens = 511;
+	run_probe("info", NULL, &o, &r);
+	ck_assert_int_eq(fcntl(511, F_GETFD), 0); /* it was there, inheritable */
 	fork_opens = -1;
 	ck_assert_int_eq(r.code, 0);
 	ck_assert_msg(strstr(r.out, "fds=\n"), "inherited: %s", r.out);
