@@ -211,7 +211,7 @@ class RpcMixin:
         deadline = time.monotonic() + timeout
         while not self.pending:
             if self.out_eof:
-                raise Eof("server closed stdout")
+                raise Eof("server closed stdout" + self.eof_detail())
             if time.monotonic() >= deadline:
                 raise Timeout("no message within %.1f s" % timeout)
             self._pump(deadline)
@@ -235,13 +235,17 @@ class RpcMixin:
                 else:
                     return self.pending.pop(k)
             if self.out_eof:
-                raise Eof("server closed stdout")
+                raise Eof("server closed stdout" + self.eof_detail())
             if time.monotonic() >= deadline:
                 raise Timeout("no response within %.1f s" % timeout)
             self._pump(deadline)
 
     def send(self, obj):
         self.send_raw(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def eof_detail(self):
+        """What the transport knows of why the server went: nothing by default."""
+        return ""
 
     def notify(self, method, params=None):
         msg = {"method": method}
@@ -559,6 +563,15 @@ class Server(RpcMixin):
     def stderr_text(self):
         return self.err.decode(errors="replace")
 
+    def eof_detail(self):
+        """The server's stderr to its end and its exit status, for an Eof."""
+        try:
+            text = self.output_to_eof()
+            code = self.p.wait(timeout=WAIT)
+        except Exception as e:  # noqa: BLE001 - a detail for a message, never a failure
+            return " (and its stderr and status cannot be read: %r)" % e
+        return " (status %s; stderr: %r)" % (code, text[-1500:])
+
     def output_to_eof(self):
         """Read stdout and stderr to their ends (the server exited); stderr's text."""
         deadline = time.monotonic() + WAIT
@@ -785,6 +798,30 @@ def wait_gone(pids, timeout=None):
     return not any(pid_alive(p) for p in pids)
 
 
+# The start time (in clock ticks since boot) of every process a helper here
+# found by its number: kill_quietly signals such a pid only while it is still
+# that process. Tests run in parallel (make -j), and on a host with a pid_max
+# of 32768 a number freed by a test's process is soon another test's: a late
+# cleanup SIGKILLed another test's server that way.
+_found_start = {}
+
+
+def _start_time(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+        return int(st[st.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _found(pid):
+    born = _start_time(pid)
+    if born is not None:
+        _found_start[pid] = born
+    return pid
+
+
 def children_of(pid):
     """Direct children of pid, from /proc/<pid>/task/*/children."""
     out = []
@@ -795,7 +832,7 @@ def children_of(pid):
     for t in tasks:
         try:
             with open("/proc/%d/task/%s/children" % (pid, t)) as f:
-                out += [int(x) for x in f.read().split()]
+                out += [_found(int(x)) for x in f.read().split()]
         except OSError:
             pass
     return out
@@ -843,7 +880,7 @@ def pids_by_cmdline(match):
         try:
             with open("/proc/%s/cmdline" % p, "rb") as f:
                 if match(f.read()):
-                    found.append(int(p))
+                    found.append(_found(int(p)))
         except OSError:
             pass
     return found
@@ -891,10 +928,28 @@ def wait_asleep(pid, timeout=None):
 
 
 def kill_quietly(pid, sig=signal.SIGKILL):
+    """Signal pid, ignoring errors. A pid found by children_of or pids_by_cmdline
+    is signalled only while it is still the process found (through a pidfd, so
+    that the number cannot change hands between the check and the signal); any
+    other (a child of ours not yet waited for) as it is."""
+    born = _found_start.get(pid)
+    if born is None:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+        return
     try:
-        os.kill(pid, sig)
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        if _start_time(pid) == born:
+            signal.pidfd_send_signal(fd, sig)
     except OSError:
         pass
+    finally:
+        os.close(fd)
 
 
 # ---- a hung file system: FUSE with nobody answering (root) ----------------
