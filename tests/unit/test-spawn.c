@@ -144,6 +144,14 @@ static void assert_no_child(void)
 	ck_assert_int_eq(errno, ECHILD);
 }
 
+/* The spawn failed before exec as expected: its return, exit code and exact message. */
+static void assert_failed(const struct run *r, int rc, int code, const char *msg)
+{
+	ck_assert_int_eq(r->rc, rc);
+	ck_assert_int_eq(r->code, code);
+	ck_assert_str_eq(r->err.msg, msg);
+}
+
 static void write_file(const char *path, const char *text, mode_t mode)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -151,6 +159,28 @@ static void write_file(const char *path, const char *text, mode_t mode)
 	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
 	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+/* What prog_dir puts in its directory under the name cd-prog. */
+enum prog {
+	PROG_NO_X,    /* a script without an x bit: EACCES, root too */
+	PROG_GARBAGE, /* executable, but no program: ENOEXEC */
+	PROG_PROBE,   /* this program (a symlink) */
+};
+
+/* tmpdir/name, made, with cd-prog in it as kind says; dir gets its path. */
+static void prog_dir(char *dir, size_t size, const char *name, enum prog kind)
+{
+	char f[PATH_MAX];
+	snprintf(dir, size, "%s/%s", tmpdir, name);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	snprintf(f, sizeof(f), "%s/cd-prog", dir);
+	if (kind == PROG_NO_X)
+		write_file(f, "#!/bin/sh\nexit 1\n", 0644);
+	else if (kind == PROG_GARBAGE)
+		write_file(f, "\x01\x02 not a program\n", 0755);
+	else
+		ck_assert_int_eq(symlink(self, f), 0);
 }
 
 static void setup(void)
@@ -282,9 +312,7 @@ START_TEST(test_path_is_the_commands)
 	char *sh[] = { "sh", "-c", "exit 0", NULL };
 	struct cd_spawn_opts o2 = { .argv = sh, .envp = noenv, .stdin_fd = -1, .stderr_fd = -1 };
 	run(&o2, &r);
-	ck_assert_int_eq(r.rc, -ENOENT);
-	ck_assert_int_eq(r.code, 127);
-	ck_assert_str_eq(r.err.msg, "sh: command not found");
+	assert_failed(&r, -ENOENT, 127, "sh: command not found");
 	assert_no_child();
 }
 END_TEST
@@ -292,15 +320,9 @@ END_TEST
 /* A file that may not be executed (no x bit: root too) is passed over for a later one. */
 START_TEST(test_path_eacces)
 {
-	char d1[128], d2[128], f[160], env_path[300];
-	snprintf(d1, sizeof(d1), "%s/a", tmpdir);
-	snprintf(d2, sizeof(d2), "%s/b", tmpdir);
-	ck_assert_int_eq(mkdir(d1, 0755), 0);
-	ck_assert_int_eq(mkdir(d2, 0755), 0);
-	snprintf(f, sizeof(f), "%s/cd-prog", d1);
-	write_file(f, "#!/bin/sh\nexit 1\n", 0644);
-	snprintf(f, sizeof(f), "%s/cd-prog", d2);
-	ck_assert_int_eq(symlink(self, f), 0);
+	char d1[128], d2[128], env_path[300];
+	prog_dir(d1, sizeof(d1), "a", PROG_NO_X);
+	prog_dir(d2, sizeof(d2), "b", PROG_PROBE);
 	snprintf(env_path, sizeof(env_path), "PATH=%s:%s", d1, d2);
 	char *env[] = { env_path, NULL };
 	char *argv[] = { "cd-prog", "probe", "exit", "4", NULL };
@@ -314,54 +336,42 @@ END_TEST
 /* ... and reported when there is none. */
 START_TEST(test_path_eacces_alone)
 {
-	char d1[128], f[160], env_path[300];
-	snprintf(d1, sizeof(d1), "%s/a", tmpdir);
-	ck_assert_int_eq(mkdir(d1, 0755), 0);
-	snprintf(f, sizeof(f), "%s/cd-prog", d1);
-	write_file(f, "#!/bin/sh\nexit 1\n", 0644);
+	char d1[128], d2[128], env_path[300];
+	prog_dir(d1, sizeof(d1), "a", PROG_NO_X);
 	snprintf(env_path, sizeof(env_path), "PATH=%s", d1);
 	char *env[] = { env_path, NULL };
 	char *argv[] = { "cd-prog", NULL };
 	struct cd_spawn_opts o = { .argv = argv, .envp = env, .stdin_fd = -1, .stderr_fd = -1 };
 	struct run r;
 	run(&o, &r);
-	ck_assert_int_eq(r.rc, -EACCES);
-	ck_assert_int_eq(r.code, 126);
-	ck_assert_str_eq(r.err.msg, "cd-prog: cannot execute: Permission denied");
+	assert_failed(&r, -EACCES, 126, "cd-prog: cannot execute: Permission denied");
 
 	/* A file found that is no program says more than one that may not run. */
-	char d2[128];
-	snprintf(d2, sizeof(d2), "%s/b", tmpdir);
-	ck_assert_int_eq(mkdir(d2, 0755), 0);
-	snprintf(f, sizeof(f), "%s/cd-prog", d2);
-	write_file(f, "\x01\x02 not a program\n", 0755);
+	prog_dir(d2, sizeof(d2), "b", PROG_GARBAGE);
 	snprintf(env_path, sizeof(env_path), "PATH=%s:%s", d1, d2);
 	run(&o, &r);
-	ck_assert_int_eq(r.rc, -ENOEXEC);
-	ck_assert_str_eq(r.err.msg, "cd-prog: cannot execute: Exec format error");
+	assert_failed(&r, -ENOEXEC, 126, "cd-prog: cannot execute: Exec format error");
 	assert_no_child();
 }
 END_TEST
 
 START_TEST(test_by_path_failures)
 {
-	char f[160];
-	snprintf(f, sizeof(f), "%s/garbage", tmpdir);
-	write_file(f, "\x01\x02 not a program\n", 0755);
+	char d[128], f[160];
+	prog_dir(d, sizeof(d), "g", PROG_GARBAGE);
+	snprintf(f, sizeof(f), "%s/cd-prog", d);
 	char *argv[] = { f, NULL };
 	struct cd_spawn_opts o = { .argv = argv, .stdin_fd = -1, .stderr_fd = -1 };
 	struct run r;
 	run(&o, &r);
-	ck_assert_int_eq(r.rc, -ENOEXEC);
-	ck_assert_int_eq(r.code, 126);
-	ck_assert_ptr_nonnull(strstr(r.err.msg, ": cannot execute: Exec format error"));
+	char msg[256];
+	snprintf(msg, sizeof(msg), "%s: cannot execute: Exec format error", f);
+	assert_failed(&r, -ENOEXEC, 126, msg);
 
 	char *missing[] = { "/nonexistent/cd-prog", NULL };
 	o.argv = missing;
 	run(&o, &r);
-	ck_assert_int_eq(r.rc, -ENOENT);
-	ck_assert_int_eq(r.code, 127);
-	ck_assert_str_eq(r.err.msg, "/nonexistent/cd-prog: command not found");
+	assert_failed(&r, -ENOENT, 127, "/nonexistent/cd-prog: command not found");
 	assert_no_child();
 }
 END_TEST
@@ -371,9 +381,7 @@ START_TEST(test_chdir_failure)
 	struct cd_spawn_opts o = { .cwd = "/nonexistent/dir" };
 	struct run r;
 	run_probe("exit", "0", &o, &r);
-	ck_assert_int_eq(r.rc, -ENOENT);
-	ck_assert_int_eq(r.code, 125);
-	ck_assert_str_eq(r.err.msg, "chdir: /nonexistent/dir: No such file or directory");
+	assert_failed(&r, -ENOENT, 125, "chdir: /nonexistent/dir: No such file or directory");
 	assert_no_child();
 }
 END_TEST
