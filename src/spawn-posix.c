@@ -14,7 +14,9 @@
  *
  * What Linux has and this does not, said in spawn.h's terms:
  *  - No sandbox of its own: a sandboxed Linux plan, or one with resource
- *    limits, is refused (125) before anything runs.
+ *    limits, is refused (125) before anything runs. The limits macOS can
+ *    enforce come as rlimits (cd_spawn_opts.rlimits), set right before the
+ *    exec.
  *  - No PR_SET_PDEATHSIG: the command outlives a supervisor that dies
  *    without ending it (cordon serve ends its processes when it stops).
  *  - kill_tree kills the command's process group, not every descendant:
@@ -25,6 +27,8 @@
  *    the descriptor table's size at least (highest_fd): no close_range.
  *  - No pidfd (cd_child_pidfd is -1: the caller watches SIGCHLD), no mount
  *    namespace to empty, no limits to report.
+ *  - cd_kill_children reaches the children this file started and their
+ *    process groups (kept in a list until cd_child_free), not orphans.
  */
 #include "config.h"
 
@@ -32,16 +36,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shared/fd-util.h"
+#include "shared/rlimit.h"
 #include "spawn-common.h"
 #include "spawn.h"
 
@@ -49,7 +56,12 @@ struct cd_child {
 	pid_t pid;
 	bool waited;
 	bool kill_tree;
+	struct cd_child *prev, *next; /* live, for cd_kill_children */
 };
+
+/* Every cd_child not yet freed (the fs workers spawn too: locked). */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cd_child *live;
 
 /*
  * Everything the child needs, computed before fork: the child must not
@@ -62,7 +74,12 @@ struct child_ctx {
 	char **files;
 	bool search;
 	const char *exec_step; /* the stage's step when exec fails: o->program's path */
-	int max_fd;	       /* the highest the child marks (highest_fd) */
+	/* o->rlimits as setrlimit takes them (none: n_rl 0), computed before the fork. */
+	int rl_res[CD_LIMIT_COUNT];
+	struct rlimit rl[CD_LIMIT_COUNT];
+	const char *rl_name[CD_LIMIT_COUNT];
+	size_t n_rl;
+	int max_fd; /* the highest the child marks (highest_fd) */
 	int report_fd;
 	pid_t parent;
 };
@@ -195,6 +212,10 @@ static CD_NORETURN void child_run(const struct child_ctx *c)
 	}
 	if (o->cwd && chdir(o->cwd) < 0)
 		child_fail(c, CD_EXIT_SETUP, errno, "chdir", o->cwd);
+	/* Last before the exec: nothing above needs more than the limits allow. */
+	for (size_t i = 0; i < c->n_rl; i++)
+		if (setrlimit(c->rl_res[i], &c->rl[i]) < 0)
+			child_fail(c, CD_EXIT_SETUP, errno, "setrlimit", c->rl_name[i]);
 	child_exec(c);
 }
 
@@ -245,6 +266,29 @@ static int refuse_plan(const struct cd_linux_plan *lp, struct cd_spawn_error *er
 	return 0;
 }
 
+/* o->rlimits into c, each an rlimit exactly; -EINVAL with err for one that is not. */
+static int plan_rlimits(const struct cd_limits *L, struct child_ctx *c, struct cd_spawn_error *err)
+{
+	for (int l = 0; L && l < CD_LIMIT_COUNT; l++) {
+		if (!cd_limits_has(L, (enum cd_limit)l))
+			continue;
+		int rl = cd_limit_rlimit((enum cd_limit)l);
+		int res = rl < 0 ? -1 : cd_rlimit_resource((enum cd_rlimit)rl);
+		rlim_t v = (rlim_t)L->v[l];
+		if (res < 0 || (uint64_t)v != L->v[l]) {
+			cd_spawn_set_error(err, CD_EXIT_SETUP,
+					   "the %s limit cannot be set as an rlimit here: not run",
+					   cd_limit_info((enum cd_limit)l)->name);
+			return -EINVAL;
+		}
+		c->rl_res[c->n_rl] = res;
+		c->rl[c->n_rl] = (struct rlimit){ .rlim_cur = v, .rlim_max = v };
+		c->rl_name[c->n_rl] = cd_rlimit_name((enum cd_rlimit)rl);
+		c->n_rl++;
+	}
+	return 0;
+}
+
 int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err)
 {
 	int r = refuse_plan(o->lp, err);
@@ -276,6 +320,9 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 	}
 	ctx.files = files;
 	ctx.max_fd = highest_fd();
+	r = plan_rlimits(o->rlimits, &ctx, err);
+	if (r < 0)
+		goto out;
 
 	int pfd[2];
 	r = cd_pipe2(pfd, O_CLOEXEC);
@@ -311,6 +358,12 @@ int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spa
 		struct cd_child *c = cd_xcalloc(1, sizeof(*c));
 		c->pid = pid;
 		c->kill_tree = o->kill_tree;
+		pthread_mutex_lock(&live_lock);
+		c->next = live;
+		if (live)
+			live->prev = c;
+		live = c;
+		pthread_mutex_unlock(&live_lock);
 		*ret = c;
 		r = 0;
 		goto out;
@@ -402,8 +455,43 @@ int cd_child_limit_reason(struct cd_child *c, int exit_code, char *buf, size_t s
 	return -1;
 }
 
+/*
+ * The children not yet freed, and their groups (each leads its own: setsid).
+ * Only one still unreaped is signalled: a zombie or a live child keeps its
+ * pid, and so its group's id, from anyone else; one the caller reaped
+ * already (waitid: ECHILD) may have given its number away.
+ */
+void cd_kill_children(void)
+{
+	pthread_mutex_lock(&live_lock);
+	for (struct cd_child *c = live; c; c = c->next) {
+		siginfo_t si;
+		int w;
+		if (c->waited)
+			continue;
+		do
+			w = waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT);
+		while (w < 0 && errno == EINTR);
+		if (w < 0)
+			continue;
+		(void)kill(-c->pid, SIGKILL);
+		(void)kill(c->pid, SIGKILL);
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
 struct cd_child *cd_child_free(struct cd_child *c)
 {
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&live_lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (live == c)
+		live = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&live_lock);
 	free(c);
 	return NULL;
 }

@@ -817,6 +817,14 @@ static void drop_mnt_ns(struct cd_child *c)
 
 int cd_spawn(const struct cd_spawn_opts *o, struct cd_child **ret, struct cd_spawn_error *err)
 {
+	/* Linux's limits are the plan's (lp->limits), enforced with cgroups where rlimits fall short. */
+	if (o->rlimits && cd_limits_any(o->rlimits)) {
+		cd_spawn_set_error(
+			err, CD_EXIT_SETUP,
+			"resource limits on Linux go through the sandbox plan, not as bare "
+			"rlimits: not run");
+		return -EINVAL;
+	}
 	size_t n = n_backends();
 	bool sandboxed = o->lp && o->lp->sandboxed;
 	struct cd_child *c = cd_xcalloc(1, sizeof(*c));

@@ -102,6 +102,14 @@ struct cd_spawn_opts {
 	 * no signal it does not handle, but SIGKILL from the caller.
 	 */
 	bool pid1;
+	/*
+	 * Resource limits set as the command's rlimits (soft and hard) right
+	 * before its exec: only those that are rlimits exactly (open_files,
+	 * file_size, core; cd_limit_rlimit). spawn-posix.c only, for the
+	 * Seatbelt wrapper, which the command inherits them through; the
+	 * Linux spawn takes its limits from lp and refuses these. NULL: none.
+	 */
+	const struct cd_limits *rlimits;
 };
 
 struct cd_child;

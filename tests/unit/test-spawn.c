@@ -79,6 +79,15 @@ static int probe(int argc, char **argv)
 			;
 		return 0;
 	}
+	if (strcmp(what, "rlimits") == 0) {
+		struct rlimit nofile, fsize;
+		if (getrlimit(RLIMIT_NOFILE, &nofile) < 0 || getrlimit(RLIMIT_FSIZE, &fsize) < 0)
+			return 94;
+		printf("nofile=%llu/%llu fsize=%llu/%llu\n", (unsigned long long)nofile.rlim_cur,
+		       (unsigned long long)nofile.rlim_max, (unsigned long long)fsize.rlim_cur,
+		       (unsigned long long)fsize.rlim_max);
+		return 0;
+	}
 	/* "info": what the command was given. */
 	printf("arg0=%s\n", argv[0]);
 	char cwd[PATH_MAX];
@@ -429,7 +438,58 @@ START_TEST(test_no_kill_tree)
 }
 END_TEST
 
+/* Limits as rlimits: set before the exec by spawn-posix (macOS), refused by the Linux spawn. */
+START_TEST(test_rlimits)
+{
+	struct cd_limits L = { 0 };
+	cd_limits_put(&L, CD_LIMIT_OPEN_FILES, 64);
+	cd_limits_put(&L, CD_LIMIT_FILE_SIZE, 4096);
+	struct cd_spawn_opts o = { .rlimits = &L };
+	struct run r;
+	run_probe("rlimits", NULL, &o, &r);
 #ifdef CD_TEST_SPAWN_POSIX
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_str_eq(r.out, "nofile=64/64 fsize=4096/4096\n");
+	/* Only rlimits: what is none is refused, and nothing runs. */
+	cd_limits_put(&L, CD_LIMIT_TASKS, 5);
+	run_probe("rlimits", NULL, &o, &r);
+	assert_failed(&r, -EINVAL, 125, "the tasks limit cannot be set as an rlimit here: not run");
+#else
+	assert_failed(&r, -EINVAL, 125,
+		      "resource limits on Linux go through the sandbox plan, not as bare rlimits: "
+		      "not run");
+#endif
+	assert_no_child();
+}
+END_TEST
+
+#ifdef CD_TEST_SPAWN_POSIX
+/* cd_kill_children: every child spawned and not yet waited for, by SIGKILL. */
+START_TEST(test_kill_children)
+{
+	int in[2];
+	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+	char *argv[] = { self, "probe", "cat", NULL };
+	struct cd_spawn_opts o = {
+		.argv = argv, .envp = plain_env, .stdin_fd = in[0], .stdout_fd = -1, .stderr_fd = -1
+	};
+	struct cd_child *a = NULL, *b = NULL;
+	struct cd_spawn_error err;
+	ck_assert_int_eq(cd_spawn(&o, &a, &err), 0);
+	ck_assert_int_eq(cd_spawn(&o, &b, &err), 0);
+	close(in[0]);
+	/* Both wait on stdin, which stays open: only the kill ends them. */
+	cd_kill_children();
+	ck_assert_int_eq(cd_child_wait(a), 128 + SIGKILL);
+	ck_assert_int_eq(cd_child_wait(b), 128 + SIGKILL);
+	cd_child_free(a);
+	cd_child_free(b);
+	close(in[1]);
+	cd_kill_children(); /* none left: nothing to do */
+	assert_no_child();
+}
+END_TEST
+
 /*
  * Another thread opens a descriptor without close-on-exec between the
  * spawn's look at the descriptors and its fork (macOS's socket() and
@@ -528,7 +588,9 @@ static Suite *spawn_suite(void)
 	tcase_add_test(tc, test_chdir_failure);
 	tcase_add_test(tc, test_kill_tree);
 	tcase_add_test(tc, test_no_kill_tree);
+	tcase_add_test(tc, test_rlimits);
 #ifdef CD_TEST_SPAWN_POSIX
+	tcase_add_test(tc, test_kill_children);
 	tcase_add_test(tc, test_fd_opened_before_fork);
 	tcase_add_test(tc, test_linux_plan_refused);
 #endif
