@@ -616,8 +616,10 @@ int cd_cli_policy_bind(const struct cd_cli_policy *p, const char *cmd, struct cd
 		cd_strv_free(roots);
 		return r;
 	}
+#ifndef __APPLE__ /* there, cd_cli_bind_profile refuses a Linux plan */
 	if (p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED)
 		cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &host);
+#endif
 	r = cd_cli_bind_profile(
 		b, (const char *const *)roots, p->n_roots, &lopts,
 		p->test_namespaces && b->profile->type != CD_PROFILE_DISABLED ? &host : NULL);
@@ -723,8 +725,19 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 			if (r < 0)
 				return r;
 		}
+		/* cordon serve's own files (its socket and token): denied whatever is granted. */
+		const char *hidden[8];
+		size_t n_hidden = 0;
+		for (size_t i = 0; lopts && i < lopts->n_hidden; i++) {
+			if (n_hidden == CD_ARRAY_SIZE(hidden))
+				return refuse(b,
+					      cd_xstrdup("too many files to hide from a sandbox"));
+			hidden[n_hidden++] = lopts->hidden[i].path;
+		}
 		/* Planned for macOS from this host: rewrite as a macOS binding would resolve. */
 		struct cd_seatbelt_input si = {
+			.hidden = hidden,
+			.n_hidden = n_hidden,
 			.proxy_ports = &port,
 			.n_proxy_ports = port ? 1 : 0,
 			.profile = prof,
@@ -748,6 +761,12 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 		return CD_BIND_OK;
 	}
 
+#ifdef __APPLE__
+	/* No Linux host facts to plan with: a Linux sandbox is never planned here. */
+	(void)host;
+	return refuse(b, cd_xstrdup("the Linux sandbox cannot be planned on macOS, whose "
+				    "sandbox is Seatbelt"));
+#else
 	/* A disabled profile needs no host facts: spare the probe on that path. */
 	if (prof->type != CD_PROFILE_DISABLED) {
 		if (host)
@@ -774,4 +793,5 @@ int cd_cli_bind_profile(struct cd_cli_bound *b, const char *const *roots, size_t
 						       strerror(-r)));
 	free(reterr);
 	return CD_BIND_OK;
+#endif
 }

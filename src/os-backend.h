@@ -27,6 +27,16 @@
  */
 
 #include "cli-policy.h"
+#include "sandbox/seatbelt/sbpl.h"
+
+/*
+ * The wrapper a macOS build executes: /usr/bin/sandbox-exec, or for the
+ * tests of a build made to look like a Mac (.ci/darwin-like.sh) a stand-in
+ * fixed at compile time, never taken from the environment.
+ */
+#ifndef CD_MAC_SANDBOX_EXEC
+#define CD_MAC_SANDBOX_EXEC CD_SEATBELT_EXEC
+#endif
 
 enum cd_cli_backend cd_os_backend_native(void);
 const char *cd_os_backend_name(enum cd_cli_backend b);	       /* "linux", ... */

@@ -145,7 +145,7 @@ endif
 # ---- serve server unit tests (s1): env policy, params getters ----
 UNIT_TESTS += tests/unit/test-serve
 tests_unit_test_serve_SOURCES = tests/unit/test-serve.c src/serve/intent.c src/serve/intent.h \
-	src/cli-policy.c src/profile-lookup.c src/cli-util.c src/shared/log.c src/shared/fd-util.c
+	src/cli-policy.c src/os-backend.c src/profile-lookup.c src/cli-util.c src/shared/log.c src/shared/fd-util.c
 nodist_tests_unit_test_serve_SOURCES = src/builtin-profiles.c
 tests_unit_test_serve_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_serve_LDADD = $(UNIT_LIBS)

@@ -1110,6 +1110,18 @@ static bool plan_limits(const struct cd_limits *L, struct cd_seatbelt_plan *sp, 
 	return true;
 }
 
+int cd_seatbelt_plan_limits(const struct cd_limits *L, struct cd_seatbelt_plan **ret, char **reterr)
+{
+	struct cd_seatbelt_plan *sp = cd_xcalloc(1, sizeof(*sp));
+	*ret = NULL;
+	if (!plan_limits(L, sp, reterr)) {
+		cd_seatbelt_plan_free(sp);
+		return -EOPNOTSUPP;
+	}
+	*ret = sp;
+	return 0;
+}
+
 char *cd_seatbelt_limits_text(const struct cd_limits *L)
 {
 	struct cd_strbuf sb = { 0 };

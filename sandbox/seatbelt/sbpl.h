@@ -128,6 +128,13 @@ struct cd_seatbelt_input {
 int cd_seatbelt_plan_build(const struct cd_seatbelt_input *in, struct cd_seatbelt_plan **ret,
 			   char **reterr);
 struct cd_seatbelt_plan *cd_seatbelt_plan_free(struct cd_seatbelt_plan *sp);
+/*
+ * A plan of limits alone, for a command without a sandbox (cordon serve's
+ * process/start without one): not sandboxed, its rlimits from L. 0, or
+ * -EOPNOTSUPP with *reterr as cd_seatbelt_plan_build says it.
+ */
+int cd_seatbelt_plan_limits(const struct cd_limits *L, struct cd_seatbelt_plan **ret,
+			    char **reterr);
 
 /*
  * The plan's rlimits as explain's text shows them: a "  limits" line, then

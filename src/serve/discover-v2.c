@@ -626,10 +626,10 @@ static bool bind_sandbox(struct job *j)
 		fail(j, rr == -EDESTADDRREQ ? CD_RPC_INVALID_REQUEST : CD_RPC_INVALID_PARAMS, e);
 		return false;
 	}
-	const struct cd_linux_plan *lp = j->b.lp;
-	if (lp && lp->sandboxed && !lp->plan->fs_unrestricted &&
-	    lp->plan->type == CD_PROFILE_MANAGED)
-		j->lp = lp;
+	if (cd_intent_fs_helper_plan(&j->b, &j->lp, &e) < 0) {
+		fail(j, CD_RPC_INVALID_PARAMS, e);
+		return false;
+	}
 	return true;
 }
 

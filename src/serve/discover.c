@@ -91,9 +91,12 @@ static void scan_sandboxed(struct job *j, const struct root *rt, const char *roo
 		*err = e;
 		goto out;
 	}
-	const struct cd_linux_plan *lp = b.lp;
-	if (!lp || !lp->sandboxed || lp->plan->fs_unrestricted ||
-	    lp->plan->type != CD_PROFILE_MANAGED) {
+	const struct cd_linux_plan *lp;
+	if (cd_intent_fs_helper_plan(&b, &lp, &e) < 0) {
+		*err = e;
+		goto out;
+	}
+	if (!lp) {
 		cd_discover_scan(rt->path, &j->hidden, body);
 		goto out;
 	}

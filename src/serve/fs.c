@@ -308,10 +308,11 @@ static int bind_sandbox(struct fs_job *j)
 		free(err);
 		return -1;
 	}
-	const struct cd_linux_plan *lp = j->b.lp;
-	if (lp && lp->sandboxed && !lp->plan->fs_unrestricted &&
-	    lp->plan->type == CD_PROFILE_MANAGED)
-		j->lp = lp;
+	if (cd_intent_fs_helper_plan(&j->b, &j->lp, &err) < 0) {
+		cd_fs_res_error(&j->r, CD_RPC_INVALID_PARAMS, "%s", err);
+		free(err);
+		return -1;
+	}
 	return 0;
 }
 

@@ -10,7 +10,9 @@
 
 #include "core/pathuri.h"
 #include "core/profile.h"
+#include "os-backend.h"
 #include "sandbox/backend.h"
+#include "sandbox/seatbelt/sbpl.h"
 #include "serve/intent.h"
 
 /* Longest piece of a client string quoted back in a message. */
@@ -267,6 +269,22 @@ static int merge_limits(const struct cd_limits *profile, const struct cd_intent_
 	return 0;
 }
 
+/*
+ * Rlimits that a command run as root could raise again: on macOS there is
+ * no capability to drop (Linux drops CAP_SYS_RESOURCE and puts the rest in
+ * a cgroup), so they are refused, as `cordon run` on macOS refuses them.
+ */
+static int rlimits_refusal(const struct cd_cli_bound *b, char **err)
+{
+	if (b->sp && cd_limits_any(&b->sp->rlimits) && geteuid() == 0) {
+		*err = cd_xstrdup("resource limits cannot be kept from a command run as root on "
+				  "macOS (it may raise its rlimits again): run the server as "
+				  "another user, or leave them out");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cd_intent_limits_only(const struct cd_linux_host *host, const struct cd_linux_opts *lopts,
 			  const struct cd_intent_limits *lim, struct cd_cli_bound *b, char **err)
 {
@@ -274,6 +292,16 @@ int cd_intent_limits_only(const struct cd_linux_host *host, const struct cd_linu
 	int r = merge_limits(NULL, lim, b, err);
 	if (r < 0 || !cd_limits_any(&b->limits))
 		return r;
+#ifdef __APPLE__
+	(void)host, (void)lopts;
+	b->backend = CD_CLI_BACKEND_SEATBELT;
+	char *why = NULL;
+	if (cd_seatbelt_plan_limits(&b->limits, &b->sp, &why) < 0) {
+		*err = why;
+		return -EINVAL;
+	}
+	return rlimits_refusal(b, err);
+#else
 	struct cd_linux_opts lo = *lopts;
 	lo.limits = &b->limits;
 	b->host = *host;
@@ -287,6 +315,7 @@ int cd_intent_limits_only(const struct cd_linux_host *host, const struct cd_linu
 	}
 	free(why);
 	return 0;
+#endif
 }
 
 int cd_param_cordon(const struct cd_json *params, struct cd_limits *ret, char **err)
@@ -448,17 +477,23 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 		return -EINVAL;
 	}
 
+	/* This host's backend: Seatbelt on macOS (b->sp), else Linux (b->lp). */
+	b->backend = cd_os_backend_native();
 	r = cd_cli_bind_profile(b, (const char *const *)roots, n_roots, lopts, host);
 	cd_strv_free(roots);
 	if (r < 0) {
 		*err = cd_xstrdup(b->refusal ? b->refusal : "the sandbox cannot be built");
 		return -EINVAL;
 	}
+	if (rlimits_refusal(b, err) < 0)
+		return -EINVAL;
 	/*
 	 * Codex confines a managed network under every profile; a profile
 	 * cordon builds no sandbox for (disabled) would leave it open: refused.
 	 */
-	if (enforce_managed_network && !(b->lp && b->lp->sandboxed && b->lp->net_managed)) {
+	bool confined = b->lp ? b->lp->sandboxed && b->lp->net_managed
+			      : b->sp && b->sp->sandboxed && b->plan->network == CD_NET_MANAGED;
+	if (enforce_managed_network && !confined) {
 		*err = cd_xasprintf("managed network enforcement needs a sandbox, and this "
 				    "permission profile (type %s) builds none: the command would "
 				    "run with an open network; send a managed or external profile",
@@ -928,5 +963,29 @@ int cd_env_build(const struct cd_json *env, const struct cd_json *policy, char *
 		e.v = cd_xcalloc(1, sizeof(*e.v));
 	index_done(&e.ix);
 	*ret = e.v;
+	return 0;
+}
+
+bool cd_intent_sandboxed(const struct cd_cli_bound *b)
+{
+	return b->lp ? b->lp->sandboxed : b->sp && b->sp->sandboxed;
+}
+
+int cd_intent_fs_helper_plan(const struct cd_cli_bound *b, const struct cd_linux_plan **ret,
+			     char **err)
+{
+	*ret = NULL;
+	if (!cd_intent_sandboxed(b) || b->plan->fs_unrestricted ||
+	    b->plan->type != CD_PROFILE_MANAGED)
+		return 0;
+	if (!b->lp) {
+		/* Never in the server: that would drop the sandbox the request asks for. */
+		*err = cd_xstrdup("a file-system request under a sandbox that restricts the file "
+				  "system runs in cordon's fs helper, which does not run under "
+				  "Seatbelt yet (macOS): not done; send it without such a sandbox "
+				  "context, or serve from Linux");
+		return -EOPNOTSUPP;
+	}
+	*ret = b->lp;
 	return 0;
 }

@@ -101,6 +101,19 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 int cd_intent_limits_only(const struct cd_linux_host *host, const struct cd_linux_opts *lopts,
 			  const struct cd_intent_limits *lim, struct cd_cli_bound *b, char **err);
 
+/* The bound context builds a sandbox (b->lp's on Linux, b->sp's on macOS). */
+bool cd_intent_sandboxed(const struct cd_cli_bound *b);
+/*
+ * For the fs methods: the plan of the sandboxed helper that must do the
+ * operation when the bound context restricts the file system (reference:
+ * only restricted profiles without full-disk write use the helper), or
+ * *ret NULL when the server may do it itself. -EOPNOTSUPP with *err when
+ * it restricts and this host has no helper (macOS): refused, never done
+ * in the server.
+ */
+int cd_intent_fs_helper_plan(const struct cd_cli_bound *b, const struct cd_linux_plan **ret,
+			     char **err);
+
 /*
  * params.cordon, cordon's extension of process/start (absent or null: no
  * limits): an object with "limits" (core/limits.h: cd_limits_from_json),

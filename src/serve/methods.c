@@ -263,7 +263,9 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 				const struct cd_cli_bound *b, bool has_sandbox, bool seatbelt)
 {
 	const struct cd_linux_plan *lp = has_sandbox ? b->lp : NULL;
-	bool sandboxed = lp && lp->sandboxed;
+	bool ll = lp && lp->sandboxed; /* the Linux sandbox's fields */
+	/* macOS: the Seatbelt wrapper's (seatbelt is set without lp). */
+	bool sandboxed = ll || (!b->lp && seatbelt);
 	/* A plan for limits alone when there is no sandbox (cd_intent_limits_only). */
 	const struct cd_linux_plan *any = b->lp;
 
@@ -278,15 +280,14 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 		sb,
 		",\"cordon\":{\"sandboxed\":%s,\"landlockAbi\":%u,\"landlockRules\":%zu,"
 		"\"seccomp\":%s,\"network\":\"%s\",\"namespaces\":[",
-		sandboxed ? "true" : "false", sandboxed && lp->landlock ? lp->landlock_abi : 0,
-		sandboxed && lp->landlock ? lp->n_ll_rules : 0,
-		sandboxed && lp->seccomp ? "true" : "false",
+		sandboxed ? "true" : "false", ll && lp->landlock ? lp->landlock_abi : 0,
+		ll && lp->landlock ? lp->n_ll_rules : 0, ll && lp->seccomp ? "true" : "false",
 		sandboxed && b->plan->network == CD_NET_RESTRICTED ? "restricted" : "enabled");
 	const char *ns[5];
-	size_t n_ns = sandboxed ? cd_linux_plan_namespaces(lp, ns) : 0;
+	size_t n_ns = ll ? cd_linux_plan_namespaces(lp, ns) : 0;
 	for (size_t i = 0; i < n_ns; i++)
 		cd_strbuf_printf(sb, "%s\"%s\"", i ? "," : "", ns[i]);
-	cd_strbuf_printf(sb, "],\"mounts\":%zu,\"degraded\":[", sandboxed ? lp->n_mounts : 0);
+	cd_strbuf_printf(sb, "],\"mounts\":%zu,\"degraded\":[", ll ? lp->n_mounts : 0);
 	for (char **d = any ? any->degraded : NULL; d && *d; d++) {
 		if (d != any->degraded)
 			cd_strbuf_append_c(sb, ',');
@@ -300,6 +301,14 @@ static void append_start_result(struct cd_strbuf *sb, const struct cd_pentry *e,
 		if (any->private_tmp)
 			cd_strbuf_printf(sb, ",\"privateTmp\":%llu",
 					 (unsigned long long)any->private_tmp_size);
+	} else if (b->sp && cd_limits_any(&b->sp->rlimits)) {
+		/* macOS: every limit it takes is an rlimit of each process. */
+		struct cd_limits_plan rl = { .limits = b->sp->rlimits };
+		for (int l = 0; l < CD_LIMIT_COUNT; l++)
+			if (cd_limits_has(&rl.limits, (enum cd_limit)l))
+				rl.how[l] = CD_LIMIT_HOW_RLIMIT;
+		cd_strbuf_append(sb, ",\"limits\":");
+		cd_limits_plan_json(&rl, sb);
 	}
 	cd_strbuf_append(sb, "}}");
 }
@@ -476,6 +485,28 @@ static void start_run(struct cd_work *w)
 		if (cd_server_hidden_check(s, st->hidden_why, &st->err) < 0)
 			return;
 	}
+	/*
+	 * macOS: the command runs through the Seatbelt wrapper with the policy
+	 * planned at binding (cordon serve's own files denied in it), and a
+	 * managed network's variables name the proxy port it may reach.
+	 */
+	if (st->has_sandbox && st->b.sp && st->b.sp->sandboxed) {
+		char **wrapped = NULL;
+		cd_strv_push(&wrapped, CD_MAC_SANDBOX_EXEC);
+		for (char **a = st->b.sp->argv + 1; *a; a++)
+			cd_strv_push(&wrapped, *a);
+		for (char **a = st->argv; *a; a++)
+			cd_strv_push(&wrapped, *a);
+		cd_strv_free(st->argv);
+		st->argv = wrapped;
+		st->seatbelt = true;
+		for (char **e = st->b.sp_env; e && *e; e++) {
+			char *eq = strchr(*e, '=');
+			*eq = '\0';
+			cd_env_put(&st->envp, *e, eq + 1);
+			*eq = '=';
+		}
+	}
 	/* Test hook: through the Seatbelt wrapper too, inside the Linux sandbox. */
 	const char *stand_in = cd_seatbelt_stand_in();
 	if (stand_in && st->has_sandbox && st->b.lp && st->b.lp->sandboxed) {
@@ -550,6 +581,10 @@ static void start_done(struct cd_work *w)
 			.pipe_stdin = st->pipe_stdin && !st->tty,
 			.lp = st->b.lp, /* without a sandbox: the limits' plan, or none */
 			.init = &s->init,
+			/* macOS: the wrapper's argv, and the limits as rlimits (with or without it). */
+			.wrapped = !st->b.lp && st->seatbelt,
+			.wrapped_network = st->b.plan && st->b.plan->network != CD_NET_RESTRICTED,
+			.rlimits = st->b.sp ? &st->b.sp->rlimits : NULL,
 		};
 		if (cd_session_start(e, &po, &code, &err) < 0) {
 			cd_log_debug("serve: process %s: %s", st->argv[0], err);
@@ -669,6 +704,14 @@ static void m_start(struct cd_conn *c, const char *id, const struct cd_json *par
 	if (proxy && proxy->type != CD_JSON_NULL) {
 		if (cd_netproxy_parse(proxy, &np_cfg, &err) < 0)
 			goto invalid;
+#ifdef __APPLE__
+		/* It runs as `cordon proxy`, which macOS's program has not (initialize says so). */
+		err = cd_xstrdup(
+			"networkProxy is not available on this executor: cordon's proxy "
+			"runs on Linux only so far (capabilities.networkProxyLaunch is false); "
+			"send enforceManagedNetwork with a proxy of your own on 127.0.0.1");
+		goto invalid;
+#endif
 		/* Its proxy is only enforced by the sandbox's fence: without one, refused. */
 		if (!sandbox) {
 			err = cd_xstrdup(

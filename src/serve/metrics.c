@@ -31,7 +31,11 @@ const char *cd_metric_sandbox_name(enum cd_metric_sandbox s)
 {
 	static const char *const names[CD_METRIC_SANDBOX_COUNT] = {
 		[CD_METRIC_SANDBOX_NONE] = "none",
-		[CD_METRIC_SANDBOX_LINUX_SECCOMP] = "linuxSeccomp",
+#ifdef __APPLE__
+		[CD_METRIC_SANDBOX_NATIVE] = "macosSeatbelt",
+#else
+		[CD_METRIC_SANDBOX_NATIVE] = "linuxSeccomp",
+#endif
 	};
 	return (unsigned)s < CD_METRIC_SANDBOX_COUNT ? names[s] : "?";
 }

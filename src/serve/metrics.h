@@ -17,10 +17,13 @@
 
 #include "serve/proc.h"
 
-/* The sandbox of a process, as process/start's sandboxType says it. */
+/*
+ * The sandbox of a process, as process/start's sandboxType says it: none,
+ * or this host's backend's (linuxSeccomp; macosSeatbelt on macOS).
+ */
 enum cd_metric_sandbox {
 	CD_METRIC_SANDBOX_NONE,
-	CD_METRIC_SANDBOX_LINUX_SECCOMP,
+	CD_METRIC_SANDBOX_NATIVE,
 	CD_METRIC_SANDBOX_COUNT,
 };
 

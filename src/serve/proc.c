@@ -668,8 +668,7 @@ static void on_grace(struct cd_loop *l, void *data)
 /* A child was reaped: it no longer runs (cordon_processes_running is started - exited). */
 static void count_exit(bool sandboxed)
 {
-	cd_metrics.procs_exited[sandboxed ? CD_METRIC_SANDBOX_LINUX_SECCOMP
-					  : CD_METRIC_SANDBOX_NONE]++;
+	cd_metrics.procs_exited[sandboxed ? CD_METRIC_SANDBOX_NATIVE : CD_METRIC_SANDBOX_NONE]++;
 }
 
 static void on_child(struct cd_loop *l, pid_t pid, int status, void *data)
@@ -856,6 +855,7 @@ int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct 
 		.init = o->init,
 		.kill_tree = false,
 		.tty = o->tty,
+		.rlimits = o->rlimits,
 	};
 	struct cd_child *child = NULL;
 	r = cd_spawn(&so, &child, err);
@@ -876,15 +876,17 @@ int cd_proc_start(struct cd_loop *l, const struct cd_proc_opts *o, const struct 
 		p->ev = *ev;
 	p->child = child;
 	p->pid = cd_child_pid(child);
-	p->sandboxed = o->lp && o->lp->sandboxed;
-	cd_metrics.procs_started[p->sandboxed ? CD_METRIC_SANDBOX_LINUX_SECCOMP
-					      : CD_METRIC_SANDBOX_NONE]++;
+	bool linux_sandbox = o->lp && o->lp->sandboxed;
+	p->sandboxed = linux_sandbox || (!o->lp && o->wrapped);
+	cd_metrics
+		.procs_started[p->sandboxed ? CD_METRIC_SANDBOX_NATIVE : CD_METRIC_SANDBOX_NONE]++;
 	/*
 	 * Known before the loop runs again, which is before the server can
 	 * accept a connection the command makes: it is judged as what it is.
 	 */
-	p->known = cd_sandboxes_add(p->pid, p->sandboxed, p->sandboxed && o->lp->pid_ns,
-				    p->sandboxed && !(o->lp->sc_when & CD_SC_NET_RESTRICTED));
+	p->known = cd_sandboxes_add(p->pid, p->sandboxed, linux_sandbox && o->lp->pid_ns,
+				    linux_sandbox ? !(o->lp->sc_when & CD_SC_NET_RESTRICTED)
+						  : p->sandboxed && o->wrapped_network);
 	p->tty = o->tty;
 	p->next_seq = 1;
 	p->stdin_fd = -1;

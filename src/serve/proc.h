@@ -85,6 +85,15 @@ struct cd_proc_opts {
 	bool tty;
 	bool pipe_stdin;
 	const struct cd_linux_plan *lp; /* NULL: unsandboxed; borrowed only during start */
+	/*
+	 * Another backend's sandbox (macOS): argv is its wrapper's already
+	 * (/usr/bin/sandbox-exec -p POLICY ... -- CMD) and the command counts
+	 * as sandboxed, with the network given; rlimits: the limits it gets
+	 * (cd_spawn_opts.rlimits), or NULL. Only without lp.
+	 */
+	bool wrapped;
+	bool wrapped_network;
+	const struct cd_limits *rlimits;
 	/* The init of a sandbox's pid namespace (cd_spawn_opts.init); borrowed. */
 	const struct cd_program *init;
 };
