@@ -78,11 +78,20 @@ struct xucred {
 };
 EOF
 
-# macOS's _NSGetExecutablePath (src/program.c).
+# macOS's _NSGetExecutablePath (src/program.c), with a stand-in that reads
+# /proc/self/exe, so that the program links and runs.
 mkdir -p "$shadow/mach-o"
 cat >"$shadow/mach-o/dyld.h" <<'EOF'
 #include <stdint.h>
-int _NSGetExecutablePath(char *buf, uint32_t *bufsize);
+#include <unistd.h>
+static inline int _NSGetExecutablePath(char *buf, uint32_t *bufsize)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, *bufsize);
+	if (n < 0 || (uint32_t)n >= *bufsize)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
 EOF
 
 cat >"$shadow/darwin-like.h" <<'EOF'
@@ -90,6 +99,7 @@ cat >"$shadow/darwin-like.h" <<'EOF'
 #include <errno.h>
 #include <features.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 void *memmem(const void *, size_t, const void *, size_t);
 /* macOS's, which glibc lacks: a stand-in, so that the program links (it fails). */
@@ -98,6 +108,34 @@ static inline int getpeereid(int fd, uid_t *uid, gid_t *gid)
 	(void)fd, (void)uid, (void)gid;
 	errno = ENOSYS;
 	return -1;
+}
+/*
+ * libsystem_sandbox's sandbox_check (src/serve/sandboxes-mac.c), with a
+ * stand-in: a process is sandboxed when its environment carries
+ * CORDON_STANDIN_SANDBOXED=1, which the suite's stand-in for sandbox-exec
+ * (tests/data/seatbelt-stand-in.sh) gives the command it runs.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+static inline int sandbox_check(pid_t pid, const char *operation, int type, ...)
+{
+	static const char mark[] = "CORDON_STANDIN_SANDBOXED=1";
+	char path[64], buf[65536];
+	(void)operation, (void)type;
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+		if (!strcmp(buf + i, mark))
+			return 1;
+	return 0;
 }
 int mkostemp(char *, int);
 int posix_openpt(int);

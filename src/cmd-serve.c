@@ -16,9 +16,17 @@
 
 #include "cli-policy.h"
 #include "sandbox/backend.h"
+#include "sandbox/seatbelt/sbpl.h"
 #include "serve/sd-daemon.h"
 #include "serve/server.h"
 #include "shared/log.h"
+
+/* The event loop by default: epoll, or poll where there is none (macOS). */
+#ifdef __APPLE__
+#define LOOP_DEFAULT "poll"
+#else
+#define LOOP_DEFAULT "epoll"
+#endif
 
 enum {
 	OPT_HELP = 1,
@@ -186,7 +194,8 @@ static void serve_help(void)
 	       "  --http-allow-loopback   with --allow-http-request: loopback addresses too\n"
 	       "  --durable-writes        fs/writeFile and fs/copy fsync each file (and its\n"
 	       "                          directory) before answering\n"
-	       "  --loop epoll|poll       event loop implementation (default epoll; also\n"
+	       "  --loop epoll|poll       event loop implementation (default " LOOP_DEFAULT
+	       "; also\n"
 	       "                          CORDON_LOOP=poll in the environment)\n"
 	       "  --max-processes N       processes per session, closed ones included until\n"
 	       "                          they are forgotten (default %u)\n"
@@ -562,6 +571,21 @@ static int check_limits(const char *cmd, const struct cd_serve_opts *o, int *ret
 	(void)cd_limits_merge(NULL, def, max, &all, &why);
 	if (!cd_limits_any(&all))
 		return 0;
+#ifdef __APPLE__
+	/* Every limit is an rlimit of each process there, and root could raise it again. */
+	struct cd_seatbelt_plan *sp = NULL;
+	if (cd_seatbelt_plan_limits(&all, &sp, &why) < 0 || geteuid() == 0) {
+		fprintf(stderr, "cordon: serve: the server's limits cannot be enforced here: %s\n",
+			why ? why
+			    : "commands run as root on macOS may raise their rlimits again: run "
+			      "the server as another user, or leave the limits out");
+		free(why);
+		*ret = CD_EXIT_SETUP;
+		return -1;
+	}
+	cd_seatbelt_plan_free(sp);
+	return 0;
+#else
 	struct cd_linux_host host;
 	struct cd_limits_plan *p = NULL;
 	cd_linux_probe_host(CD_PROBE_ALL, &host);
@@ -588,16 +612,27 @@ static int check_limits(const char *cmd, const struct cd_serve_opts *o, int *ret
 		return -1;
 	}
 	return 0;
+#endif
 }
+
+/* The loops of this host, as usage errors name them. */
+#ifdef __APPLE__
+#define LOOPS "poll: macOS has no epoll"
+#else
+#define LOOPS "epoll or poll"
+#endif
 
 static int parse_loop(const char *s, enum cd_loop_kind *ret)
 {
-	if (cd_streq(s, "epoll"))
+#ifndef __APPLE__
+	if (cd_streq(s, "epoll")) {
 		*ret = CD_LOOP_EPOLL;
-	else if (cd_streq(s, "poll"))
-		*ret = CD_LOOP_POLL;
-	else
+		return 0;
+	}
+#endif
+	if (!cd_streq(s, "poll"))
 		return -1;
+	*ret = CD_LOOP_POLL;
 	return 0;
 }
 
@@ -694,7 +729,11 @@ int cd_cmd_serve(int argc, char **argv)
 	struct cd_cli_args a = { .cmd = "serve", .argc = argc, .argv = argv, .i = 1 };
 	struct cd_cli_policy pol;
 	struct cd_serve_opts o = {
+#ifdef __APPLE__
+		.loop = CD_LOOP_POLL, /* no epoll there */
+#else
 		.loop = CD_LOOP_EPOLL,
+#endif
 	};
 	const char *loop_arg = NULL, *arg, *token_file = NULL, *group = NULL, *local_group = NULL;
 	enum cd_pidns_mode pidns = CD_PIDNS_AUTO;
@@ -855,8 +894,8 @@ int cd_cmd_serve(int argc, char **argv)
 		case OPT_LOOP:
 			loop_arg = arg;
 			if (parse_loop(arg, &o.loop) < 0) {
-				cd_cli_usage_error(
-					a.cmd, "--loop: unknown loop '%s' (epoll or poll)", arg);
+				cd_cli_usage_error(a.cmd, "--loop: unknown loop '%s' (" LOOPS ")",
+						   arg);
 				goto out;
 			}
 			break;
@@ -920,7 +959,7 @@ int cd_cmd_serve(int argc, char **argv)
 	if (!loop_arg) {
 		const char *env = getenv("CORDON_LOOP");
 		if (env && *env && parse_loop(env, &o.loop) < 0) {
-			cd_cli_usage_error(a.cmd, "CORDON_LOOP: unknown loop '%s' (epoll or poll)",
+			cd_cli_usage_error(a.cmd, "CORDON_LOOP: unknown loop '%s' (" LOOPS ")",
 					   env);
 			goto out;
 		}

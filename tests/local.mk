@@ -197,10 +197,13 @@ INTEGRATION_TESTS = \
 	tests/integration/systemd-units.sh \
 	tests/escape/escape.sh \
 	tests/escape/git-metadata.sh
+# The Linux programs' (macOS builds its own: check-darwin-serve, src/mac/local.mk).
+if OS_LINUX
 if WITH_JANSSON
 TESTS += $(INTEGRATION_TESTS)
 endif
-EXTRA_DIST += $(INTEGRATION_TESTS)
+endif
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/macos-serve.py
 
 valgrind:
 	$(MAKE) check-TESTS TESTS="$(UNIT_TESTS)" LOG_COMPILER="valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite"
@@ -248,8 +251,10 @@ SERVE_TESTS = \
 	tests/integration/serve-http.py \
 	tests/integration/serve-fs-watch.py \
 	tests/integration/serve-codex-parity.py
+if OS_LINUX
 if WITH_JANSSON
 TESTS += $(SERVE_TESTS)
+endif
 endif
 EXTRA_DIST += $(SERVE_TESTS) tests/lib/rpcclient.py tests/lib/netclient.py tests/lib/upstream.py
 # ---- end of the serve integration tests ----

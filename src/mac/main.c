@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cordon on macOS: the Seatbelt front end. It has `check`, `explain`, `run`
- * and `probe` (src/mac/probe.c); `serve` is still the Linux build's (its
- * files build for macOS: darwin_ready_sources in src/mac/local.mk). The
+ * and `probe` (src/mac/probe.c), and with jansson `serve` (CD_MAC_SERVE:
+ * the Linux build's server over spawn-posix.c, src/mac/local.mk). The
  * policy model, the binding and the Seatbelt planner are the very code of
  * the Linux build (src/core, sandbox/seatbelt/sbpl.c), the command line is
  * shared with cordon.exe (src/front/front.h), and this file binds, refuses what
@@ -29,6 +29,9 @@
 #include "core/profile.h"
 #include "core/util.h"
 #include "front/front.h"
+#ifdef CD_MAC_SERVE
+int cd_cmd_serve(int argc, char **argv); /* src/cmd-serve.c (src/cli.h) */
+#endif
 #include "mac/probe.h"
 #include "profile-lookup.h"
 #include "sandbox/linux/plan.h" /* the managed network's proxy variables (OS-free) */
@@ -74,12 +77,20 @@ static void help(void)
 	      "       cordon explain [POLICY OPTIONS] [--json]\n"
 	      "       cordon run [POLICY OPTIONS] [--] CMD [ARG...]\n"
 	      "       cordon probe [--json]\n"
+#ifdef CD_MAC_SERVE
+	      "       cordon serve [SERVE OPTIONS] (cordon serve --help)\n"
+#endif
 	      "\n"
 	      "The macOS Seatbelt backend: the command runs under " CD_SEATBELT_EXEC " with\n"
 	      "the policy planned from the profile (cordon explain shows it). Refused before\n"
 	      "anything runs: what Seatbelt cannot enforce (a path the policy language\n"
 	      "cannot carry, a managed network without a proxy port). probe tries whether\n"
-	      "Seatbelt works here. cordon serve is not in the macOS build yet.\n"
+#ifdef CD_MAC_SERVE
+	      "Seatbelt works here. serve runs the exec-server protocol's processes the\n"
+	      "same way.\n"
+#else
+	      "Seatbelt works here. This build has no cordon serve (built without jansson).\n"
+#endif
 	      "\n"
 	      "Policy options:\n"
 	      "  --profile NAME|FILE     NAME.json looked up in $CORDON_POLICY_PATH,\n"
@@ -543,10 +554,19 @@ int main(int argc, char **argv)
 		return explain_or_run(argc, argv, true);
 	if (!strcmp(argv[1], "probe"))
 		return cd_mac_probe(argc, argv, CD_MAC_SANDBOX_EXEC);
+#ifdef CD_MAC_SERVE
 	if (!strcmp(argv[1], "serve"))
-		return cd_front_usage(&front, "serve is not in the macOS build yet (the server's "
-					      "process layer is Linux-specific)");
+		return cd_cmd_serve(argc - 1, argv + 1);
+#else
+	if (!strcmp(argv[1], "serve"))
+		return cd_front_usage(&front, "serve is not in this build (built without jansson)");
+#endif
+#ifdef CD_MAC_SERVE
+	char *m =
+		cd_xasprintf("unknown command '%s' (check, explain, run, probe or serve)", argv[1]);
+#else
 	char *m = cd_xasprintf("unknown command '%s' (check, explain, run or probe)", argv[1]);
+#endif
 	int r = cd_front_usage(&front, m);
 	free(m);
 	return r;

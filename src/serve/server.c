@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/pathuri.h"
+#include "os-backend.h"
 #include "sandbox/backend.h"
 #include "serve/budget.h"
 #include "serve/discover-v2.h"
@@ -793,8 +794,13 @@ static char *build_env_info(void)
 	cd_json_write_path_uri(&sb, getcwd(cwd, sizeof(cwd)) ? cwd : NULL);
 	cd_strbuf_append(&sb, ",\"userHomeDir\":");
 	cd_json_write_path_uri(&sb, home);
-	cd_strbuf_append(&sb, ",\"platformOs\":\"linux\",\"prependPathDirs\":[]"
-			      ",\"temporaryDirectories\":[");
+	/* Rust's std::env::consts::OS, as the released binary names its host. */
+#ifdef __APPLE__
+	cd_strbuf_append(&sb, ",\"platformOs\":\"macos\"");
+#else
+	cd_strbuf_append(&sb, ",\"platformOs\":\"linux\"");
+#endif
+	cd_strbuf_append(&sb, ",\"prependPathDirs\":[],\"temporaryDirectories\":[");
 	cd_json_write_path_uri(&sb, tmp);
 	cd_strbuf_append(&sb, "],\"tempDir\":");
 	cd_json_write_path_uri(&sb, tmp);
@@ -1202,10 +1208,12 @@ int cd_serve(const struct cd_serve_opts *o)
 		cd_program_done(&srv.fs_helper);
 		return 1;
 	}
+#ifndef __APPLE__ /* Seatbelt plans need no host facts */
 	/* Once per server: every sandboxed start reuses these facts. */
 	cd_linux_probe_host(CD_PROBE_ALL | CD_PROBE_NS_TEST, &srv.host);
 	/* Where the limits of a process/start would go (a few reads, nothing made). */
 	cd_linux_probe_limits(&srv.host.lim);
+#endif
 	/*
 	 * Large messages are parsed, decoded and freed on worker threads,
 	 * whose allocations live in arenas of their own: with glibc's sliding
@@ -1313,7 +1321,8 @@ int cd_serve(const struct cd_serve_opts *o)
 	 * for a file below a directory the server's user may write, the usual
 	 * place: the pins and the checks keep it hidden there.)
 	 */
-	if (o->auth_token_file && !srv.host.userns && !srv.host.is_root)
+	if (o->auth_token_file && !srv.host.userns && !srv.host.is_root &&
+	    cd_os_backend_native() == CD_CLI_BACKEND_LINUX) /* Seatbelt denies it by a rule */
 		cd_log_warn(
 			"serve: without user namespaces the token file '%s' cannot be hidden "
 			"from the sandboxes: a sandboxed request that could read it is refused; "

@@ -3,7 +3,10 @@
 # Stands in for /usr/bin/sandbox-exec in the test suite (CORDON_TEST_SEATBELT_EXEC):
 # writes its arguments to stderr, NUL-separated between markers, checks that
 # they have sandbox-exec's shape (-p POLICY, then -DKEY=VALUE..., then --), and
-# runs the command after "--". It runs inside cordon's Linux sandbox.
+# runs the command after "--" with CORDON_STANDIN_SANDBOXED=1 in its environment,
+# the mark by which the darwin-like build's sandbox_check knows a process it
+# ran (.ci/darwin-like.sh). It runs inside cordon's Linux sandbox, or under the
+# darwin-like build's cordon serve, in none (tests/integration/macos-serve.py).
 printf 'STANDIN<<' >&2
 printf '%s\0' "$@" >&2
 printf '>>STANDIN\n' >&2
@@ -50,4 +53,6 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ "$1" = "--" ] && [ $# -ge 2 ] || { echo "stand-in: no -- CMD" >&2; exit 97; }
 shift
+CORDON_STANDIN_SANDBOXED=1
+export CORDON_STANDIN_SANDBOXED
 exec "$@"

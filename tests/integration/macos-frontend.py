@@ -290,7 +290,7 @@ def cases(who, pre, base):
         (["explain", "--profile", "full-access", "--allow-write", "/x"], None),
         (["check"], "check: give FILE... or --builtin"),
         (["check", "--bogus"], "check: unknown option: --bogus"),
-        (["serve"], "serve is not in the macOS build yet"),
+        (["serve"], "serve is not in this build (built without jansson)"),
         (["frobnicate"], "unknown command 'frobnicate' (check, explain, run or probe)"),
         (["probe", "--frob"], "probe: unknown option '--frob'"),
         ([], None),
