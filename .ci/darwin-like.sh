@@ -16,8 +16,10 @@
 # extensions is declared again by the prelude
 # (darwin-like.h), with macOS's names where they differ (st_mtimespec),
 # and what glibc lacks altogether (getpeereid) is a stand-in that fails.
-# A Linux-only call or header then fails to build. It is no macOS SDK: it
-# cannot tell what macOS has that glibc lacks.
+# A Linux-only call or header then fails to build (<malloc.h>,
+# <sys/sysinfo.h> and explicit_bzero among them; not a use of struct stat's
+# st_mtim, which glibc's own st_mtime needs). It is no macOS SDK: it cannot
+# tell what macOS has that glibc lacks.
 
 set -eu
 dir=${1:?usage: darwin-like.sh DIR}
@@ -30,7 +32,8 @@ for h in sys/epoll.h sys/signalfd.h sys/timerfd.h sys/eventfd.h sys/inotify.h \
 	seccomp.h linux/landlock.h linux/seccomp.h linux/filter.h linux/audit.h \
 	linux/netlink.h linux/rtnetlink.h linux/if_link.h linux/capability.h \
 	linux/io_uring.h linux/magic.h linux/inet_diag.h linux/sock_diag.h \
-	linux/sockios.h linux/sched.h linux/fs.h linux/mount.h linux/securebits.h; do
+	linux/sockios.h linux/sched.h linux/fs.h linux/mount.h linux/securebits.h \
+	malloc.h sys/sysinfo.h; do
 	echo "#error \"<$h> is Linux's: macOS has none\"" >"$shadow/$h"
 done
 
@@ -76,6 +79,19 @@ struct xucred {
 	short cr_ngroups;
 	gid_t cr_groups[16];
 };
+EOF
+
+# macOS's sysctlbyname (glibc has no <sys/sysctl.h>): a stand-in that fails.
+cat >"$shadow/sys/sysctl.h" <<'EOF'
+#include <errno.h>
+#include <stddef.h>
+static inline int sysctlbyname(const char *name, void *old, size_t *oldlen, void *new,
+			       size_t newlen)
+{
+	(void)name, (void)old, (void)oldlen, (void)new, (void)newlen;
+	errno = ENOSYS;
+	return -1;
+}
 EOF
 
 # macOS's _NSGetExecutablePath (src/program.c), with a stand-in that reads
@@ -137,6 +153,8 @@ static inline int sandbox_check(pid_t pid, const char *operation, int type, ...)
 			return 1;
 	return 0;
 }
+/* glibc's, not macOS's (which has memset_s): declared above, refused from here on. */
+#pragma GCC poison explicit_bzero
 int mkostemp(char *, int);
 int posix_openpt(int);
 int grantpt(int);

@@ -657,7 +657,8 @@ static int seatbelt_proxy_port(struct cd_cli_bound *b, const struct cd_linux_opt
 		return refuse(b, cd_xasprintf("the Seatbelt backend lets a sandbox reach a proxy "
 					      "only at a loopback TCP port (remote ip "
 					      "\"localhost:PORT\"), not %s: give "
-					      "--network-proxy tcp:127.0.0.1:PORT",
+					      "--network-proxy tcp:127.0.0.1:PORT (cordon serve: "
+					      "name a proxy at 127.0.0.1 in the proxy variables)",
 					      lopts->managed_proxy));
 	*ret = ep.port;
 	/* The variables Linux points at its relay, pointing at the proxy itself. */

@@ -21,11 +21,15 @@
 #include "serve/server.h"
 #include "shared/log.h"
 
-/* The event loop by default: epoll, or poll where there is none (macOS). */
+/* The event loops, and the default: epoll, or poll where there is none (macOS). */
 #ifdef __APPLE__
 #define LOOP_DEFAULT "poll"
+#define LOOP_USAGE   "poll"
+#define LOOP_OPTION  "  --loop poll             "
 #else
 #define LOOP_DEFAULT "epoll"
+#define LOOP_USAGE   "epoll|poll"
+#define LOOP_OPTION  "  --loop epoll|poll       "
 #endif
 
 enum {
@@ -92,7 +96,7 @@ const struct cd_cli_opt cd_serve_options[] = {
 static void serve_help(void)
 {
 	printf("Usage: cordon serve [--listen stdio | ws://IP:PORT | unix:PATH]\n"
-	       "                    [--loop epoll|poll] [--max-processes N]\n"
+	       "                    [--loop " LOOP_USAGE "] [--max-processes N]\n"
 	       "                    [--pid-namespace=auto|always|never]\n"
 	       "                    [--auth-token-file FILE] [--insecure-no-auth]\n"
 	       "                    [--allow-local-users] [--allow-local-group GROUP]\n"
@@ -193,9 +197,8 @@ static void serve_help(void)
 	       "                          redirects too). Off by default: refused (-32603)\n"
 	       "  --http-allow-loopback   with --allow-http-request: loopback addresses too\n"
 	       "  --durable-writes        fs/writeFile and fs/copy fsync each file (and its\n"
-	       "                          directory) before answering\n"
-	       "  --loop epoll|poll       event loop implementation (default " LOOP_DEFAULT
-	       "; also\n"
+	       "                          directory) before answering\n" LOOP_OPTION
+	       "event loop implementation (default " LOOP_DEFAULT "; also\n"
 	       "                          CORDON_LOOP=poll in the environment)\n"
 	       "  --max-processes N       processes per session, closed ones included until\n"
 	       "                          they are forgotten (default %u)\n"
@@ -621,6 +624,18 @@ static int check_limits(const char *cmd, const struct cd_serve_opts *o, int *ret
 #else
 #define LOOPS "epoll or poll"
 #endif
+
+/* Clear a secret so that the compiler keeps the stores. */
+static void wipe(void *p, size_t n)
+{
+#ifdef __linux__
+	explicit_bzero(p, n);
+#else
+	volatile unsigned char *v = p; /* macOS has memset_s, glibc has not: this is both */
+	while (n--)
+		*v++ = 0;
+#endif
+}
 
 static int parse_loop(const char *s, enum cd_loop_kind *ret)
 {
@@ -1053,7 +1068,7 @@ int cd_cmd_serve(int argc, char **argv)
 	}
 out:
 	if (o.auth_token)
-		explicit_bzero(o.auth_token, o.auth_token_len);
+		wipe(o.auth_token, o.auth_token_len);
 	free(o.auth_token);
 	free(o.notify_socket);
 	cd_cli_policy_done(&pol);

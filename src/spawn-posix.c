@@ -27,8 +27,9 @@
  *    the descriptor table's size at least (highest_fd): no close_range.
  *  - No pidfd (cd_child_pidfd is -1: the caller watches SIGCHLD), no mount
  *    namespace to empty, no limits to report.
- *  - cd_kill_children reaches the children this file started and their
- *    process groups (kept in a list until cd_child_free), not orphans.
+ *  - cd_kill_children kills and reaps the children this file started and
+ *    kills their process groups (kept in a list until cd_child_free), not
+ *    orphans, which go to launchd.
  */
 #include "config.h"
 
@@ -38,6 +39,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +56,7 @@
 
 struct cd_child {
 	pid_t pid;
-	bool waited;
+	atomic_bool waited; /* reaped: by cd_child_wait, or by cd_kill_children */
 	bool kill_tree;
 	struct cd_child *prev, *next; /* live, for cd_kill_children */
 };
@@ -434,9 +436,10 @@ int cd_child_wait(struct cd_child *c)
 				break;
 		}
 	}
-	if (cd_spawn_wait_pid(c->pid, &status) < 0)
-		return CD_EXIT_SETUP; /* a caller that ignores SIGCHLD: no status */
-	c->waited = true;
+	/* Reaped by cd_kill_children already, or a caller that ignores SIGCHLD: no status. */
+	if (atomic_load(&c->waited) || cd_spawn_wait_pid(c->pid, &status) < 0)
+		return CD_EXIT_SETUP;
+	atomic_store(&c->waited, true);
 	return cd_exit_code_from_status(status);
 }
 
@@ -456,10 +459,12 @@ int cd_child_limit_reason(struct cd_child *c, int exit_code, char *buf, size_t s
 }
 
 /*
- * The children not yet freed, and their groups (each leads its own: setsid).
- * Only one still unreaped is signalled: a zombie or a live child keeps its
- * pid, and so its group's id, from anyone else; one the caller reaped
- * already (waitid: ECHILD) may have given its number away.
+ * The children not yet freed, and their groups (each leads its own:
+ * setsid), then each reaped. Only one still unreaped is signalled: a
+ * zombie or a live child keeps its pid, and so its group's id, from anyone
+ * else; one the caller reaped already (waitid: ECHILD) may have given its
+ * number away. A later cd_child_wait of one reaped here has no status to
+ * give (CD_EXIT_SETUP).
  */
 void cd_kill_children(void)
 {
@@ -467,7 +472,7 @@ void cd_kill_children(void)
 	for (struct cd_child *c = live; c; c = c->next) {
 		siginfo_t si;
 		int w;
-		if (c->waited)
+		if (atomic_load(&c->waited))
 			continue;
 		do
 			w = waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT);
@@ -476,6 +481,11 @@ void cd_kill_children(void)
 			continue;
 		(void)kill(-c->pid, SIGKILL);
 		(void)kill(c->pid, SIGKILL);
+	}
+	for (struct cd_child *c = live; c; c = c->next) {
+		int st;
+		if (!atomic_load(&c->waited) && cd_spawn_wait_pid(c->pid, &st) >= 0)
+			atomic_store(&c->waited, true);
 	}
 	pthread_mutex_unlock(&live_lock);
 }

@@ -174,7 +174,9 @@ int cd_child_kill_namespace(struct cd_child *c);
 /*
  * SIGKILL and reap every child of this process until none is left. In a
  * child subreaper that is every descendant: orphans come back to it, and a
- * killed process cannot fork any more. Blocks until then.
+ * killed process cannot fork any more. Blocks until then. spawn-posix.c
+ * (macOS, no subreaper, no list of a process's children): the children it
+ * started and not yet freed, and their process groups; each is reaped.
  */
 void cd_kill_children(void);
 /*

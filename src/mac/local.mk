@@ -94,21 +94,16 @@ darwin_ready_sources = src/cmd-serve.c src/net/audit.c src/net/localroute.c src/
 # cordon serve of a macOS build made on Linux by .ci/darwin-like.sh, with
 # the suite's stand-in for sandbox-exec compiled in (CPPFLAGS=
 # -DCD_MAC_SANDBOX_EXEC='"SRCDIR/tests/data/seatbelt-stand-in.sh"'), driven
-# over stdio by tests/integration/macos-serve.py: CI's darwin stage runs it.
+# over stdio by tests/darwin-serve.sh: CI's darwin stage runs it.
 if MAC_SERVE
 check-darwin-serve: cordon$(EXEEXT)
-	@CORDON=$(abs_builddir)/cordon$(EXEEXT) CD_DARWIN_LIKE=1 PYTHONDONTWRITEBYTECODE=1 \
-		python3 $(srcdir)/tests/integration/macos-serve.py >check-darwin-serve.log 2>&1; \
-	rc=$$?; cat check-darwin-serve.log; \
-	if [ $$rc -ne 0 ] || grep -q '^not ok' check-darwin-serve.log || \
-		! grep -q '^1\.\.[1-9]' check-darwin-serve.log; then \
-		echo "check-darwin-serve: FAILED (check-darwin-serve.log)"; exit 1; fi; \
-	echo "check-darwin-serve: $$(grep -c '^ok' check-darwin-serve.log) checks passed"
+	@$(SHELL) $(srcdir)/tests/darwin-serve.sh $(abs_builddir)/cordon$(EXEEXT) $(abs_builddir)
 else
 check-darwin-serve:
 	@echo "check-darwin-serve: this build has no cordon serve (a darwin host with jansson)"; exit 1
 endif
-CLEANFILES += check-darwin-serve.log
+CLEANFILES += darwin-serve-*.log
+EXTRA_DIST += tests/darwin-serve.sh
 .PHONY: check-darwin-serve
 
 check-darwin-ready:

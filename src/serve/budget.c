@@ -3,7 +3,12 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#ifdef __linux__
 #include <sys/sysinfo.h>
+#else
+#include <sys/sysctl.h>
+#include <sys/types.h>
+#endif
 
 #include "serve/budget.h"
 
@@ -17,13 +22,20 @@ static size_t limit = SIZE_MAX;
 
 size_t cd_mem_default_limit(void)
 {
+	unsigned long long v = DEFAULT_MAX, ram = 0;
+#ifdef __linux__
 	struct sysinfo si;
-	unsigned long long v = DEFAULT_MAX;
-	if (sysinfo(&si) == 0 && si.mem_unit > 0) {
-		unsigned long long ram = (unsigned long long)si.totalram * si.mem_unit;
-		if (ram / 8 < v)
-			v = ram / 8;
-	}
+	if (sysinfo(&si) == 0 && si.mem_unit > 0)
+		ram = (unsigned long long)si.totalram * si.mem_unit;
+#else
+	/* macOS: the physical memory, in bytes. */
+	uint64_t mem = 0;
+	size_t len = sizeof(mem);
+	if (sysctlbyname("hw.memsize", &mem, &len, NULL, 0) == 0 && len == sizeof(mem))
+		ram = mem;
+#endif
+	if (ram && ram / 8 < v)
+		v = ram / 8;
 	if (v < DEFAULT_MIN)
 		v = DEFAULT_MIN;
 	return (size_t)v;

@@ -585,7 +585,11 @@ static void op_metadata(const struct cd_fs_req *q, struct cd_fs_res *r)
 			 "\"createdAtMs\":%lld,\"modifiedAtMs\":%lld}",
 			 bool_str(S_ISDIR(st.st_mode)), bool_str(S_ISREG(st.st_mode)),
 			 bool_str(is_link), (unsigned long long)st.st_size, (long long)created,
+#ifdef __APPLE__
+			 (long long)cd_fs_ms_of(&st.st_mtimespec));
+#else
 			 (long long)cd_fs_ms_of(&st.st_mtim));
+#endif
 }
 
 static void op_canonicalize(const struct cd_fs_req *q, struct cd_fs_res *r)

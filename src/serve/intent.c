@@ -7,6 +7,9 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#ifdef __APPLE__
+#include <sys/sysctl.h>
+#endif
 
 #include "core/pathuri.h"
 #include "core/profile.h"
@@ -282,6 +285,20 @@ static int rlimits_refusal(const struct cd_cli_bound *b, char **err)
 				  "another user, or leave them out");
 		return -EINVAL;
 	}
+#ifdef __APPLE__
+	/* XNU refuses an RLIMIT_NOFILE above kern.maxfilesperproc: said now, not at the spawn. */
+	int maxf = 0;
+	size_t len = sizeof(maxf);
+	if (b->sp && cd_limits_has(&b->sp->rlimits, CD_LIMIT_OPEN_FILES) &&
+	    sysctlbyname("kern.maxfilesperproc", &maxf, &len, NULL, 0) == 0 && maxf > 0 &&
+	    b->sp->rlimits.v[CD_LIMIT_OPEN_FILES] > (uint64_t)maxf) {
+		*err = cd_xasprintf("limits: open_files %llu is more than this host lets a "
+				    "process have (kern.maxfilesperproc %d)",
+				    (unsigned long long)b->sp->rlimits.v[CD_LIMIT_OPEN_FILES],
+				    maxf);
+		return -EINVAL;
+	}
+#endif
 	return 0;
 }
 

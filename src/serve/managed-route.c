@@ -120,7 +120,7 @@ static int parse_loopback(const char *value, uint8_t addr[4], unsigned *port, si
 	return 0;
 }
 
-int cd_managed_route(char **envp, char **ret_endpoint, char **err)
+int cd_managed_route(char **envp, bool relay, char **ret_endpoint, char **err)
 {
 	bool any = false, have = false;
 	uint8_t addr[4] = { 0 };
@@ -161,6 +161,10 @@ int cd_managed_route(char **envp, char **ret_endpoint, char **err)
 		return -EINVAL;
 	}
 
+	*ret_endpoint =
+		cd_xasprintf("tcp:%u.%u.%u.%u:%u", addr[0], addr[1], addr[2], addr[3], port);
+	if (!relay)
+		return 0;
 	/* Every loopback variable now names the relay; the others stay (they reach nothing). */
 	for (char **e = envp; *e; e++) {
 		const char *eq = strchr(*e, '=');
@@ -186,7 +190,5 @@ int cd_managed_route(char **envp, char **ret_endpoint, char **err)
 		*w++ = *e;
 	}
 	*w = NULL;
-	*ret_endpoint =
-		cd_xasprintf("tcp:%u.%u.%u.%u:%u", addr[0], addr[1], addr[2], addr[3], port);
 	return 0;
 }

@@ -2,6 +2,8 @@
 #ifndef CD_SERVE_MANAGED_ROUTE_H
 #define CD_SERVE_MANAGED_ROUTE_H
 
+#include <stdbool.h>
+
 /*
  * enforceManagedNetwork without networkProxy (reference 4.5): envp, the
  * child's "NAME=VALUE" strings (malloc'ed, cd_strv_free), names the loopback
@@ -12,8 +14,9 @@
  * cd_proxy_endpoint_parse takes it ("tcp:127.x.y.z:PORT", malloc'ed).
  * -EINVAL with *err (the reference's messages): no proxy variable, none
  * naming a loopback IPv4 proxy, or two naming different ones (the relay
- * reaches one).
+ * reaches one). relay false (macOS: no relay, the command reaches the
+ * proxy itself, which the Seatbelt policy allows): envp is left as it is.
  */
-int cd_managed_route(char **envp, char **ret_endpoint, char **err);
+int cd_managed_route(char **envp, bool relay, char **ret_endpoint, char **err);
 
 #endif

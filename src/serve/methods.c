@@ -450,7 +450,8 @@ static void start_run(struct cd_work *w)
 		}
 	} else if (r >= 0 && st->sandbox && st->enforce) {
 		/* Managed network: the proxy the child's variables name, relayed to (reference 4.5). */
-		r = cd_managed_route(st->envp, &st->managed_proxy, &st->err);
+		r = cd_managed_route(st->envp, cd_os_backend_native() == CD_CLI_BACKEND_LINUX,
+				     &st->managed_proxy, &st->err);
 		st->lopts.managed_proxy = st->managed_proxy;
 	}
 	if (r >= 0 && st->sandbox)
@@ -487,8 +488,10 @@ static void start_run(struct cd_work *w)
 	}
 	/*
 	 * macOS: the command runs through the Seatbelt wrapper with the policy
-	 * planned at binding (cordon serve's own files denied in it), and a
-	 * managed network's variables name the proxy port it may reach.
+	 * planned at binding (cordon serve's own files denied in it). A managed
+	 * network's variables are left as the client sent them: they name the
+	 * loopback proxy whose port the policy lets the command reach
+	 * (cd_managed_route found it there), scheme and NO_PROXY included.
 	 */
 	if (st->has_sandbox && st->b.sp && st->b.sp->sandboxed) {
 		char **wrapped = NULL;
@@ -500,12 +503,6 @@ static void start_run(struct cd_work *w)
 		cd_strv_free(st->argv);
 		st->argv = wrapped;
 		st->seatbelt = true;
-		for (char **e = st->b.sp_env; e && *e; e++) {
-			char *eq = strchr(*e, '=');
-			*eq = '\0';
-			cd_env_put(&st->envp, *e, eq + 1);
-			*eq = '=';
-		}
 	}
 	/* Test hook: through the Seatbelt wrapper too, inside the Linux sandbox. */
 	const char *stand_in = cd_seatbelt_stand_in();

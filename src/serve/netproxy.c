@@ -576,7 +576,8 @@ void cd_netproxy_stop(struct cd_netproxy *np, bool detach)
 	np->kill_timer = cd_loop_add_timer(np->loop, CD_NETPROXY_STOP_MS, on_kill, np);
 }
 
-void cd_env_put(char ***envp, const char *name, const char *value)
+/* Replace NAME's value in the NULL-terminated *envp, or append NAME=value. */
+static void setenv_in(char ***envp, const char *name, const char *value)
 {
 	size_t n = strlen(name);
 	char *kv = cd_xasprintf("%s=%s", name, value);
@@ -593,6 +594,6 @@ void cd_env_put(char ***envp, const char *name, const char *value)
 void cd_netproxy_set_env(char ***envp, const struct cd_netproxy_cfg *cfg)
 {
 	for (const struct cd_env_pair *e = cd_managed_proxy_env; e->name; e++)
-		cd_env_put(envp, e->name, cd_env_pair_value(e, cfg->socks5));
-	cd_env_put(envp, "CODEX_NETWORK_ALLOW_LOCAL_BINDING", cfg->local_binding ? "1" : "0");
+		setenv_in(envp, e->name, cd_env_pair_value(e, cfg->socks5));
+	setenv_in(envp, "CODEX_NETWORK_ALLOW_LOCAL_BINDING", cfg->local_binding ? "1" : "0");
 }

@@ -85,5 +85,3 @@ void cd_netproxy_stop(struct cd_netproxy *np, bool detach);
  * client sent, and CODEX_NETWORK_ALLOW_LOCAL_BINDING as cfg says.
  */
 void cd_netproxy_set_env(char ***envp, const struct cd_netproxy_cfg *cfg);
-/* Replace NAME's value in the NULL-terminated, malloc'ed *envp, or append NAME=value. */
-void cd_env_put(char ***envp, const char *name, const char *value);

@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <malloc.h>
+#ifdef __linux__
+#include <malloc.h> /* mallopt: glibc's */
+#endif
 #include <pwd.h>
 #include <signal.h>
 #include <stdint.h>

@@ -160,7 +160,7 @@ try:
 
     # ---- a managed network: the proxy of the command's variables, and nothing else ----
     penv = {"PATH": "/usr/bin:/bin", "HTTP_PROXY": "http://127.0.0.1:3128"}
-    resp, res = srv.run("mn", ["sh", "-c", "echo $HTTPS_PROXY $CODEX_NETWORK_PROXY_ACTIVE"],
+    resp, res = srv.run("mn", ["sh", "-c", "echo $HTTP_PROXY"],
                         cwd=ws, sandbox=sb, env=penv, enforceManagedNetwork=True)
     got = recorded(res.stderr) if res else None
     policy = got[1] if got and len(got) > 1 else ""
@@ -169,8 +169,18 @@ try:
          policy.count("(allow network-outbound") == 1,
          "enforceManagedNetwork: the policy lets the command reach the proxy's port only",
          repr(resp)[:300] + policy[-800:])
-    t.ok(res is not None and res.stdout == b"http://127.0.0.1:3128 1\n",
-         "... and its proxy variables name it", repr(res and res.stdout))
+    t.ok(res is not None and res.stdout == b"http://127.0.0.1:3128\n",
+         "... and its proxy variables are the client's", repr(res and res.stdout))
+    penv = {"PATH": "/usr/bin:/bin", "ALL_PROXY": "socks5h://127.0.0.1:1080",
+            "NO_PROXY": "corp.example"}
+    resp, res = srv.run("mn3", ["sh", "-c", "echo $ALL_PROXY $NO_PROXY"], cwd=ws, sandbox=sb,
+                        env=penv, enforceManagedNetwork=True)
+    got = recorded(res.stderr) if res else None
+    policy = got[1] if got and len(got) > 1 else ""
+    t.ok('(allow network-outbound (remote ip "localhost:1080"))' in policy and res is not None
+         and res.stdout == b"socks5h://127.0.0.1:1080 corp.example\n",
+         "... a SOCKS proxy too: its port is allowed, its scheme and NO_PROXY kept",
+         repr((resp, res and res.stdout)))
     resp = srv.start("mn2", ["true"], cwd=ws, sandbox=sb, enforceManagedNetwork=True,
                      env={"PATH": "/usr/bin:/bin", "HTTP_PROXY": "http://192.0.2.7:3128"})
     t.ok(resp.get("error", {}).get("code") == -32602,
