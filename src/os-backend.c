@@ -10,17 +10,6 @@
 #include "os-backend.h"
 #include "sandbox/seatbelt/sbpl.h"
 
-enum cd_cli_backend cd_os_backend_native(void)
-{
-#if defined(__APPLE__)
-	return CD_CLI_BACKEND_SEATBELT;
-#elif defined(_WIN32)
-	return CD_CLI_BACKEND_WINDOWS;
-#else
-	return CD_CLI_BACKEND_LINUX;
-#endif
-}
-
 const char *cd_os_backend_name(enum cd_cli_backend b)
 {
 	static const char *const names[] = { "linux", "seatbelt", "windows" };

@@ -38,7 +38,17 @@
 #define CD_MAC_SANDBOX_EXEC CD_SEATBELT_EXEC
 #endif
 
-enum cd_cli_backend cd_os_backend_native(void);
+/* Inline: the serve engine's binding (intent.c) asks it without linking the launch. */
+static inline enum cd_cli_backend cd_os_backend_native(void)
+{
+#if defined(__APPLE__)
+	return CD_CLI_BACKEND_SEATBELT;
+#elif defined(_WIN32)
+	return CD_CLI_BACKEND_WINDOWS;
+#else
+	return CD_CLI_BACKEND_LINUX;
+#endif
+}
 const char *cd_os_backend_name(enum cd_cli_backend b);	       /* "linux", ... */
 const char *cd_os_backend_sandbox_type(enum cd_cli_backend b); /* "linuxSeccomp", ... */
 

@@ -23,22 +23,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import CORDON, Tap  # noqa: E402
+from rpcclient import CORDON, Tap, standin_argv  # noqa: E402
 
 t = Tap()
 BUILD = os.environ.get("CD_BUILDDIR", os.getcwd())
 SRC = os.environ.get("CD_SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MAC = os.environ.get("CORDON_MACOS", os.path.join(BUILD, "tests", "mac", "cordon-macos"))
 USER = "cordon-test"
-
-
-def recorded(stderr):
-    """The stand-in's argv from stderr (bytes), or None."""
-    a = stderr.find(b"STANDIN<<")
-    b = stderr.find(b">>STANDIN", a)
-    if a < 0 or b < 0:
-        return None
-    return [x.decode() for x in stderr[a + 9:b].split(b"\0")[:-1]]
 
 
 def user_prefix():
@@ -119,7 +110,7 @@ def cases(who, pre, base):
     cmd = ["sh", "-c", "pwd; echo from-the-command; echo err-line >&2; exit 7"]
     want = json.loads(mac(["explain", "--json"] + opts).stdout)["seatbelt"]["argv"]
     p = mac(["run"] + opts + ["--"] + cmd)
-    t.eq(recorded(p.stderr), want[1:] + cmd,
+    t.eq(standin_argv(p.stderr), want[1:] + cmd,
          w + "run: the stand-in gets exactly the planned -p POLICY -D... -- CMD")
     t.eq(p.stdout.decode(), ws + "\nfrom-the-command\n",
          w + "run: the command's output arrives, from the --cwd")
@@ -134,7 +125,7 @@ def cases(who, pre, base):
     env = dict(os.environ, HTTPS_PROXY="http://elsewhere.test:1")
     p = mac(["run"] + mopts + ["--", "sh", "-c", 'echo "$HTTPS_PROXY $all_proxy $NO_PROXY"'],
             env=env)
-    t.ok(p.returncode == 0 and recorded(p.stderr) == mwant["argv"][1:] + [
+    t.ok(p.returncode == 0 and standin_argv(p.stderr) == mwant["argv"][1:] + [
         "sh", "-c", 'echo "$HTTPS_PROXY $all_proxy $NO_PROXY"'] and
          '(allow network-outbound (remote ip "localhost:8080"))' in mwant["policy"],
          w + "run --network managed --network-proxy: the proxy-restricted policy",
@@ -144,7 +135,7 @@ def cases(who, pre, base):
     p = mac(["run", "--profile", "read-only", "sh", "-c", "kill -TERM $$"])
     t.eq(p.returncode, -15, w + "run: a command killed by SIGTERM kills cordon with it (exec)")
     p = mac(["run", "--profile", "full-access", "--", "sh", "-c", "echo plain; exit 4"])
-    t.ok(p.returncode == 4 and p.stdout == b"plain\n" and recorded(p.stderr) is None,
+    t.ok(p.returncode == 4 and p.stdout == b"plain\n" and standin_argv(p.stderr) is None,
          w + "run: a disabled profile runs the command without the wrapper",
          "%d %r %r" % (p.returncode, p.stdout, p.stderr))
     p = mac(["run", "--profile", "full-access", "--", "/nonexistent/cmd"])
@@ -155,7 +146,7 @@ def cases(who, pre, base):
     marker = os.path.join(base, "ran")
     touch = ["sh", "-c", "touch %s" % marker]
     p = mac(["run", "--network", "managed", "--"] + touch)
-    t.ok(p.returncode == 125 and recorded(p.stderr) is None and not os.path.exists(marker),
+    t.ok(p.returncode == 125 and standin_argv(p.stderr) is None and not os.path.exists(marker),
          w + "run: a managed network is refused (125) and nothing runs", p.stderr)
     t.ok(b"a managed network needs a filtering proxy on a loopback port, which cordon on "
          b"macOS does not start yet: give one with --network-proxy" in p.stderr,
@@ -203,13 +194,13 @@ def cases(who, pre, base):
             p = mac(["run"] + args + ["--"] + touch)
             t.ok(p.returncode == 125 and b"resource limits cannot be kept from a command run "
                  b"as root on macOS" in p.stderr and not os.path.exists(marker)
-                 and recorded(p.stderr) is None,
+                 and standin_argv(p.stderr) is None,
                  w + "run %s: refused for root (125), nothing runs" % " ".join(args[:2]),
                  p.stderr)
     else:
         p = mac(["run"] + lim + ["--"] + show)
         t.ok(p.returncode == 0 and p.stdout.split() == [b"64", b"2048", b"0", b"64"]
-             and recorded(p.stderr) is not None,
+             and standin_argv(p.stderr) is not None,
              w + "run --limit-*: the command under the wrapper has the rlimits, soft and hard",
              p.stdout + p.stderr[-300:])
         p = mac(["run", "--profile", "full-access", "--limit-open-files", "33", "--", "sh", "-c",
@@ -248,7 +239,7 @@ def cases(who, pre, base):
             p = mac(["run", "--profile", prof, "--limit-" + opt, val, "--"] + touch)
             t.ok(p.returncode == 125 and b"cannot enforce the %s limit: " % opt.encode()
                  in p.stderr and why in p.stderr and not os.path.exists(marker)
-                 and recorded(p.stderr) is None,
+                 and standin_argv(p.stderr) is None,
                  w + "run --profile %s --limit-%s: refused (125), nothing runs" % (prof, opt),
                  p.stderr)
     p = mac(["run", "--profile", os.path.join(base, "limited-memory.json"), "--"] + touch)

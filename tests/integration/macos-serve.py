@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from rpcclient import (CORDON, WAIT, Eof, Server, Tap, Timeout, profile, special,  # noqa: E402
-                       unb64, uri, workspace_write)
+                       standin_argv, unb64, uri, workspace_write)
 from netclient import HandshakeError, NetServer  # noqa: E402
 
 t = Tap()
@@ -43,15 +43,6 @@ if not os.environ.get("CD_DARWIN_LIKE"):
     t.skip_all("needs cordon built by .ci/darwin-like.sh with the stand-in wrapper "
                "(make check-darwin-serve in such a build; CI's darwin stage)")
 ROOT = os.geteuid() == 0
-
-
-def recorded(stderr):
-    """The stand-in's argv from stderr (bytes), or None."""
-    a = stderr.find(b"STANDIN<<")
-    b = stderr.find(b">>STANDIN", a)
-    if a < 0 or b < 0:
-        return None
-    return [x.decode() for x in stderr[a + 9:b].split(b"\0")[:-1]]
 
 
 def planned(args):
@@ -141,7 +132,7 @@ try:
     t.ok(r.get("cordon", {}).get("sandboxed") is True and
          r.get("cordon", {}).get("network") == "restricted",
          "... cordon says sandboxed, network restricted", repr(r))
-    got = recorded(res.stderr) if res else None
+    got = standin_argv(res.stderr) if res else None
     want = planned(["--profile", "workspace-write", "--workspace-root", ws, "--cwd", ws])
     t.ok(got is not None and want is not None and got == want + cmd,
          "... the wrapper gets exactly the policy cordon explain plans, then -- CMD",
@@ -154,7 +145,7 @@ try:
           "windowsSandboxLevel": "disabled", "cwd": uri(ws)}
     resp, res = srv.run("ro", ["cat", secret], cwd=ws, sandbox=ro)
     t.ok(resp.get("result", {}).get("sandboxType") == "macosSeatbelt" and res is not None and
-         recorded(res.stderr) is not None and "(allow file-read*)" in recorded(res.stderr)[1],
+         standin_argv(res.stderr) is not None and "(allow file-read*)" in standin_argv(res.stderr)[1],
          "a read-only profile is wrapped, with a policy that allows reads",
          repr(resp)[:300])
 
@@ -162,7 +153,7 @@ try:
     penv = {"PATH": "/usr/bin:/bin", "HTTP_PROXY": "http://127.0.0.1:3128"}
     resp, res = srv.run("mn", ["sh", "-c", "echo $HTTP_PROXY"],
                         cwd=ws, sandbox=sb, env=penv, enforceManagedNetwork=True)
-    got = recorded(res.stderr) if res else None
+    got = standin_argv(res.stderr) if res else None
     policy = got[1] if got and len(got) > 1 else ""
     t.ok(resp.get("result", {}).get("sandboxType") == "macosSeatbelt" and
          '(allow network-outbound (remote ip "localhost:3128"))' in policy and
@@ -175,7 +166,7 @@ try:
             "NO_PROXY": "corp.example"}
     resp, res = srv.run("mn3", ["sh", "-c", "echo $ALL_PROXY $NO_PROXY"], cwd=ws, sandbox=sb,
                         env=penv, enforceManagedNetwork=True)
-    got = recorded(res.stderr) if res else None
+    got = standin_argv(res.stderr) if res else None
     policy = got[1] if got and len(got) > 1 else ""
     t.ok('(allow network-outbound (remote ip "localhost:1080"))' in policy and res is not None
          and res.stdout == b"socks5h://127.0.0.1:1080 corp.example\n",
@@ -198,13 +189,13 @@ try:
     # ---- not wrapped ----
     resp, res = srv.run("plain", ["sh", "-c", "echo plain"], cwd=ws)
     t.ok(resp.get("result", {}).get("sandboxType") == "none" and res is not None and
-         recorded(res.stderr) is None and res.stdout == b"plain\n",
+         standin_argv(res.stderr) is None and res.stdout == b"plain\n",
          "without a sandbox: sandboxType none, run as asked", repr(resp)[:300])
     off = {"permissions": {"type": "disabled"}, "windowsSandboxLevel": "disabled",
            "cwd": uri(ws)}
     resp, res = srv.run("off", ["sh", "-c", "echo off"], cwd=ws, sandbox=off)
     t.ok(resp.get("result", {}).get("sandboxType") == "none" and res is not None and
-         recorded(res.stderr) is None and res.stdout == b"off\n",
+         standin_argv(res.stderr) is None and res.stdout == b"off\n",
          "a disabled profile: sandboxType none, not wrapped", repr(resp)[:300])
 
     # ---- limits: rlimits, or refused ----
@@ -300,7 +291,7 @@ try:
     c = srv.connect(token=token)
     c.handshake()
     resp, res = c.run("hid", ["cat", token_file], cwd=ws, sandbox=sb)
-    got = recorded(res.stderr) if res else None
+    got = standin_argv(res.stderr) if res else None
     hid = [a for a in (got or []) if a.startswith("-DHIDDEN_")]
     t.ok(resp.get("result", {}).get("sandboxType") == "macosSeatbelt" and
          hid == ["-DHIDDEN_0=" + token_file],

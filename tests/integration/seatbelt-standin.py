@@ -19,8 +19,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from rpcclient import (CORDON, Eof, Server, Tap, Timeout, cordon_usable, uri,  # noqa: E402
-                       workspace_write)
+from rpcclient import (CORDON, Eof, Server, Tap, Timeout, cordon_usable,  # noqa: E402
+                       standin_argv, uri, workspace_write)
 from netclient import HandshakeError, NetServer  # noqa: E402
 
 t = Tap()
@@ -31,15 +31,6 @@ SRC = os.environ.get("CD_SRCDIR", os.path.join(os.path.dirname(os.path.abspath(_
                                                "..", ".."))
 STAND_IN = os.path.realpath(os.path.join(SRC, "tests", "data", "seatbelt-stand-in.sh"))
 HOOK = {"CORDON_TEST_SEATBELT_EXEC": STAND_IN}
-
-
-def recorded(stderr):
-    """The stand-in's argv from stderr (bytes), or None."""
-    a = stderr.find(b"STANDIN<<")
-    b = stderr.find(b">>STANDIN", a)
-    if a < 0 or b < 0:
-        return None
-    return [x.decode() for x in stderr[a + 9:b].split(b"\0")[:-1]]
 
 
 def planned(args, env):
@@ -68,7 +59,7 @@ try:
     # ---- cordon run ----
     opts = ["--profile", "workspace-write", "--workspace-root", ws, "--cwd", ws]
     p = subprocess.run([CORDON, "run"] + opts + ["--"] + cmd, capture_output=True, env=env)
-    got = recorded(p.stderr)
+    got = standin_argv(p.stderr)
     want, err = planned(opts, env)
     t.ok(p.returncode == 0, "run: the command exits 0 through the stand-in",
          p.stderr.decode(errors="replace")[-2000:])
@@ -85,7 +76,7 @@ try:
     # Unsandboxed: no wrapper.
     p = subprocess.run([CORDON, "run", "--profile", "full-access", "--", "true"],
                        capture_output=True, env=env)
-    t.ok(p.returncode == 0 and recorded(p.stderr) is None,
+    t.ok(p.returncode == 0 and standin_argv(p.stderr) is None,
          "run: a disabled profile is not wrapped", p.stderr.decode(errors="replace"))
 
     # ---- cordon serve ----
@@ -97,7 +88,7 @@ try:
         resp, res = srv.run("sb", cmd, cwd=ws, sandbox=sb)
         r = resp.get("result", {})
         t.eq(r.get("sandboxType"), "macosSeatbelt", "serve: process/start says macosSeatbelt")
-        got = recorded(res.stderr) if res else None
+        got = standin_argv(res.stderr) if res else None
         want, err = planned(opts, env)
         t.ok(got is not None and want is not None and got == want + cmd,
              "serve: the stand-in gets exactly the planned argv for the wire intent",
@@ -110,7 +101,7 @@ try:
         resp, res = srv.run("plain", ["sh", "-c", "echo plain"], cwd=ws)
         t.eq(resp.get("result", {}).get("sandboxType"), "none",
              "serve: an unsandboxed start is not wrapped (sandboxType none)")
-        t.ok(res is not None and recorded(res.stderr) is None and res.stdout == b"plain\n",
+        t.ok(res is not None and standin_argv(res.stderr) is None and res.stdout == b"plain\n",
              "serve: ... and runs without the stand-in")
     finally:
         srv.stop()
@@ -127,7 +118,7 @@ try:
         c = srv.connect(token=token)
         c.handshake()
         resp, res = c.run("hid", ["true"], cwd=ws, sandbox=sb, timeout=60)
-        got = recorded(res.stderr) if res else None
+        got = standin_argv(res.stderr) if res else None
         # Planned for macOS: /var is /private/var there.
         mac_token = ("/private" + token_file if token_file.startswith(("/var/", "/tmp/"))
                      else token_file)

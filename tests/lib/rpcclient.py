@@ -856,6 +856,16 @@ def ns_init_child(pid):
     return None
 
 
+def standin_argv(stderr):
+    """The argv the suite's sandbox-exec stand-in (tests/data/seatbelt-stand-in.sh) recorded
+    on stderr (bytes), without the program itself; None when it did not run."""
+    a = stderr.find(b"STANDIN<<")
+    b = stderr.find(b">>STANDIN", a)
+    if a < 0 or b < 0:
+        return None
+    return [x.decode() for x in stderr[a + 9:b].split(b"\0")[:-1]]
+
+
 def server_pid_of(pid, timeout=None):
     """The server loop's pid for a spawned `cordon serve` (see Server.server_pid): the
     only child of the started process, which is the init of a pid namespace as root
