@@ -44,14 +44,18 @@ bits=$(printf '#include <sys/socket.h>\n' | gcc -xc -M - | tr ' \\' '\n\n' |
 sed -e 's/SOCK_CLOEXEC = /CD_DARWIN_NO_SOCK_CLOEXEC = /' -e '/#define SOCK_CLOEXEC/d' \
 	-e 's/SOCK_NONBLOCK = /CD_DARWIN_NO_SOCK_NONBLOCK = /' -e '/#define SOCK_NONBLOCK/d' \
 	"$bits/socket_type.h" >"$shadow/bits/socket_type.h"
+# Netlink too, which glibc's PF_ROUTE aliases (macOS's routing socket is 17).
 sed -e 's/MSG_CMSG_CLOEXEC\t= /CD_DARWIN_NO_MSG_CMSG_CLOEXEC = /' \
-	-e '/#define MSG_CMSG_CLOEXEC/d' "$bits/socket.h" >"$shadow/bits/socket.h"
+	-e '/#define MSG_CMSG_CLOEXEC/d' -e '/#define [AP]F_NETLINK/d' \
+	-e 's/^#define PF_ROUTE.*/#define PF_ROUTE\t17/' "$bits/socket.h" >"$shadow/bits/socket.h"
 for name in SOCK_CLOEXEC SOCK_NONBLOCK; do
 	! grep -qw "$name" "$shadow/bits/socket_type.h" ||
 		{ echo "darwin-like.sh: $name is still in bits/socket_type.h" >&2; exit 1; }
 done
-! grep -qw MSG_CMSG_CLOEXEC "$shadow/bits/socket.h" ||
-	{ echo "darwin-like.sh: MSG_CMSG_CLOEXEC is still in bits/socket.h" >&2; exit 1; }
+for name in MSG_CMSG_CLOEXEC AF_NETLINK PF_NETLINK; do
+	! grep -qw "$name" "$shadow/bits/socket.h" ||
+		{ echo "darwin-like.sh: $name is still in bits/socket.h" >&2; exit 1; }
+done
 
 # Linux's, in glibc's headers whatever is asked, and not macOS's: taken out.
 asm=$(printf '#include <sys/socket.h>\n' | gcc -xc -M - | tr ' \\' '\n\n' |
@@ -81,15 +85,30 @@ struct xucred {
 };
 EOF
 
-# macOS's sysctlbyname (glibc has no <sys/sysctl.h>): a stand-in that fails.
+# macOS's sysctlbyname (glibc has no <sys/sysctl.h>): a stand-in that knows
+# the two names cordon asks, as a Mac answers them (kern.maxfilesperproc at
+# its default, 10240), so that the code using them runs here too.
 cat >"$shadow/sys/sysctl.h" <<'EOF'
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 static inline int sysctlbyname(const char *name, void *old, size_t *oldlen, void *new,
 			       size_t newlen)
 {
-	(void)name, (void)old, (void)oldlen, (void)new, (void)newlen;
-	errno = ENOSYS;
+	(void)new, (void)newlen;
+	if (!strcmp(name, "hw.memsize") && old && *oldlen == sizeof(uint64_t)) {
+		uint64_t v = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+		memcpy(old, &v, sizeof(v));
+		return 0;
+	}
+	if (!strcmp(name, "kern.maxfilesperproc") && old && *oldlen == sizeof(int)) {
+		int v = 10240;
+		memcpy(old, &v, sizeof(v));
+		return 0;
+	}
+	errno = ENOENT;
 	return -1;
 }
 EOF

@@ -17,6 +17,8 @@
 #include "cli-policy.h"
 #include "sandbox/backend.h"
 #include "sandbox/seatbelt/sbpl.h"
+#include "serve/fs-ops.h"
+#include "serve/intent.h"
 #include "serve/sd-daemon.h"
 #include "serve/server.h"
 #include "shared/log.h"
@@ -577,12 +579,12 @@ static int check_limits(const char *cmd, const struct cd_serve_opts *o, int *ret
 #ifdef __APPLE__
 	/* Every limit is an rlimit of each process there, and root could raise it again. */
 	struct cd_seatbelt_plan *sp = NULL;
-	if (cd_seatbelt_plan_limits(&all, &sp, &why) < 0 || geteuid() == 0) {
+	if (cd_seatbelt_plan_limits(&all, &sp, &why) < 0 ||
+	    cd_intent_rlimits_refusal(&sp->rlimits, &why) < 0) {
 		fprintf(stderr, "cordon: serve: the server's limits cannot be enforced here: %s\n",
-			why ? why
-			    : "commands run as root on macOS may raise their rlimits again: run "
-			      "the server as another user, or leave the limits out");
+			why);
 		free(why);
+		cd_seatbelt_plan_free(sp);
 		*ret = CD_EXIT_SETUP;
 		return -1;
 	}
@@ -756,6 +758,8 @@ int cd_cmd_serve(int argc, char **argv)
 	bool verbose = false, listen_given = false;
 	int id;
 
+	/* Before any thread: where the umask cannot be read from /proc (fs-ops.h). */
+	cd_fs_ops_umask_init();
 	cd_serve_opts_init(&o);
 	cd_cli_policy_init(&pol);
 	while ((id = cd_cli_next(&a, cd_serve_options, &arg)) > 0) {

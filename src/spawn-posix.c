@@ -57,6 +57,7 @@
 struct cd_child {
 	pid_t pid;
 	atomic_bool waited; /* reaped: by cd_child_wait, or by cd_kill_children */
+	bool killed;	    /* cd_kill_children's SIGKILL reached it (live_lock) */
 	bool kill_tree;
 	struct cd_child *prev, *next; /* live, for cd_kill_children */
 };
@@ -463,8 +464,10 @@ int cd_child_limit_reason(struct cd_child *c, int exit_code, char *buf, size_t s
  * setsid), then each reaped. Only one still unreaped is signalled: a
  * zombie or a live child keeps its pid, and so its group's id, from anyone
  * else; one the caller reaped already (waitid: ECHILD) may have given its
- * number away. A later cd_child_wait of one reaped here has no status to
- * give (CD_EXIT_SETUP).
+ * number away. Only a child the signal reached is waited for: one that
+ * runs a setuid program (EPERM) could hold the lock, and every spawn,
+ * for as long as it likes. A later cd_child_wait of one reaped here has
+ * no status to give (CD_EXIT_SETUP).
  */
 void cd_kill_children(void)
 {
@@ -480,11 +483,11 @@ void cd_kill_children(void)
 		if (w < 0)
 			continue;
 		(void)kill(-c->pid, SIGKILL);
-		(void)kill(c->pid, SIGKILL);
+		c->killed = kill(c->pid, SIGKILL) == 0;
 	}
 	for (struct cd_child *c = live; c; c = c->next) {
 		int st;
-		if (!atomic_load(&c->waited) && cd_spawn_wait_pid(c->pid, &st) >= 0)
+		if (c->killed && !atomic_load(&c->waited) && cd_spawn_wait_pid(c->pid, &st) >= 0)
 			atomic_store(&c->waited, true);
 	}
 	pthread_mutex_unlock(&live_lock);

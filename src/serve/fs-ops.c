@@ -161,6 +161,11 @@ struct target {
 	bool durable;
 };
 
+#ifdef __linux__
+void cd_fs_ops_umask_init(void)
+{
+}
+
 /* The process's umask, read without changing it (umask() is not thread-safe to query). */
 static mode_t current_umask(void)
 {
@@ -173,6 +178,32 @@ static mode_t current_umask(void)
 	if (f)
 		fclose(f);
 	return (mode_t)m & 0777;
+}
+#else
+/* No /proc to read it from: asked once, before any other thread can create a file. */
+static mode_t saved_umask = 022;
+
+void cd_fs_ops_umask_init(void)
+{
+	mode_t m = umask(0);
+	umask(m);
+	saved_umask = m & 0777;
+}
+
+static mode_t current_umask(void)
+{
+	return saved_umask;
+}
+#endif
+
+/* fsync that reaches the disk: on macOS fsync leaves it to the drive's cache (F_FULLFSYNC). */
+static int fsync_durable(int fd)
+{
+#ifdef F_FULLFSYNC
+	if (fcntl(fd, F_FULLFSYNC) == 0)
+		return 0;
+#endif
+	return fsync(fd);
 }
 
 /*
@@ -358,7 +389,7 @@ static int sync_dir(const char *dir)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	int r = fsync(fd) < 0 && errno != EINVAL ? -errno : 0;
+	int r = fsync_durable(fd) < 0 && errno != EINVAL ? -errno : 0;
 	close(fd);
 	return r;
 }
@@ -378,7 +409,7 @@ static int sync_dir_of(const char *path)
 static int target_commit(struct target *t, int r)
 {
 	bool renamed = false;
-	if (r == 0 && t->durable && fsync(t->fd) < 0)
+	if (r == 0 && t->durable && fsync_durable(t->fd) < 0)
 		r = -errno;
 	if (t->tmp && r == 0) {
 		if (rename(t->tmp, t->real) == 0)

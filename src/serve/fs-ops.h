@@ -83,6 +83,12 @@ bool cd_fs_cancelled(void);
 
 /* Perform q (r zeroed but r->fd = -1 before). */
 void cd_fs_do(const struct cd_fs_req *q, struct cd_fs_res *r);
+/*
+ * Once, while the process has one thread: where there is no /proc to read
+ * the umask from (macOS), it is asked now, and new files get it. Linux
+ * reads it at each write and needs nothing.
+ */
+void cd_fs_ops_umask_init(void);
 /* r becomes the error of errno e. */
 void cd_fs_res_errno(struct cd_fs_res *r, int e);
 void cd_fs_res_error(struct cd_fs_res *r, int code, const char *fmt, ...) CD_PRINTF(3, 4);

@@ -272,14 +272,11 @@ static int merge_limits(const struct cd_limits *profile, const struct cd_intent_
 	return 0;
 }
 
-/*
- * Rlimits that a command run as root could raise again: on macOS there is
- * no capability to drop (Linux drops CAP_SYS_RESOURCE and puts the rest in
- * a cgroup), so they are refused, as `cordon run` on macOS refuses them.
- */
-static int rlimits_refusal(const struct cd_cli_bound *b, char **err)
+int cd_intent_rlimits_refusal(const struct cd_limits *rl, char **err)
 {
-	if (b->sp && cd_limits_any(&b->sp->rlimits) && geteuid() == 0) {
+	if (!rl || !cd_limits_any(rl))
+		return 0;
+	if (geteuid() == 0) {
 		*err = cd_xstrdup("resource limits cannot be kept from a command run as root on "
 				  "macOS (it may raise its rlimits again): run the server as "
 				  "another user, or leave them out");
@@ -289,17 +286,21 @@ static int rlimits_refusal(const struct cd_cli_bound *b, char **err)
 	/* XNU refuses an RLIMIT_NOFILE above kern.maxfilesperproc: said now, not at the spawn. */
 	int maxf = 0;
 	size_t len = sizeof(maxf);
-	if (b->sp && cd_limits_has(&b->sp->rlimits, CD_LIMIT_OPEN_FILES) &&
+	if (cd_limits_has(rl, CD_LIMIT_OPEN_FILES) &&
 	    sysctlbyname("kern.maxfilesperproc", &maxf, &len, NULL, 0) == 0 && maxf > 0 &&
-	    b->sp->rlimits.v[CD_LIMIT_OPEN_FILES] > (uint64_t)maxf) {
+	    rl->v[CD_LIMIT_OPEN_FILES] > (uint64_t)maxf) {
 		*err = cd_xasprintf("limits: open_files %llu is more than this host lets a "
 				    "process have (kern.maxfilesperproc %d)",
-				    (unsigned long long)b->sp->rlimits.v[CD_LIMIT_OPEN_FILES],
-				    maxf);
+				    (unsigned long long)rl->v[CD_LIMIT_OPEN_FILES], maxf);
 		return -EINVAL;
 	}
 #endif
 	return 0;
+}
+
+static int rlimits_refusal(const struct cd_cli_bound *b, char **err)
+{
+	return b->sp ? cd_intent_rlimits_refusal(&b->sp->rlimits, err) : 0;
 }
 
 int cd_intent_limits_only(const struct cd_linux_host *host, const struct cd_linux_opts *lopts,

@@ -101,6 +101,15 @@ int cd_intent_bind_limited(const struct cd_json *sandbox, const char *params_cwd
 int cd_intent_limits_only(const struct cd_linux_host *host, const struct cd_linux_opts *lopts,
 			  const struct cd_intent_limits *lim, struct cd_cli_bound *b, char **err);
 
+/*
+ * The rlimits a command gets on macOS (a Seatbelt plan's), or -EINVAL with
+ * *err: none when the server runs as root, who could raise them again (no
+ * capability to drop there, as cordon run on macOS refuses them), and no
+ * open_files above kern.maxfilesperproc, which XNU would refuse at the
+ * spawn. 0 for none.
+ */
+int cd_intent_rlimits_refusal(const struct cd_limits *rl, char **err);
+
 /* The bound context builds a sandbox (b->lp's on Linux, b->sp's on macOS). */
 bool cd_intent_sandboxed(const struct cd_cli_bound *b);
 /*

@@ -31,8 +31,10 @@ static const char *family_name(int family)
 		return "AF_INET";
 	case AF_INET6:
 		return "AF_INET6";
+#ifdef AF_NETLINK /* Linux's */
 	case AF_NETLINK:
 		return "AF_NETLINK";
+#endif
 	default:
 		return "another family";
 	}

@@ -103,6 +103,11 @@ if ROOT:
 else:
     t.ok(p.returncode == 0, "--default-limits open-files: the server starts and stops at EOF",
          p.stderr)
+    p = subprocess.run([CORDON, "serve", "--default-limits", "open-files=20000"],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    t.ok(p.returncode == 125 and "kern.maxfilesperproc 10240" in p.stderr,
+         "--default-limits open-files above kern.maxfilesperproc: refused at startup (125)",
+         p.stderr)
 
 base = tempfile.mkdtemp(prefix="cordon-macserve-", dir="/var/tmp")
 os.chmod(base, 0o755)
@@ -218,6 +223,13 @@ try:
         t.ok(res2 is not None and res2.stdout == b"64\n" and
              resp2["result"]["sandboxType"] == "none",
              "... and so has one without a sandbox", repr((resp2, res2 and res2.stdout)))
+    if not ROOT:
+        resp, res = srv.run("nofile", ["true"], cwd=ws, sandbox=sb,
+                            cordon={"limits": {"open_files": 20000}})
+        t.ok(resp.get("error", {}).get("code") == -32602 and
+             "kern.maxfilesperproc 10240" in resp["error"].get("message", ""),
+             "open_files above kern.maxfilesperproc: refused (-32602) before the spawn",
+             repr(resp))
     resp, res = srv.run("tasks", ["true"], cwd=ws, sandbox=sb,
                         cordon={"limits": {"tasks": 5}})
     t.ok(resp.get("error", {}).get("code") == -32602 and
